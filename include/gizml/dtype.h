@@ -1,0 +1,40 @@
+#pragma once
+// Element types and the conversions between them.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace gizml {
+
+enum class DType : uint8_t { F32, F16, BF16, I8, U8, I32, I64, Bool };
+
+inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8,
+                                       DType::U8,  DType::I32, DType::I64,  DType::Bool};
+
+size_t dtypeSize(DType t);
+const char* dtypeName(DType t);
+inline bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+inline bool isInteger(DType t) { return !isFloat(t) && t != DType::Bool; }
+
+/// The type of a binary operation's result (docs/tensor.md, "Type promotion").
+DType promoteTypes(DType a, DType b);
+
+// IEEE binary16 and bfloat16 conversions, rounding to nearest even; NaN stays NaN.
+uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h);
+inline uint16_t floatToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16ToFloat(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace gizml

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what gizml needs to build and test, from Debian's packages, and makes the test-only
+# Python environment (.venv) from PyPI. Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ clang-14 libclang-rt-14-dev ccache pkg-config
+          libhwy-dev libgtest-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
+          python3 python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Test-only Python tools (reference fixtures are committed; these regenerate and extend them).
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
+  .venv/bin/pip install -q -r tests/reference/requirements.txt
+fi

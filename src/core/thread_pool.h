@@ -1,0 +1,18 @@
+#pragma once
+// A persistent pool of worker threads, one per core, that splits index ranges among them.
+#include <cstdint>
+#include <functional>
+
+namespace gizml::core {
+
+/// Number of threads parallelFor uses (the cores, or GIZML_THREADS when set).
+int threadCount();
+
+/// Calls body(begin, end) on disjoint ranges covering [0, n), each at least `grain` long (but
+/// the last), in parallel on the pool. Runs inline when n is small or when called from a worker.
+void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+/// Calls body(task) for task in [0, tasks): one task per call, distributed across the pool.
+void parallelTasks(int64_t tasks, const std::function<void(int64_t)>& body);
+
+}  // namespace gizml::core

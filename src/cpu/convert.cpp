@@ -1,0 +1,135 @@
+#include "cpu/convert.h"
+
+#include <gizml/error.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace gizml::cpu {
+namespace {
+
+template <class S, class F>
+void gather(const void* base, int64_t stride, int64_t n, F&& put) {
+  const S* p = static_cast<const S*>(base);
+  if (stride == 1) {
+    for (int64_t i = 0; i < n; ++i) put(i, p[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) put(i, p[i * stride]);
+  }
+}
+
+int64_t bounds(DType t, bool upper) {
+  switch (t) {
+    case DType::I8: return upper ? 127 : -128;
+    case DType::U8: return upper ? 255 : 0;
+    case DType::I32: return upper ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min();
+    default: return upper ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  }
+}
+
+}  // namespace
+
+void loadF32(DType src, const void* base, int64_t stride, int64_t n, float* out) {
+  switch (src) {
+    case DType::F32:
+      if (stride == 1) {
+        std::memcpy(out, base, static_cast<size_t>(n) * 4);
+      } else {
+        gather<float>(base, stride, n, [&](int64_t i, float v) { out[i] = v; });
+      }
+      return;
+    case DType::F16:
+      gather<uint16_t>(base, stride, n, [&](int64_t i, uint16_t v) { out[i] = halfToFloat(v); });
+      return;
+    case DType::BF16:
+      gather<uint16_t>(base, stride, n, [&](int64_t i, uint16_t v) { out[i] = bf16ToFloat(v); });
+      return;
+    case DType::Bool:
+      gather<uint8_t>(base, stride, n, [&](int64_t i, uint8_t v) { out[i] = v ? 1.0f : 0.0f; });
+      return;
+    default:
+      throw Error(std::string("loadF32: ") + dtypeName(src) + " is not a float type");
+  }
+}
+
+void loadI64(DType src, const void* base, int64_t stride, int64_t n, int64_t* out) {
+  switch (src) {
+    case DType::I8: gather<int8_t>(base, stride, n, [&](int64_t i, int8_t v) { out[i] = v; }); return;
+    case DType::U8: gather<uint8_t>(base, stride, n, [&](int64_t i, uint8_t v) { out[i] = v; }); return;
+    case DType::I32: gather<int32_t>(base, stride, n, [&](int64_t i, int32_t v) { out[i] = v; }); return;
+    case DType::I64: gather<int64_t>(base, stride, n, [&](int64_t i, int64_t v) { out[i] = v; }); return;
+    default:
+      throw Error(std::string("loadI64: ") + dtypeName(src) + " is not an integer type");
+  }
+}
+
+void storeF32(DType dst, const float* in, int64_t n, void* out) {
+  switch (dst) {
+    case DType::F32: std::memcpy(out, in, static_cast<size_t>(n) * 4); return;
+    case DType::F16: {
+      auto* o = static_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < n; ++i) o[i] = floatToHalf(in[i]);
+      return;
+    }
+    case DType::BF16: {
+      auto* o = static_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < n; ++i) o[i] = floatToBf16(in[i]);
+      return;
+    }
+    case DType::Bool: {
+      auto* o = static_cast<uint8_t*>(out);
+      for (int64_t i = 0; i < n; ++i) o[i] = in[i] != 0.0f;
+      return;
+    }
+    default:
+      throw Error(std::string("storeF32: ") + dtypeName(dst) + " is not a float type");
+  }
+}
+
+void storeI64(DType dst, const int64_t* in, int64_t n, void* out) {
+  switch (dst) {
+    case DType::I8: { auto* o = static_cast<int8_t*>(out); for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int8_t>(in[i]); return; }
+    case DType::U8: { auto* o = static_cast<uint8_t*>(out); for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(in[i]); return; }
+    case DType::I32: { auto* o = static_cast<int32_t*>(out); for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int32_t>(in[i]); return; }
+    case DType::I64: std::memcpy(out, in, static_cast<size_t>(n) * 8); return;
+    default:
+      throw Error(std::string("storeI64: ") + dtypeName(dst) + " is not an integer type");
+  }
+}
+
+void roundF32To(DType dst, float* v, int64_t n) {
+  switch (dst) {
+    case DType::F16: for (int64_t i = 0; i < n; ++i) v[i] = halfToFloat(floatToHalf(v[i])); return;
+    case DType::BF16: for (int64_t i = 0; i < n; ++i) v[i] = bf16ToFloat(floatToBf16(v[i])); return;
+    case DType::Bool: for (int64_t i = 0; i < n; ++i) v[i] = v[i] != 0.0f ? 1.0f : 0.0f; return;
+    default: return;
+  }
+}
+
+void wrapI64To(DType dst, int64_t* v, int64_t n) {
+  switch (dst) {
+    case DType::I8: for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int8_t>(v[i]); return;
+    case DType::U8: for (int64_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(v[i]); return;
+    case DType::I32: for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(v[i]); return;
+    default: return;
+  }
+}
+
+void castF32ToI64(DType dst, const float* in, int64_t n, int64_t* out) {
+  const double lo = static_cast<double>(bounds(dst, false)), hi = static_cast<double>(bounds(dst, true));
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = std::trunc(static_cast<double>(in[i]));
+    if (std::isnan(x)) out[i] = 0;
+    else if (x <= lo) out[i] = bounds(dst, false);
+    else if (x >= hi) out[i] = bounds(dst, true);
+    else out[i] = static_cast<int64_t>(x);
+  }
+}
+
+void castI64ToF32(DType dst, const int64_t* in, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+  roundF32To(dst, out, n);
+}
+
+}  // namespace gizml::cpu

@@ -1,0 +1,30 @@
+#pragma once
+// Elementwise kernels over contiguous f32 runs, vectorised for the best instruction set the CPU
+// has (chosen at run time). Bools are f32 0 and 1 here.
+#include <gizml/tensor.h>
+
+#include <cstdint>
+
+namespace gizml::cpu {
+
+void unaryF32(tensor::UnaryOp op, const float* x, float* y, int64_t n);
+/// Arithmetic gives f32 values; comparisons, And and Or give 0 or 1.
+void binaryF32(tensor::BinaryOp op, const float* a, const float* b, float* y, int64_t n);
+/// y = condition != 0 ? a : b
+void whereF32(const float* condition, const float* a, const float* b, float* y, int64_t n);
+
+/// The name of the instruction set the dispatched kernels use ("AVX2", "AVX3", ...).
+const char* simdTarget();
+
+}  // namespace gizml::cpu
+
+namespace gizml::cpu {
+
+/// The same operations on i64 values (integers wrap, as NumPy's). Comparisons give 0 or 1.
+void unaryI64(tensor::UnaryOp op, const int64_t* x, int64_t* y, int64_t n);
+void binaryI64(tensor::BinaryOp op, const int64_t* a, const int64_t* b, int64_t* y, int64_t n);
+/// Comparisons and logic of i64 operands into f32 0/1 (the working form of Bool).
+void compareI64(tensor::BinaryOp op, const int64_t* a, const int64_t* b, float* y, int64_t n);
+void whereI64(const float* condition, const int64_t* a, const int64_t* b, int64_t* y, int64_t n);
+
+}  // namespace gizml::cpu

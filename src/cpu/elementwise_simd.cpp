@@ -1,0 +1,206 @@
+// Elementwise f32 kernels written once with Highway and compiled for each x86 target; the
+// dispatcher picks the best one the CPU supports at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/elementwise_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu/elementwise.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gizml::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using tensor::BinaryOp;
+using tensor::UnaryOp;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+// exp that saturates: Highway's Exp is valid on [-87.3, 88.7]; outside it we give 0 and inf.
+HWY_INLINE V SafeExp(D d, V x) {
+  const V lo = hn::Set(d, -87.33654f), hi = hn::Set(d, 88.72283f);
+  V e = hn::Exp(d, hn::Min(hn::Max(x, lo), hi));
+  e = hn::IfThenElse(hn::Lt(x, lo), hn::Zero(d), e);
+  e = hn::IfThenElse(hn::Gt(x, hi), hn::Set(d, INFINITY), e);
+  return hn::IfThenElse(hn::IsNaN(x), x, e);
+}
+
+HWY_INLINE V Sigmoid(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  return hn::Div(one, hn::Add(one, SafeExp(d, hn::Neg(x))));
+}
+
+HWY_INLINE V GeluTanh(D d, V x) {
+  const V k = hn::Set(d, 0.7978845608028654f), c = hn::Set(d, 0.044715f);
+  const V inner = hn::Mul(k, hn::MulAdd(hn::Mul(c, x), hn::Mul(x, x), x));
+  return hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, inner)));
+}
+
+// NaN-propagating min and max, as NumPy's minimum and maximum.
+HWY_INLINE V MinNaN(V a, V b) {
+  return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::IsNaN(b), b, hn::Min(a, b)));
+}
+HWY_INLINE V MaxNaN(V a, V b) {
+  return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::IsNaN(b), b, hn::Max(a, b)));
+}
+
+// Highway's sin and cos hold on [-39000, 39000]; a vector with a lane outside goes to libm.
+template <class F>
+HWY_INLINE V TrigOrScalar(D d, V x, V fast, F scalar) {
+  if (HWY_LIKELY(hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, 39000.0f))))) return fast;
+  HWY_ALIGN float values[hn::MaxLanes(d)];
+  hn::Store(x, d, values);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) values[i] = scalar(values[i]);
+  return hn::Load(d, values);
+}
+
+HWY_INLINE V Apply(D d, UnaryOp op, V x) {
+  const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
+  switch (op) {
+    case UnaryOp::Neg: return hn::Neg(x);
+    case UnaryOp::Abs: return hn::Abs(x);
+    case UnaryOp::Exp: return SafeExp(d, x);
+    case UnaryOp::Log: {
+      // Highway's Log covers positive finite inputs; the edges follow IEEE (log 0 = -inf).
+      V y = hn::Log(d, hn::Max(x, hn::Set(d, 1.17549435e-38f)));
+      y = hn::IfThenElse(hn::Lt(x, hn::Set(d, 1.17549435e-38f)), hn::Set(d, NAN), y);
+      y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -INFINITY), y);
+      y = hn::IfThenElse(hn::Eq(x, hn::Set(d, INFINITY)), x, y);
+      return hn::IfThenElse(hn::IsNaN(x), x, y);
+    }
+    case UnaryOp::Sqrt: return hn::Sqrt(x);
+    case UnaryOp::Rsqrt: return hn::Div(one, hn::Sqrt(x));
+    case UnaryOp::Sin: return TrigOrScalar(d, x, hn::Sin(d, x), [](float v) { return std::sin(v); });
+    case UnaryOp::Cos: return TrigOrScalar(d, x, hn::Cos(d, x), [](float v) { return std::cos(v); });
+    case UnaryOp::Tanh: return hn::Tanh(d, x);
+    case UnaryOp::Sigmoid: return Sigmoid(d, x);
+    case UnaryOp::Relu: return hn::IfThenElse(hn::Lt(x, zero), zero, x);
+    case UnaryOp::Silu: return hn::Mul(x, Sigmoid(d, x));
+    case UnaryOp::GeluTanh: return GeluTanh(d, x);
+    case UnaryOp::Floor: return hn::Floor(x);
+    case UnaryOp::Ceil: return hn::Ceil(x);
+    case UnaryOp::Round: return hn::Round(x);  // ties to even, as numpy.round
+    case UnaryOp::Sign:
+      return hn::IfThenElse(hn::Gt(x, zero), one, hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), x));
+    case UnaryOp::Not: return hn::IfThenElse(hn::Eq(x, zero), one, zero);
+    case UnaryOp::GeluErf: break;  // scalar below
+  }
+  return x;
+}
+
+void UnaryF32(int opCode, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
+  const auto op = static_cast<UnaryOp>(opCode);
+  if (op == UnaryOp::GeluErf) {  // no vector erf in Highway; libm's erff is exact enough
+    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    return;
+  }
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(Apply(d, op, hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {  // the tail through a padded copy
+    HWY_ALIGN float in[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
+    std::copy(x + i, x + n, in);
+    hn::Store(Apply(d, op, hn::Load(d, in)), d, out);
+    std::copy(out, out + (n - i), y + i);
+  }
+}
+
+HWY_INLINE V Apply2(D d, BinaryOp op, V a, V b) {
+  const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
+  switch (op) {
+    case BinaryOp::Add: return hn::Add(a, b);
+    case BinaryOp::Sub: return hn::Sub(a, b);
+    case BinaryOp::Mul: return hn::Mul(a, b);
+    case BinaryOp::Div: return hn::Div(a, b);
+    case BinaryOp::Min: return MinNaN(a, b);
+    case BinaryOp::Max: return MaxNaN(a, b);
+    case BinaryOp::Eq: return hn::IfThenElse(hn::Eq(a, b), one, zero);
+    case BinaryOp::Ne: return hn::IfThenElse(hn::Eq(a, b), zero, one);
+    case BinaryOp::Lt: return hn::IfThenElse(hn::Lt(a, b), one, zero);
+    case BinaryOp::Le: return hn::IfThenElse(hn::Le(a, b), one, zero);
+    case BinaryOp::Gt: return hn::IfThenElse(hn::Gt(a, b), one, zero);
+    case BinaryOp::Ge: return hn::IfThenElse(hn::Ge(a, b), one, zero);
+    case BinaryOp::And: return hn::IfThenElse(hn::And(hn::Ne(a, zero), hn::Ne(b, zero)), one, zero);
+    case BinaryOp::Or: return hn::IfThenElse(hn::Or(hn::Ne(a, zero), hn::Ne(b, zero)), one, zero);
+    case BinaryOp::Pow: case BinaryOp::Mod: break;  // scalar below
+  }
+  return a;
+}
+
+// NumPy's float remainder: the sign of the divisor.
+float FloorMod(float a, float b) {
+  float r = std::fmod(a, b);
+  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b;
+  if (r == 0.0f) r = std::copysign(0.0f, b);
+  return r;
+}
+
+void BinaryF32(int opCode, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+               float* HWY_RESTRICT y, int64_t n) {
+  const auto op = static_cast<BinaryOp>(opCode);
+  if (op == BinaryOp::Pow) {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]);
+    return;
+  }
+  if (op == BinaryOp::Mod) {
+    for (int64_t i = 0; i < n; ++i) y[i] = FloorMod(a[i], b[i]);
+    return;
+  }
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(Apply2(d, op, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  if (i < n) {  // the tail through padded copies
+    HWY_ALIGN float inA[hn::MaxLanes(d)] = {}, inB[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
+    std::copy(a + i, a + n, inA);
+    std::copy(b + i, b + n, inB);
+    hn::Store(Apply2(d, op, hn::Load(d, inA), hn::Load(d, inB)), d, out);
+    std::copy(out, out + (n - i), y + i);
+  }
+}
+
+void WhereF32(const float* HWY_RESTRICT c, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+              float* HWY_RESTRICT y, int64_t n) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto m = hn::Ne(hn::LoadU(d, c + i), hn::Zero(d));
+    hn::StoreU(hn::IfThenElse(m, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  }
+  for (; i < n; ++i) y[i] = c[i] != 0.0f ? a[i] : b[i];
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace gizml::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gizml::cpu {
+HWY_EXPORT(UnaryF32);
+HWY_EXPORT(BinaryF32);
+HWY_EXPORT(WhereF32);
+HWY_EXPORT(TargetName);
+
+void unaryF32(tensor::UnaryOp op, const float* x, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(UnaryF32)(static_cast<int>(op), x, y, n);
+}
+void binaryF32(tensor::BinaryOp op, const float* a, const float* b, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(BinaryF32)(static_cast<int>(op), a, b, y, n);
+}
+void whereF32(const float* condition, const float* a, const float* b, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(WhereF32)(condition, a, b, y, n);
+}
+const char* simdTarget() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+}  // namespace gizml::cpu
+#endif

@@ -1,0 +1,16 @@
+#pragma once
+// Single-precision matrix products on the CPU.
+#include <cstdint>
+
+namespace gizml::cpu {
+
+/// C = A B (or C += A B when accumulate) for A [m, k] and B [k, n] given by element strides
+/// (a transposed operand is just other strides: no copy), C [m, n] with row stride ldc.
+/// Order of additions (docs/tensor.md): each C element is an fma chain over k in increasing
+/// order within blocks of kGemmKc, the blocks' results added to C in order.
+void sgemm(int64_t m, int64_t n, int64_t k,
+           const float* a, int64_t aRowStride, int64_t aColStride,
+           const float* b, int64_t bRowStride, int64_t bColStride,
+           float* c, int64_t ldc, bool accumulate);
+
+}  // namespace gizml::cpu

@@ -1,0 +1,78 @@
+// matmul: 2-D products and batches with broadcast batch axes, through cpu::sgemm on views
+// (strided and transposed operands are read in place).
+#include <gizml/tensor.h>
+
+#include "core/thread_pool.h"
+#include "cpu/gemm.h"
+#include "tensor/shape_util.h"
+
+namespace gizml::tensor {
+namespace {
+
+// Integer products: exact i64 sums in k order.
+void gemmI64(int64_t m, int64_t n, int64_t k, const int64_t* a, const int64_t* b, int64_t* c) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) {
+      const uint64_t av = static_cast<uint64_t>(a[i * k + p]);
+      for (int64_t j = 0; j < n; ++j)
+        c[i * n + j] = static_cast<int64_t>(static_cast<uint64_t>(c[i * n + j]) + av * static_cast<uint64_t>(b[p * n + j]));
+    }
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
+  check(aIn.ndim() >= 1 && bIn.ndim() >= 1, "matmul: operands of shapes " + shapeText(aIn.shape()) +
+                                                 " and " + shapeText(bIn.shape()) + " need at least one axis");
+  // NumPy's rules: a 1-D left operand is a row, a 1-D right operand a column; both drop after.
+  const Tensor a = aIn.ndim() == 1 ? aIn.unsqueeze(0) : aIn;
+  const Tensor b = bIn.ndim() == 1 ? bIn.unsqueeze(1) : bIn;
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  check(b.size(-2) == k, "matmul: shapes " + shapeText(aIn.shape()) + " and " + shapeText(bIn.shape()) +
+                             " do not match (" + std::to_string(k) + " != " + std::to_string(b.size(-2)) + ")");
+  const Shape batchA(a.shape().begin(), a.shape().end() - 2), batchB(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch = broadcastShapes(batchA, batchB);
+  Shape aShape = batch, bShape = batch, outShape = batch;
+  aShape.insert(aShape.end(), {m, k});
+  bShape.insert(bShape.end(), {k, n});
+  outShape.insert(outShape.end(), {m, n});
+  const int64_t batches = elementCount(batch);
+
+  const DType result = promoteTypes(a.dtype(), b.dtype()) == DType::Bool ? DType::I64 : promoteTypes(a.dtype(), b.dtype());
+  const DType work = isFloat(result) ? DType::F32 : DType::I64;
+  // Views broadcast to the batch; converted (a copy) only when not already in the working type.
+  const Tensor av = (a.dtype() == work ? a : a.cast(work)).expand(aShape);
+  const Tensor bv = (b.dtype() == work ? b : b.cast(work)).expand(bShape);
+  Tensor out = empty(outShape, work);
+  const int64_t rank = static_cast<int64_t>(outShape.size());
+  auto batchOffset = [&](const Tensor& t, int64_t index) {
+    int64_t offset = 0;
+    for (int64_t axis = rank - 3; axis >= 0; --axis) {
+      offset += (index % outShape[axis]) * t.strides()[axis];
+      index /= outShape[axis];
+    }
+    return offset;
+  };
+  Tensor ai, bi;  // integer operands, contiguous per batch
+  if (work == DType::I64) {
+    ai = av.contiguous();
+    bi = bv.contiguous();
+  }
+  for (int64_t i = 0; i < batches; ++i) {
+    if (work == DType::F32) {
+      cpu::sgemm(m, n, k, av.data<float>() + batchOffset(av, i), av.strides()[rank - 2], av.strides()[rank - 1],
+                 bv.data<float>() + batchOffset(bv, i), bv.strides()[rank - 2], bv.strides()[rank - 1],
+                 out.data<float>() + i * m * n, n, false);
+    } else {
+      gemmI64(m, n, k, ai.data<int64_t>() + i * m * k, bi.data<int64_t>() + i * k * n, out.data<int64_t>() + i * m * n);
+    }
+  }
+  Tensor r = out.cast(result);
+  if (aIn.ndim() == 1) r = r.squeeze(-2);
+  if (bIn.ndim() == 1) r = r.squeeze(-1);
+  return r;
+}
+
+Tensor Tensor::matmul(const Tensor& o) const { return tensor::matmul(*this, o); }
+
+}  // namespace gizml::tensor

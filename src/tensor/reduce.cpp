@@ -1,0 +1,260 @@
+// Reductions along axes, softmax and cumsum. The reduced axes are moved last and the data
+// viewed as [rows, n] (copied only when that view is not contiguous); floats reduce in f32 in
+// the order of cpu/reduce.h, integers in i64.
+#include <algorithm>
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "cpu/elementwise.h"
+#include "cpu/reduce.h"
+#include "tensor/shape_util.h"
+
+namespace gizml::tensor {
+namespace {
+
+using cpu::ReduceOp;
+
+struct Rows {
+  Tensor data;     // contiguous [rows, n] in the working type (F32 or I64)
+  int64_t rows = 1, n = 1;
+  Shape outShape;  // the result's shape (keepdim honoured)
+  Axes order;      // kept axes then reduced axes
+};
+
+Rows asRows(const Tensor& x, const Axes& axesIn, bool keepdim, const char* what) {
+  const Axes axes = normalizeAxes(axesIn, x.ndim(), what);
+  Rows r;
+  for (int64_t i = 0; i < x.ndim(); ++i) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+    if (!reduced) {
+      r.order.push_back(i);
+      r.rows *= x.shape()[i];
+      r.outShape.push_back(x.shape()[i]);
+    } else if (keepdim) {
+      r.outShape.push_back(1);
+    }
+  }
+  for (int64_t a : axes) {
+    r.order.push_back(a);
+    r.n *= x.shape()[a];
+  }
+  const DType work = isFloat(x.dtype()) || x.dtype() == DType::Bool ? DType::F32 : DType::I64;
+  Tensor permuted = x.permute(r.order);
+  r.data = (permuted.dtype() == work ? permuted.contiguous() : permuted.cast(work)).reshape({r.rows, r.n});
+  return r;
+}
+
+// Reduces each f32 row. Few long rows split their chunks across threads; many rows split rows.
+void reduceRowsF32(ReduceOp op, const float* x, int64_t rows, int64_t n, const float* centers, float* out) {
+  if (rows >= core::threadCount() || n <= cpu::kReduceChunk) {
+    core::parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) out[r] = cpu::reduceF32(op, x + r * n, n, centers ? centers[r] : 0.0f);
+    });
+    return;
+  }
+  const int64_t chunks = (n + cpu::kReduceChunk - 1) / cpu::kReduceChunk;
+  std::vector<float> partial(static_cast<size_t>(chunks));
+  const ReduceOp combine = op == ReduceOp::SumSquaredDiff ? ReduceOp::Sum : op;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    const float center = centers ? centers[r] : 0.0f;
+    core::parallelFor(chunks, 16, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t start = c * cpu::kReduceChunk;
+        partial[c] = cpu::reduceChunkF32(op, row + start, std::min(cpu::kReduceChunk, n - start), center);
+      }
+    });
+    float total = partial[0];
+    for (int64_t c = 1; c < chunks; ++c) total = cpu::combineF32(combine, total, partial[c]);
+    out[r] = total;
+  }
+}
+
+int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t wrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+
+void reduceRowsI64(ReduceOp op, const int64_t* x, int64_t rows, int64_t n, int64_t* out) {
+  core::parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t* row = x + r * n;
+      int64_t acc = op == ReduceOp::Prod ? 1 : op == ReduceOp::Max ? INT64_MIN : op == ReduceOp::Min ? INT64_MAX : 0;
+      for (int64_t i = 0; i < n; ++i) {
+        switch (op) {
+          case ReduceOp::Prod: acc = wrapMul(acc, row[i]); break;
+          case ReduceOp::Max: acc = std::max(acc, row[i]); break;
+          case ReduceOp::Min: acc = std::min(acc, row[i]); break;
+          default: acc = wrapAdd(acc, row[i]); break;
+        }
+      }
+      out[r] = acc;
+    }
+  });
+}
+
+// The reduction of x by op; the result's dtype is `result` (computed in F32 or I64).
+Tensor reduce(const Tensor& x, ReduceOp op, const Axes& axes, bool keepdim, DType result, const char* what) {
+  Rows r = asRows(x, axes, keepdim, what);
+  if ((op == ReduceOp::Max || op == ReduceOp::Min) && r.n == 0 && r.rows > 0)
+    throw Error(std::string(what) + ": reduction over an empty axis of shape " + shapeText(x.shape()));
+  if (r.data.dtype() == DType::F32) {
+    Tensor out = empty({r.rows}, DType::F32);
+    if (r.n == 0) {
+      std::fill_n(out.data<float>(), r.rows, op == ReduceOp::Prod ? 1.0f : 0.0f);
+    } else {
+      reduceRowsF32(op, r.data.data<float>(), r.rows, r.n, nullptr, out.data<float>());
+    }
+    return out.reshape(r.outShape).cast(result);
+  }
+  Tensor out = empty({r.rows}, DType::I64);
+  reduceRowsI64(op, r.data.data<int64_t>(), r.rows, r.n, out.data<int64_t>());
+  return out.reshape(r.outShape).cast(result);
+}
+
+DType sumType(DType t) { return isFloat(t) ? t : DType::I64; }
+DType meanType(DType t) { return isFloat(t) ? t : DType::F32; }
+
+Tensor argExtreme(const Tensor& x, int64_t axis, bool keepdim, bool isMax, const char* what) {
+  Rows r = asRows(x, {axis}, keepdim, what);
+  check(r.n > 0 || r.rows == 0, std::string(what) + ": axis " + std::to_string(axis) + " of shape " +
+                                    shapeText(x.shape()) + " is empty");
+  Tensor out = empty({r.rows}, DType::I64);
+  int64_t* o = out.data<int64_t>();
+  const bool floats = r.data.dtype() == DType::F32;
+  core::parallelFor(r.rows, 64, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      int64_t best = 0;
+      if (floats) {
+        const float* v = r.data.data<float>() + row * r.n;
+        for (int64_t i = 1; i < r.n && !std::isnan(v[best]); ++i)
+          if (std::isnan(v[i]) || (isMax ? v[i] > v[best] : v[i] < v[best])) best = i;
+      } else {
+        const int64_t* v = r.data.data<int64_t>() + row * r.n;
+        for (int64_t i = 1; i < r.n; ++i)
+          if (isMax ? v[i] > v[best] : v[i] < v[best]) best = i;
+      }
+      o[row] = best;
+    }
+  });
+  return out.reshape(r.outShape);
+}
+
+// Runs body(row pointer in, row pointer out) over every row along axis of an f32 copy of x,
+// and gives the result in x's layout.
+template <class F>
+Tensor alongAxisF32(const Tensor& x, int64_t axis, DType result, const char* what, F&& body) {
+  const int64_t ax = normalizeAxis(axis, std::max<int64_t>(x.ndim(), 1), what);
+  if (x.ndim() == 0) return alongAxisF32(x.reshape({1}), 0, result, what, body).reshape({});
+  Axes order;
+  for (int64_t i = 0; i < x.ndim(); ++i) if (i != ax) order.push_back(i);
+  order.push_back(ax);
+  Rows r = asRows(x.permute(order).cast(DType::F32), {x.ndim() - 1}, true, what);
+  Tensor out = empty({r.rows, r.n}, DType::F32);
+  core::parallelFor(r.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(r.n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) body(r.data.data<float>() + row * r.n, out.data<float>() + row * r.n, r.n);
+  });
+  Shape permutedShape;
+  for (int64_t i : order) permutedShape.push_back(x.shape()[i]);
+  Axes inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = static_cast<int64_t>(i);
+  return out.reshape(permutedShape).permute(inverse).cast(result);
+}
+
+}  // namespace
+
+Tensor Tensor::sum(const Axes& axes, bool keepdim) const {
+  return reduce(*this, ReduceOp::Sum, axes, keepdim, sumType(dtype_), "sum");
+}
+Tensor Tensor::prod(const Axes& axes, bool keepdim) const {
+  return reduce(*this, ReduceOp::Prod, axes, keepdim, sumType(dtype_), "prod");
+}
+Tensor Tensor::max(const Axes& axes, bool keepdim) const {
+  return reduce(*this, ReduceOp::Max, axes, keepdim, dtype_, "max");
+}
+Tensor Tensor::min(const Axes& axes, bool keepdim) const {
+  return reduce(*this, ReduceOp::Min, axes, keepdim, dtype_, "min");
+}
+
+Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
+  const Axes ax = normalizeAxes(axes, ndim(), "mean");
+  int64_t n = 1;
+  for (int64_t a : ax) n *= shape_[a];
+  // The f32 (or i64) sum divided by the count, in f32 (f64 for integer sums).
+  Tensor total = reduce(*this, ReduceOp::Sum, axes, keepdim, isFloat(dtype_) ? DType::F32 : DType::I64, "mean");
+  if (total.dtype() == DType::I64) {
+    std::vector<double> v = total.toDoubles();
+    for (double& d : v) d = static_cast<double>(static_cast<float>(d / static_cast<double>(n)));
+    return tensor(total.shape(), v, DType::F32);
+  }
+  return lazy(total).div(Lazy(static_cast<double>(n))).cast(meanType(dtype_)).eval();
+}
+
+Tensor Tensor::variance(const Axes& axes, bool keepdim, int64_t ddof) const {
+  Rows r = asRows(cast(DType::F32), axes, keepdim, "variance");
+  check(ddof >= 0, "variance: ddof " + std::to_string(ddof) + " is negative");
+  Tensor means = empty({r.rows}, DType::F32), out = empty({r.rows}, DType::F32);
+  float* m = means.data<float>();
+  float* o = out.data<float>();
+  if (r.n > 0) {
+    reduceRowsF32(ReduceOp::Sum, r.data.data<float>(), r.rows, r.n, nullptr, m);
+    for (int64_t i = 0; i < r.rows; ++i) m[i] /= static_cast<float>(r.n);
+    reduceRowsF32(ReduceOp::SumSquaredDiff, r.data.data<float>(), r.rows, r.n, m, o);
+  }
+  const float denominator = static_cast<float>(r.n - ddof);
+  for (int64_t i = 0; i < r.rows; ++i) o[i] = r.n - ddof > 0 ? o[i] / denominator : NAN;
+  return out.reshape(r.outShape).cast(meanType(dtype_));
+}
+
+Tensor Tensor::argmax(int64_t axis, bool keepdim) const { return argExtreme(*this, axis, keepdim, true, "argmax"); }
+Tensor Tensor::argmin(int64_t axis, bool keepdim) const { return argExtreme(*this, axis, keepdim, false, "argmin"); }
+
+Tensor Tensor::softmax(int64_t axis) const {
+  // exp(x - max) over its sum (the order of cpu/reduce.h), each divided by the sum.
+  return alongAxisF32(*this, axis, meanType(dtype_), "softmax", [](const float* x, float* y, int64_t n) {
+    const float m = cpu::reduceF32(ReduceOp::Max, x, n);
+    std::vector<float> shifted(x, x + n);
+    for (float& v : shifted) v -= m;
+    cpu::unaryF32(UnaryOp::Exp, shifted.data(), y, n);
+    const float s = cpu::reduceF32(ReduceOp::Sum, y, n);
+    for (int64_t i = 0; i < n; ++i) y[i] /= s;
+  });
+}
+
+Tensor Tensor::logSoftmax(int64_t axis) const {
+  // x - max - log(sum exp(x - max)).
+  return alongAxisF32(*this, axis, meanType(dtype_), "logSoftmax", [](const float* x, float* y, int64_t n) {
+    const float m = cpu::reduceF32(ReduceOp::Max, x, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
+    std::vector<float> e(static_cast<size_t>(n));
+    cpu::unaryF32(UnaryOp::Exp, y, e.data(), n);
+    const float logSum = std::log(cpu::reduceF32(ReduceOp::Sum, e.data(), n));
+    for (int64_t i = 0; i < n; ++i) y[i] -= logSum;
+  });
+}
+
+Tensor Tensor::cumsum(int64_t axis) const {
+  if (!isFloat(dtype_)) {
+    // Integers and bools: exact i64 running sums.
+    const int64_t ax = normalizeAxis(axis, std::max<int64_t>(ndim(), 1), "cumsum");
+    Tensor x = ndim() == 0 ? reshape({1}) : *this;
+    Tensor work = x.dtype() == DType::I64 ? x.clone() : x.cast(DType::I64);
+    const int64_t n = x.shape()[ax];
+    int64_t inner = 1;
+    for (int64_t i = ax + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
+    const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
+    int64_t* v = work.data<int64_t>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 1; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t* p = v + (o * n + i) * inner + j;
+          *p = wrapAdd(*p, *(p - inner));
+        }
+    return ndim() == 0 ? work.reshape({}) : work;
+  }
+  // Floats: an f32 running sum in index order.
+  return alongAxisF32(*this, axis, dtype_, "cumsum", [](const float* x, float* y, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = s += x[i];
+  });
+}
+
+}  // namespace gizml::tensor

@@ -1,0 +1,196 @@
+// Tensor: storage, shape, strides, and the views that share storage.
+#include <gizml/tensor.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sys/mman.h>
+
+#include "tensor/shape_util.h"
+
+namespace gizml::tensor {
+namespace {
+std::atomic<uint64_t> storageAllocations{0};
+}
+
+std::string shapeText(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+// Large storages come straight from mmap: the kernel hands out zeroed pages on first touch, so
+// zeroing costs no extra pass over memory. Small ones come from the heap.
+constexpr size_t kMapThreshold = size_t{1} << 20;
+
+Storage::Storage(size_t bytes) : bytes_(bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (rounded >= kMapThreshold) {
+    void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : p;
+    if (data_) ::madvise(data_, rounded, MADV_HUGEPAGE);
+  } else {
+    data_ = std::aligned_alloc(64, rounded);
+    if (data_) std::memset(data_, 0, rounded);
+  }
+  if (!data_) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+  storageAllocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+Storage::~Storage() {
+  const size_t rounded = (std::max<size_t>(bytes_, 1) + 63) / 64 * 64;
+  if (rounded >= kMapThreshold) ::munmap(data_, rounded);
+  else std::free(data_);
+}
+
+uint64_t Storage::allocations() { return storageAllocations.load(std::memory_order_relaxed); }
+
+Tensor::Tensor() : Tensor(std::make_shared<Storage>(4), DType::F32, {}, {}, 0) {}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Shape strides,
+               int64_t offset)
+    : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)),
+      strides_(std::move(strides)), offset_(offset) {
+  check(shape_.size() == strides_.size(), "tensor: shape " + shapeText(shape_) + " and strides " +
+                                              shapeText(strides_) + " differ in rank");
+}
+
+int64_t Tensor::numel() const { return elementCount(shape_); }
+
+int64_t Tensor::size(int64_t axis) const { return shape_[normalizeAxis(axis, ndim(), "size")]; }
+
+bool Tensor::isContiguous() const { return strides_ == contiguousStrides(shape_); }
+
+void* Tensor::rawData() const {
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(dtypeSize(dtype_));
+}
+
+Tensor Tensor::reshape(const Shape& requested) const {
+  const Shape shape = inferShape(requested, numel());
+  if (auto strides = viewStrides(shape_, strides_, shape))
+    return Tensor(storage_, dtype_, shape, *strides, offset_);
+  return contiguous().reshape(shape);
+}
+
+Tensor Tensor::permute(const Axes& axes) const {
+  check(static_cast<int64_t>(axes.size()) == ndim(),
+        "permute: axes " + shapeText(axes) + " do not match the rank of shape " + shapeText(shape_));
+  Shape shape(axes.size()), strides(axes.size());
+  std::vector<bool> seen(axes.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = normalizeAxis(axes[i], ndim(), "permute");
+    check(!seen[a], "permute: axis " + std::to_string(axes[i]) + " repeated in " + shapeText(axes));
+    seen[a] = true;
+    shape[i] = shape_[a];
+    strides[i] = strides_[a];
+  }
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  Axes axes(ndim());
+  for (int64_t i = 0; i < ndim(); ++i) axes[i] = i;
+  std::swap(axes[normalizeAxis(a, ndim(), "transpose")], axes[normalizeAxis(b, ndim(), "transpose")]);
+  return permute(axes);
+}
+
+Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) const {
+  const int64_t ax = normalizeAxis(axis, ndim(), "slice");
+  check(step != 0, "slice: step 0 on axis " + std::to_string(axis));
+  const int64_t n = shape_[ax];
+  // Python's slice.indices: negative indices count from the end, then clamp.
+  auto clampIndex = [&](int64_t i, int64_t low, int64_t high) {
+    if (i < 0) i += n;
+    return std::clamp(i, low, high);
+  };
+  int64_t length;
+  if (step > 0) {
+    start = clampIndex(start, 0, n);
+    stop = clampIndex(stop, 0, n);
+    length = stop > start ? (stop - start + step - 1) / step : 0;
+  } else {
+    start = clampIndex(start, -1, n - 1);
+    stop = clampIndex(stop, -1, n - 1);
+    length = start > stop ? (start - stop - step - 1) / (-step) : 0;
+  }
+  Shape shape = shape_, strides = strides_;
+  shape[ax] = length;
+  strides[ax] = strides_[ax] * step;
+  const int64_t offset = length > 0 ? offset_ + start * strides_[ax] : offset_;
+  return Tensor(storage_, dtype_, shape, strides, offset);
+}
+
+Tensor Tensor::expand(const Shape& shape) const {
+  return Tensor(storage_, dtype_, shape, broadcastStrides(shape_, strides_, shape), offset_);
+}
+
+Tensor Tensor::squeeze(int64_t axis) const {
+  const int64_t ax = normalizeAxis(axis, ndim(), "squeeze");
+  check(shape_[ax] == 1, "squeeze: axis " + std::to_string(axis) + " of shape " + shapeText(shape_) +
+                             " has length " + std::to_string(shape_[ax]) + ", not 1");
+  Shape shape = shape_, strides = strides_;
+  shape.erase(shape.begin() + ax);
+  strides.erase(strides.begin() + ax);
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape shape, strides;
+  for (int64_t i = 0; i < ndim(); ++i)
+    if (shape_[i] != 1) {
+      shape.push_back(shape_[i]);
+      strides.push_back(strides_[i]);
+    }
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::unsqueeze(int64_t axis) const {
+  const int64_t ax = normalizeAxis(axis, ndim() + 1, "unsqueeze");
+  Shape shape = shape_, strides = strides_;
+  const int64_t stride = ax < ndim() ? strides_[ax] * shape_[ax] : 1;
+  shape.insert(shape.begin() + ax, 1);
+  strides.insert(strides.begin() + ax, stride);
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::contiguous() const { return isContiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const { return lazy(*this).eval(); }
+
+Tensor Tensor::cast(DType dtype) const {
+  return dtype == dtype_ ? *this : lazy(*this).cast(dtype).eval();
+}
+
+double Tensor::item() const {
+  check(numel() == 1, "item: tensor of shape " + shapeText(shape_) + " holds " +
+                          std::to_string(numel()) + " elements, not 1");
+  return toDoubles()[0];
+}
+
+std::vector<double> Tensor::toDoubles() const {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(numel()));
+  if (isFloat(dtype_) || dtype_ == DType::Bool) {
+    for (float v : toFloats()) out.push_back(v);
+  } else {
+    for (int64_t v : toInts()) out.push_back(static_cast<double>(v));
+  }
+  return out;
+}
+
+std::vector<float> Tensor::toFloats() const {
+  const Tensor c = cast(DType::F32);
+  return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
+}
+
+std::vector<int64_t> Tensor::toInts() const {
+  const Tensor c = cast(DType::I64);
+  return std::vector<int64_t>(c.data<int64_t>(), c.data<int64_t>() + c.numel());
+}
+
+}  // namespace gizml::tensor

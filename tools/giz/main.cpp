@@ -1,0 +1,38 @@
+// giz: the command line of gizml. Subcommands arrive with the modules they reach.
+#include <gizml/tensor.h>
+
+#include <iostream>
+#include <string>
+
+#include "cpu/elementwise.h"
+#include "core/thread_pool.h"
+
+namespace {
+
+int info() {
+  std::cout << "gizml 0.1.0\n"
+            << "cpu: " << gizml::core::threadCount() << " threads, SIMD " << gizml::cpu::simdTarget() << "\n";
+  return 0;
+}
+
+int usage() {
+  std::cerr << "usage: giz <command>\n\n"
+               "commands:\n"
+               "  info    what this build and machine offer\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string command = argv[1];
+  try {
+    if (command == "info") return info();
+  } catch (const gizml::Error& e) {
+    std::cerr << "giz " << command << ": " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "giz: unknown command '" << command << "'\n";
+  return usage();
+}
