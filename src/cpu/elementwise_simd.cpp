@@ -60,7 +60,8 @@ HWY_INLINE V TrigOrScalar(D d, V x, V fast, F scalar) {
   return hn::Load(d, values);
 }
 
-HWY_INLINE V Apply(D d, UnaryOp op, V x) {
+template <UnaryOp op>
+HWY_INLINE V Apply(D d, V x) {
   const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
   switch (op) {
     case UnaryOp::Neg: return hn::Neg(x);
@@ -94,25 +95,36 @@ HWY_INLINE V Apply(D d, UnaryOp op, V x) {
   return x;
 }
 
-void UnaryF32(int opCode, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
-  const auto op = static_cast<UnaryOp>(opCode);
-  if (op == UnaryOp::GeluErf) {  // no vector erf in Highway; libm's erff is exact enough
-    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-    return;
-  }
+template <UnaryOp op>
+void UnaryLoop(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(Apply(d, op, hn::LoadU(d, x + i)), d, y + i);
+  for (; i + lanes <= n; i += lanes) hn::StoreU(Apply<op>(d, hn::LoadU(d, x + i)), d, y + i);
   if (i < n) {  // the tail through a padded copy
     HWY_ALIGN float in[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
     std::copy(x + i, x + n, in);
-    hn::Store(Apply(d, op, hn::Load(d, in)), d, out);
+    hn::Store(Apply<op>(d, hn::Load(d, in)), d, out);
     std::copy(out, out + (n - i), y + i);
   }
 }
 
-HWY_INLINE V Apply2(D d, BinaryOp op, V a, V b) {
+void UnaryF32(int opCode, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
+  switch (static_cast<UnaryOp>(opCode)) {
+#define GIZML_UNARY(name) case UnaryOp::name: return UnaryLoop<UnaryOp::name>(x, y, n);
+    GIZML_UNARY(Neg) GIZML_UNARY(Abs) GIZML_UNARY(Exp) GIZML_UNARY(Log) GIZML_UNARY(Sqrt)
+    GIZML_UNARY(Rsqrt) GIZML_UNARY(Sin) GIZML_UNARY(Cos) GIZML_UNARY(Tanh) GIZML_UNARY(Sigmoid)
+    GIZML_UNARY(Relu) GIZML_UNARY(Silu) GIZML_UNARY(GeluTanh) GIZML_UNARY(Floor) GIZML_UNARY(Ceil)
+    GIZML_UNARY(Round) GIZML_UNARY(Sign) GIZML_UNARY(Not)
+#undef GIZML_UNARY
+    case UnaryOp::GeluErf:  // no vector erf in Highway; libm's erff is exact enough
+      for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+      return;
+  }
+}
+
+template <BinaryOp op>
+HWY_INLINE V Apply2(D d, V a, V b) {
   const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
   switch (op) {
     case BinaryOp::Add: return hn::Add(a, b);
@@ -142,28 +154,35 @@ float FloorMod(float a, float b) {
   return r;
 }
 
-void BinaryF32(int opCode, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-               float* HWY_RESTRICT y, int64_t n) {
-  const auto op = static_cast<BinaryOp>(opCode);
-  if (op == BinaryOp::Pow) {
-    for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]);
-    return;
-  }
-  if (op == BinaryOp::Mod) {
-    for (int64_t i = 0; i < n; ++i) y[i] = FloorMod(a[i], b[i]);
-    return;
-  }
+template <BinaryOp op>
+void BinaryLoop(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, float* HWY_RESTRICT y, int64_t n) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes)
-    hn::StoreU(Apply2(d, op, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  for (; i + lanes <= n; i += lanes) hn::StoreU(Apply2<op>(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
   if (i < n) {  // the tail through padded copies
     HWY_ALIGN float inA[hn::MaxLanes(d)] = {}, inB[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
     std::copy(a + i, a + n, inA);
     std::copy(b + i, b + n, inB);
-    hn::Store(Apply2(d, op, hn::Load(d, inA), hn::Load(d, inB)), d, out);
+    hn::Store(Apply2<op>(d, hn::Load(d, inA), hn::Load(d, inB)), d, out);
     std::copy(out, out + (n - i), y + i);
+  }
+}
+
+void BinaryF32(int opCode, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+               float* HWY_RESTRICT y, int64_t n) {
+  switch (static_cast<BinaryOp>(opCode)) {
+#define GIZML_BINARY(name) case BinaryOp::name: return BinaryLoop<BinaryOp::name>(a, b, y, n);
+    GIZML_BINARY(Add) GIZML_BINARY(Sub) GIZML_BINARY(Mul) GIZML_BINARY(Div) GIZML_BINARY(Min)
+    GIZML_BINARY(Max) GIZML_BINARY(Eq) GIZML_BINARY(Ne) GIZML_BINARY(Lt) GIZML_BINARY(Le)
+    GIZML_BINARY(Gt) GIZML_BINARY(Ge) GIZML_BINARY(And) GIZML_BINARY(Or)
+#undef GIZML_BINARY
+    case BinaryOp::Pow:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]);
+      return;
+    case BinaryOp::Mod:
+      for (int64_t i = 0; i < n; ++i) y[i] = FloorMod(a[i], b[i]);
+      return;
   }
 }
 

@@ -15,7 +15,7 @@ namespace gizml::tensor {
 namespace {
 
 using Kind = Lazy::Node::Kind;
-constexpr int64_t kBlock = 512;  // elements per block: 2 KiB per f32 buffer
+constexpr int64_t kBlock = 1024;  // elements per block: 4 KiB per f32 buffer
 
 struct Step {
   const Lazy::Node* node = nullptr;
@@ -28,7 +28,36 @@ struct Step {
 struct Program {
   std::vector<Step> steps;  // in dependency order; the last is the root
   std::vector<int> leaves;
+  std::vector<int> slot;    // the scratch buffer of each step (reused once its value is dead)
+  int slots = 0;
 };
+
+// Gives each step a buffer, reusing those of values no later step reads, so a long chain needs
+// only a few buffers and they stay in L1. Scalars keep theirs: they are filled once.
+void assignSlots(Program& p) {
+  const int count = static_cast<int>(p.steps.size());
+  std::vector<int> lastUse(count, count);
+  for (int i = 0; i < count; ++i)
+    for (int input : p.steps[i].inputs)
+      if (input >= 0) lastUse[input] = i;
+  lastUse[count - 1] = count;
+  std::vector<int> freeSlots;
+  p.slot.assign(count, -1);
+  for (int i = 0; i < count; ++i) {
+    if (freeSlots.empty() || p.steps[i].node->kind == Kind::Scalar) {
+      p.slot[i] = p.slots++;  // scalars own theirs: they are filled before any block
+    } else {
+      p.slot[i] = freeSlots.back();
+      freeSlots.pop_back();
+    }
+    for (int k = 0; k < 3; ++k) {
+      const int input = p.steps[i].inputs[k];
+      const bool repeated = k > 0 && (input == p.steps[i].inputs[0] || (k > 1 && input == p.steps[i].inputs[1]));
+      if (input >= 0 && !repeated && lastUse[input] == i && p.steps[input].node->kind != Kind::Scalar)
+        freeSlots.push_back(p.slot[input]);
+    }
+  }
+}
 
 int addSteps(const Lazy::Node* node, Program& program, std::unordered_map<const Lazy::Node*, int>& index) {
   if (auto it = index.find(node); it != index.end()) return it->second;
@@ -80,11 +109,14 @@ Shape coalesce(const Shape& shape, Program& program) {
   return dims;
 }
 
-void runStep(const Program& program, const Step& s, std::vector<void*>& buffers, int64_t n,
-             const Shape& dims, int64_t outer, int64_t inner0) {
+// Computes step s of one block into its buffer. `views[i]` is where step i's values are read:
+// its buffer, or the operand itself for a contiguous f32 leaf (no copy).
+void runStep(const Program& program, const Step& s, const std::vector<void*>& buffers,
+             std::vector<const void*>& views, int64_t n, const Shape& dims, int64_t outer, int64_t inner0) {
   const Lazy::Node& node = *s.node;
-  void* out = buffers[&s - program.steps.data()];
-  auto in = [&](int k) { return buffers[s.inputs[k]]; };
+  const size_t id = static_cast<size_t>(&s - program.steps.data());
+  void* out = buffers[id];
+  auto in = [&](int k) { return views[s.inputs[k]]; };
   auto inF = [&](int k) { return static_cast<const float*>(in(k)); };
   auto inI = [&](int k) { return static_cast<const int64_t*>(in(k)); };
   float* outF = static_cast<float*>(out);
@@ -99,7 +131,12 @@ void runStep(const Program& program, const Step& s, std::vector<void*>& buffers,
       }
       const DType t = node.tensor.dtype();
       const char* base = s.base + offset * static_cast<int64_t>(dtypeSize(t));
-      if (s.f32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
+      if (t == DType::F32 && s.strides[rank - 1] == 1) {
+        views[id] = base;
+        // Ask for the next block now so that memory streams while this block computes.
+        for (int64_t line = 0; line < kBlock * 4; line += 64) __builtin_prefetch(base + kBlock * 4 + line);
+      }
+      else if (s.f32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
       else cpu::loadI64(t, base, s.strides[rank - 1], n, outI);
       return;
     }
@@ -184,6 +221,7 @@ void Lazy::evalInto(const Tensor& out) const {
   std::unordered_map<const Node*, int> index;
   addSteps(&root, program, index);
   const Shape dims = coalesce(root.shape, program);
+  assignSlots(program);
   const int64_t inner = dims.back();
   const int64_t blocksPerRow = (inner + kBlock - 1) / kBlock;
   const int64_t blocks = out.numel() / inner * blocksPerRow;
@@ -192,21 +230,26 @@ void Lazy::evalInto(const Tensor& out) const {
   const Step& last = program.steps.back();
 
   core::parallelFor(blocks, std::max<int64_t>(1, 32768 / kBlock), [&](int64_t begin, int64_t end) {
-    // One buffer per step, 8 bytes per element (either representation fits).
-    std::vector<int64_t> scratch(program.steps.size() * kBlock);
+    // Buffers of 8 bytes per element (either representation fits).
+    std::vector<int64_t> scratch(static_cast<size_t>(program.slots) * kBlock);
     std::vector<void*> buffers(program.steps.size());
+    std::vector<const void*> views(program.steps.size());
     for (size_t i = 0; i < program.steps.size(); ++i) {
-      buffers[i] = scratch.data() + i * kBlock;
+      views[i] = buffers[i] = scratch.data() + program.slot[i] * kBlock;
       if (program.steps[i].node->kind == Kind::Scalar) fillScalar(program.steps[i], buffers[i]);
     }
+    // An f32 result is computed straight into the output.
+    const bool direct = root.dtype == DType::F32 && root.kind != Kind::Scalar;
     for (int64_t b = begin; b < end; ++b) {
       const int64_t outer = b / blocksPerRow;
       const int64_t inner0 = (b % blocksPerRow) * kBlock;
       const int64_t n = std::min(kBlock, inner - inner0);
-      for (const Step& s : program.steps) runStep(program, s, buffers, n, dims, outer, inner0);
       char* dst = outBase + (outer * inner + inner0) * outSize;
-      if (last.f32) cpu::storeF32(root.dtype, static_cast<const float*>(buffers.back()), n, dst);
-      else cpu::storeI64(root.dtype, static_cast<const int64_t*>(buffers.back()), n, dst);
+      if (direct) views.back() = buffers.back() = dst;
+      for (const Step& s : program.steps) runStep(program, s, buffers, views, n, dims, outer, inner0);
+      if (views.back() == dst) continue;
+      if (last.f32) cpu::storeF32(root.dtype, static_cast<const float*>(views.back()), n, dst);
+      else cpu::storeI64(root.dtype, static_cast<const int64_t*>(views.back()), n, dst);
     }
   });
 }
