@@ -66,7 +66,7 @@ void loadI64(DType src, const void* base, int64_t stride, int64_t n, int64_t* ou
 
 void storeF32(DType dst, const float* in, int64_t n, void* out) {
   switch (dst) {
-    case DType::F32: std::memcpy(out, in, static_cast<size_t>(n) * 4); return;
+    case DType::F32: if (n > 0) std::memcpy(out, in, static_cast<size_t>(n) * 4); return;
     case DType::F16: {
       auto* o = static_cast<uint16_t*>(out);
       for (int64_t i = 0; i < n; ++i) o[i] = floatToHalf(in[i]);
@@ -92,7 +92,7 @@ void storeI64(DType dst, const int64_t* in, int64_t n, void* out) {
     case DType::I8: { auto* o = static_cast<int8_t*>(out); for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int8_t>(in[i]); return; }
     case DType::U8: { auto* o = static_cast<uint8_t*>(out); for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(in[i]); return; }
     case DType::I32: { auto* o = static_cast<int32_t*>(out); for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int32_t>(in[i]); return; }
-    case DType::I64: std::memcpy(out, in, static_cast<size_t>(n) * 8); return;
+    case DType::I64: if (n > 0) std::memcpy(out, in, static_cast<size_t>(n) * 8); return;
     default:
       throw Error(std::string("storeI64: ") + dtypeName(dst) + " is not an integer type");
   }
