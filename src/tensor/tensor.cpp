@@ -184,12 +184,13 @@ std::vector<double> Tensor::toDoubles() const {
 }
 
 std::vector<float> Tensor::toFloats() const {
-  const Tensor c = cast(DType::F32);
+  // cast() returns the tensor itself when the dtype already matches, which may be a strided view.
+  const Tensor c = cast(DType::F32).contiguous();
   return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
 
 std::vector<int64_t> Tensor::toInts() const {
-  const Tensor c = cast(DType::I64);
+  const Tensor c = cast(DType::I64).contiguous();
   return std::vector<int64_t>(c.data<int64_t>(), c.data<int64_t>() + c.numel());
 }
 
