@@ -67,9 +67,14 @@ HWY_INLINE V Apply(D d, UnaryOp op, V x) {
     case UnaryOp::Abs: return hn::Abs(x);
     case UnaryOp::Exp: return SafeExp(d, x);
     case UnaryOp::Log: {
-      // Highway's Log covers positive finite inputs; the edges follow IEEE (log 0 = -inf).
-      V y = hn::Log(d, hn::Max(x, hn::Set(d, 1.17549435e-38f)));
-      y = hn::IfThenElse(hn::Lt(x, hn::Set(d, 1.17549435e-38f)), hn::Set(d, NAN), y);
+      // Highway's Log covers positive normal inputs: subnormals are scaled by 2^24 first (and
+      // 24 ln 2 taken off); the edges follow IEEE (log 0 = -inf, log of a negative = NaN).
+      const V tiny = hn::Set(d, 1.17549435e-38f);
+      const auto subnormal = hn::Lt(x, tiny);
+      const V scaled = hn::IfThenElse(subnormal, hn::Mul(x, hn::Set(d, 16777216.0f)), x);
+      V y = hn::Log(d, hn::Max(scaled, tiny));
+      y = hn::IfThenElse(subnormal, hn::Sub(y, hn::Set(d, 16.635532333438687f)), y);
+      y = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, NAN), y);
       y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -INFINITY), y);
       y = hn::IfThenElse(hn::Eq(x, hn::Set(d, INFINITY)), x, y);
       return hn::IfThenElse(hn::IsNaN(x), x, y);
