@@ -91,8 +91,9 @@ HWY_INLINE V Apply(D d, UnaryOp op, V x) {
     case UnaryOp::Floor: return hn::Floor(x);
     case UnaryOp::Ceil: return hn::Ceil(x);
     case UnaryOp::Round: return hn::Round(x);  // ties to even, as numpy.round
-    case UnaryOp::Sign:
-      return hn::IfThenElse(hn::Gt(x, zero), one, hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), x));
+    case UnaryOp::Sign:  // +0 for both zeros, NaN for NaN (as numpy.sign)
+      return hn::IfThenElse(hn::Gt(x, zero), one,
+                            hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), hn::IfThenElse(hn::IsNaN(x), x, zero)));
     case UnaryOp::Not: return hn::IfThenElse(hn::Eq(x, zero), one, zero);
     case UnaryOp::GeluErf: break;  // scalar below
   }
