@@ -36,10 +36,12 @@ HWY_INLINE V Sigmoid(D d, V x) {
   return hn::Div(one, hn::Add(one, SafeExp(d, hn::Neg(x))));
 }
 
+// 0.5 x (1 + tanh(u)) written as x sigmoid(2u): the same function without the cancellation of
+// 1 + tanh(u) for negative x (which lost every digit below x = -5).
 HWY_INLINE V GeluTanh(D d, V x) {
   const V k = hn::Set(d, 0.7978845608028654f), c = hn::Set(d, 0.044715f);
   const V inner = hn::Mul(k, hn::MulAdd(hn::Mul(c, x), hn::Mul(x, x), x));
-  return hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, inner)));
+  return hn::Mul(x, Sigmoid(d, hn::Add(inner, inner)));
 }
 
 // NaN-propagating min and max, as NumPy's minimum and maximum.
@@ -102,8 +104,11 @@ HWY_INLINE V Apply(D d, UnaryOp op, V x) {
 
 void UnaryF32(int opCode, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
   const auto op = static_cast<UnaryOp>(opCode);
-  if (op == UnaryOp::GeluErf) {  // no vector erf in Highway; libm's erff is exact enough
-    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  if (op == UnaryOp::GeluErf) {
+    // No vector erf in Highway: libm's, as 1 + erf(z) = erfc(-z) (no cancellation for negative
+    // x), in double so that rounding z costs nothing where erfc amplifies it (~x^2 ulps).
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = static_cast<float>(0.5 * x[i] * std::erfc(x[i] * -0.70710678118654752));
     return;
   }
   const D d;
