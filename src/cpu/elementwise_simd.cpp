@@ -90,9 +90,10 @@ HWY_INLINE V Apply(D d, UnaryOp op, V x) {
     case UnaryOp::Relu: return hn::IfThenElse(hn::Lt(x, zero), zero, x);
     case UnaryOp::Silu: return hn::Mul(x, Sigmoid(d, x));
     case UnaryOp::GeluTanh: return GeluTanh(d, x);
-    case UnaryOp::Floor: return hn::Floor(x);
-    case UnaryOp::Ceil: return hn::Ceil(x);
-    case UnaryOp::Round: return hn::Round(x);  // ties to even, as numpy.round
+    // The result has x's sign (ceil(-0.5) = -0): Highway's SSSE3 and emulated targets drop it.
+    case UnaryOp::Floor: return hn::CopySign(hn::Floor(x), x);
+    case UnaryOp::Ceil: return hn::CopySign(hn::Ceil(x), x);
+    case UnaryOp::Round: return hn::CopySign(hn::Round(x), x);  // ties to even, as numpy.round
     case UnaryOp::Sign:  // +0 for both zeros, NaN for NaN (as numpy.sign)
       return hn::IfThenElse(hn::Gt(x, zero), one,
                             hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), hn::IfThenElse(hn::IsNaN(x), x, zero)));
