@@ -2,6 +2,7 @@
 
 #include <gizml/error.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -127,8 +128,28 @@ void castF32ToI64(DType dst, const float* in, int64_t n, int64_t* out) {
   }
 }
 
+namespace {
+// v as an f32 rounded to odd (truncated, the last bit set when bits were dropped). Rounding
+// that once more to nearest even at 11 or 8 bits gives the correctly rounded F16/BF16 value;
+// rounding to nearest even twice (int -> f32 -> bf16) can land on a tie the first rounding
+// made (2^24 + 2^16 + 1 -> 2^24 + 2^16 -> 2^24 instead of 2^24 + 2^17).
+float toF32RoundToOdd(int64_t v) {
+  const uint64_t a = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  if (a < (uint64_t{1} << 24)) return static_cast<float>(v);  // exact
+  const int shift = 64 - std::countl_zero(a) - 24;
+  uint64_t q = a >> shift;
+  if (a & ((uint64_t{1} << shift) - 1)) q |= 1;
+  const float f = std::ldexp(static_cast<float>(q), shift);  // q < 2^24: exact
+  return v < 0 ? -f : f;
+}
+}  // namespace
+
 void castI64ToF32(DType dst, const int64_t* in, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+  if (dst == DType::F16 || dst == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i) out[i] = toF32RoundToOdd(in[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+  }
   roundF32To(dst, out, n);
 }
 

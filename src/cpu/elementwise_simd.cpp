@@ -36,10 +36,12 @@ HWY_INLINE V Sigmoid(D d, V x) {
   return hn::Div(one, hn::Add(one, SafeExp(d, hn::Neg(x))));
 }
 
+// 0.5 x (1 + tanh(u)) written as x sigmoid(2u): the same function without the cancellation of
+// 1 + tanh(u) for negative x (which lost every digit below x = -5).
 HWY_INLINE V GeluTanh(D d, V x) {
   const V k = hn::Set(d, 0.7978845608028654f), c = hn::Set(d, 0.044715f);
   const V inner = hn::Mul(k, hn::MulAdd(hn::Mul(c, x), hn::Mul(x, x), x));
-  return hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, inner)));
+  return hn::Mul(x, Sigmoid(d, hn::Add(inner, inner)));
 }
 
 // NaN-propagating min and max, as NumPy's minimum and maximum.
@@ -68,9 +70,14 @@ HWY_INLINE V Apply(D d, V x) {
     case UnaryOp::Abs: return hn::Abs(x);
     case UnaryOp::Exp: return SafeExp(d, x);
     case UnaryOp::Log: {
-      // Highway's Log covers positive finite inputs; the edges follow IEEE (log 0 = -inf).
-      V y = hn::Log(d, hn::Max(x, hn::Set(d, 1.17549435e-38f)));
-      y = hn::IfThenElse(hn::Lt(x, hn::Set(d, 1.17549435e-38f)), hn::Set(d, NAN), y);
+      // Highway's Log covers positive normal inputs: subnormals are scaled by 2^24 first (and
+      // 24 ln 2 taken off); the edges follow IEEE (log 0 = -inf, log of a negative = NaN).
+      const V tiny = hn::Set(d, 1.17549435e-38f);
+      const auto subnormal = hn::Lt(x, tiny);
+      const V scaled = hn::IfThenElse(subnormal, hn::Mul(x, hn::Set(d, 16777216.0f)), x);
+      V y = hn::Log(d, hn::Max(scaled, tiny));
+      y = hn::IfThenElse(subnormal, hn::Sub(y, hn::Set(d, 16.635532333438687f)), y);
+      y = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, NAN), y);
       y = hn::IfThenElse(hn::Eq(x, zero), hn::Set(d, -INFINITY), y);
       y = hn::IfThenElse(hn::Eq(x, hn::Set(d, INFINITY)), x, y);
       return hn::IfThenElse(hn::IsNaN(x), x, y);
@@ -84,11 +91,13 @@ HWY_INLINE V Apply(D d, V x) {
     case UnaryOp::Relu: return hn::IfThenElse(hn::Lt(x, zero), zero, x);
     case UnaryOp::Silu: return hn::Mul(x, Sigmoid(d, x));
     case UnaryOp::GeluTanh: return GeluTanh(d, x);
-    case UnaryOp::Floor: return hn::Floor(x);
-    case UnaryOp::Ceil: return hn::Ceil(x);
-    case UnaryOp::Round: return hn::Round(x);  // ties to even, as numpy.round
-    case UnaryOp::Sign:
-      return hn::IfThenElse(hn::Gt(x, zero), one, hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), x));
+    // The result has x's sign (ceil(-0.5) = -0): Highway's SSSE3 and emulated targets drop it.
+    case UnaryOp::Floor: return hn::CopySign(hn::Floor(x), x);
+    case UnaryOp::Ceil: return hn::CopySign(hn::Ceil(x), x);
+    case UnaryOp::Round: return hn::CopySign(hn::Round(x), x);  // ties to even, as numpy.round
+    case UnaryOp::Sign:  // +0 for both zeros, NaN for NaN (as numpy.sign)
+      return hn::IfThenElse(hn::Gt(x, zero), one,
+                            hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), hn::IfThenElse(hn::IsNaN(x), x, zero)));
     case UnaryOp::Not: return hn::IfThenElse(hn::Eq(x, zero), one, zero);
     case UnaryOp::GeluErf: break;  // scalar below
   }
@@ -117,8 +126,11 @@ void UnaryF32(int opCode, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, in
     GIZML_UNARY(Relu) GIZML_UNARY(Silu) GIZML_UNARY(GeluTanh) GIZML_UNARY(Floor) GIZML_UNARY(Ceil)
     GIZML_UNARY(Round) GIZML_UNARY(Sign) GIZML_UNARY(Not)
 #undef GIZML_UNARY
-    case UnaryOp::GeluErf:  // no vector erf in Highway; libm's erff is exact enough
-      for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    case UnaryOp::GeluErf:
+      // No vector erf in Highway: libm's, as 1 + erf(z) = erfc(-z) (no cancellation for negative
+      // x), in double so that rounding z costs nothing where erfc amplifies it (~x^2 ulps).
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = static_cast<float>(0.5 * x[i] * std::erfc(x[i] * -0.70710678118654752));
       return;
   }
 }

@@ -184,6 +184,7 @@ std::vector<double> Tensor::toDoubles() const {
 }
 
 std::vector<float> Tensor::toFloats() const {
+  // cast() returns the tensor itself when the dtype already matches, which may be a strided view.
   const Tensor c = cast(DType::F32).contiguous();
   return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
