@@ -93,7 +93,9 @@ void reduceRowsI64(ReduceOp op, const int64_t* x, int64_t rows, int64_t n, int64
 
 // The reduction of x by op; the result's dtype is `result` (computed in F32 or I64).
 Tensor reduce(const Tensor& x, ReduceOp op, const Axes& axes, bool keepdim, DType result, const char* what) {
-  Rows r = asRows(x, axes, keepdim, what);
+  // Bools count exactly in i64 (f32 would stop being exact past 2^24 true values).
+  const bool counting = x.dtype() == DType::Bool && (op == ReduceOp::Sum || op == ReduceOp::Prod);
+  Rows r = asRows(counting ? x.cast(DType::I64) : x, axes, keepdim, what);
   if ((op == ReduceOp::Max || op == ReduceOp::Min) && r.n == 0 && r.rows > 0)
     throw Error(std::string(what) + ": reduction over an empty axis of shape " + shapeText(x.shape()));
   if (r.data.dtype() == DType::F32) {
