@@ -20,6 +20,12 @@ inline bool isInteger(DType t) { return !isFloat(t) && t != DType::Bool; }
 /// The type of a binary operation's result (docs/tensor.md, "Type promotion").
 DType promoteTypes(DType a, DType b);
 
+/// d as an f32 rounded to odd (toward zero, the last bit set when inexact): rounding that to
+/// F16/BF16 to nearest even gives d correctly rounded, where two roundings to nearest could not.
+float doubleToF32RoundToOdd(double d);
+/// d in dtype t's working f32 value: F16/BF16 rounded once from the double, F32 as is.
+float doubleToWorkingF32(double d, DType t);
+
 // IEEE binary16 and bfloat16 conversions, rounding to nearest even; NaN stays NaN.
 uint16_t floatToHalf(float f);
 float halfToFloat(uint16_t h);

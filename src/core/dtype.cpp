@@ -56,6 +56,26 @@ DType promoteTypes(DType a, DType b) {
   return intBits(a) >= intBits(b) ? a : b;
 }
 
+float doubleToF32RoundToOdd(double d) {
+  float f = static_cast<float>(d);
+  if (!std::isfinite(d) || static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits |= 1u;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float doubleToWorkingF32(double d, DType t) {
+  switch (t) {
+    case DType::F16: return halfToFloat(floatToHalf(doubleToF32RoundToOdd(d)));
+    case DType::BF16: return bf16ToFloat(floatToBf16(doubleToF32RoundToOdd(d)));
+    case DType::Bool: return d != 0.0 ? 1.0f : 0.0f;
+    default: return static_cast<float>(d);
+  }
+}
+
 uint16_t floatToHalf(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);

@@ -25,8 +25,8 @@ Tensor tensor(const Shape& shape, const std::vector<double>& values, DType dtype
   Tensor t = empty(shape, dtype);
   // Doubles go through the working representation of the dtype, as casts do.
   if (cpu::worksInF32(dtype)) {
-    std::vector<float> f(values.begin(), values.end());
-    cpu::roundF32To(dtype, f.data(), n);
+    std::vector<float> f(values.size());
+    for (size_t i = 0; i < values.size(); ++i) f[i] = doubleToWorkingF32(values[i], dtype);
     cpu::storeF32(dtype, f.data(), n, t.rawData());
   } else {
     std::vector<int64_t> v(values.size());

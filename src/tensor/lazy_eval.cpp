@@ -188,8 +188,7 @@ void runStep(const Program& program, const Step& s, const std::vector<void*>& bu
 
 void fillScalar(const Step& s, void* buffer) {
   if (s.f32) {
-    float v = static_cast<float>(s.node->value);
-    cpu::roundF32To(s.node->dtype, &v, 1);
+    const float v = doubleToWorkingF32(s.node->value, s.node->dtype);
     std::fill_n(static_cast<float*>(buffer), kBlock, v);
   } else {
     int64_t v;

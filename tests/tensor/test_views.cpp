@@ -116,3 +116,15 @@ TEST(Casts, RoundToNearestEven) {
   EXPECT_EQ(i.toInts(), (std::vector<int64_t>{-3, 127, 0, 2}));
   EXPECT_EQ(T::tensor({2}, {300, -1}, DType::I32).cast(DType::U8).toInts(), (std::vector<int64_t>{44, 255}));
 }
+
+TEST(Casts, DoublesRoundOnceToHalfTypes) {
+  // 1 + 2^-8 + 2^-30 is just above a BF16 tie: rounding through f32 first (to 1 + 2^-8, a tie)
+  // would give 1.0; rounding once gives 1 + 2^-7.
+  const double x = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
+  EXPECT_EQ(T::tensor({1}, {x}, DType::BF16).toFloats()[0], 1.0f + std::ldexp(1.0f, -7));
+  EXPECT_EQ(T::full({1}, x, DType::BF16).toFloats()[0], 1.0f + std::ldexp(1.0f, -7));
+  const double h = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  EXPECT_EQ(T::tensor({1}, {h}, DType::F16).toFloats()[0], 1.0f + std::ldexp(1.0f, -10));
+  const auto zero = T::zeros({1}, DType::F16);
+  EXPECT_EQ((T::lazy(zero) + h).eval().toFloats()[0], 1.0f + std::ldexp(1.0f, -10));
+}
