@@ -109,6 +109,7 @@ void UnaryLoop(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
+#pragma GCC unroll 4
   for (; i + lanes <= n; i += lanes) hn::StoreU(Apply<op>(d, hn::LoadU(d, x + i)), d, y + i);
   if (i < n) {  // the tail through a padded copy
     HWY_ALIGN float in[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
@@ -171,6 +172,7 @@ void BinaryLoop(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, float*
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
+#pragma GCC unroll 4
   for (; i + lanes <= n; i += lanes) hn::StoreU(Apply2<op>(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
   if (i < n) {  // the tail through padded copies
     HWY_ALIGN float inA[hn::MaxLanes(d)] = {}, inB[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
