@@ -44,6 +44,24 @@ INSTANTIATE_TEST_SUITE_P(Types, DequantFixture,
                            return std::string(ggmlTraits(info.param).name);
                          });
 
+// Enough blocks that dequantize splits the work over threads: each copy of the fixture must give
+// the fixture's values.
+TEST(Dequant, ManyBlocksInParallel) {
+  const std::string base = std::string(GIZML_TEST_DATA) + "/gguf/dequant/Q4_K";
+  const std::vector<uint8_t> blocks = readFileBytes(base + ".bin");
+  const std::vector<uint8_t> expected = readFileBytes(base + ".f32");
+  constexpr int kCopies = 1000;
+  std::vector<uint8_t> src;
+  for (int i = 0; i < kCopies; ++i) src.insert(src.end(), blocks.begin(), blocks.end());
+  const int64_t count = static_cast<int64_t>(expected.size() / 4) * kCopies;
+  std::vector<float> out(count);
+  dequantize(GgmlType::Q4_K, src.data(), out.data(), count);
+  for (int i = 0; i < kCopies; ++i) {
+    ASSERT_EQ(std::memcmp(out.data() + i * expected.size() / 4, expected.data(), expected.size()), 0)
+        << "copy " << i;
+  }
+}
+
 TEST(Dequant, RejectsPartialBlocksAndUnsupportedTypes) {
   std::vector<uint8_t> src(64);
   std::vector<float> dst(64);
