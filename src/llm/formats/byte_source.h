@@ -1,0 +1,30 @@
+#pragma once
+// The bytes of a model file: a read-only memory map, or an owned copy (tests and fuzzing open
+// bytes that are not on disk). Copies share the bytes.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gizml::llm {
+
+class ByteSource {
+ public:
+  /// Maps the file; throws gizml::Error naming it when it cannot.
+  static ByteSource map(const std::string& path);
+  /// Owns `bytes`; `name` stands for the path in error messages.
+  static ByteSource own(std::vector<uint8_t> bytes, std::string name);
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string name_;
+};
+
+}  // namespace gizml::llm
