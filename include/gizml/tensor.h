@@ -32,6 +32,10 @@ class Storage {
   /// Storages allocated by this process so far; tests use it to prove that fusion allocates
   /// nothing but its result.
   static uint64_t allocations();
+  /// Bytes of storage alive now, and the most alive at once since resetPeak().
+  static uint64_t liveBytes();
+  static uint64_t peakBytes();
+  static void resetPeak();
 
  private:
   void* data_;
@@ -176,6 +180,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis);
 /// out[i][j] = x[indices[i][j]][j] along axis (torch.gather): indices has x's rank.
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& indices);
 Tensor indexSelect(const Tensor& x, int64_t axis, const Tensor& indices);
+/// dst[...] = src: src broadcast to dst's shape and cast to its dtype, written through dst's
+/// strides (dst may be a view: a slice of a larger tensor is filled in place).
+void assign(const Tensor& dst, const Tensor& src);
 /// The shape both broadcast to, or an Error naming them.
 Shape broadcastShapes(const Shape& a, const Shape& b);
 

@@ -117,6 +117,30 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& indices) {
   return out;
 }
 
+void assign(const Tensor& dst, const Tensor& src) {
+  const Lazy value = lazy(src.expand(dst.shape())).cast(dst.dtype());
+  if (dst.isContiguous()) {
+    value.evalInto(dst);
+    return;
+  }
+  // A strided destination: compute the values, then walk dst's strides element by element.
+  const Tensor values = value.eval();
+  const size_t size = dtypeSize(dst.dtype());
+  const char* from = static_cast<const char*>(values.rawData());
+  char* to = static_cast<char*>(dst.rawData());
+  const Shape& shape = dst.shape();
+  std::vector<int64_t> pos(shape.size(), 0);
+  for (int64_t e = 0; e < values.numel(); ++e) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < shape.size(); ++d) offset += pos[d] * dst.strides()[d];
+    std::memcpy(to + offset * static_cast<int64_t>(size), from + e * static_cast<int64_t>(size), size);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++pos[d] < shape[d]) break;
+      pos[d] = 0;
+    }
+  }
+}
+
 Tensor Tensor::indexSelect(int64_t axis, const Tensor& indices) const { return tensor::indexSelect(*this, axis, indices); }
 
 }  // namespace gizml::tensor

@@ -13,7 +13,16 @@
 namespace gizml::tensor {
 namespace {
 std::atomic<uint64_t> storageAllocations{0};
+std::atomic<uint64_t> storageLiveBytes{0};
+std::atomic<uint64_t> storagePeakBytes{0};
+
+void countLive(int64_t delta) {
+  const uint64_t live = storageLiveBytes.fetch_add(static_cast<uint64_t>(delta)) + static_cast<uint64_t>(delta);
+  uint64_t peak = storagePeakBytes.load();
+  while (live > peak && !storagePeakBytes.compare_exchange_weak(peak, live)) {
+  }
 }
+}  // namespace
 
 std::string shapeText(const Shape& shape) {
   std::string s = "[";
@@ -40,15 +49,20 @@ Storage::Storage(size_t bytes) : bytes_(bytes) {
   }
   if (!data_) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
   storageAllocations.fetch_add(1, std::memory_order_relaxed);
+  countLive(static_cast<int64_t>(bytes_));
 }
 
 Storage::~Storage() {
+  countLive(-static_cast<int64_t>(bytes_));
   const size_t rounded = (std::max<size_t>(bytes_, 1) + 63) / 64 * 64;
   if (rounded >= kMapThreshold) ::munmap(data_, rounded);
   else std::free(data_);
 }
 
 uint64_t Storage::allocations() { return storageAllocations.load(std::memory_order_relaxed); }
+uint64_t Storage::liveBytes() { return storageLiveBytes.load(); }
+uint64_t Storage::peakBytes() { return storagePeakBytes.load(); }
+void Storage::resetPeak() { storagePeakBytes.store(storageLiveBytes.load()); }
 
 Tensor::Tensor() : Tensor(std::make_shared<Storage>(4), DType::F32, {}, {}, 0) {}
 
