@@ -100,4 +100,17 @@ class Graph {
 
 Graph graph();
 
+/// Adam (Kingma & Ba) with bias correction; `step` updates each parameter from its gradient.
+class Adam {
+ public:
+  explicit Adam(double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
+  /// params[i] -= lr * mhat / (sqrt(vhat) + eps), elementwise in f32 (fused, one pass each).
+  void step(std::vector<Tensor>& params, const std::vector<Tensor>& grads);
+
+ private:
+  double lr_, beta1_, beta2_, eps_;
+  int64_t t_ = 0;
+  std::vector<Tensor> m_, v_;
+};
+
 }  // namespace gizml::grad

@@ -1,0 +1,210 @@
+// Gradients: the spec's example, central differences for every operation, memory release, and
+// bad use.
+#include <gizml/grad.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace gizml;
+using G = grad::Graph;
+using grad::Value;
+
+namespace {
+
+using Build = std::function<Value(G&, const std::vector<Value>&)>;
+
+// The loss sum(f(inputs) * weights) in double, for fixed random weights of f's output shape.
+double lossOf(const Build& f, const std::vector<T::Tensor>& inputs, std::vector<double>* weights) {
+  G g;
+  std::vector<Value> vs;
+  for (const auto& t : inputs) vs.push_back(g.input(t));
+  const std::vector<double> out = g.value(f(g, vs)).toDoubles();
+  if (weights->empty())
+    for (size_t i = 0; i < out.size(); ++i) weights->push_back(std::sin(1.7 * static_cast<double>(i) + 0.3));
+  double s = 0;
+  for (size_t i = 0; i < out.size(); ++i) s += out[i] * (*weights)[i];
+  return s;
+}
+
+// Checks backward against central differences (f32 forward, step h, tolerance atol + rtol |g|).
+void checkGradients(const Build& f, const std::vector<T::Tensor>& inputs, double h = 1e-2, double atol = 3e-3,
+                    double rtol = 2e-2) {
+  std::vector<double> weights;
+  lossOf(f, inputs, &weights);
+  G g;
+  std::vector<Value> vs;
+  for (const auto& t : inputs) vs.push_back(g.input(t));
+  const Value y = f(g, vs);
+  const T::Tensor w = T::tensor(g.value(y).shape(), weights);
+  const Value loss = g.sum(g.mul(y, g.constant(w)));
+  const grad::Grads grads = g.backward(loss);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::vector<double> analytic = grads.of(vs[k]).toDoubles();
+    const std::vector<double> base = inputs[k].toDoubles();
+    ASSERT_EQ(analytic.size(), base.size());
+    for (size_t i = 0; i < base.size(); ++i) {
+      auto perturbed = [&](double delta) {
+        std::vector<T::Tensor> in = inputs;
+        std::vector<double> values = base;
+        values[i] += delta;
+        in[k] = T::tensor(inputs[k].shape(), values);
+        return lossOf(f, in, &weights);
+      };
+      const double numeric = (perturbed(h) - perturbed(-h)) / (2 * h);
+      EXPECT_NEAR(analytic[i], numeric, atol + rtol * std::abs(numeric)) << "input " << k << " element " << i;
+    }
+  }
+}
+
+T::Tensor rnd(const T::Shape& shape, uint64_t seed, double lo = -1.5, double hi = 1.5) {
+  return T::uniform(T::Key(seed), shape, lo, hi);
+}
+
+}  // namespace
+
+TEST(Grad, SpecStepFourBuiltIn) {
+  const auto a = T::tensor({2, 2}, {1, 2, 3, 4});
+  const auto b = T::tensor({2, 2}, {5, 6, 7, 8});
+  G g;
+  const Value x = g.input(a), y = g.input(b);
+  const auto grads = g.backward(g.sum(g.mul(x, y)));
+  EXPECT_EQ(grads.of(x).text(), "[[5, 6], [7, 8]]");
+  EXPECT_EQ(grads.of(y).text(), "[[1, 2], [3, 4]]");
+}
+
+TEST(Grad, CustomOperation) {
+  const auto a = T::tensor({2, 2}, {1, 2, 3, 4});
+  const auto b = T::tensor({2, 2}, {5, 6, 7, 8});
+  G h;
+  const Value hx = h.input(a), hy = h.input(b);
+  const Value xy = h.custom({hx, hy}, a.mul(b), [&](const T::Tensor& d) { return std::vector<T::Tensor>{d.mul(b), d.mul(a)}; });
+  EXPECT_EQ(h.backward(h.sum(xy)).of(hy).text(), "[[1, 2], [3, 4]]");
+}
+
+TEST(Grad, ElementwiseWithBroadcasting) {
+  const auto a = rnd({3, 4}, 1), b = rnd({4}, 2), c = rnd({3, 1}, 3, 0.5, 2.0);
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.add(v[0], v[1]); }, {a, b});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.sub(v[0], v[1]); }, {a, c});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.mul(v[0], v[1]); }, {a, b});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.div(v[0], v[1]); }, {a, c});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.pow(v[0], v[1]); }, {c, rnd({4}, 4)});
+}
+
+TEST(Grad, UnaryFunctions) {
+  const auto x = rnd({2, 5}, 5), pos = rnd({2, 5}, 6, 0.3, 2.0);
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.neg(v[0]); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.exp(v[0]); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.log(v[0]); }, {pos});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.sqrt(v[0]); }, {pos});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.tanh(v[0]); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.sigmoid(v[0]); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.relu(v[0]); }, {pos.sub(T::scalar(1.2))});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.silu(v[0]); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.gelu(v[0]); }, {x});
+}
+
+TEST(Grad, MatmulBatchedAndTransposed) {
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.matmul(v[0], v[1]); }, {rnd({3, 4}, 7), rnd({4, 2}, 8)});
+  // Broadcast batch axes, and a transposed (non-contiguous) operand.
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.matmul(v[0], v[1]); },
+                 {rnd({2, 3, 4}, 9), rnd({2, 4}, 10).transpose(0, 1).contiguous().transpose(0, 1).transpose(0, 1)});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.matmul(v[0], g.permute(v[1], {1, 0})); },
+                 {rnd({3, 4}, 11), rnd({5, 4}, 12)});
+}
+
+TEST(Grad, Reductions) {
+  const auto x = rnd({3, 4, 2}, 13);
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.sum(v[0], {1}); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.sum(v[0], {0, 2}, true); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.mean(v[0], {2}); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.max(v[0], {1}); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.softmax(v[0], 1); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.logSoftmax(v[0], -1); }, {x});
+}
+
+TEST(Grad, ShapesAndViews) {
+  const auto x = rnd({4, 6}, 14);
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.reshape(v[0], {3, 8}); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.permute(v[0], {1, 0}); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.slice(v[0], 1, 5, 0, -2); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.broadcast(v[0], {2, 4, 6}); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.concat({v[0], v[1], v[0]}, 1); }, {x, rnd({4, 2}, 15)});
+  // A non-contiguous input (a transposed view).
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.tanh(v[0]); }, {rnd({6, 4}, 16).transpose(0, 1)});
+}
+
+TEST(Grad, RepeatedUseAccumulates) {
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.mul(g.add(v[0], v[0]), g.tanh(v[0])); }, {rnd({5}, 17)});
+}
+
+TEST(Grad, NetworkOperations) {
+  const auto x = rnd({3, 5}, 18);
+  const auto labels = T::tensor({3}, {4, 0, 2}, DType::I64);
+  checkGradients([&](G& g, const std::vector<Value>& v) { return g.crossEntropy(v[0], labels); }, {x});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.layerNorm(v[0], v[1], v[2], 1e-5); },
+                 {x, rnd({5}, 19), rnd({5}, 20)}, 1e-2, 5e-3, 3e-2);
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.rmsNorm(v[0], v[1], 1e-6); }, {x, rnd({5}, 21)});
+  const auto ids = T::tensor({2, 2}, {3, 1, 3, 0}, DType::I32);
+  checkGradients([&](G& g, const std::vector<Value>& v) { return g.embedding(v[0], ids); }, {rnd({4, 3}, 22)});
+  checkGradients([](G& g, const std::vector<Value>& v) { return g.dropout(v[0], 0.3, T::Key(5)); }, {x});
+}
+
+TEST(Grad, DropoutIsDeterministicPerKey) {
+  const auto x = T::ones({1000});
+  G g;
+  const auto a = g.value(g.dropout(g.input(x), 0.25, T::Key(9))).toFloats();
+  const auto b = g.value(g.dropout(g.input(x), 0.25, T::Key(9))).toFloats();
+  EXPECT_EQ(a, b);
+  int kept = 0;
+  for (float v : a) kept += v != 0.0f;
+  EXPECT_NEAR(kept, 750, 60);
+}
+
+TEST(Grad, BackwardReleasesIntermediates) {
+  // A 50-layer chain y = tanh(W y): the forward keeps each layer's activation; backward must not
+  // add more than a few tensors of one layer on top (each step's saved values are released).
+  const int64_t width = 256;
+  const auto w = rnd({width, width}, 23, -0.05, 0.05);
+  const int64_t layerBytes = width * 64 * 4;
+  G g;
+  Value y = g.input(rnd({width, 64}, 24));
+  const Value wv = g.input(w);
+  for (int layer = 0; layer < 50; ++layer) y = g.tanh(g.matmul(wv, y));
+  const Value loss = g.sum(y);
+  const uint64_t afterForward = T::Storage::liveBytes();
+  T::Storage::resetPeak();
+  const auto grads = g.backward(loss);
+  const uint64_t peak = T::Storage::peakBytes();
+  EXPECT_LT(peak - afterForward, static_cast<uint64_t>(8 * layerBytes + 3 * width * width * 4))
+      << "backward held " << (peak - afterForward) / layerBytes << " layers' worth beyond the forward";
+  EXPECT_EQ(grads.of(wv).shape(), (T::Shape{width, width}));
+}
+
+namespace {
+template <class F>
+void expectError(F&& f, const char* fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+}  // namespace
+
+TEST(Grad, BadUse) {
+  G g, other;
+  const Value x = g.input(T::ones({2, 2}));
+  expectError([&] { g.backward(x); }, "one element");
+  const Value o = other.input(T::ones({1}));
+  expectError([&] { g.add(x, o); }, "another graph");
+  expectError([&] { g.backward(o); }, "another graph");
+  const Value c = g.custom({x}, T::ones({2, 2}), [](const T::Tensor& d) { return std::vector<T::Tensor>{d, d}; });
+  expectError([&] { g.backward(g.sum(c)); }, "2 tensors for 1 inputs");
+  G h;
+  const Value hx = h.input(T::ones({2, 2}));
+  const Value bad = h.custom({hx}, T::ones({2, 2}), [](const T::Tensor&) { return std::vector<T::Tensor>{T::ones({3})}; });
+  expectError([&] { h.backward(h.sum(bad)); }, "shape [3]");
+  expectError([&] { G k; k.crossEntropy(k.input(T::ones({2, 3})), T::tensor({2}, {0, 3}, DType::I64)); }, "label 3");
+}
