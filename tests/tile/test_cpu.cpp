@@ -145,7 +145,7 @@ TEST(TileCpu, ReductionsAlongEachAxis) {
 
 TEST(TileCpu, EveryOperationMatchesItsTensorOperation) {
   // 37 x 29 in 16 x 16 blocks: every block but one is cut by the edges.
-  auto x = T::uniform(T::Key(11), {37, 29}, -4, 4), y = T::uniform(T::Key(12), {37, 29}, -4, 4);
+  const auto x = T::uniform(T::Key(11), {37, 29}, -4, 4), y = T::uniform(T::Key(12), {37, 29}, -4, 4);
   using U = std::pair<const char*, std::function<Tile::Tile(const Tile::Tile&)>>;
   using TU = std::function<T::Tensor(const T::Tensor&)>;
   const std::vector<std::pair<U, TU>> unary = {
@@ -168,9 +168,10 @@ TEST(TileCpu, EveryOperationMatchesItsTensorOperation) {
       {{"round", [](auto& t) { return t.round(); }}, [](auto& t) { return t.round(); }},
       {{"sign", [](auto& t) { return t.sign(); }}, [](auto& t) { return t.sign(); }},
   };
-  for (const auto& [tileOp, tensorOp] : unary)
-    expectSameBits(map2(x, y, DType::F32, [&](auto a, auto) { return tileOp.second(a); }), tensorOp(x),
-                   tileOp.first);
+  for (const auto& [tileOp, tensorOp] : unary) {
+    const auto& f = tileOp.second;  // clang 14 lambdas cannot capture structured bindings
+    expectSameBits(map2(x, y, DType::F32, [&](auto a, auto) { return f(a); }), tensorOp(x), tileOp.first);
+  }
 
   using B = std::function<Tile::Tile(const Tile::Tile&, const Tile::Tile&)>;
   using TB = std::function<T::Tensor(const T::Tensor&, const T::Tensor&)>;
