@@ -1,0 +1,62 @@
+// Tile::ir prints the program as the compiler sees it: golden text for the guide's kernels.
+#include <gizml/tile.h>
+#include <gtest/gtest.h>
+
+using namespace gizml;
+
+TEST(TileIr, GuideFirstExample) {
+  const auto x = T::tensor({4, 4}, {-2, -1, 0, 1, 2, 3, 4, 5, -3, -4, 6, 7, 8, -9, 1, 0.5});
+  const auto w = T::tensor({1, 4}, {1, 2, 3, 4});
+  const std::string text = Tile::ir({1}, [&](Tile::Program& p) {
+    const auto z = p.index(0);
+    const auto a = p.read(x, {4, 4}).at({z, z});
+    const auto s = p.read(w, {1, 4}).at({z, z});
+    const auto t = a * s;
+    p.write(T::zeros({4, 4}), {4, 4}).put((t + 1.0).relu(), {z, z});
+  });
+  EXPECT_EQ(text,
+      "tile program: grid [1], 1 warp (32 threads), 1 stage, shared memory 16 bytes\n"
+      "  t0 = read f32[4, 4] strides [4, 1] in blocks [4, 4], fill 0\n"
+      "  t1 = read f32[1, 4] strides [4, 1] in blocks [1, 4], fill 0\n"
+      "  t2 = write f32[4, 4] strides [4, 1] in blocks [4, 4]\n"
+      "  %0 = index 0          : index      uniform, 0..0\n"
+      "  %1 = load t0[%0, %0]  : f32[4, 4]  threads 4x1 of 32, each 1x4\n"
+      "  %2 = load t1[%0, %0]  : f32[1, 4]  threads 1x1 of 32, each 1x4\n"
+      "  %3 = mul %1, %2       : f32[4, 4]  threads 4x1 of 32, each 1x4; %2 broadcast through shared memory\n"
+      "  %4 = full 1           : f32[4, 4]  threads 4x1 of 32, each 1x4\n"
+      "  %5 = add %3, %4       : f32[4, 4]  threads 4x1 of 32, each 1x4\n"
+      "  %6 = relu %5          : f32[4, 4]  threads 4x1 of 32, each 1x4\n"
+      "  store t2[%0, %0], %6\n"
+      );
+}
+
+TEST(TileIr, ProductFoldsTheDotIntoItsAccumulator) {
+  const auto a = T::zeros({1000, 333}), b = T::zeros({333, 777});
+  const std::string text = Tile::ir({8, 7}, [&](Tile::Program& p) {
+    p.stages(2);
+    const auto i = p.id(0), j = p.id(1);
+    const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
+    const auto zero = p.index(0);
+    const auto count = A.blocks(1);
+    const auto acc = p.fold(zero, count, p.zeros({128, 128}),
+                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
+    p.write(T::zeros({1000, 777}), {128, 128}).put(acc, {i, j});
+  });
+  EXPECT_EQ(text,
+      "tile program: grid [8, 7], 8 warps (256 threads), 2 stages, shared memory 32768 bytes\n"
+      "  t0 = read f32[1000, 333] strides [333, 1] in blocks [128, 32], fill 0\n"
+      "  t1 = read f32[333, 777] strides [777, 1] in blocks [32, 128], fill 0\n"
+      "  t2 = write f32[1000, 777] strides [777, 1] in blocks [128, 128]\n"
+      "  %0 = id 0                                : index          uniform, 0..7\n"
+      "  %1 = id 1                                : index          uniform, 0..6\n"
+      "  %2 = index 0                             : index          uniform, 0..0\n"
+      "  %3 = index 11                            : index          uniform, 11..11\n"
+      "  %4 = full 0                              : f32[128, 128]  threads 8x32 of 256, each 16x4\n"
+      "  fold %5 from %2 count %3, acc %6 = %4 {  : f32[128, 128]  threads 8x32 of 256, each 16x4\n"
+      "    %7 = load t0[%0, %5]                   : f32[128, 32]   threads 32x8 of 256, each 4x4\n"
+      "    %8 = load t1[%5, %1]                   : f32[32, 128]   threads 8x32 of 256, each 4x4\n"
+      "    %10 = dot %7, %8, acc %6               : f32[128, 128]  threads 8x32 of 256, each 16x4; operands in shared memory [128, 32] + [32, 128]\n"
+      "  } %11 = yield %10                        : f32[128, 128]  threads 8x32 of 256, each 16x4\n"
+      "  store t2[%0, %1], %11\n"
+      );
+}
