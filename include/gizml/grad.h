@@ -114,3 +114,7 @@ class Adam {
 };
 
 }  // namespace gizml::grad
+
+namespace gizml {
+namespace G = grad;  // the spec's `G.` prefix: G::graph()
+}

@@ -7,16 +7,16 @@
 #include <functional>
 
 using namespace gizml;
-using G = grad::Graph;
+using Gr = grad::Graph;
 using grad::Value;
 
 namespace {
 
-using Build = std::function<Value(G&, const std::vector<Value>&)>;
+using Build = std::function<Value(Gr&, const std::vector<Value>&)>;
 
 // The loss sum(f(inputs) * weights) in double, for fixed random weights of f's output shape.
 double lossOf(const Build& f, const std::vector<T::Tensor>& inputs, std::vector<double>* weights) {
-  G g;
+  Gr g;
   std::vector<Value> vs;
   for (const auto& t : inputs) vs.push_back(g.input(t));
   const std::vector<double> out = g.value(f(g, vs)).toDoubles();
@@ -32,7 +32,7 @@ void checkGradients(const Build& f, const std::vector<T::Tensor>& inputs, double
                     double rtol = 2e-2) {
   std::vector<double> weights;
   lossOf(f, inputs, &weights);
-  G g;
+  Gr g;
   std::vector<Value> vs;
   for (const auto& t : inputs) vs.push_back(g.input(t));
   const Value y = f(g, vs);
@@ -66,7 +66,7 @@ T::Tensor rnd(const T::Shape& shape, uint64_t seed, double lo = -1.5, double hi 
 TEST(Grad, SpecStepFourBuiltIn) {
   const auto a = T::tensor({2, 2}, {1, 2, 3, 4});
   const auto b = T::tensor({2, 2}, {5, 6, 7, 8});
-  G g;
+  Gr g;
   const Value x = g.input(a), y = g.input(b);
   const auto grads = g.backward(g.sum(g.mul(x, y)));
   EXPECT_EQ(grads.of(x).text(), "[[5, 6], [7, 8]]");
@@ -76,7 +76,7 @@ TEST(Grad, SpecStepFourBuiltIn) {
 TEST(Grad, CustomOperation) {
   const auto a = T::tensor({2, 2}, {1, 2, 3, 4});
   const auto b = T::tensor({2, 2}, {5, 6, 7, 8});
-  G h;
+  Gr h;
   const Value hx = h.input(a), hy = h.input(b);
   const Value xy = h.custom({hx, hy}, a.mul(b), [&](const T::Tensor& d) { return std::vector<T::Tensor>{d.mul(b), d.mul(a)}; });
   EXPECT_EQ(h.backward(h.sum(xy)).of(hy).text(), "[[1, 2], [3, 4]]");
@@ -84,75 +84,75 @@ TEST(Grad, CustomOperation) {
 
 TEST(Grad, ElementwiseWithBroadcasting) {
   const auto a = rnd({3, 4}, 1), b = rnd({4}, 2), c = rnd({3, 1}, 3, 0.5, 2.0);
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.add(v[0], v[1]); }, {a, b});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.sub(v[0], v[1]); }, {a, c});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.mul(v[0], v[1]); }, {a, b});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.div(v[0], v[1]); }, {a, c});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.pow(v[0], v[1]); }, {c, rnd({4}, 4)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.add(v[0], v[1]); }, {a, b});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.sub(v[0], v[1]); }, {a, c});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.mul(v[0], v[1]); }, {a, b});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.div(v[0], v[1]); }, {a, c});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.pow(v[0], v[1]); }, {c, rnd({4}, 4)});
 }
 
 TEST(Grad, UnaryFunctions) {
   const auto x = rnd({2, 5}, 5), pos = rnd({2, 5}, 6, 0.3, 2.0);
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.neg(v[0]); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.exp(v[0]); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.log(v[0]); }, {pos});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.sqrt(v[0]); }, {pos});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.tanh(v[0]); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.sigmoid(v[0]); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.relu(v[0]); }, {pos.sub(T::scalar(1.2))});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.silu(v[0]); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.gelu(v[0]); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.neg(v[0]); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.exp(v[0]); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.log(v[0]); }, {pos});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.sqrt(v[0]); }, {pos});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.tanh(v[0]); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.sigmoid(v[0]); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.relu(v[0]); }, {pos.sub(T::scalar(1.2))});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.silu(v[0]); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.gelu(v[0]); }, {x});
 }
 
 TEST(Grad, MatmulBatchedAndTransposed) {
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.matmul(v[0], v[1]); }, {rnd({3, 4}, 7), rnd({4, 2}, 8)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.matmul(v[0], v[1]); }, {rnd({3, 4}, 7), rnd({4, 2}, 8)});
   // Broadcast batch axes, and a transposed (non-contiguous) operand.
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.matmul(v[0], v[1]); },
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.matmul(v[0], v[1]); },
                  {rnd({2, 3, 4}, 9), rnd({2, 4}, 10).transpose(0, 1).contiguous().transpose(0, 1).transpose(0, 1)});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.matmul(v[0], g.permute(v[1], {1, 0})); },
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.matmul(v[0], g.permute(v[1], {1, 0})); },
                  {rnd({3, 4}, 11), rnd({5, 4}, 12)});
 }
 
 TEST(Grad, Reductions) {
   const auto x = rnd({3, 4, 2}, 13);
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.sum(v[0], {1}); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.sum(v[0], {0, 2}, true); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.mean(v[0], {2}); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.max(v[0], {1}); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.softmax(v[0], 1); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.logSoftmax(v[0], -1); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.sum(v[0], {1}); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.sum(v[0], {0, 2}, true); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.mean(v[0], {2}); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.max(v[0], {1}); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.softmax(v[0], 1); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.logSoftmax(v[0], -1); }, {x});
 }
 
 TEST(Grad, ShapesAndViews) {
   const auto x = rnd({4, 6}, 14);
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.reshape(v[0], {3, 8}); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.permute(v[0], {1, 0}); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.slice(v[0], 1, 5, 0, -2); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.broadcast(v[0], {2, 4, 6}); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.concat({v[0], v[1], v[0]}, 1); }, {x, rnd({4, 2}, 15)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.reshape(v[0], {3, 8}); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.permute(v[0], {1, 0}); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.slice(v[0], 1, 5, 0, -2); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.broadcast(v[0], {2, 4, 6}); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.concat({v[0], v[1], v[0]}, 1); }, {x, rnd({4, 2}, 15)});
   // A non-contiguous input (a transposed view).
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.tanh(v[0]); }, {rnd({6, 4}, 16).transpose(0, 1)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.tanh(v[0]); }, {rnd({6, 4}, 16).transpose(0, 1)});
 }
 
 TEST(Grad, RepeatedUseAccumulates) {
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.mul(g.add(v[0], v[0]), g.tanh(v[0])); }, {rnd({5}, 17)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.mul(g.add(v[0], v[0]), g.tanh(v[0])); }, {rnd({5}, 17)});
 }
 
 TEST(Grad, NetworkOperations) {
   const auto x = rnd({3, 5}, 18);
   const auto labels = T::tensor({3}, {4, 0, 2}, DType::I64);
-  checkGradients([&](G& g, const std::vector<Value>& v) { return g.crossEntropy(v[0], labels); }, {x});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.layerNorm(v[0], v[1], v[2], 1e-5); },
+  checkGradients([&](Gr& g, const std::vector<Value>& v) { return g.crossEntropy(v[0], labels); }, {x});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.layerNorm(v[0], v[1], v[2], 1e-5); },
                  {x, rnd({5}, 19), rnd({5}, 20)}, 1e-2, 5e-3, 3e-2);
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.rmsNorm(v[0], v[1], 1e-6); }, {x, rnd({5}, 21)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.rmsNorm(v[0], v[1], 1e-6); }, {x, rnd({5}, 21)});
   const auto ids = T::tensor({2, 2}, {3, 1, 3, 0}, DType::I32);
-  checkGradients([&](G& g, const std::vector<Value>& v) { return g.embedding(v[0], ids); }, {rnd({4, 3}, 22)});
-  checkGradients([](G& g, const std::vector<Value>& v) { return g.dropout(v[0], 0.3, T::Key(5)); }, {x});
+  checkGradients([&](Gr& g, const std::vector<Value>& v) { return g.embedding(v[0], ids); }, {rnd({4, 3}, 22)});
+  checkGradients([](Gr& g, const std::vector<Value>& v) { return g.dropout(v[0], 0.3, T::Key(5)); }, {x});
 }
 
 TEST(Grad, DropoutIsDeterministicPerKey) {
   const auto x = T::ones({1000});
-  G g;
+  Gr g;
   const auto a = g.value(g.dropout(g.input(x), 0.25, T::Key(9))).toFloats();
   const auto b = g.value(g.dropout(g.input(x), 0.25, T::Key(9))).toFloats();
   EXPECT_EQ(a, b);
@@ -167,7 +167,7 @@ TEST(Grad, BackwardReleasesIntermediates) {
   const int64_t width = 256;
   const auto w = rnd({width, width}, 23, -0.05, 0.05);
   const int64_t layerBytes = width * 64 * 4;
-  G g;
+  Gr g;
   Value y = g.input(rnd({width, 64}, 24));
   const Value wv = g.input(w);
   for (int layer = 0; layer < 50; ++layer) y = g.tanh(g.matmul(wv, y));
@@ -194,7 +194,7 @@ void expectError(F&& f, const char* fragment) {
 }  // namespace
 
 TEST(Grad, BadUse) {
-  G g, other;
+  Gr g, other;
   const Value x = g.input(T::ones({2, 2}));
   expectError([&] { g.backward(x); }, "one element");
   const Value o = other.input(T::ones({1}));
@@ -202,9 +202,9 @@ TEST(Grad, BadUse) {
   expectError([&] { g.backward(o); }, "another graph");
   const Value c = g.custom({x}, T::ones({2, 2}), [](const T::Tensor& d) { return std::vector<T::Tensor>{d, d}; });
   expectError([&] { g.backward(g.sum(c)); }, "2 tensors for 1 inputs");
-  G h;
+  Gr h;
   const Value hx = h.input(T::ones({2, 2}));
   const Value bad = h.custom({hx}, T::ones({2, 2}), [](const T::Tensor&) { return std::vector<T::Tensor>{T::ones({3})}; });
   expectError([&] { h.backward(h.sum(bad)); }, "shape [3]");
-  expectError([&] { G k; k.crossEntropy(k.input(T::ones({2, 3})), T::tensor({2}, {0, 3}, DType::I64)); }, "label 3");
+  expectError([&] { Gr k; k.crossEntropy(k.input(T::ones({2, 3})), T::tensor({2}, {0, 3}, DType::I64)); }, "label 3");
 }
