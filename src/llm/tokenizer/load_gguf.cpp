@@ -1,0 +1,126 @@
+// Tokenizer::fromGguf: llama.cpp's SentencePiece ("llama") and byte-level BPE ("gpt2")
+// vocabularies, with llama.cpp's defaults for the options a file leaves out.
+#include <gizml/error.h>
+#include <gizml/tokenizer.h>
+
+#include <cstdio>
+
+#include "llm/tokenizer/byte_level.h"
+#include "llm/tokenizer/gguf_vocab.h"
+#include "llm/tokenizer/tokenizer_impl.h"
+#include "llm/tokenizer/unicode.h"
+
+namespace gizml::llm {
+namespace {
+
+using Impl = Tokenizer::Impl;
+enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+std::string unescapeMeta(const std::string& token) {
+  std::string out;
+  for (size_t i = 0; i < token.size(); ++i) {
+    if (token.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out.push_back(' ');
+      i += 2;
+    } else {
+      out.push_back(token[i]);
+    }
+  }
+  return out;
+}
+
+SplitPattern patternOf(const std::string& pre, const std::string& path) {
+  if (pre == "qwen2" || pre == "deepseek-r1-qwen") return SplitPattern::qwen2;
+  if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") return SplitPattern::llama3;
+  if (pre == "qwen35") return SplitPattern::qwen35;
+  throw Error(path + ": unsupported tokenizer.ggml.pre \"" + pre + "\"");
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::fromGguf(const std::string& path) {
+  GgufVocab v = readGgufVocab(path);
+  auto m = std::make_unique<Impl>();
+  const size_t n = v.tokens.size();
+  check(n > 0 && n < (size_t{1} << 24), path + ": no tokenizer.ggml.tokens");
+  check(v.tokenTypes.empty() || v.tokenTypes.size() == n, path + ": token_type and tokens differ in length");
+  v.tokenTypes.resize(n, kNormal);
+  m->vocab.resize(n);
+  m->added.assign(n, false);
+  std::fill(std::begin(m->byteIds), std::end(m->byteIds), -1);
+
+  if (v.model == "llama") {
+    check(v.scores.size() == n, path + ": scores and tokens differ in length");
+    m->model = Impl::Model::spm;
+    m->scores = std::move(v.scores);
+    m->spacePrefix = v.addSpacePrefix.value_or(true);
+    m->leadingSpace = m->spacePrefix ? Impl::LeadingSpace::stripAfterSpecial : Impl::LeadingSpace::keep;
+    if (v.addBos.value_or(true)) m->prefix.push_back(static_cast<int32_t>(v.bos.value_or(1)));
+    if (v.addEos.value_or(false)) m->suffix.push_back(static_cast<int32_t>(v.eos.value_or(2)));
+    m->bos = static_cast<int32_t>(v.bos.value_or(1));
+    m->eos = static_cast<int32_t>(v.eos.value_or(2));
+  } else if (v.model == "gpt2") {
+    m->model = Impl::Model::byteLevelBpe;
+    m->pattern = patternOf(v.pre, path);
+    m->normalizer = m->pattern == SplitPattern::llama3 ? Impl::Normalizer::none : Impl::Normalizer::nfc;
+    m->ignoreMerges = m->pattern == SplitPattern::llama3;
+    if (v.addBos.value_or(m->pattern == SplitPattern::llama3) && v.bos)
+      m->prefix.push_back(static_cast<int32_t>(*v.bos));
+    m->bos = static_cast<int32_t>(v.bos.value_or(-1));
+    m->eos = static_cast<int32_t>(v.eos.value_or(-1));
+  } else {
+    throw Error(path + ": unsupported tokenizer.ggml.model \"" + v.model + "\"");
+  }
+
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& token = v.tokens[i];
+    const int type = v.tokenTypes[i];
+    const auto id = static_cast<int32_t>(i);
+    m->vocab.tokens[i] = token;
+    m->vocab.ids.emplace(token, id);
+    m->vocab.special[i] = type == kControl || type == kUnknown;
+    if (type == kControl || type == kUnknown || type == kUserDefined) {
+      m->added[i] = true;
+      m->rawTokens.add({token, id, type != kUserDefined});
+      m->vocab.pieces[i] = token;
+    } else if (m->model == Impl::Model::spm) {
+      m->vocab.pieces[i] = type == kByte && token.size() == 6
+                               ? std::string(1, static_cast<char>(std::strtol(token.c_str() + 3, nullptr, 16)))
+                               : unescapeMeta(token);
+    } else {
+      m->vocab.pieces[i] = byteLevelDecode(token);
+    }
+  }
+
+  if (m->model == Impl::Model::spm) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      m->byteIds[b] = lookup(m->vocab.ids, name);
+      if (m->byteIds[b] < 0) m->byteIds[b] = lookup(m->vocab.ids, std::string(1, static_cast<char>(b)));
+    }
+  } else {
+    const auto table = byteToUnicode();
+    for (int b = 0; b < 256; ++b) {
+      std::string ch;
+      unicode::appendUtf8(ch, table[static_cast<size_t>(b)]);
+      m->byteIds[b] = lookup(m->vocab.ids, ch);
+      check(m->byteIds[b] >= 0, path + ": byte-level vocabulary lacks a byte");
+    }
+    m->merges.reserve(v.merges.size());
+    uint32_t rank = 0;
+    for (const std::string& merge : v.merges) {
+      const size_t space = merge.find(' ', 1);
+      check(space != std::string::npos, path + ": bad merge " + merge);
+      const std::string left = merge.substr(0, space), right = merge.substr(space + 1);
+      const int32_t a = lookup(m->vocab.ids, left), b = lookup(m->vocab.ids, right);
+      const int32_t merged = lookup(m->vocab.ids, left + right);
+      check(a >= 0 && b >= 0 && merged >= 0, path + ": merge of unknown tokens " + merge);
+      m->merges.insert(a, b, rank++, merged);
+    }
+  }
+  m->finish();
+  return Tokenizer(std::move(m));
+}
+
+}  // namespace gizml::llm
