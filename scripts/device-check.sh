@@ -77,7 +77,7 @@ timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:KernelCache.*:NoLink.OpenNever
   >"$out/test_gpu.txt" 2>&1
 status=$?
 tail -80 "$out/test_gpu.txt"
-note "test_gpu: exit $status, $(grep -c '^\[       OK \]' "$out/test_gpu.txt") passed, $(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_gpu.txt") failed, $(grep -c '^\[  SKIPPED \] [A-Za-z]*\.' "$out/test_gpu.txt") skipped"
+note "test_gpu: exit $status, $(grep -c '^\[       OK \]' "$out/test_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
 
 echo "== GPU benchmarks"
 timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"
