@@ -1,6 +1,7 @@
 #pragma once
 // gizml::tensor: n-dimensional arrays on the CPU (and, later, GPUs), their views, operations and
 // fused lazy elementwise chains. Spec: Step 1 of the guide; rules in docs/tensor.md.
+#include <gizhw/gpu.h>
 #include <gizml/dtype.h>
 #include <gizml/error.h>
 
@@ -22,12 +23,25 @@ std::string shapeText(const Shape& shape);
 class Storage {
  public:
   explicit Storage(size_t bytes);  // zero-filled CPU memory, 64-byte aligned
+  /// Uninitialised memory of a GPU, from its caching allocator.
+  Storage(size_t bytes, const gizhw::gpu::Gpu& gpu);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() const { return data_; }
+  /// The host address of CPU memory (an Error for GPU memory: CPU code must not read it).
+  void* data() const {
+    if (gpu_) [[unlikely]] notOnHost();
+    return data_;
+  }
   size_t bytes() const { return bytes_; }
+  bool onGpu() const { return gpu_ != nullptr; }
+  /// The GPU holding the bytes (null on the CPU).
+  const std::shared_ptr<gizhw::gpu::Device>& gpu() const { return gpu_; }
+  /// The device address of GPU memory.
+  uint64_t deviceAddress() const { return gpuBuffer_.address(); }
+  /// "cpu" or "cuda:0 (NVIDIA H200)".
+  std::string deviceText() const;
 
   /// Storages allocated by this process so far; tests use it to prove that fusion allocates
   /// nothing but its result.
@@ -38,8 +52,11 @@ class Storage {
   static void resetPeak();
 
  private:
-  void* data_;
+  [[noreturn]] void notOnHost() const;
+  void* data_ = nullptr;
   size_t bytes_;
+  std::shared_ptr<gizhw::gpu::Device> gpu_;
+  gizhw::gpu::Buffer gpuBuffer_;
 };
 
 enum class UnaryOp : uint8_t {
@@ -83,7 +100,17 @@ class Tensor {
   bool isContiguous() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
-  /// The address of the first element (offset applied).
+  // Devices (Step 2). Operations run where their operands are; operands on two devices are an
+  // Error naming both.
+  /// A copy on the GPU (the tensor itself when it is already there).
+  Tensor on(const gizhw::gpu::Gpu& gpu) const;
+  /// A copy in host memory (the tensor itself when it is already there); waits for the GPU.
+  Tensor host() const;
+  bool onGpu() const { return storage_->onGpu(); }
+  /// "cpu" or "cuda:0 (NVIDIA H200)".
+  std::string device() const { return storage_->deviceText(); }
+
+  /// The host address of the first element (offset applied); an Error for GPU tensors.
   void* rawData() const;
   template <class T>
   T* data() const { return static_cast<T*>(rawData()); }

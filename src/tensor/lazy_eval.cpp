@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
 #include "cpu/elementwise.h"
+#include "gpu/tensor_ops.h"
 #include "tensor/lazy_node.h"
 #include "tensor/shape_util.h"
 
@@ -204,6 +205,11 @@ void fillScalar(const Step& s, void* buffer) {
 }  // namespace
 
 Tensor Lazy::eval() const {
+  if (const auto gpu = gpuops::deviceOf(*node_, nullptr)) {  // leaves on a GPU: one generated kernel there
+    Tensor out = gpuops::empty(node_->shape, node_->dtype, gpu);
+    gpuops::evalLazy(*node_, out);
+    return out;
+  }
   Tensor out = empty(node_->shape, node_->dtype);
   evalInto(out);
   return out;
@@ -214,6 +220,7 @@ void Lazy::evalInto(const Tensor& out) const {
   check(out.shape() == root.shape && out.dtype() == root.dtype && out.isContiguous(),
         "evalInto: the output must be a contiguous " + std::string(dtypeName(root.dtype)) + " tensor of shape " +
             shapeText(root.shape) + ", not " + dtypeName(out.dtype()) + " " + shapeText(out.shape()));
+  if (gpuops::deviceOf(root, &out)) return gpuops::evalLazy(root, out);
   if (out.numel() == 0) return;
 
   Program program;

@@ -4,6 +4,7 @@
 
 #include "core/thread_pool.h"
 #include "cpu/gemm.h"
+#include "gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
@@ -39,6 +40,17 @@ Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
   const int64_t batches = elementCount(batch);
 
   const DType result = promoteTypes(a.dtype(), b.dtype()) == DType::Bool ? DType::I64 : promoteTypes(a.dtype(), b.dtype());
+  if (const auto gpu = gpuops::deviceOf("matmul", {&aIn, &bIn})) {
+    // BF16 and F16 pairs run on the tensor cores in their own dtype; the rest as on the CPU.
+    const bool halves = (result == DType::BF16 || result == DType::F16) && a.dtype() == result && b.dtype() == result;
+    const DType work = halves ? result : isFloat(result) ? DType::F32 : DType::I64;
+    Tensor out = gpuops::empty(outShape, work, gpu);
+    gpuops::matmul(a.cast(work).expand(aShape), b.cast(work).expand(bShape), out);
+    Tensor r = out.cast(result);
+    if (aIn.ndim() == 1) r = r.squeeze(-2);
+    if (bIn.ndim() == 1) r = r.squeeze(-1);
+    return r;
+  }
   const DType work = isFloat(result) ? DType::F32 : DType::I64;
   // Views broadcast to the batch; converted (a copy) only when not already in the working type.
   const Tensor av = (a.dtype() == work ? a : a.cast(work)).expand(aShape);

@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"
+#include "gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
@@ -98,6 +99,11 @@ Tensor reduce(const Tensor& x, ReduceOp op, const Axes& axes, bool keepdim, DTyp
   Rows r = asRows(counting ? x.cast(DType::I64) : x, axes, keepdim, what);
   if ((op == ReduceOp::Max || op == ReduceOp::Min) && r.n == 0 && r.rows > 0)
     throw Error(std::string(what) + ": reduction over an empty axis of shape " + shapeText(x.shape()));
+  if (const auto gpu = r.data.storage()->gpu()) {
+    Tensor out = gpuops::empty({r.rows}, r.data.dtype(), gpu);
+    gpuops::reduceRows(op, r.data, r.rows, r.n, out);
+    return out.reshape(r.outShape).cast(result);
+  }
   if (r.data.dtype() == DType::F32) {
     Tensor out = empty({r.rows}, DType::F32);
     if (r.n == 0) {
@@ -119,6 +125,11 @@ Tensor argExtreme(const Tensor& x, int64_t axis, bool keepdim, bool isMax, const
   Rows r = asRows(x, {axis}, keepdim, what);
   check(r.n > 0 || r.rows == 0, std::string(what) + ": axis " + std::to_string(axis) + " of shape " +
                                     shapeText(x.shape()) + " is empty");
+  if (const auto gpu = r.data.storage()->gpu()) {
+    Tensor out = gpuops::empty({r.rows}, DType::I64, gpu);
+    gpuops::argExtremeRows(r.data, r.rows, r.n, isMax, out);
+    return out.reshape(r.outShape);
+  }
   Tensor out = empty({r.rows}, DType::I64);
   int64_t* o = out.data<int64_t>();
   const bool floats = r.data.dtype() == DType::F32;
@@ -142,18 +153,28 @@ Tensor argExtreme(const Tensor& x, int64_t axis, bool keepdim, bool isMax, const
 
 // Runs body(row pointer in, row pointer out) over every row along axis of an f32 copy of x,
 // and gives the result in x's layout.
+// Which row operation a GPU runs for alongAxisF32.
+enum class RowOp { Softmax, LogSoftmax, Cumsum };
+
 template <class F>
-Tensor alongAxisF32(const Tensor& x, int64_t axis, DType result, const char* what, F&& body) {
+Tensor alongAxisF32(const Tensor& x, int64_t axis, DType result, const char* what, RowOp rowOp, F&& body) {
   const int64_t ax = normalizeAxis(axis, std::max<int64_t>(x.ndim(), 1), what);
-  if (x.ndim() == 0) return alongAxisF32(x.reshape({1}), 0, result, what, body).reshape({});
+  if (x.ndim() == 0) return alongAxisF32(x.reshape({1}), 0, result, what, rowOp, body).reshape({});
   Axes order;
   for (int64_t i = 0; i < x.ndim(); ++i) if (i != ax) order.push_back(i);
   order.push_back(ax);
   Rows r = asRows(x.permute(order).cast(DType::F32), {x.ndim() - 1}, true, what);
-  Tensor out = empty({r.rows, r.n}, DType::F32);
-  core::parallelFor(r.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(r.n, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t row = b; row < e; ++row) body(r.data.data<float>() + row * r.n, out.data<float>() + row * r.n, r.n);
-  });
+  Tensor out;
+  if (const auto gpu = r.data.storage()->gpu()) {
+    out = gpuops::empty({r.rows, r.n}, DType::F32, gpu);
+    if (rowOp == RowOp::Cumsum) gpuops::cumsumRows(r.data, r.rows, r.n, out);
+    else gpuops::softmaxRows(r.data, r.rows, r.n, rowOp == RowOp::LogSoftmax, out);
+  } else {
+    out = empty({r.rows, r.n}, DType::F32);
+    core::parallelFor(r.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(r.n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) body(r.data.data<float>() + row * r.n, out.data<float>() + row * r.n, r.n);
+    });
+  }
   Shape permutedShape;
   for (int64_t i : order) permutedShape.push_back(x.shape()[i]);
   Axes inverse(order.size());
@@ -183,9 +204,10 @@ Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
   // The f32 (or i64) sum divided by the count, in f32 (f64 for integer sums).
   Tensor total = reduce(*this, ReduceOp::Sum, axes, keepdim, isFloat(dtype_) ? DType::F32 : DType::I64, "mean");
   if (total.dtype() == DType::I64) {
-    std::vector<double> v = total.toDoubles();
+    std::vector<double> v = total.toDoubles();  // f64 division (on the host for GPU tensors too)
     for (double& d : v) d = static_cast<double>(static_cast<float>(d / static_cast<double>(n)));
-    return tensor(total.shape(), v, DType::F32);
+    const Tensor m = tensor(total.shape(), v, DType::F32);
+    return total.onGpu() ? m.on(gizhw::gpu::Gpu(total.storage()->gpu())) : m;
   }
   return lazy(total).div(Lazy(static_cast<double>(n))).cast(meanType(dtype_)).eval();
 }
@@ -193,6 +215,11 @@ Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
 Tensor Tensor::variance(const Axes& axes, bool keepdim, int64_t ddof) const {
   Rows r = asRows(cast(DType::F32), axes, keepdim, "variance");
   check(ddof >= 0, "variance: ddof " + std::to_string(ddof) + " is negative");
+  if (const auto gpu = r.data.storage()->gpu()) {
+    Tensor out = gpuops::empty({r.rows}, DType::F32, gpu);
+    gpuops::varianceRows(r.data, r.rows, r.n, ddof, out);
+    return out.reshape(r.outShape).cast(meanType(dtype_));
+  }
   Tensor means = empty({r.rows}, DType::F32), out = empty({r.rows}, DType::F32);
   float* m = means.data<float>();
   float* o = out.data<float>();
@@ -211,7 +238,7 @@ Tensor Tensor::argmin(int64_t axis, bool keepdim) const { return argExtreme(*thi
 
 Tensor Tensor::softmax(int64_t axis) const {
   // exp(x - max) over its sum (the order of cpu/reduce.h), each divided by the sum.
-  return alongAxisF32(*this, axis, meanType(dtype_), "softmax", [](const float* x, float* y, int64_t n) {
+  return alongAxisF32(*this, axis, meanType(dtype_), "softmax", RowOp::Softmax, [](const float* x, float* y, int64_t n) {
     const float m = cpu::reduceF32(ReduceOp::Max, x, n);
     std::vector<float> shifted(x, x + n);
     for (float& v : shifted) v -= m;
@@ -223,7 +250,7 @@ Tensor Tensor::softmax(int64_t axis) const {
 
 Tensor Tensor::logSoftmax(int64_t axis) const {
   // x - max - log(sum exp(x - max)).
-  return alongAxisF32(*this, axis, meanType(dtype_), "logSoftmax", [](const float* x, float* y, int64_t n) {
+  return alongAxisF32(*this, axis, meanType(dtype_), "logSoftmax", RowOp::LogSoftmax, [](const float* x, float* y, int64_t n) {
     const float m = cpu::reduceF32(ReduceOp::Max, x, n);
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
     std::vector<float> e(static_cast<size_t>(n));
@@ -243,6 +270,10 @@ Tensor Tensor::cumsum(int64_t axis) const {
     int64_t inner = 1;
     for (int64_t i = ax + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
     const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
+    if (work.onGpu()) {
+      gpuops::cumsumI64(work, outer, n, inner);
+      return ndim() == 0 ? work.reshape({}) : work;
+    }
     int64_t* v = work.data<int64_t>();
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 1; i < n; ++i)
@@ -253,7 +284,7 @@ Tensor Tensor::cumsum(int64_t axis) const {
     return ndim() == 0 ? work.reshape({}) : work;
   }
   // Floats: an f32 running sum in index order.
-  return alongAxisF32(*this, axis, dtype_, "cumsum", [](const float* x, float* y, int64_t n) {
+  return alongAxisF32(*this, axis, dtype_, "cumsum", RowOp::Cumsum, [](const float* x, float* y, int64_t n) {
     float s = 0.0f;
     for (int64_t i = 0; i < n; ++i) y[i] = s += x[i];
   });

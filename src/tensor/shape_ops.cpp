@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
@@ -24,7 +25,11 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     total += t.shape()[ax];
   }
   shape[ax] = total;
-  Tensor out = empty(shape, dtype);
+  std::vector<const Tensor*> operands;
+  for (const Tensor& t : tensors) operands.push_back(&t);
+  gizml::gpuops::DevicePtr gpu;
+  for (const Tensor* t : operands) gpu = gpuops::deviceOf("concat", {operands[0], t});
+  Tensor out = gpu ? gpuops::empty(shape, dtype, gpu) : empty(shape, dtype);
   int64_t start = 0;
   for (const Tensor& t : tensors) {
     const int64_t len = t.shape()[ax];
@@ -35,6 +40,11 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     for (int64_t i = ax + 1; i < static_cast<int64_t>(shape.size()); ++i) inner *= shape[i];
     const size_t size = dtypeSize(dtype);
     const size_t rowBytes = static_cast<size_t>(len * inner) * size;
+    if (gpu) {
+      gpuops::copyRows(out, start * inner, total * inner, part, len * inner, outer, len * inner);
+      start += len;
+      continue;
+    }
     for (int64_t o = 0; o < outer && rowBytes; ++o)
       std::memcpy(static_cast<char*>(out.rawData()) + (o * total + start) * inner * static_cast<int64_t>(size),
                   static_cast<const char*>(part.rawData()) + o * static_cast<int64_t>(rowBytes), rowBytes);
@@ -71,14 +81,19 @@ std::vector<int64_t> checkedIndices(const Tensor& indices, int64_t limit, const 
 Tensor indexSelect(const Tensor& x, int64_t axis, const Tensor& indices) {
   const int64_t ax = normalizeAxis(axis, x.ndim(), "indexSelect");
   check(indices.ndim() <= 1, "indexSelect: indices of shape " + shapeText(indices.shape()) + " must be 1-D");
+  const auto gpu = gpuops::deviceOf("indexSelect", {&x, &indices});
   const std::vector<int64_t> idx = checkedIndices(indices, x.shape()[ax], "indexSelect");
   Shape shape = x.shape();
   shape[ax] = static_cast<int64_t>(idx.size());
-  Tensor out = empty(shape, x.dtype());
+  Tensor out = gpu ? gpuops::empty(shape, x.dtype(), gpu) : empty(shape, x.dtype());
   const Tensor src = x.contiguous();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < ax; ++i) outer *= shape[i];
   for (int64_t i = ax + 1; i < x.ndim(); ++i) inner *= shape[i];
+  if (gpu) {
+    gpuops::indexSelect(src, idx, outer, x.shape()[ax], inner, out);
+    return out;
+  }
   const int64_t rowBytes = inner * static_cast<int64_t>(dtypeSize(x.dtype()));
   const char* from = static_cast<const char*>(src.rawData());
   char* to = static_cast<char*>(out.rawData());
@@ -97,7 +112,13 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& indices) {
     check(i == ax || indices.shape()[i] <= x.shape()[i],
           "gather: indices of shape " + shapeText(indices.shape()) + " exceed " + shapeText(x.shape()) +
               " on axis " + std::to_string(i));
+  const auto gpu = gpuops::deviceOf("gather", {&x, &indices});
   const std::vector<int64_t> idx = checkedIndices(indices, x.shape()[ax], "gather");
+  if (gpu) {
+    Tensor out = gpuops::empty(indices.shape(), x.dtype(), gpu);
+    gpuops::gather(x, ax, idx, out);
+    return out;
+  }
   Tensor out = empty(indices.shape(), x.dtype());
   const size_t size = dtypeSize(x.dtype());
   const char* src = static_cast<const char*>(x.rawData());

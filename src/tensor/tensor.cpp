@@ -8,6 +8,7 @@
 #include <new>
 #include <sys/mman.h>
 
+#include "gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
@@ -52,7 +53,20 @@ Storage::Storage(size_t bytes) : bytes_(bytes) {
   countLive(static_cast<int64_t>(bytes_));
 }
 
+Storage::Storage(size_t bytes, const gizhw::gpu::Gpu& gpu)
+    : bytes_(bytes), gpu_(gpu.device()), gpuBuffer_(gpu.allocate(bytes)) {
+  data_ = reinterpret_cast<void*>(static_cast<uintptr_t>(gpuBuffer_.address()));
+  storageAllocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Storage::notOnHost() const {
+  throw Error("tensor memory on " + deviceText() + " read as host memory: copy it with host() first");
+}
+
+std::string Storage::deviceText() const { return gpu_ ? gizhw::gpu::Gpu(gpu_).describe() : "cpu"; }
+
 Storage::~Storage() {
+  if (gpu_) return;  // gpuBuffer_ goes back to the GPU's cache
   countLive(-static_cast<int64_t>(bytes_));
   const size_t rounded = (std::max<size_t>(bytes_, 1) + 63) / 64 * 64;
   if (rounded >= kMapThreshold) ::munmap(data_, rounded);
@@ -172,6 +186,14 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
   return Tensor(storage_, dtype_, shape, strides, offset_);
 }
 
+Tensor Tensor::on(const gizhw::gpu::Gpu& gpu) const {
+  check(!gpu.closed(), "on: GPU " + gpu.describe() + " was closed");
+  if (storage_->gpu() == gpu.device()) return *this;
+  return gpuops::toDevice(onGpu() ? host() : *this, gpu);
+}
+
+Tensor Tensor::host() const { return onGpu() ? gpuops::toHost(*this) : *this; }
+
 Tensor Tensor::contiguous() const { return isContiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const { return lazy(*this).eval(); }
@@ -198,12 +220,14 @@ std::vector<double> Tensor::toDoubles() const {
 }
 
 std::vector<float> Tensor::toFloats() const {
+  if (onGpu()) return host().toFloats();
   // cast() returns the tensor itself when the dtype already matches, which may be a strided view.
   const Tensor c = cast(DType::F32).contiguous();
   return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
 
 std::vector<int64_t> Tensor::toInts() const {
+  if (onGpu()) return host().toInts();
   const Tensor c = cast(DType::I64).contiguous();
   return std::vector<int64_t>(c.data<int64_t>(), c.data<int64_t>() + c.numel());
 }

@@ -1,0 +1,196 @@
+#pragma once
+// gizhw::gpu: GPUs found at run time. The driver (libcuda.so.1 for NVIDIA, libamdhip64.so for
+// AMD) and the run-time compiler (NVRTC / hipRTC) are loaded with dlopen on first use; nothing of
+// the GPU stack is linked, so the same binary runs on machines without a GPU (open() then gives
+// none). Spec: Step 2; map: docs/architecture.md ("GPU").
+#include <gizml/error.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gizhw::gpu {
+
+using gizml::Error;
+
+enum class Vendor : uint8_t { Nvidia, Amd };
+
+/// What the driver says about a device.
+struct Properties {
+  Vendor vendor = Vendor::Nvidia;
+  int ordinal = 0;
+  std::string name;          // "NVIDIA H200"
+  int major = 0, minor = 0;  // compute capability (AMD: the gfx major/minor the runtime reports)
+  int multiprocessors = 0;
+  uint64_t memoryBytes = 0;
+  uint64_t l2Bytes = 0;
+  int warpSize = 32;
+  int sharedPerBlockOptin = 0;  // bytes of shared memory one block may use after opting in
+  int driverVersion = 0;        // 13000 for CUDA 13.0
+  /// The compiler target: "sm_90a" on compute capability 9.0, else "sm_XY"; empty on AMD (hipRTC
+  /// compiles for the current device).
+  std::string arch;
+};
+
+class Device;  // the shared state behind a Gpu (src/gpu/device.h)
+
+/// A queue of work on one GPU; work on one stream runs in order.
+class Stream {
+ public:
+  Stream() = default;
+  void synchronize() const;
+  void* handle() const { return handle_.get(); }
+
+ private:
+  friend class Gpu;
+  friend class Device;
+  std::shared_ptr<Device> device_;  // empty for the device's own stream (no cycle)
+  Device* raw_ = nullptr;
+  std::shared_ptr<void> handle_;
+};
+
+/// A marker in a stream: record it, wait for it, time between two of them.
+class Event {
+ public:
+  Event() = default;
+  void record(const Stream& stream) const;
+  void synchronize() const;
+  /// Milliseconds from `start` (recorded earlier) to this event; both must have completed.
+  float millisecondsSince(const Event& start) const;
+
+ private:
+  friend class Gpu;
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<void> handle_;
+};
+
+/// Page-locked host memory, for fast asynchronous copies.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  void* data() const { return data_.get(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  friend class Gpu;
+  std::shared_ptr<void> data_;
+  size_t bytes_ = 0;
+};
+
+/// A block of device memory from the GPU's caching allocator; it goes back to the cache (ordered
+/// after the work already queued on the GPU's stream) when the last copy of it is dropped.
+class Buffer {
+ public:
+  Buffer() = default;
+  uint64_t address() const;
+  size_t bytes() const;
+  explicit operator bool() const { return block_ != nullptr; }
+
+ private:
+  friend class Gpu;
+  struct Block;
+  std::shared_ptr<Block> block_;
+};
+
+/// Three dimensions of a launch grid or block.
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// A compiled kernel, ready to launch.
+class Kernel {
+ public:
+  Kernel() = default;
+  /// Launches with `args` pointing to each parameter's value, in order.
+  void launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, std::initializer_list<void*> args) const;
+  void launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args) const;
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class Gpu;
+  std::shared_ptr<Device> device_;
+  void* function_ = nullptr;
+  std::string name_;
+};
+
+/// Allocator counters (bytes and calls), for tests and benchmarks.
+struct AllocatorStats {
+  uint64_t bytesInUse = 0;     // handed out and not yet returned
+  uint64_t bytesCached = 0;    // returned, kept for reuse
+  uint64_t driverAllocations = 0;
+  uint64_t reuses = 0;         // allocations served from the cache
+  uint64_t cacheFlushes = 0;   // out-of-memory retries that emptied the cache
+};
+
+/// A handle to one open GPU; copies share it. Tensors placed on it keep it alive, but after
+/// close() every use of them is an Error.
+class Gpu {
+ public:
+  explicit Gpu(std::shared_ptr<Device> device);
+
+  const Properties& properties() const;
+  /// "cuda:0 (NVIDIA H200)": how errors name the device.
+  std::string describe() const;
+
+  /// The stream that tensor operations on this GPU use.
+  const Stream& stream() const;
+  Stream newStream() const;
+  Event newEvent() const;
+  void synchronize() const;
+
+  /// Device memory from the caching allocator (ordered on stream()). Out of memory: the cache is
+  /// freed and the allocation retried once, then an Error says how much was asked and is in use.
+  Buffer allocate(size_t bytes) const;
+  PinnedBuffer allocatePinned(size_t bytes) const;
+  AllocatorStats allocatorStats() const;
+  /// Frees the cached blocks (after the queued work completes).
+  void releaseCache() const;
+
+  // Asynchronous copies on `stream` (host memory should be pinned for them to overlap).
+  void copyToDevice(uint64_t dst, const void* src, size_t bytes, const Stream& stream) const;
+  void copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream) const;
+  void copyOnDevice(uint64_t dst, uint64_t src, size_t bytes, const Stream& stream) const;
+  void fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) const;
+
+  /// Compiles CUDA C++ (NVRTC, or hipRTC on AMD) for this device, through the on-disk cache, and
+  /// gives the kernel `name` (an extern "C" __global__ function of the source).
+  Kernel kernel(const std::string& source, const std::string& name) const;
+
+  /// Waits for the queued work, frees the device's memory and unloads its kernels; tensors on it
+  /// then give an Error when used. Closing twice does nothing.
+  void close();
+  bool closed() const;
+
+  const std::shared_ptr<Device>& device() const { return device_; }
+  bool operator==(const Gpu& o) const { return device_ == o.device_; }
+
+ private:
+  std::shared_ptr<Device> device_;
+};
+
+/// The GPU with this ordinal, or none when there is no driver, no device, or the device cannot be
+/// opened. Never an error. The same ordinal opened twice gives the same device.
+std::optional<Gpu> open(int ordinal = 0);
+/// Devices the driver reports (0 without a driver).
+int deviceCount();
+
+/// Run-time compilation without a device, for CI and tools: CUDA C++ to PTX or to machine code
+/// (cubin) for `arch` ("sm_80", "sm_90a"), through NVRTC loaded with dlopen.
+struct Compiled {
+  std::string ptx;
+  std::vector<char> cubin;
+  std::string log;
+};
+/// Whether NVRTC was found (and its version, "13.0"); `why` says where it was looked for if not.
+bool nvrtcAvailable(std::string* version = nullptr, std::string* why = nullptr);
+/// Compiles source; an Error carries the compiler's log when it fails, or says NVRTC is missing.
+Compiled compileCuda(const std::string& source, const std::string& arch, bool wantCubin);
+/// The directory of the on-disk kernel cache ($XDG_CACHE_HOME/gizml/kernels, or
+/// ~/.cache/gizml/kernels).
+std::string kernelCacheDirectory();
+
+}  // namespace gizhw::gpu

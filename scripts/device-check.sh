@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The GPU check, in one go on a machine with an NVIDIA GPU (here: the lent H200 machine, 16 cores,
+# CUDA 13, driver 580). It runs the GPU tests, the example, and the GPU benchmarks beside their
+# anchors (a device-to-device copy; torch.matmul for BF16 matmul), and writes a log and a results
+# file under $OUT (or ./device-check-out). Budget: under 8 minutes.
+#
+# That machine lacks our Debian packages (Highway, GoogleTest, Google Benchmark), so the build is
+# made here and carried:
+#   scripts/device-check.sh --pack      # here: Release build, then .device/ = the binaries + the
+#                                       # shared libraries they need that are not in glibc
+#   device run (carry .device):  scripts/device-check.sh
+# On the device the script uses .device/ when present (LD_LIBRARY_PATH=.device/lib), else it
+# tries a Release build with what is installed there (needs libhwy, gtest, benchmark).
+# Nothing here changes the GPU's settings.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+if [ "${1:-}" = "--pack" ]; then
+  set -e
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$(nproc)" --target test_gpu bench_gpu example_02_gpu giz
+  rm -rf .device && mkdir -p .device/bin .device/lib
+  cp build/release/tests/test_gpu build/release/bench/bench_gpu build/release/example_02_gpu build/release/giz .device/bin/
+  # Every shared library the binaries load except the C library itself (the device image may
+  # have another libstdc++, Highway or GoogleTest, or none).
+  for b in .device/bin/*; do
+    ldd "$b" | awk '/=> \// {print $3}'
+  done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} .device/lib/
+  exclude=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
+  du -sh .device
+  echo "packed: carry .device and run scripts/device-check.sh there"
+  exit 0
+fi
+
+out=${OUT:-$root/device-check-out}
+mkdir -p "$out"
+log=$out/device-check.log
+results=$out/results.txt
+: >"$results"
+exec > >(tee "$log") 2>&1
+start=$(date +%s)
+note() { echo "$*" | tee -a "$results"; }
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | head -3
+nproc
+
+if [ -d .device/bin ]; then
+  bin=$root/.device/bin
+  export LD_LIBRARY_PATH=$root/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "== using the carried build in .device"
+else
+  echo "== no .device: building here"
+  cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+    cmake --build build/device -j "$(nproc)" --target test_gpu bench_gpu example_02_gpu || { note "BUILD FAILED"; exit 1; }
+  mkdir -p build/device/bin
+  cp build/device/tests/test_gpu build/device/bench/bench_gpu build/device/example_02_gpu build/device/bin/
+  bin=$root/build/device/bin
+fi
+export XDG_CACHE_HOME=/tmp/gizml-device-cache
+rm -rf "$XDG_CACHE_HOME"
+
+echo "== example 02_gpu (first run compiles, second reads the kernel cache)"
+for i in 1 2; do
+  t0=$(date +%s.%N)
+  line=$(timeout 120 "$bin/example_02_gpu")
+  t1=$(date +%s.%N)
+  echo "$line  ($(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s)"
+done
+[ "$line" = "[[4, 5], [10, 11]]" ] && note "example_02_gpu: ok" || note "example_02_gpu: WRONG ($line)"
+
+echo "== GPU tests"
+timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:KernelCache.*:NoLink.OpenNeverThrows:KernelsCompile.ElementwiseSource*' \
+  >"$out/test_gpu.txt" 2>&1
+status=$?
+tail -80 "$out/test_gpu.txt"
+note "test_gpu: exit $status, $(grep -c '^\[       OK \]' "$out/test_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
+
+echo "== GPU benchmarks"
+timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"
+grep '^RESULT' "$out/bench_gpu.txt" | tee -a "$results"
+
+echo "== torch.matmul BF16 anchor"
+timeout 120 python3 - <<'PY' 2>&1 | tee -a "$results"
+import torch
+for n in (4096, 8192):
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3): a @ b
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); a @ b; e.record(); e.synchronize()
+        times.append(s.elapsed_time(e))
+    ms = sorted(times)[len(times) // 2]
+    print(f"RESULT torch_matmul_bf16_{n}_tflops {2 * n**3 / ms / 1e9:.2f}")
+PY
+for n in 4096 8192; do
+  ours=$(awk -v k="matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
+  theirs=$(awk -v k="torch_matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
+  [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT matmul_bf16_${n}_ratio_to_torch $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+done
+
+note "elapsed $(( $(date +%s) - start )) s"

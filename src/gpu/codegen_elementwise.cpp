@@ -1,0 +1,341 @@
+// The elementwise code generator: a Lazy expression becomes one CUDA kernel.
+#include <cstring>
+#include <unordered_map>
+
+#include "cpu/convert.h"
+#include "gpu/codegen.h"
+#include "tensor/shape_util.h"
+
+namespace gizhw::gpu {
+namespace {
+
+using gizml::DType;
+using gizml::tensor::BinaryOp;
+using gizml::tensor::Lazy;
+using gizml::tensor::Shape;
+using gizml::tensor::UnaryOp;
+using Kind = Lazy::Node::Kind;
+
+bool worksInF32(DType t) { return gizml::cpu::worksInF32(t); }
+
+std::string roundTo(DType t, const std::string& x) {
+  switch (t) {
+    case DType::F16: return "gz_round_f16(" + x + ")";
+    case DType::BF16: return "gz_round_bf16(" + x + ")";
+    case DType::Bool: return "gz_round_bool(" + x + ")";
+    default: return x;
+  }
+}
+
+std::string wrapTo(DType t, const std::string& x) {
+  switch (t) {
+    case DType::I8: return "(i64)(i8)(" + x + ")";
+    case DType::U8: return "(i64)(u8)(" + x + ")";
+    case DType::I32: return "(i64)(int)(" + x + ")";
+    default: return x;
+  }
+}
+
+std::string unaryF32(UnaryOp op, const std::string& x) {
+  switch (op) {
+    case UnaryOp::Neg: return "-" + x;
+    case UnaryOp::Abs: return "fabsf(" + x + ")";
+    case UnaryOp::Exp: return "expf(" + x + ")";
+    case UnaryOp::Log: return "logf(" + x + ")";
+    case UnaryOp::Sqrt: return "sqrtf(" + x + ")";
+    case UnaryOp::Rsqrt: return "1.0f / sqrtf(" + x + ")";
+    case UnaryOp::Sin: return "sinf(" + x + ")";
+    case UnaryOp::Cos: return "cosf(" + x + ")";
+    case UnaryOp::Tanh: return "tanhf(" + x + ")";
+    case UnaryOp::Sigmoid: return "gz_sigmoid(" + x + ")";
+    case UnaryOp::Relu: return "(" + x + " < 0.0f ? 0.0f : " + x + ")";
+    case UnaryOp::Silu: return x + " * gz_sigmoid(" + x + ")";
+    case UnaryOp::GeluErf: return "gz_gelu_erf(" + x + ")";
+    case UnaryOp::GeluTanh: return "gz_gelu_tanh(" + x + ")";
+    case UnaryOp::Floor: return "copysignf(floorf(" + x + "), " + x + ")";
+    case UnaryOp::Ceil: return "copysignf(ceilf(" + x + "), " + x + ")";
+    case UnaryOp::Round: return "copysignf(rintf(" + x + "), " + x + ")";
+    case UnaryOp::Sign: return "gz_sign(" + x + ")";
+    case UnaryOp::Not: return "(" + x + " == 0.0f ? 1.0f : 0.0f)";
+  }
+  return x;
+}
+
+std::string unaryI64(UnaryOp op, const std::string& x) {
+  switch (op) {
+    case UnaryOp::Neg: return "gz_wsub(0, " + x + ")";
+    case UnaryOp::Abs: return "(" + x + " < 0 ? gz_wsub(0, " + x + ") : " + x + ")";
+    case UnaryOp::Relu: return "(" + x + " < 0 ? (i64)0 : " + x + ")";
+    case UnaryOp::Sign: return "(i64)((" + x + " > 0) - (" + x + " < 0))";
+    case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: return x;
+    default: throw gizml::Error(std::string("gpu codegen: ") + gizml::tensor::opName(op) + " has no integer form");
+  }
+}
+
+const char* compareOp(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq: return "==";
+    case BinaryOp::Ne: return "!=";
+    case BinaryOp::Lt: return "<";
+    case BinaryOp::Le: return "<=";
+    case BinaryOp::Gt: return ">";
+    case BinaryOp::Ge: return ">=";
+    default: return nullptr;
+  }
+}
+
+std::string binaryF32(BinaryOp op, const std::string& a, const std::string& b) {
+  switch (op) {
+    case BinaryOp::Add: return a + " + " + b;
+    case BinaryOp::Sub: return a + " - " + b;
+    case BinaryOp::Mul: return a + " * " + b;
+    case BinaryOp::Div: return a + " / " + b;
+    case BinaryOp::Pow: return "powf(" + a + ", " + b + ")";
+    case BinaryOp::Min: return "gz_min(" + a + ", " + b + ")";
+    case BinaryOp::Max: return "gz_max(" + a + ", " + b + ")";
+    case BinaryOp::Mod: return "gz_fmod(" + a + ", " + b + ")";
+    case BinaryOp::Ne: return "(" + a + " == " + b + " ? 0.0f : 1.0f)";
+    case BinaryOp::And: return "((" + a + " != 0.0f && " + b + " != 0.0f) ? 1.0f : 0.0f)";
+    case BinaryOp::Or: return "((" + a + " != 0.0f || " + b + " != 0.0f) ? 1.0f : 0.0f)";
+    default: return "(" + a + " " + compareOp(op) + " " + b + " ? 1.0f : 0.0f)";
+  }
+}
+
+std::string binaryI64(BinaryOp op, const std::string& a, const std::string& b) {
+  switch (op) {
+    case BinaryOp::Add: return "gz_wadd(" + a + ", " + b + ")";
+    case BinaryOp::Sub: return "gz_wsub(" + a + ", " + b + ")";
+    case BinaryOp::Mul: return "gz_wmul(" + a + ", " + b + ")";
+    case BinaryOp::Pow: return "gz_ipow(" + a + ", " + b + ")";
+    case BinaryOp::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    case BinaryOp::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case BinaryOp::Mod: return "gz_imod(" + a + ", " + b + ")";
+    default: throw gizml::Error(std::string("gpu codegen: ") + gizml::tensor::opName(op) + " has no integer form");
+  }
+}
+
+// Comparisons and logic of i64 operands give the f32 0/1 of Bool.
+std::string compareI64(BinaryOp op, const std::string& a, const std::string& b) {
+  if (op == BinaryOp::And) return "((" + a + " && " + b + ") ? 1.0f : 0.0f)";
+  if (op == BinaryOp::Or) return "((" + a + " || " + b + ") ? 1.0f : 0.0f)";
+  return "(" + a + " " + compareOp(op) + " " + b + " ? 1.0f : 0.0f)";
+}
+
+std::string castF32ToInt(DType t, const std::string& x) {
+  switch (t) {
+    case DType::I8: return "gz_f32_to_int(" + x + ", -128.0, 127.0, -128, 127)";
+    case DType::U8: return "gz_f32_to_int(" + x + ", 0.0, 255.0, 0, 255)";
+    case DType::I32: return "gz_f32_to_int(" + x + ", -2147483648.0, 2147483647.0, -2147483647 - 1, 2147483647)";
+    default:
+      return "gz_f32_to_int(" + x + ", -9223372036854775808.0, 9223372036854775808.0, (i64)0x8000000000000000ull, "
+             "(i64)0x7fffffffffffffffull)";
+  }
+}
+
+std::string castIntToF32(DType t, const std::string& x) {
+  if (t == DType::F16 || t == DType::BF16) return roundTo(t, "gz_i64_to_f32_odd(" + x + ")");
+  return roundTo(t, "(float)(" + x + ")");
+}
+
+std::string load(DType t, const std::string& pointer, const std::string& offset) {
+  const std::string at = "[" + offset + "]";
+  switch (t) {
+    case DType::F32: return "((const float*)" + pointer + ")" + at;
+    case DType::F16: return "gz_h2f(((const u16*)" + pointer + ")" + at + ")";
+    case DType::BF16: return "gz_bf2f(((const u16*)" + pointer + ")" + at + ")";
+    case DType::Bool: return "(((const u8*)" + pointer + ")" + at + " ? 1.0f : 0.0f)";
+    case DType::I8: return "(i64)((const i8*)" + pointer + ")" + at;
+    case DType::U8: return "(i64)((const u8*)" + pointer + ")" + at;
+    case DType::I32: return "(i64)((const int*)" + pointer + ")" + at;
+    case DType::I64: return "((const i64*)" + pointer + ")" + at;
+  }
+  return "";
+}
+
+std::string store(DType t, const std::string& value) {
+  switch (t) {
+    case DType::F32: return "((float*)p.out)[i] = " + value + ";";
+    case DType::F16: return "((u16*)p.out)[i] = gz_f2h(" + value + ");";
+    case DType::BF16: return "((u16*)p.out)[i] = gz_f2bf(" + value + ");";
+    case DType::Bool: return "((u8*)p.out)[i] = " + value + " != 0.0f;";
+    case DType::I8: return "((i8*)p.out)[i] = (i8)" + value + ";";
+    case DType::U8: return "((u8*)p.out)[i] = (u8)" + value + ";";
+    case DType::I32: return "((int*)p.out)[i] = (int)" + value + ";";
+    case DType::I64: return "((i64*)p.out)[i] = " + value + ";";
+  }
+  return "";
+}
+
+uint64_t scalarBits(const Lazy::Node& node) {
+  if (worksInF32(node.dtype)) {
+    const float v = gizml::doubleToWorkingF32(node.value, node.dtype);
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return bits;
+  }
+  // As the CPU's fillScalar: through f32 with the dtype's cast, exact integers kept exact.
+  int64_t v;
+  const float asFloat = static_cast<float>(node.value);
+  gizml::cpu::castF32ToI64(node.dtype, &asFloat, 1, &v);
+  if (static_cast<double>(static_cast<int64_t>(node.value)) == node.value) v = static_cast<int64_t>(node.value);
+  gizml::cpu::wrapI64To(node.dtype, &v, 1);
+  return static_cast<uint64_t>(v);
+}
+
+struct Generator {
+  ElementwisePlan& plan;
+  std::unordered_map<const Lazy::Node*, std::string> names;
+  std::string body;
+  int scalars = 0;
+
+  std::string visit(const Lazy::Node* node) {
+    if (auto it = names.find(node); it != names.end()) return it->second;
+    std::vector<std::string> in;
+    for (const auto& input : node->inputs) in.push_back(visit(input.get()));
+    std::string name = std::to_string(names.size());
+    name.insert(name.begin(), 'v');
+    const bool f32 = worksInF32(node->dtype);
+    std::string value;
+    switch (node->kind) {
+      case Kind::Leaf: {
+        const size_t k = plan.leaves.size();
+        plan.leaves.push_back(node);
+        const std::string pointer = "p.l" + std::to_string(k);
+        value = load(node->tensor.dtype(), pointer, "off" + std::to_string(k));
+        break;
+      }
+      case Kind::Scalar: {
+        const std::string slot = "p.s" + std::to_string(scalars++);
+        plan.scalarBits.push_back(scalarBits(*node));
+        value = std::string(f32 ? "__uint_as_float((u32)" : "(i64)(") + slot + ")";
+        break;
+      }
+      case Kind::Unary:
+        value = f32 ? roundTo(node->dtype, unaryF32(node->unaryOp, in[0])) : wrapTo(node->dtype, unaryI64(node->unaryOp, in[0]));
+        break;
+      case Kind::Binary: {
+        const bool inputsF32 = worksInF32(node->inputs[0]->dtype);
+        if (gizml::tensor::isComparison(node->binaryOp) || node->binaryOp == BinaryOp::And || node->binaryOp == BinaryOp::Or) {
+          value = inputsF32 ? binaryF32(node->binaryOp, in[0], in[1]) : compareI64(node->binaryOp, in[0], in[1]);
+        } else if (f32) {
+          value = roundTo(node->dtype, binaryF32(node->binaryOp, in[0], in[1]));
+        } else {
+          value = wrapTo(node->dtype, binaryI64(node->binaryOp, in[0], in[1]));
+        }
+        break;
+      }
+      case Kind::Where:
+        value = "(" + in[0] + " != 0.0f ? " + in[1] + " : " + in[2] + ")";
+        break;
+      case Kind::Cast: {
+        const bool fromF32 = worksInF32(node->inputs[0]->dtype);
+        if (fromF32 && f32) value = roundTo(node->dtype, in[0]);
+        else if (fromF32) value = castF32ToInt(node->dtype, in[0]);
+        else if (f32) value = castIntToF32(node->dtype, in[0]);
+        else value = wrapTo(node->dtype, in[0]);
+        break;
+      }
+    }
+    body += std::string("    const ") + (f32 ? "float " : "i64 ") + name + " = " + value + ";\n";
+    names[node] = name;
+    return name;
+  }
+};
+
+// Merges adjacent output axes that every leaf walks with one stride and drops unit axes (as the
+// CPU evaluator does), so contiguous operands become one run.
+void coalesce(const Shape& shape, ElementwisePlan& plan) {
+  std::vector<Shape> strides;
+  for (const auto* leaf : plan.leaves)
+    strides.push_back(gizml::tensor::broadcastStrides(leaf->tensor.shape(), leaf->tensor.strides(), shape));
+  Shape dims;
+  std::vector<Shape> merged(strides.size());
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    if (shape[axis] == 1) continue;
+    bool mergeable = !dims.empty();
+    for (size_t l = 0; l < strides.size() && mergeable; ++l) mergeable = merged[l].back() == strides[l][axis] * shape[axis];
+    if (mergeable) {
+      dims.back() *= shape[axis];
+      for (size_t l = 0; l < strides.size(); ++l) merged[l].back() = strides[l][axis];
+    } else {
+      dims.push_back(shape[axis]);
+      for (size_t l = 0; l < strides.size(); ++l) merged[l].push_back(strides[l][axis]);
+    }
+  }
+  if (dims.empty()) {
+    dims.push_back(1);
+    for (auto& m : merged) m.push_back(0);
+  }
+  plan.dims = dims;
+  plan.leafStrides = merged;
+  const Shape contiguous = gizml::tensor::contiguousStrides(dims);
+  for (const Shape& s : merged) {
+    bool zero = true;
+    for (int64_t v : s) zero = zero && v == 0;
+    plan.leafKind.push_back(s == contiguous ? 'C' : zero ? 'Z' : 'S');
+  }
+}
+
+}  // namespace
+
+ElementwisePlan planElementwise(const Lazy::Node& root) {
+  ElementwisePlan plan;
+  Generator gen{plan, {}, {}, 0};
+  const std::string result = gen.visit(&root);
+  coalesce(root.shape, plan);
+  plan.numel = gizml::tensor::elementCount(root.shape);
+  const size_t rank = plan.dims.size();
+  const std::string r = std::to_string(rank);
+
+  std::string s = preludeSource();
+  s += "\n// A generated elementwise kernel (src/gpu/codegen_elementwise.cpp).\nstruct P {\n  u64 out;\n  i64 n;\n";
+  s += "  i64 dims[" + r + "];\n";
+  bool strided = false;
+  for (size_t k = 0; k < plan.leaves.size(); ++k) {
+    s += "  u64 l" + std::to_string(k) + ";\n";
+    if (plan.leafKind[k] == 'S') {
+      s += "  i64 st" + std::to_string(k) + "[" + r + "];\n";
+      strided = true;
+    }
+  }
+  for (size_t k = 0; k < plan.scalarBits.size(); ++k) s += "  u64 s" + std::to_string(k) + ";\n";
+  s += "};\n__device__ __forceinline__ void gz_element(const P& p, i64 i) {\n";
+  if (strided) {
+    s += "  i64 c[" + r + "];\n  i64 rest = i;\n";
+    s += "  for (int d = " + std::to_string(rank - 1) + "; d >= 0; --d) { c[d] = rest % p.dims[d]; rest /= p.dims[d]; }\n";
+  }
+  for (size_t k = 0; k < plan.leaves.size(); ++k) {
+    const std::string kk = std::to_string(k);
+    if (plan.leafKind[k] == 'C') {
+      s += "  const i64 off" + kk + " = i;\n";
+    } else if (plan.leafKind[k] == 'Z') {
+      s += "  const i64 off" + kk + " = 0;\n";
+    } else {
+      s += "  i64 off" + kk + " = 0;\n  for (int d = 0; d < " + r + "; ++d) off" + kk + " += c[d] * p.st" + kk + "[d];\n";
+    }
+  }
+  s += "  {\n" + gen.body + "    " + store(root.dtype, result) + "\n  }\n}\n";
+  s += std::string("extern \"C\" __global__ void __launch_bounds__(256) ") + kElementwiseKernel + "(P p) {\n";
+  s += "  const i64 step = (i64)gridDim.x * blockDim.x * 4;\n";
+  s += "  for (i64 base = (i64)blockIdx.x * blockDim.x * 4 + threadIdx.x; base < p.n; base += step) {\n";
+  s += "#pragma unroll\n    for (int u = 0; u < 4; ++u) {\n";
+  s += "      const i64 i = base + (i64)u * blockDim.x;\n      if (i < p.n) gz_element(p, i);\n    }\n  }\n}\n";
+  plan.source = std::move(s);
+  return plan;
+}
+
+std::vector<uint64_t> elementwiseParams(const ElementwisePlan& plan, uint64_t out, const std::vector<uint64_t>& leaves) {
+  std::vector<uint64_t> p;
+  p.push_back(out);
+  p.push_back(static_cast<uint64_t>(plan.numel));
+  for (int64_t d : plan.dims) p.push_back(static_cast<uint64_t>(d));
+  for (size_t k = 0; k < plan.leaves.size(); ++k) {
+    p.push_back(leaves[k]);
+    if (plan.leafKind[k] == 'S')
+      for (int64_t s : plan.leafStrides[k]) p.push_back(static_cast<uint64_t>(s));
+  }
+  for (uint64_t bits : plan.scalarBits) p.push_back(bits);
+  return p;
+}
+
+}  // namespace gizhw::gpu

@@ -1,0 +1,89 @@
+// The NVIDIA driver API, loaded from libcuda.so.1 with dlopen. The versioned names (_v2) are the
+// ones cuda.h maps the plain names to.
+#include <dlfcn.h>
+
+#include "gpu/driver_api.h"
+
+namespace gizhw::gpu {
+namespace {
+
+template <class F>
+bool bind(void* dl, F& slot, const char* name, std::string& missing) {
+  slot = reinterpret_cast<F>(dlsym(dl, name));
+  if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
+  return slot != nullptr;
+}
+
+}  // namespace
+
+bool loadCudaDriver(DriverApi& api, std::string& why) {
+  void* dl = nullptr;
+  for (const char* name : {"libcuda.so.1", "libcuda.so"}) {
+    dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (dl) {
+      api.library = name;
+      break;
+    }
+  }
+  if (!dl) {
+    why += "libcuda.so.1 not found";
+    return false;
+  }
+  std::string missing;
+  bind(dl, api.init, "cuInit", missing);
+  bind(dl, api.driverGetVersion, "cuDriverGetVersion", missing);
+  bind(dl, api.deviceGetCount, "cuDeviceGetCount", missing);
+  bind(dl, api.deviceGet, "cuDeviceGet", missing);
+  bind(dl, api.deviceGetName, "cuDeviceGetName", missing);
+  bind(dl, api.deviceGetAttribute, "cuDeviceGetAttribute", missing);
+  bind(dl, api.deviceTotalMem, "cuDeviceTotalMem_v2", missing);
+  bind(dl, api.primaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
+  bind(dl, api.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", missing);
+  bind(dl, api.ctxSetCurrent, "cuCtxSetCurrent", missing);
+  bind(dl, api.moduleLoadData, "cuModuleLoadData", missing);
+  bind(dl, api.moduleUnload, "cuModuleUnload", missing);
+  bind(dl, api.moduleGetFunction, "cuModuleGetFunction", missing);
+  bind(dl, api.funcSetAttribute, "cuFuncSetAttribute", missing);
+  bind(dl, api.launchKernel, "cuLaunchKernel", missing);
+  bind(dl, api.memAlloc, "cuMemAlloc_v2", missing);
+  bind(dl, api.memFree, "cuMemFree_v2", missing);
+  bind(dl, api.memGetInfo, "cuMemGetInfo_v2", missing);
+  bind(dl, api.memHostAlloc, "cuMemHostAlloc", missing);
+  bind(dl, api.memFreeHost, "cuMemFreeHost", missing);
+  bind(dl, api.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
+  bind(dl, api.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
+  bind(dl, api.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", missing);
+  bind(dl, api.memsetD8Async, "cuMemsetD8Async", missing);
+  bind(dl, api.streamCreate, "cuStreamCreate", missing);
+  bind(dl, api.streamDestroy, "cuStreamDestroy_v2", missing);
+  bind(dl, api.streamSynchronize, "cuStreamSynchronize", missing);
+  bind(dl, api.eventCreate, "cuEventCreate", missing);
+  bind(dl, api.eventDestroy, "cuEventDestroy_v2", missing);
+  bind(dl, api.eventRecord, "cuEventRecord", missing);
+  bind(dl, api.eventSynchronize, "cuEventSynchronize", missing);
+  bind(dl, api.eventElapsedTime, "cuEventElapsedTime", missing);
+  bind(dl, api.getErrorName, "cuGetErrorName", missing);
+  bind(dl, api.getErrorString, "cuGetErrorString", missing);
+  if (!missing.empty()) {
+    why += std::string(api.library) + " lacks " + missing;
+    dlclose(dl);
+    return false;
+  }
+  api.vendor = Vendor::Nvidia;
+  api.dl = dl;
+  api.prefix = "cuda";
+  // cuda.h's numbers: CU_DEVICE_ATTRIBUTE_*, CU_FUNC_ATTRIBUTE_*, CUDA_ERROR_OUT_OF_MEMORY.
+  api.attrComputeMajor = 75;
+  api.attrComputeMinor = 76;
+  api.attrMultiprocessors = 16;
+  api.attrL2Bytes = 38;
+  api.attrWarpSize = 10;
+  api.attrSharedOptin = 97;
+  api.funcAttrMaxDynamicShared = 8;
+  api.errorOutOfMemory = 2;
+  api.streamNonBlocking = 1;
+  api.hostAllocPortable = 1;
+  return true;
+}
+
+}  // namespace gizhw::gpu

@@ -1,0 +1,330 @@
+// Opening GPUs, and the Gpu handle's streams, events, copies, memory and kernels.
+#include "gpu/device.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gizhw::gpu {
+namespace {
+
+std::mutex& registryMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<int, std::weak_ptr<Device>>& registry() {
+  static std::map<int, std::weak_ptr<Device>> r;
+  return r;
+}
+
+}  // namespace
+
+// ---- the driver ------------------------------------------------------------------------------
+
+const DriverApi* driver(std::string* why) {
+  static std::string reason;
+  static const DriverApi* loaded = [] () -> const DriverApi* {
+    static DriverApi api;
+    std::string tried;
+    if (loadCudaDriver(api, tried) || (tried += "; ", loadHipDriver(api, tried))) {
+      const int r = api.init(0);
+      if (r == 0) return &api;
+      reason = api.library + ": init failed (" + driverErrorText(api, r) + ")";
+      return nullptr;
+    }
+    reason = tried;
+    return nullptr;
+  }();
+  if (why) *why = reason;
+  return loaded;
+}
+
+std::string driverErrorText(const DriverApi& api, int result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.getErrorName) api.getErrorName(result, &name);
+  if (api.getErrorString) api.getErrorString(result, &text);
+  return std::string(name ? name : ("error " + std::to_string(result)).c_str()) + ": " + (text ? text : "unknown error");
+}
+
+void checkDriver(const DriverApi& api, int result, const char* call) {
+  if (result != 0) throw Error(std::string(call) + " failed: " + driverErrorText(api, result));
+}
+
+// ---- Device ----------------------------------------------------------------------------------
+
+Device::Device(const DriverApi& driverApi, int ordinal) : api(driverApi) {
+  check(api.deviceGet(&handle, ordinal), "cuDeviceGet");
+  check(api.primaryCtxRetain(&context, handle), "cuDevicePrimaryCtxRetain");
+  check(api.ctxSetCurrent(context), "cuCtxSetCurrent");
+  Properties& p = properties;
+  p.vendor = api.vendor;
+  p.ordinal = ordinal;
+  char name[256] = {};
+  check(api.deviceGetName(name, sizeof name - 1, handle), "cuDeviceGetName");
+  p.name = name;
+  auto attribute = [&](int code, const char* what) {
+    int v = 0;
+    checkDriver(api, api.deviceGetAttribute(&v, code, handle), what);
+    return v;
+  };
+  p.major = attribute(api.attrComputeMajor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  p.minor = attribute(api.attrComputeMinor, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
+  p.multiprocessors = attribute(api.attrMultiprocessors, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  p.l2Bytes = static_cast<uint64_t>(attribute(api.attrL2Bytes, "cuDeviceGetAttribute(L2_CACHE_SIZE)"));
+  p.warpSize = attribute(api.attrWarpSize, "cuDeviceGetAttribute(WARP_SIZE)");
+  p.sharedPerBlockOptin = attribute(api.attrSharedOptin, "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+  size_t total = 0;
+  check(api.deviceTotalMem(&total, handle), "cuDeviceTotalMem");
+  p.memoryBytes = total;
+  check(api.driverGetVersion(&p.driverVersion), "cuDriverGetVersion");
+  if (api.vendor == Vendor::Nvidia)
+    p.arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor) + (p.major == 9 && p.minor == 0 ? "a" : "");
+  Handle s = nullptr;
+  check(api.streamCreate(&s, api.streamNonBlocking), "cuStreamCreate");
+  stream.raw_ = this;
+  stream.handle_ = std::shared_ptr<void>(s, [](void*) {});  // destroyed by close()
+}
+
+Device::~Device() {
+  try {
+    close();
+  } catch (...) {
+    // A failing driver at exit: nothing more to free.
+  }
+}
+
+void Device::checkOpen() const {
+  if (closed()) throw Error("GPU " + describe() + " was closed: its tensors, buffers and kernels cannot be used");
+}
+
+void Device::activate() const {
+  checkOpen();
+  thread_local Handle current = nullptr;
+  thread_local const Device* currentDevice = nullptr;
+  if (current != context || currentDevice != this) {
+    check(api.ctxSetCurrent(context), "cuCtxSetCurrent");
+    current = context;
+    currentDevice = this;
+  }
+}
+
+std::string Device::describe() const {
+  return std::string(api.prefix) + ":" + std::to_string(properties.ordinal) + " (" + properties.name + ")";
+}
+
+void Device::close() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed()) return;
+  api.ctxSetCurrent(context);
+  api.streamSynchronize(stream.handle());
+  allocator.freeAll();
+  for (Handle m : modules_) api.moduleUnload(m);
+  modules_.clear();
+  functions_.clear();
+  api.streamDestroy(stream.handle());
+  closed_.store(true, std::memory_order_release);
+  api.primaryCtxRelease(handle);
+}
+
+Handle Device::function(const std::string& source, const std::string& name) {
+  activate();
+  const std::string memoryKey = name + "\n" + source;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = functions_.find(memoryKey); it != functions_.end()) return it->second;
+  }
+  const std::string version = compilerVersion(properties.vendor);
+  const std::string key = hashText(source + "\n" + properties.arch + "\n" + properties.name + "\n" + version +
+                                   "\ndriver " + std::to_string(properties.driverVersion));
+  std::vector<char> image;
+  if (!cacheLoad(key, image)) {
+    std::string used;
+    image = compileForDevice(source, properties, used);
+    cacheStore(key, image);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = functions_.find(memoryKey); it != functions_.end()) return it->second;
+  Handle module = nullptr;
+  check(api.moduleLoadData(&module, image.data()), "cuModuleLoadData");
+  modules_.push_back(module);
+  Handle f = nullptr;
+  const int r = api.moduleGetFunction(&f, module, name.c_str());
+  if (r != 0) throw Error("cuModuleGetFunction(" + name + ") failed: " + driverErrorText(api, r));
+  functions_[memoryKey] = f;
+  return f;
+}
+
+// ---- the public handles ------------------------------------------------------------------------
+
+void Stream::synchronize() const {
+  if (!raw_) throw Error("synchronize: an empty stream");
+  raw_->activate();
+  raw_->check(raw_->api.streamSynchronize(handle()), "cuStreamSynchronize");
+}
+
+void Event::record(const Stream& stream) const {
+  device_->activate();
+  device_->check(device_->api.eventRecord(handle_.get(), stream.handle()), "cuEventRecord");
+}
+void Event::synchronize() const {
+  device_->activate();
+  device_->check(device_->api.eventSynchronize(handle_.get()), "cuEventSynchronize");
+}
+float Event::millisecondsSince(const Event& start) const {
+  device_->activate();
+  float ms = 0;
+  device_->check(device_->api.eventElapsedTime(&ms, start.handle_.get(), handle_.get()), "cuEventElapsedTime");
+  return ms;
+}
+
+struct Buffer::Block {
+  std::shared_ptr<Device> device;
+  DevicePtr address = 0;
+  size_t bytes = 0, classBytes = 0;
+  ~Block() {
+    if (!device->closed()) device->allocator.release(address, classBytes);
+  }
+};
+uint64_t Buffer::address() const { return block_ ? block_->address : 0; }
+size_t Buffer::bytes() const { return block_ ? block_->bytes : 0; }
+
+void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, std::initializer_list<void*> args) const {
+  std::vector<void*> params(args);
+  launch(grid, block, sharedBytes, stream, params.data());
+}
+
+void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args) const {
+  if (!device_) throw Error("launch: an empty kernel");
+  device_->activate();
+  const DriverApi& api = device_->api;
+  if (sharedBytes > 48 * 1024 && api.funcSetAttribute)
+    device_->check(api.funcSetAttribute(function_, api.funcAttrMaxDynamicShared, static_cast<int>(sharedBytes)),
+                   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  const int r = api.launchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                 static_cast<unsigned>(sharedBytes), stream.handle(), args, nullptr);
+  if (r != 0)
+    throw Error("cuLaunchKernel(" + name_ + ", grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
+                std::to_string(grid.z) + ", block " + std::to_string(block.x) + ") failed: " + driverErrorText(api, r));
+}
+
+Gpu::Gpu(std::shared_ptr<Device> device) : device_(std::move(device)) {
+  if (!device_) throw Error("Gpu: no device");
+}
+
+const Properties& Gpu::properties() const { return device_->properties; }
+std::string Gpu::describe() const { return device_->describe(); }
+const Stream& Gpu::stream() const { return device_->stream; }
+bool Gpu::closed() const { return device_->closed(); }
+void Gpu::close() { device_->close(); }
+
+Stream Gpu::newStream() const {
+  device_->activate();
+  Handle s = nullptr;
+  device_->check(device_->api.streamCreate(&s, device_->api.streamNonBlocking), "cuStreamCreate");
+  Stream stream;
+  stream.device_ = device_;
+  stream.raw_ = device_.get();
+  std::shared_ptr<Device> owner = device_;
+  stream.handle_ = std::shared_ptr<void>(s, [owner](void* h) {
+    if (!owner->closed()) owner->api.streamDestroy(h);
+  });
+  return stream;
+}
+
+Event Gpu::newEvent() const {
+  device_->activate();
+  Handle e = nullptr;
+  device_->check(device_->api.eventCreate(&e, 0), "cuEventCreate");
+  Event event;
+  event.device_ = device_;
+  std::shared_ptr<Device> owner = device_;
+  event.handle_ = std::shared_ptr<void>(e, [owner](void* h) {
+    if (!owner->closed()) owner->api.eventDestroy(h);
+  });
+  return event;
+}
+
+void Gpu::synchronize() const { device_->stream.synchronize(); }
+
+Buffer Gpu::allocate(size_t bytes) const {
+  device_->activate();
+  auto block = std::make_shared<Buffer::Block>();
+  block->device = device_;
+  block->bytes = bytes;
+  block->classBytes = Allocator::sizeClass(bytes);
+  block->address = device_->allocator.allocate(block->classBytes);
+  Buffer b;
+  b.block_ = std::move(block);
+  return b;
+}
+
+PinnedBuffer Gpu::allocatePinned(size_t bytes) const {
+  device_->activate();
+  void* p = nullptr;
+  device_->check(device_->api.memHostAlloc(&p, std::max<size_t>(bytes, 1), device_->api.hostAllocPortable), "cuMemHostAlloc");
+  PinnedBuffer b;
+  std::shared_ptr<Device> owner = device_;
+  b.data_ = std::shared_ptr<void>(p, [owner](void* h) {
+    if (!owner->closed()) owner->api.memFreeHost(h);
+  });
+  b.bytes_ = bytes;
+  return b;
+}
+
+AllocatorStats Gpu::allocatorStats() const { return device_->allocator.stats(); }
+void Gpu::releaseCache() const {
+  device_->activate();
+  device_->allocator.flush();
+}
+
+void Gpu::copyToDevice(uint64_t dst, const void* src, size_t bytes, const Stream& stream) const {
+  if (!bytes) return;
+  device_->activate();
+  device_->check(device_->api.memcpyHtoDAsync(dst, src, bytes, stream.handle()), "cuMemcpyHtoDAsync");
+}
+void Gpu::copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream) const {
+  if (!bytes) return;
+  device_->activate();
+  device_->check(device_->api.memcpyDtoHAsync(dst, src, bytes, stream.handle()), "cuMemcpyDtoHAsync");
+}
+void Gpu::copyOnDevice(uint64_t dst, uint64_t src, size_t bytes, const Stream& stream) const {
+  if (!bytes) return;
+  device_->activate();
+  device_->check(device_->api.memcpyDtoDAsync(dst, src, bytes, stream.handle()), "cuMemcpyDtoDAsync");
+}
+void Gpu::fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) const {
+  if (!bytes) return;
+  device_->activate();
+  device_->check(device_->api.memsetD8Async(dst, value, bytes, stream.handle()), "cuMemsetD8Async");
+}
+
+Kernel Gpu::kernel(const std::string& source, const std::string& name) const {
+  Kernel k;
+  k.function_ = device_->function(source, name);
+  k.device_ = device_;
+  k.name_ = name;
+  return k;
+}
+
+int deviceCount() {
+  const DriverApi* api = driver();
+  if (!api) return 0;
+  int count = 0;
+  return api->deviceGetCount(&count) == 0 ? count : 0;
+}
+
+std::optional<Gpu> open(int ordinal) {
+  const DriverApi* api = driver();
+  if (!api || ordinal < 0 || ordinal >= deviceCount()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(registryMutex());
+  if (auto existing = registry()[ordinal].lock(); existing && !existing->closed()) return Gpu(existing);
+  try {
+    auto device = std::make_shared<Device>(*api, ordinal);
+    registry()[ordinal] = device;
+    return Gpu(device);
+  } catch (const Error&) {
+    return std::nullopt;  // a device that cannot be opened counts as none
+  }
+}
+
+}  // namespace gizhw::gpu

@@ -1,0 +1,83 @@
+#pragma once
+// Our own declarations of the GPU driver entry points we use, so that no CUDA or ROCm header or
+// library is needed to build. Both drivers fill the same table: the CUDA driver API
+// (libcuda.so.1) and the HIP runtime (libamdhip64.so) have the same shape for what we call.
+// Handles are opaque pointers, device addresses 64-bit integers, results ints (0 = success).
+#include <gizhw/gpu.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gizhw::gpu {
+
+using DevicePtr = uint64_t;  // CUdeviceptr / hipDeviceptr_t
+using Handle = void*;        // CUcontext, CUmodule, CUfunction, CUstream, CUevent (and HIP's)
+
+struct DriverApi {
+  Vendor vendor = Vendor::Nvidia;
+  std::string library;  // the file dlopen found
+  void* dl = nullptr;
+
+  int (*init)(unsigned flags) = nullptr;
+  int (*driverGetVersion)(int* version) = nullptr;
+  int (*deviceGetCount)(int* count) = nullptr;
+  int (*deviceGet)(int* device, int ordinal) = nullptr;
+  int (*deviceGetName)(char* name, int length, int device) = nullptr;
+  int (*deviceGetAttribute)(int* value, int attribute, int device) = nullptr;
+  int (*deviceTotalMem)(size_t* bytes, int device) = nullptr;
+  // CUDA: the device's primary context; HIP: set the device (no contexts needed).
+  int (*primaryCtxRetain)(Handle* context, int device) = nullptr;
+  int (*primaryCtxRelease)(int device) = nullptr;
+  int (*ctxSetCurrent)(Handle context) = nullptr;
+  int (*setDevice)(int device) = nullptr;  // HIP only
+  int (*moduleLoadData)(Handle* module, const void* image) = nullptr;
+  int (*moduleUnload)(Handle module) = nullptr;
+  int (*moduleGetFunction)(Handle* function, Handle module, const char* name) = nullptr;
+  int (*funcSetAttribute)(Handle function, int attribute, int value) = nullptr;
+  int (*launchKernel)(Handle function, unsigned gridX, unsigned gridY, unsigned gridZ, unsigned blockX,
+                      unsigned blockY, unsigned blockZ, unsigned sharedBytes, Handle stream, void** params,
+                      void** extra) = nullptr;
+  int (*memAlloc)(DevicePtr* address, size_t bytes) = nullptr;
+  int (*memFree)(DevicePtr address) = nullptr;
+  int (*memGetInfo)(size_t* free, size_t* total) = nullptr;
+  int (*memHostAlloc)(void** pointer, size_t bytes, unsigned flags) = nullptr;
+  int (*memFreeHost)(void* pointer) = nullptr;
+  int (*memcpyHtoDAsync)(DevicePtr dst, const void* src, size_t bytes, Handle stream) = nullptr;
+  int (*memcpyDtoHAsync)(void* dst, DevicePtr src, size_t bytes, Handle stream) = nullptr;
+  int (*memcpyDtoDAsync)(DevicePtr dst, DevicePtr src, size_t bytes, Handle stream) = nullptr;
+  int (*memsetD8Async)(DevicePtr dst, unsigned char value, size_t bytes, Handle stream) = nullptr;
+  int (*streamCreate)(Handle* stream, unsigned flags) = nullptr;
+  int (*streamDestroy)(Handle stream) = nullptr;
+  int (*streamSynchronize)(Handle stream) = nullptr;
+  int (*eventCreate)(Handle* event, unsigned flags) = nullptr;
+  int (*eventDestroy)(Handle event) = nullptr;
+  int (*eventRecord)(Handle event, Handle stream) = nullptr;
+  int (*eventSynchronize)(Handle event) = nullptr;
+  int (*eventElapsedTime)(float* milliseconds, Handle start, Handle end) = nullptr;
+  int (*getErrorName)(int error, const char** name) = nullptr;    // CUDA style (HIP adapted)
+  int (*getErrorString)(int error, const char** text) = nullptr;
+
+  // The vendor's numbers for what we ask.
+  int attrComputeMajor = 75, attrComputeMinor = 76, attrMultiprocessors = 16, attrL2Bytes = 38,
+      attrWarpSize = 10, attrSharedOptin = 97;
+  int funcAttrMaxDynamicShared = 8;
+  int errorOutOfMemory = 2;
+  unsigned streamNonBlocking = 1, hostAllocPortable = 1;
+  const char* prefix = "cuda";  // how devices are named: cuda:0, hip:0
+};
+
+/// The loaded driver of either vendor (NVIDIA first), or null when neither is found or its init
+/// fails. Loaded once; `why` receives what was tried.
+const DriverApi* driver(std::string* why = nullptr);
+
+/// Loaders of each vendor's table (cuda_driver.cpp, hip_driver.cpp): false when not found.
+bool loadCudaDriver(DriverApi& api, std::string& why);
+bool loadHipDriver(DriverApi& api, std::string& why);
+
+/// Throws gizml::Error naming the call, the driver's error name and message, unless result is 0.
+void checkDriver(const DriverApi& api, int result, const char* call);
+/// The driver's "NAME: message" for an error code.
+std::string driverErrorText(const DriverApi& api, int result);
+
+}  // namespace gizhw::gpu

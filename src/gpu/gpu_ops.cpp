@@ -1,0 +1,285 @@
+// The GPU backend of the tensor operations: device checks, copies, and the launches of the
+// generated and fixed kernels, all on the GPU's stream.
+#include <algorithm>
+#include <unordered_set>
+
+#include "gpu/codegen.h"
+#include "gpu/device.h"
+#include "gpu/tensor_ops.h"
+#include "tensor/shape_util.h"
+
+namespace gizml::gpuops {
+namespace {
+
+using gizhw::gpu::Dim3;
+using gizhw::gpu::Gpu;
+using tensor::shapeText;
+
+constexpr unsigned kThreads = 256;
+
+Gpu gpuOf(const Tensor& t) { return Gpu(t.storage()->gpu()); }
+
+gizhw::gpu::Kernel fixed(const DevicePtr& device, const char* name) {
+  return Gpu(device).kernel(gizhw::gpu::fixedKernelSource(), name);
+}
+
+unsigned blocksFor(int64_t work, const DevicePtr& device, int64_t perBlock = kThreads) {
+  const int64_t wanted = (work + perBlock - 1) / perBlock;
+  const int64_t cap = int64_t{device->properties.multiprocessors} * 32;
+  return static_cast<unsigned>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(cap, 1)));
+}
+
+// A small array of i64 values uploaded for one launch (kept alive by the returned tensor until
+// the work that reads it is queued; the allocator reuses it only after that work).
+Tensor upload(const std::vector<int64_t>& values, const DevicePtr& device) {
+  Tensor t = empty({static_cast<int64_t>(values.size())}, DType::I64, device);
+  Gpu gpu(device);
+  gpu.copyToDevice(address(t), values.data(), values.size() * 8, gpu.stream());
+  return t;
+}
+
+template <class... Args>
+void launch(const DevicePtr& device, const char* name, Dim3 grid, Dim3 block, Args... args) {
+  void* params[] = {static_cast<void*>(&args)...};
+  fixed(device, name).launch(grid, block, 0, Gpu(device).stream(), params);
+}
+
+}  // namespace
+
+DevicePtr deviceOf(const char* what, std::initializer_list<const Tensor*> operands) {
+  DevicePtr device;
+  const Tensor* first = nullptr;
+  for (const Tensor* t : operands) {
+    if (!first) {
+      first = t;
+      device = t->storage()->gpu();
+    } else if (t->storage()->gpu() != device) {
+      throw Error(std::string(what) + ": operands on two devices, " + first->device() + " and " + t->device() +
+                  " (move one with on(gpu) or host())");
+    }
+  }
+  if (device) device->checkOpen();
+  return device;
+}
+
+DevicePtr deviceOf(const Lazy::Node& root, const Tensor* out) {
+  std::unordered_set<const Lazy::Node*> seen;
+  std::vector<const Lazy::Node*> stack{&root};
+  const Tensor* first = out;
+  DevicePtr device = out ? out->storage()->gpu() : nullptr;
+  while (!stack.empty()) {
+    const Lazy::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (n->kind == Lazy::Node::Kind::Leaf) {
+      if (!first) {
+        first = &n->tensor;
+        device = n->tensor.storage()->gpu();
+      } else if (n->tensor.storage()->gpu() != device) {
+        throw Error("elementwise expression: operands on two devices, " + first->device() + " and " + n->tensor.device() +
+                    " (move one with on(gpu) or host())");
+      }
+    }
+    for (const auto& input : n->inputs) stack.push_back(input.get());
+  }
+  if (device) device->checkOpen();
+  return device;
+}
+
+Tensor empty(const Shape& shape, DType dtype, const DevicePtr& device) {
+  const int64_t n = tensor::elementCount(shape);
+  auto storage = std::make_shared<tensor::Storage>(static_cast<size_t>(n) * dtypeSize(dtype), Gpu(device));
+  return Tensor(storage, dtype, shape, tensor::contiguousStrides(shape), 0);
+}
+
+uint64_t address(const Tensor& t) {
+  return t.storage()->deviceAddress() + static_cast<uint64_t>(t.offset() * static_cast<int64_t>(dtypeSize(t.dtype())));
+}
+
+Tensor toDevice(const Tensor& t, const Gpu& gpu) {
+  const Tensor c = t.contiguous();
+  gpu.device()->checkOpen();
+  Tensor out = empty(c.shape(), c.dtype(), gpu.device());
+  // From pageable memory the driver stages the bytes before returning, so `c` may go after.
+  gpu.copyToDevice(address(out), c.rawData(), static_cast<size_t>(c.numel()) * dtypeSize(c.dtype()), gpu.stream());
+  return out;
+}
+
+Tensor toHost(const Tensor& t) {
+  deviceOf("host", {&t});
+  const Tensor c = t.contiguous();  // on the GPU
+  Tensor out = tensor::empty(c.shape(), c.dtype());
+  Gpu gpu = gpuOf(c);
+  gpu.copyToHost(out.rawData(), address(c), static_cast<size_t>(c.numel()) * dtypeSize(c.dtype()), gpu.stream());
+  gpu.synchronize();
+  return out;
+}
+
+void evalLazy(const Lazy::Node& root, const Tensor& out) {
+  const DevicePtr device = deviceOf(root, &out);
+  if (out.numel() == 0) return;
+  const gizhw::gpu::ElementwisePlan plan = gizhw::gpu::planElementwise(root);
+  std::vector<uint64_t> leaves;
+  for (const auto* leaf : plan.leaves) leaves.push_back(address(leaf->tensor));
+  std::vector<uint64_t> params = gizhw::gpu::elementwiseParams(plan, address(out), leaves);
+  void* args[] = {params.data()};
+  Gpu gpu(device);
+  gpu.kernel(plan.source, gizhw::gpu::kElementwiseKernel)
+      .launch({blocksFor(plan.numel, device, kThreads * 4)}, {kThreads}, 0, gpu.stream(), args);
+}
+
+void reduceRows(cpu::ReduceOp op, const Tensor& x, int64_t rows, int64_t n, const Tensor& out, int mode) {
+  const DevicePtr device = deviceOf("reduce", {&x, &out});
+  if (rows == 0) return;
+  const int opCode = static_cast<int>(op);
+  if (x.dtype() == DType::I64) {
+    launch(device, "gz_reduce_i64", {static_cast<unsigned>(rows)}, {kThreads}, address(x), address(out), rows, n, opCode);
+    return;
+  }
+  const int64_t chunks = (n + cpu::kReduceChunk - 1) / cpu::kReduceChunk;
+  Tensor partial = empty({std::max<int64_t>(rows * chunks, 1)}, DType::F32, device);
+  const uint64_t noCenters = 0;
+  if (chunks > 0)
+    launch(device, "gz_reduce_chunks", {static_cast<unsigned>((rows * chunks * 16 + kThreads - 1) / kThreads)}, {kThreads},
+           address(x), address(partial), noCenters, rows, n, chunks, opCode);
+  const int64_t ddof = 0;
+  launch(device, "gz_reduce_finish", {static_cast<unsigned>((rows + kThreads - 1) / kThreads)}, {kThreads},
+         address(partial), address(out), rows, n, chunks, opCode, mode, ddof);
+}
+
+void varianceRows(const Tensor& x, int64_t rows, int64_t n, int64_t ddof, const Tensor& out) {
+  const DevicePtr device = deviceOf("variance", {&x, &out});
+  if (rows == 0) return;
+  const int64_t chunks = (n + cpu::kReduceChunk - 1) / cpu::kReduceChunk;
+  Tensor partial = empty({std::max<int64_t>(rows * chunks, 1)}, DType::F32, device);
+  Tensor means = empty({rows}, DType::F32, device);
+  const unsigned chunkBlocks = static_cast<unsigned>((rows * chunks * 16 + kThreads - 1) / kThreads);
+  const unsigned rowBlocks = static_cast<unsigned>((rows + kThreads - 1) / kThreads);
+  const uint64_t noCenters = 0;
+  const int sum = 0, ssd = 4, plain = 0, mean = 1, var = 2;
+  const int64_t zero = 0;
+  if (chunks > 0)
+    launch(device, "gz_reduce_chunks", {chunkBlocks}, {kThreads}, address(x), address(partial), noCenters, rows, n, chunks, sum);
+  launch(device, "gz_reduce_finish", {rowBlocks}, {kThreads}, address(partial), address(means), rows, n, chunks, sum,
+         n > 0 ? mean : plain, zero);
+  if (chunks > 0)
+    launch(device, "gz_reduce_chunks", {chunkBlocks}, {kThreads}, address(x), address(partial), address(means), rows, n,
+           chunks, ssd);
+  launch(device, "gz_reduce_finish", {rowBlocks}, {kThreads}, address(partial), address(out), rows, n, chunks, ssd, var, ddof);
+}
+
+void argExtremeRows(const Tensor& x, int64_t rows, int64_t n, bool isMax, const Tensor& out) {
+  const DevicePtr device = deviceOf("argmax", {&x, &out});
+  if (rows == 0) return;
+  const int flag = isMax ? 1 : 0;
+  launch(device, x.dtype() == DType::F32 ? "gz_arg_f32" : "gz_arg_i64", {static_cast<unsigned>(rows)}, {kThreads}, address(x),
+         address(out), n, flag);
+}
+
+void softmaxRows(const Tensor& x, int64_t rows, int64_t n, bool log, const Tensor& out) {
+  const DevicePtr device = deviceOf("softmax", {&x, &out});
+  if (rows == 0 || n == 0) return;
+  const int flag = log ? 1 : 0;
+  launch(device, "gz_softmax", {static_cast<unsigned>(rows)}, {kThreads}, address(x), address(out), n, flag);
+}
+
+void cumsumRows(const Tensor& x, int64_t rows, int64_t n, const Tensor& out) {
+  const DevicePtr device = deviceOf("cumsum", {&x, &out});
+  if (rows == 0) return;
+  launch(device, "gz_cumsum_f32", {static_cast<unsigned>((rows + kThreads - 1) / kThreads)}, {kThreads}, address(x),
+         address(out), rows, n);
+}
+
+void cumsumI64(const Tensor& work, int64_t outer, int64_t n, int64_t inner) {
+  const DevicePtr device = deviceOf("cumsum", {&work});
+  if (outer * inner == 0) return;
+  launch(device, "gz_cumsum_i64", {static_cast<unsigned>((outer * inner + kThreads - 1) / kThreads)}, {kThreads},
+         address(work), outer, n, inner);
+}
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const DevicePtr device = deviceOf("matmul", {&a, &b, &out});
+  const int64_t rank = out.ndim();
+  const int64_t m = out.shape()[rank - 2], n = out.shape()[rank - 1], k = a.shape()[rank - 1];
+  const int64_t batches = out.numel() / std::max<int64_t>(m * n, 1);
+  if (out.numel() == 0) return;
+  check(batches <= 65535, "matmul on the GPU: " + std::to_string(batches) + " batches exceed 65535");
+  std::vector<int64_t> aOff(static_cast<size_t>(batches)), bOff(static_cast<size_t>(batches));
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t index = i, oa = 0, ob = 0;
+    for (int64_t axis = rank - 3; axis >= 0; --axis) {
+      const int64_t c = index % out.shape()[axis];
+      index /= out.shape()[axis];
+      oa += c * a.strides()[axis];
+      ob += c * b.strides()[axis];
+    }
+    aOff[i] = oa;
+    bOff[i] = ob;
+  }
+  const Tensor aOffsets = upload(aOff, device), bOffsets = upload(bOff, device);
+  const int64_t ars = a.strides()[rank - 2], acs = a.strides()[rank - 1], brs = b.strides()[rank - 2], bcs = b.strides()[rank - 1];
+  const unsigned z = static_cast<unsigned>(batches);
+  auto go = [&](const char* name, Dim3 grid) {
+    launch(device, name, grid, {kThreads}, address(a), address(b), address(out), address(aOffsets), address(bOffsets), m, n, k,
+           ars, acs, brs, bcs);
+  };
+  switch (out.dtype()) {
+    case DType::F32:
+      go("gz_matmul_f32", {static_cast<unsigned>((n + 63) / 64), static_cast<unsigned>((m + 63) / 64), z});
+      return;
+    case DType::I64:
+      go("gz_matmul_i64", {static_cast<unsigned>((n + 15) / 16), static_cast<unsigned>((m + 15) / 16), z});
+      return;
+    case DType::BF16:
+    case DType::F16:
+      go(out.dtype() == DType::BF16 ? "gz_matmul_bf16" : "gz_matmul_f16",
+         {static_cast<unsigned>((n + 127) / 128), static_cast<unsigned>((m + 127) / 128), z});
+      return;
+    default:
+      throw Error(std::string("matmul on the GPU: no kernel for ") + dtypeName(out.dtype()));
+  }
+}
+
+void copyRows(const Tensor& dst, int64_t dstStart, int64_t dstStride, const Tensor& src, int64_t srcStride, int64_t outer,
+              int64_t row) {
+  const DevicePtr device = deviceOf("concat", {&dst, &src});
+  if (outer * row == 0) return;
+  const int size = static_cast<int>(dtypeSize(dst.dtype()));
+  launch(device, "gz_copy_rows", {blocksFor(outer * row, device)}, {kThreads},
+         address(dst) + static_cast<uint64_t>(dstStart * size), address(src), outer, row, dstStride, srcStride, size);
+}
+
+void indexSelect(const Tensor& src, const std::vector<int64_t>& idx, int64_t outer, int64_t n, int64_t inner, const Tensor& out) {
+  const DevicePtr device = deviceOf("indexSelect", {&src, &out});
+  if (out.numel() == 0) return;
+  const Tensor indices = upload(idx, device);
+  const int size = static_cast<int>(dtypeSize(src.dtype()));
+  const int64_t count = static_cast<int64_t>(idx.size());
+  launch(device, "gz_index_select", {blocksFor(out.numel(), device)}, {kThreads}, address(out), address(src), address(indices),
+         outer, count, n, inner, size);
+}
+
+void gather(const Tensor& x, int64_t axis, const std::vector<int64_t>& idx, const Tensor& out) {
+  const DevicePtr device = deviceOf("gather", {&x, &out});
+  if (out.numel() == 0) return;
+  check(x.ndim() <= 16, "gather on the GPU: " + std::to_string(x.ndim()) + " axes exceed 16");
+  struct {
+    int64_t rank, axis, count, size;
+    int64_t shape[16];
+    int64_t strides[16];
+  } p{};
+  p.rank = x.ndim();
+  p.axis = axis;
+  p.count = out.numel();
+  p.size = static_cast<int64_t>(dtypeSize(x.dtype()));
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    p.shape[d] = out.shape()[d];
+    p.strides[d] = x.strides()[d];
+  }
+  const Tensor indices = upload(idx, device);
+  uint64_t dst = address(out), src = address(x), ind = address(indices);
+  void* args[] = {&dst, &src, &ind, &p};
+  fixed(device, "gz_gather").launch({blocksFor(out.numel(), device)}, {kThreads}, 0, Gpu(device).stream(), args);
+}
+
+}  // namespace gizml::gpuops
