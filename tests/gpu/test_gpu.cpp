@@ -68,7 +68,9 @@ TEST_F(Gpu, Properties) {
   EXPECT_FALSE(p.name.empty());
   EXPECT_GT(p.multiprocessors, 0);
   EXPECT_GT(p.memoryBytes, 0u);
-  if (p.vendor == gizhw::gpu::Vendor::Nvidia && p.major == 9 && p.minor == 0) EXPECT_EQ(p.arch, "sm_90a");
+  if (p.vendor == gizhw::gpu::Vendor::Nvidia && p.major == 9 && p.minor == 0) {
+    EXPECT_EQ(p.arch, "sm_90a");
+  }
   std::cout << gpu().describe() << ": cc " << p.major << "." << p.minor << ", " << p.multiprocessors << " SMs, "
             << (p.memoryBytes >> 20) << " MiB, L2 " << (p.l2Bytes >> 10) << " KiB, driver " << p.driverVersion << "\n";
 }
