@@ -43,7 +43,10 @@ int64_t StoredTensor::numel() const {
   return n;
 }
 
-std::string StoredTensor::formatName() const { return quantized ? "q" + std::to_string(format.bits) : "f32"; }
+std::string StoredTensor::formatName() const {
+  if (!quantized) return "f32";
+  return std::string{'q', static_cast<char>('0' + format.bits)};
+}
 
 uint64_t StoredTensor::expectedBytes() const {
   if (!quantized) return static_cast<uint64_t>(numel()) * 4;
