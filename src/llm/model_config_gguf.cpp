@@ -3,6 +3,9 @@
 // RoPE base, the interleaved multimodal RoPE of Qwen3-VL and Qwen 3.5).
 #include <gizml/error.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "llm/formats/gguf.h"
 #include "llm/model_config.h"
 
@@ -18,6 +21,18 @@ Architecture ggufArchitecture(const std::string& name, const std::string& where)
   if (name == "qwen35moe") return Architecture::Qwen3_5MoeText;
   if (name == "gemma3") return Architecture::Gemma3Text;
   throw Error(where + ": unknown architecture '" + name + "'");
+}
+
+// GGUF stores these as f32; the decimal that Python wrote (1e-06, not 9.99999997e-07) is the
+// shortest one that rounds to the same f32.
+double shortestDecimal(double value) {
+  const float f = static_cast<float>(value);
+  char text[32];
+  for (int digits = 1; digits < 10; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(f));
+    if (std::strtof(text, nullptr) == f) break;
+  }
+  return std::strtod(text, nullptr);
 }
 
 }  // namespace
@@ -40,7 +55,7 @@ ModelConfig configFromGguf(const GgufFile& g) {
   // llama.cpp counts the MTP block in block_count.
   c.numLayers = g.getInt(p + "block_count") - c.mtpLayers;
   c.maxPositions = g.getInt(p + "context_length");
-  c.rmsNormEps = g.getFloat(p + "attention.layer_norm_rms_epsilon");
+  c.rmsNormEps = shortestDecimal(g.getFloat(p + "attention.layer_norm_rms_epsilon"));
   c.intermediateSize = g.getInt(p + "feed_forward_length", 0);
   check(c.intermediateSize > 0 || a == Architecture::Qwen3_5MoeText,
         g.path() + ": " + p + "feed_forward_length is missing");
@@ -55,7 +70,7 @@ ModelConfig configFromGguf(const GgufFile& g) {
     c.vocabSize = embed->shape()[0];
   }
 
-  c.ropeTheta = g.getFloat(p + "rope.freq_base", 10000.0);
+  c.ropeTheta = shortestDecimal(g.getFloat(p + "rope.freq_base", 10000.0));
   const int64_t rotated = g.getInt(p + "rope.dimension_count", c.headDim);
   c.partialRotaryFactor = static_cast<double>(rotated) / static_cast<double>(c.headDim);
   if (g.has(p + "rope.dimension_sections")) {
@@ -66,7 +81,7 @@ ModelConfig configFromGguf(const GgufFile& g) {
   const std::string scaling = g.getString(p + "rope.scaling.type", "none");
   if (scaling == "linear" || scaling == "yarn") {
     c.ropeScaling.type = scaling;
-    c.ropeScaling.factor = g.getFloat(p + "rope.scaling.factor");
+    c.ropeScaling.factor = shortestDecimal(g.getFloat(p + "rope.scaling.factor"));
     c.ropeScaling.originalMaxPositions = g.getInt(p + "rope.scaling.original_context_length", 0);
   } else {
     check(scaling == "none", g.path() + ": " + p + "rope.scaling.type: unsupported '" + scaling + "'");

@@ -111,11 +111,10 @@ void quantizeGroup(const GroupFormat& f, const Lut& lut, float base, const float
     sumX += x[i];
   }
   GroupSearch search{lut, base, nmax, static_cast<float>(nmax) / 255.0f, x, n};
-  if (hi == lo) {  // a constant group: its range must hold zero to give the constant exactly
-    lo = std::min(lo, 0.0f);
-    hi = std::max(hi, 0.0f);
-  }
-  if (hi > lo) {
+  if (hi == lo) {
+    // A constant v: all codes at nmax (v > 0) or at the zero point nmax (v < 0).
+    if (lo != 0.0f) search.tryFit(std::abs(lo) / static_cast<float>(nmax), std::min(lo, 0.0f));
+  } else {
     for (int c = 0; c <= kCandidates; ++c) {
       const float iscale = (static_cast<float>(nmax) - 1.0f + 2.0f * c / kCandidates) / (hi - lo);
       double sl = 0, sl2 = 0, sxl = 0;
