@@ -7,6 +7,8 @@
 #include "cpu/elementwise.h"
 #include "core/thread_pool.h"
 
+int convertCommand(int argc, char** argv);
+
 namespace {
 
 int info() {
@@ -18,7 +20,8 @@ int info() {
 int usage() {
   std::cerr << "usage: giz <command>\n\n"
                "commands:\n"
-               "  info    what this build and machine offer\n";
+               "  info    what this build and machine offer\n"
+               "  convert SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n";
   return 2;
 }
 
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   try {
     if (command == "info") return info();
+    if (command == "convert") return convertCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;
