@@ -1,8 +1,6 @@
 // Tokenizers on arbitrary input: encode any bytes, decode (and stream-decode) any ids, parse any
 // GGUF metadata. Nothing may crash; bad ids and files may only throw gizml::Error.
-// Run from the repository root: build/fuzz/fuzz/fuzz_tokenizer -detect_leaks=0 -max_total_time=60
-// (the word cache grows on purpose, and a leak check of the loaded vocabularies per new input is
-// slow).
+// Run from the repository root: build/fuzz/fuzz/fuzz_tokenizer -max_total_time=60
 #include <gizml/error.h>
 #include <gizml/tokenizer.h>
 
