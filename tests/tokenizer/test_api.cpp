@@ -85,3 +85,16 @@ TEST(TokenizerApi, MalformedGgufIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TokenizerApi, InvalidUtf8BecomesReplacementCharacters) {
+  using gizml::llm::unicode::toValidUtf8;
+  EXPECT_EQ(toValidUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(toValidUtf8("\xF0\x9F\x98"), "\xEF\xBF\xBD");  // one maximal subpart
+  EXPECT_EQ(toValidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+  const Tokenizer& t = qwen3();
+  EXPECT_EQ(t.decode(t.encode("\xFF\x8D\xCF", false)), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+}  // namespace

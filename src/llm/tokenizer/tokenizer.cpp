@@ -97,7 +97,9 @@ void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t>& ou
     }
   }
   thread_local std::vector<int32_t> symbols;
-  const int32_t whole = ignoreMerges ? lookup(vocab.ids, model == Model::byteLevelBpe ? byteLevelEncode(word) : std::string(word)) : -1;
+  // ignore_merges: a word that is a token as a whole stays whole.
+  const int32_t whole =
+      ignoreMerges ? lookup(vocab.ids, model == Model::byteLevelBpe ? byteLevelEncode(word) : std::string(word)) : -1;
   if (whole >= 0) {
     symbols.assign(1, whole);
   } else {

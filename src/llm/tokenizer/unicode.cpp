@@ -125,7 +125,7 @@ std::string toValidUtf8(std::string_view bytes) {
     size_t prefix, needed;
     validPrefix(reinterpret_cast<const unsigned char*>(bytes.data() + i), bytes.size() - i, prefix,
                 needed);
-    if (prefix == needed) {
+    if (needed > 0 && prefix == needed) {
       out.append(bytes.data() + i, prefix);
       i += prefix;
     } else {

@@ -33,8 +33,6 @@ inline uint16_t properties(uint32_t cp) {
   if (cp >= 0x110000) return 0;
   return unicode_data::kStage2[unicode_data::kStage1[cp >> 7] * 128u + (cp & 127u)];
 }
-inline bool isLetter(uint32_t cp) { return properties(cp) & unicode_data::kLetter; }
-inline bool isNumber(uint32_t cp) { return properties(cp) & unicode_data::kNumber; }
 inline bool isSpace(uint32_t cp) { return properties(cp) & unicode_data::kSpace; }
 
 /// True when NFC leaves text unchanged for certain (no character NFC could touch).

@@ -25,7 +25,7 @@ struct Vocab {
   std::vector<std::string> tokens;  // as the vocabulary spells them (e.g. "Ġthe", "▁the", "<0x0A>")
   StringIds ids;                    // tokens -> id
   std::vector<std::string> pieces;  // the bytes each token decodes to
-  std::vector<bool> special;        // skipped by decode(skipSpecial) and ends a SentencePiece run
+  std::vector<bool> special;        // skipped by decode(skipSpecial)
 
   void resize(size_t n) {
     tokens.resize(n);
