@@ -242,34 +242,17 @@ struct Generator {
   }
 };
 
-// Merges adjacent output axes that every leaf walks with one stride and drops unit axes (as the
-// CPU evaluator does), so contiguous operands become one run.
+// The coalesced axes of the output (as the CPU evaluator takes them), and each leaf's walk:
+// contiguous, broadcast (all strides 0) or strided.
 void coalesce(const Shape& shape, ElementwisePlan& plan) {
   std::vector<Shape> strides;
   for (const auto* leaf : plan.leaves)
     strides.push_back(gizml::tensor::broadcastStrides(leaf->tensor.shape(), leaf->tensor.strides(), shape));
-  Shape dims;
-  std::vector<Shape> merged(strides.size());
-  for (size_t axis = 0; axis < shape.size(); ++axis) {
-    if (shape[axis] == 1) continue;
-    bool mergeable = !dims.empty();
-    for (size_t l = 0; l < strides.size() && mergeable; ++l) mergeable = merged[l].back() == strides[l][axis] * shape[axis];
-    if (mergeable) {
-      dims.back() *= shape[axis];
-      for (size_t l = 0; l < strides.size(); ++l) merged[l].back() = strides[l][axis];
-    } else {
-      dims.push_back(shape[axis]);
-      for (size_t l = 0; l < strides.size(); ++l) merged[l].push_back(strides[l][axis]);
-    }
-  }
-  if (dims.empty()) {
-    dims.push_back(1);
-    for (auto& m : merged) m.push_back(0);
-  }
-  plan.dims = dims;
-  plan.leafStrides = merged;
-  const Shape contiguous = gizml::tensor::contiguousStrides(dims);
-  for (const Shape& s : merged) {
+  gizml::tensor::Coalesced merged = gizml::tensor::coalesceAxes(shape, strides);
+  plan.dims = std::move(merged.dims);
+  plan.leafStrides = std::move(merged.strides);
+  const Shape contiguous = gizml::tensor::contiguousStrides(plan.dims);
+  for (const Shape& s : plan.leafStrides) {
     bool zero = true;
     for (int64_t v : s) zero = zero && v == 0;
     plan.leafKind.push_back(s == contiguous ? 'C' : zero ? 'Z' : 'S');

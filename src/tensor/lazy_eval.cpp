@@ -74,40 +74,21 @@ int addSteps(const Lazy::Node* node, Program& program, std::unordered_map<const 
   return id;
 }
 
-// Merges adjacent output axes that every leaf walks with one stride, and drops unit axes, so
-// that contiguous operands become one long run.
+// The coalesced axes of the output (shape_util.h), with each leaf's strides over them.
 Shape coalesce(const Shape& shape, Program& program) {
   std::vector<Shape> strides;
   for (int leaf : program.leaves) {
     const Tensor& t = program.steps[leaf].node->tensor;
     strides.push_back(broadcastStrides(t.shape(), t.strides(), shape));
   }
-  Shape dims;
-  std::vector<Shape> merged(strides.size());
-  for (size_t axis = 0; axis < shape.size(); ++axis) {
-    if (shape[axis] == 1) continue;
-    bool mergeable = !dims.empty();
-    for (size_t l = 0; l < strides.size() && mergeable; ++l)
-      mergeable = merged[l].back() == strides[l][axis] * shape[axis];
-    if (mergeable) {
-      dims.back() *= shape[axis];
-      for (size_t l = 0; l < strides.size(); ++l) merged[l].back() = strides[l][axis];
-    } else {
-      dims.push_back(shape[axis]);
-      for (size_t l = 0; l < strides.size(); ++l) merged[l].push_back(strides[l][axis]);
-    }
-  }
-  if (dims.empty()) {
-    dims.push_back(1);
-    for (auto& m : merged) m.push_back(0);
-  }
+  Coalesced merged = coalesceAxes(shape, strides);
   for (size_t l = 0; l < program.leaves.size(); ++l) {
     Step& s = program.steps[program.leaves[l]];
     const Tensor& t = s.node->tensor;
     s.base = static_cast<const char*>(t.rawData());
-    s.strides = std::move(merged[l]);
+    s.strides = std::move(merged.strides[l]);
   }
-  return dims;
+  return merged.dims;
 }
 
 // Computes step s of one block into its buffer. `views[i]` is where step i's values are read:

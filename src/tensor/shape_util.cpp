@@ -134,6 +134,29 @@ Shape broadcastStrides(const Shape& shape, const Shape& strides, const Shape& ta
   return out;
 }
 
+Coalesced coalesceAxes(const Shape& shape, const std::vector<Shape>& strides) {
+  Coalesced c;
+  c.strides.resize(strides.size());
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    if (shape[axis] == 1) continue;
+    bool mergeable = !c.dims.empty();
+    for (size_t l = 0; l < strides.size() && mergeable; ++l)
+      mergeable = c.strides[l].back() == strides[l][axis] * shape[axis];
+    if (mergeable) {
+      c.dims.back() *= shape[axis];
+      for (size_t l = 0; l < strides.size(); ++l) c.strides[l].back() = strides[l][axis];
+    } else {
+      c.dims.push_back(shape[axis]);
+      for (size_t l = 0; l < strides.size(); ++l) c.strides[l].push_back(strides[l][axis]);
+    }
+  }
+  if (c.dims.empty()) {
+    c.dims.push_back(1);
+    for (auto& m : c.strides) m.push_back(0);
+  }
+  return c;
+}
+
 Shape broadcastShapes(const Shape& a, const Shape& b) {
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);

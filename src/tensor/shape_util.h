@@ -17,6 +17,15 @@ Shape contiguousStrides(const Shape& shape);
 Shape inferShape(const Shape& requested, int64_t count);
 /// Strides that view (shape, strides) as `target` without a copy, if they exist.
 std::optional<Shape> viewStrides(const Shape& shape, const Shape& strides, const Shape& target);
+/// Output axes of `shape` merged where every operand walks them with one stride, unit axes
+/// dropped, so contiguous operands become one run: the merged dims and each operand's strides
+/// over them (one axis of length 1 and stride 0 for a single element).
+struct Coalesced {
+  Shape dims;
+  std::vector<Shape> strides;
+};
+Coalesced coalesceAxes(const Shape& shape, const std::vector<Shape>& strides);
+
 /// The strides of (shape, strides) broadcast to target (0 on broadcast axes), or an Error.
 Shape broadcastStrides(const Shape& shape, const Shape& strides, const Shape& target);
 
