@@ -3,6 +3,8 @@
 #include <gizml/error.h>
 #include <gtest/gtest.h>
 
+#include "common/expect_error.h"
+
 #include <filesystem>
 #include <string>
 
@@ -16,16 +18,4 @@ inline std::string freshFolder(const std::string& tag) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p.string();
-}
-
-/// Runs body, expecting a gizml::Error whose message holds every one of parts.
-template <class Body>
-void expectError(Body body, std::initializer_list<std::string> parts) {
-  try {
-    body();
-    ADD_FAILURE() << "no gizml::Error thrown";
-  } catch (const gizml::Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
 }

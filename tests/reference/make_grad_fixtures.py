@@ -8,13 +8,12 @@ and torch's gradients (g0, g1, ...). Attribute "transposed" lists inputs that th
 as a transposed view (non-contiguous), as torch does here. Deterministic (fixed seed).
 """
 import os
-import struct
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from make_tensor_fixtures import F32, I64, enc_array, enc_str
+from make_tensor_fixtures import F32, I64, write_cases
 
 torch.manual_seed(0)
 rng = np.random.default_rng(7)
@@ -86,22 +85,7 @@ def build():
     case("embedding", "embedding", [r(4, 3)], lambda t: F.embedding(torch.tensor(ids), t), ints=ids)
 
 
-def write(path):
-    blob = bytearray(b"GZFX" + struct.pack("<II", 1, len(cases)))
-    for name, op, attrs, arrays in cases:
-        blob += enc_str(name) + enc_str(op) + struct.pack("<I", len(attrs))
-        for k, v in attrs.items():
-            blob += enc_str(k) + struct.pack("<I", len(v)) + b"".join(struct.pack("<q", int(e)) for e in v)
-        blob += struct.pack("<I", len(arrays))
-        for aname, code, arr in arrays:
-            blob += enc_array(aname, code, arr)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(blob)
-    return len(blob)
-
-
 if __name__ == "__main__":
     build()
     out = os.path.join(os.path.dirname(__file__), "..", "data", "grad", "torch.bin")
-    print(f"{len(cases)} cases, {write(out)} bytes -> {os.path.normpath(out)}")
+    print(f"{len(cases)} cases, {write_cases(out, cases)} bytes -> {os.path.normpath(out)}")

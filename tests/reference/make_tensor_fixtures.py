@@ -373,20 +373,30 @@ def test_name(name):
     return "".join(ch if ch.isalnum() else "m" if ch == "-" else "_" for ch in name)
 
 
-def write(path):
-    assert len({test_name(c[0]) for c in cases}) == len(cases), "case names collide as test names"
-    blob = bytearray(b"GZFX" + struct.pack("<II", 1, len(cases)))
-    for name, op, attrs, arrays in cases:
+def encode_cases(case_list):
+    """The bytes of a GZFX file holding (name, op, attrs, arrays) cases (format above)."""
+    blob = bytearray(b"GZFX" + struct.pack("<II", 1, len(case_list)))
+    for name, op, attrs, arrays in case_list:
         blob += enc_str(name) + enc_str(op) + struct.pack("<I", len(attrs))
         for k, v in attrs.items():
-            blob += enc_str(k) + struct.pack("<I", len(v)) + b"".join(struct.pack("<q", e) for e in v)
+            blob += enc_str(k) + struct.pack("<I", len(v)) + b"".join(struct.pack("<q", int(e)) for e in v)
         blob += struct.pack("<I", len(arrays))
         for aname, code, arr in arrays:
             blob += enc_array(aname, code, arr)
+    return bytes(blob)
+
+
+def write_cases(path, case_list):
+    blob = encode_cases(case_list)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(blob)
     return len(blob)
+
+
+def write(path):
+    assert len({test_name(c[0]) for c in cases}) == len(cases), "case names collide as test names"
+    return write_cases(path, cases)
 
 
 # ---------------------------------------------------------------------------------------------

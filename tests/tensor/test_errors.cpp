@@ -2,26 +2,14 @@
 #include <gizml/tensor.h>
 #include <gtest/gtest.h>
 
+#include "common/expect_error.h"
+
 #include <cmath>
 
 #include <string>
 
 using namespace gizml;
 
-namespace {
-// Runs f and expects a gizml::Error whose message contains every fragment.
-template <class F>
-void expectError(F&& f, std::initializer_list<const char*> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const char* fragment : fragments)
-      EXPECT_NE(message.find(fragment), std::string::npos) << "message '" << message << "' lacks '" << fragment << "'";
-  }
-}
-}  // namespace
 
 TEST(Errors, ShapeMismatches) {
   const auto a = T::zeros({2, 3}), b = T::zeros({4, 3});

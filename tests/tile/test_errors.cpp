@@ -2,21 +2,16 @@
 #include <gizml/tile.h>
 #include <gtest/gtest.h>
 
+#include "common/expect_error.h"
+
 #include <optional>
 #include <string>
 
 using namespace gizml;
 
 namespace {
-void expectTraceError(const Tile::Body& body, std::initializer_list<const char*> fragments) {
-  try {
-    Tile::run({1}, body);
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const char* fragment : fragments)
-      EXPECT_NE(message.find(fragment), std::string::npos) << "message '" << message << "' lacks '" << fragment << "'";
-  }
+void expectTraceError(const Tile::Body& body, std::initializer_list<std::string> fragments) {
+  expectError([&] { Tile::run({1}, body); }, fragments);
 }
 }  // namespace
 
