@@ -7,6 +7,8 @@
 #include "cpu/elementwise.h"
 #include "core/thread_pool.h"
 
+int templateCommand(int argc, char** argv);  // template_command.cpp
+
 namespace {
 
 int info() {
@@ -18,7 +20,8 @@ int info() {
 int usage() {
   std::cerr << "usage: giz <command>\n\n"
                "commands:\n"
-               "  info    what this build and machine offer\n";
+               "  info      what this build and machine offer\n"
+               "  template  render a chat template on a conversation\n";
   return 2;
 }
 
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   try {
     if (command == "info") return info();
+    if (command == "template") return templateCommand(argc - 2, argv + 2);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;
