@@ -11,7 +11,7 @@ namespace gizml::llm::tmpl {
 namespace {
 
 void appendEscape(std::string& out, char32_t c) {
-  char buf[8];
+  char buf[16];
   std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
   out += buf;
 }

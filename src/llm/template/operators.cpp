@@ -155,7 +155,8 @@ bool contains(const Value& container, const Value& item) {
 }
 
 static Value noAttribute(const Value& obj, const std::string& name) {
-  return Value::undefined("'" + obj.typeName() + " object' has no attribute '" + name + "'");
+  // std::string first: GCC 12 warns falsely (-Wrestrict) on "literal" + temporary.
+  return Value::undefined(std::string("'") + obj.typeName() + " object' has no attribute '" + name + "'");
 }
 
 Value getAttr(const Value& obj, const std::string& name) {
@@ -198,7 +199,7 @@ Value getItem(const Value& obj, const Value& key) {
   }
   // obj[key] failed: Jinja falls back to the attribute of that name.
   if (key.isString()) return getAttr(obj, key.str());
-  return Value::undefined("'" + obj.typeName() + " object' has no element " + key.repr());
+  return Value::undefined(std::string("'") + obj.typeName() + " object' has no element " + key.repr());
 }
 
 Value sliceOf(const Value& obj, const Value& startV, const Value& stopV, const Value& stepV) {
@@ -208,7 +209,8 @@ Value sliceOf(const Value& obj, const Value& startV, const Value& stopV, const V
       throw Error("slice indices must be integers or None");
   const int64_t step = stepV.isUndefined() || stepV.isNone() ? 1 : stepV.asInt();
   if (step == 0) throw Error("slice step cannot be zero");
-  if (!obj.isList() && !obj.isString()) return Value::undefined("'" + obj.typeName() + "' object is not subscriptable");
+  if (!obj.isList() && !obj.isString())
+    return Value::undefined(std::string("'") + obj.typeName() + "' object is not subscriptable");
   std::vector<std::size_t> offsets;
   int64_t n = 0;
   if (obj.isString()) {

@@ -211,7 +211,6 @@ class Parser {
       endTag();
     } else if (tag == "filter") {
       s->kind = StmtKind::FilterBlock;
-      --p_;  // the chain starts at the first filter's name
       s->expr = parseFilterChain();
       endTag();
       s->body = parseBody({"endfilter"}, end);
@@ -545,7 +544,8 @@ class Parser {
     std::string name = expectName();
     while (isOp(".")) {
       ++p_;
-      name += "." + expectName();
+      name += '.';
+      name += expectName();
     }
     return name;
   }

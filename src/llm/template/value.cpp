@@ -100,7 +100,7 @@ std::string formatFloat(double d) {
   std::string out = negative ? "-" : "";
   if (exp < -4 || exp >= 16) {
     out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     char expbuf[16];
     std::snprintf(expbuf, sizeof expbuf, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     return out + expbuf;
