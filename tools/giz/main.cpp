@@ -7,7 +7,8 @@
 #include "cpu/elementwise.h"
 #include "core/thread_pool.h"
 
-int convertCommand(int argc, char** argv);
+int convertCommand(int argc, char** argv);   // convert_command.cpp
+int templateCommand(int argc, char** argv);  // template_command.cpp
 
 namespace {
 
@@ -20,7 +21,8 @@ int info() {
 int usage() {
   std::cerr << "usage: giz <command>\n\n"
                "commands:\n"
-               "  info    what this build and machine offer\n"
+               "  info      what this build and machine offer\n"
+               "  template  render a chat template on a conversation\n"
                "  convert SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n";
   return 2;
 }
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return info();
     if (command == "convert") return convertCommand(argc, argv);
+    if (command == "template") return templateCommand(argc - 2, argv + 2);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;
