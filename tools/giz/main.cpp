@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 
 int convertCommand(int argc, char** argv);
+int tokenizeCommand(int argc, char** argv);
 
 namespace {
 
@@ -21,6 +22,7 @@ int usage() {
   std::cerr << "usage: giz <command>\n\n"
                "commands:\n"
                "  info    what this build and machine offer\n"
+               "  tokenize --tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids\n"
                "  convert SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n";
   return 2;
 }
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return info();
     if (command == "convert") return convertCommand(argc, argv);
+    if (command == "tokenize") return tokenizeCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;
