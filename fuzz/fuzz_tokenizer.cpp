@@ -1,5 +1,5 @@
 // Tokenizers on arbitrary input: encode any bytes, decode (and stream-decode) any ids, parse any
-// GGUF metadata. Nothing may crash; bad ids and files may only throw gizml::Error.
+// GGUF file as a vocabulary. Nothing may crash; bad ids and files may only throw gizml::Error.
 // Run from the repository root: build/fuzz/fuzz/fuzz_tokenizer -max_total_time=60
 #include <gizml/error.h>
 #include <gizml/tokenizer.h>
@@ -8,7 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "llm/tokenizer/gguf_vocab.h"
+#include "llm/formats/gguf.h"
+#include "llm/tokenizer/load_gguf.h"
 #include "llm/tokenizer/unicode.h"
 
 namespace {
@@ -41,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (mode % 4 == 3) {
     try {
-      gizml::llm::parseGgufVocab(data, size, "fuzz");
+      const gizml::llm::GgufFile file(std::vector<uint8_t>(data, data + size), "fuzz");
+      gizml::llm::loadGgufTokenizer(file);
     } catch (const gizml::Error&) {
     }
     return 0;

@@ -5,7 +5,8 @@
 
 #include <cstring>
 
-#include "llm/tokenizer/gguf_vocab.h"
+#include "llm/formats/gguf.h"
+#include "llm/tokenizer/load_gguf.h"
 #include "llm/tokenizer/unicode.h"
 
 namespace {
@@ -79,9 +80,24 @@ TEST(TokenizerApi, MalformedGgufIsAnError) {
   const uint8_t header[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
                             // key: length 2^40 (far past the end)
                             0, 0, 0, 0, 0, 1, 0, 0};
-  EXPECT_THROW(gizml::llm::parseGgufVocab(header, sizeof header, "test"), gizml::Error);
-  EXPECT_THROW(gizml::llm::parseGgufVocab(header, 3, "test"), gizml::Error);
-  EXPECT_THROW(gizml::llm::parseGgufVocab(header, 24, "test"), gizml::Error);  // a pair is missing
+  const auto open = [](const uint8_t* bytes, size_t size) {
+    return gizml::llm::GgufFile(std::vector<uint8_t>(bytes, bytes + size), "test");
+  };
+  EXPECT_THROW(open(header, sizeof header), gizml::Error);
+  EXPECT_THROW(open(header, 3), gizml::Error);
+  EXPECT_THROW(open(header, 24), gizml::Error);  // a pair is missing
+  // A well-formed GGUF file without a vocabulary.
+  EXPECT_THROW(Tokenizer::fromGguf(GIZML_TEST_DATA "/gguf/writer.gguf"), gizml::Error);
+  // Metadata of the wrong type names the key.
+  const uint8_t wrongType[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+                               21, 0, 0, 0, 0, 0, 0, 0, 't', 'o', 'k', 'e', 'n', 'i', 'z', 'e', 'r', '.', 'g',
+                               'g', 'm', 'l', '.', 't', 'o', 'k', 'e', 'n', 's', 4, 0, 0, 0, 7, 0, 0, 0};
+  try {
+    gizml::llm::loadGgufTokenizer(open(wrongType, sizeof wrongType));
+    ADD_FAILURE() << "no error";
+  } catch (const gizml::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.tokens"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 int convertCommand(int argc, char** argv);   // convert_command.cpp
 int templateCommand(int argc, char** argv);  // template_command.cpp
+int tokenizeCommand(int argc, char** argv);  // tokenize_command.cpp
 
 namespace {
 
@@ -22,8 +23,10 @@ int usage() {
   std::cerr << "usage: giz <command>\n\n"
                "commands:\n"
                "  info      what this build and machine offer\n"
-               "  template  render a chat template on a conversation\n"
-               "  convert SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n";
+               "  template  --template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"
+               "            render a chat template on a conversation\n"
+               "  tokenize  --tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids\n"
+               "  convert   SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n";
   return 2;
 }
 
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
     if (command == "info") return info();
     if (command == "convert") return convertCommand(argc, argv);
     if (command == "template") return templateCommand(argc - 2, argv + 2);
+    if (command == "tokenize") return tokenizeCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;

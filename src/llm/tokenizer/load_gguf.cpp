@@ -1,13 +1,13 @@
 // Tokenizer::fromGguf: llama.cpp's SentencePiece ("llama") and byte-level BPE ("gpt2")
 // vocabularies, with llama.cpp's defaults for the options a file leaves out.
+#include "llm/tokenizer/load_gguf.h"
+
 #include <gizml/error.h>
-#include <gizml/tokenizer.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "llm/tokenizer/byte_level.h"
-#include "llm/tokenizer/gguf_vocab.h"
-#include "llm/tokenizer/tokenizer_impl.h"
 #include "llm/tokenizer/unicode.h"
 
 namespace gizml::llm {
@@ -36,10 +36,54 @@ SplitPattern patternOf(const std::string& pre, const std::string& path) {
   throw Error(path + ": unsupported tokenizer.ggml.pre \"" + pre + "\"");
 }
 
+// The tokenizer.ggml.* fields; absent ones are empty so that the loader applies llama.cpp's defaults.
+struct GgufVocab {
+  std::string model;  // "llama" (SentencePiece), "gpt2" (byte-level BPE)
+  std::string pre;    // the pre-tokenizer of a byte-level BPE
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int64_t> tokenTypes;  // TokenType
+  std::vector<std::string> merges;  // "left right"
+  std::optional<int64_t> bos, eos;
+  std::optional<bool> addBos, addEos, addSpacePrefix;
+};
+
+GgufVocab readVocab(const GgufFile& file) {
+  const auto key = [](const char* name) { return std::string("tokenizer.ggml.") + name; };
+  const auto optionalInt = [&](const char* name) -> std::optional<int64_t> {
+    if (!file.has(key(name))) return std::nullopt;
+    return file.getInt(key(name));
+  };
+  const auto optionalBool = [&](const char* name) -> std::optional<bool> {
+    if (!file.has(key(name))) return std::nullopt;
+    return file.getBool(key(name));
+  };
+  const auto strings = [&](const char* name) {
+    return file.has(key(name)) ? file.getStrings(key(name)) : std::vector<std::string>{};
+  };
+  GgufVocab v;
+  v.model = file.getString(key("model"), "");
+  v.pre = file.getString(key("pre"), "");
+  v.tokens = strings("tokens");
+  v.merges = strings("merges");
+  if (file.has(key("scores"))) {
+    const std::vector<double> scores = file.getFloats(key("scores"));
+    v.scores.assign(scores.begin(), scores.end());
+  }
+  if (file.has(key("token_type"))) v.tokenTypes = file.getInts(key("token_type"));
+  v.bos = optionalInt("bos_token_id");
+  v.eos = optionalInt("eos_token_id");
+  v.addBos = optionalBool("add_bos_token");
+  v.addEos = optionalBool("add_eos_token");
+  v.addSpacePrefix = optionalBool("add_space_prefix");
+  return v;
+}
+
 }  // namespace
 
-Tokenizer Tokenizer::fromGguf(const std::string& path) {
-  GgufVocab v = readGgufVocab(path);
+std::unique_ptr<Impl> loadGgufTokenizer(const GgufFile& file) {
+  const std::string& path = file.path();
+  GgufVocab v = readVocab(file);
   auto m = std::make_unique<Impl>();
   const size_t n = v.tokens.size();
   check(n > 0 && n < (size_t{1} << 24), path + ": no tokenizer.ggml.tokens");
@@ -74,7 +118,7 @@ Tokenizer Tokenizer::fromGguf(const std::string& path) {
 
   for (size_t i = 0; i < n; ++i) {
     const std::string& token = v.tokens[i];
-    const int type = v.tokenTypes[i];
+    const int64_t type = v.tokenTypes[i];
     const auto id = static_cast<int32_t>(i);
     m->vocab.tokens[i] = token;
     m->vocab.ids.emplace(token, id);
@@ -120,7 +164,11 @@ Tokenizer Tokenizer::fromGguf(const std::string& path) {
     }
   }
   m->finish();
-  return Tokenizer(std::move(m));
+  return m;
+}
+
+Tokenizer Tokenizer::fromGguf(const std::string& path) {
+  return Tokenizer(loadGgufTokenizer(GgufFile(path)));
 }
 
 }  // namespace gizml::llm
