@@ -31,7 +31,7 @@ std::vector<uint64_t> elementwiseParams(const ElementwisePlan& plan, uint64_t ou
 
 /// The fixed kernels, one source (prelude, reductions, matmul, copies).
 const std::string& fixedKernelSource();
-/// The prelude alone (dtype conversions, shuffles).
+/// The prelude alone (types, dtype conversions and elementwise helpers of cuda_expr.h, shuffles).
 const std::string& preludeSource();
 
 }  // namespace gizhw::gpu

@@ -4,6 +4,7 @@
 
 #include "cpu/convert.h"
 #include "gpu/codegen.h"
+#include "gpu/cuda_expr.h"
 #include "tensor/shape_util.h"
 
 namespace gizhw::gpu {
@@ -13,129 +14,9 @@ using gizml::DType;
 using gizml::tensor::BinaryOp;
 using gizml::tensor::Lazy;
 using gizml::tensor::Shape;
-using gizml::tensor::UnaryOp;
 using Kind = Lazy::Node::Kind;
 
 bool worksInF32(DType t) { return gizml::cpu::worksInF32(t); }
-
-std::string roundTo(DType t, const std::string& x) {
-  switch (t) {
-    case DType::F16: return "gz_round_f16(" + x + ")";
-    case DType::BF16: return "gz_round_bf16(" + x + ")";
-    case DType::Bool: return "gz_round_bool(" + x + ")";
-    default: return x;
-  }
-}
-
-std::string wrapTo(DType t, const std::string& x) {
-  switch (t) {
-    case DType::I8: return "(i64)(i8)(" + x + ")";
-    case DType::U8: return "(i64)(u8)(" + x + ")";
-    case DType::I32: return "(i64)(int)(" + x + ")";
-    default: return x;
-  }
-}
-
-std::string unaryF32(UnaryOp op, const std::string& x) {
-  switch (op) {
-    case UnaryOp::Neg: return "-" + x;
-    case UnaryOp::Abs: return "fabsf(" + x + ")";
-    case UnaryOp::Exp: return "expf(" + x + ")";
-    case UnaryOp::Log: return "logf(" + x + ")";
-    case UnaryOp::Sqrt: return "sqrtf(" + x + ")";
-    case UnaryOp::Rsqrt: return "1.0f / sqrtf(" + x + ")";
-    case UnaryOp::Sin: return "sinf(" + x + ")";
-    case UnaryOp::Cos: return "cosf(" + x + ")";
-    case UnaryOp::Tanh: return "tanhf(" + x + ")";
-    case UnaryOp::Sigmoid: return "gz_sigmoid(" + x + ")";
-    case UnaryOp::Relu: return "(" + x + " < 0.0f ? 0.0f : " + x + ")";
-    case UnaryOp::Silu: return x + " * gz_sigmoid(" + x + ")";
-    case UnaryOp::GeluErf: return "gz_gelu_erf(" + x + ")";
-    case UnaryOp::GeluTanh: return "gz_gelu_tanh(" + x + ")";
-    case UnaryOp::Floor: return "copysignf(floorf(" + x + "), " + x + ")";
-    case UnaryOp::Ceil: return "copysignf(ceilf(" + x + "), " + x + ")";
-    case UnaryOp::Round: return "copysignf(rintf(" + x + "), " + x + ")";
-    case UnaryOp::Sign: return "gz_sign(" + x + ")";
-    case UnaryOp::Not: return "(" + x + " == 0.0f ? 1.0f : 0.0f)";
-  }
-  return x;
-}
-
-std::string unaryI64(UnaryOp op, const std::string& x) {
-  switch (op) {
-    case UnaryOp::Neg: return "gz_wsub(0, " + x + ")";
-    case UnaryOp::Abs: return "(" + x + " < 0 ? gz_wsub(0, " + x + ") : " + x + ")";
-    case UnaryOp::Relu: return "(" + x + " < 0 ? (i64)0 : " + x + ")";
-    case UnaryOp::Sign: return "(i64)((" + x + " > 0) - (" + x + " < 0))";
-    case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: return x;
-    default: throw gizml::Error(std::string("gpu codegen: ") + gizml::tensor::opName(op) + " has no integer form");
-  }
-}
-
-const char* compareOp(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Eq: return "==";
-    case BinaryOp::Ne: return "!=";
-    case BinaryOp::Lt: return "<";
-    case BinaryOp::Le: return "<=";
-    case BinaryOp::Gt: return ">";
-    case BinaryOp::Ge: return ">=";
-    default: return nullptr;
-  }
-}
-
-std::string binaryF32(BinaryOp op, const std::string& a, const std::string& b) {
-  switch (op) {
-    case BinaryOp::Add: return a + " + " + b;
-    case BinaryOp::Sub: return a + " - " + b;
-    case BinaryOp::Mul: return a + " * " + b;
-    case BinaryOp::Div: return a + " / " + b;
-    case BinaryOp::Pow: return "powf(" + a + ", " + b + ")";
-    case BinaryOp::Min: return "gz_min(" + a + ", " + b + ")";
-    case BinaryOp::Max: return "gz_max(" + a + ", " + b + ")";
-    case BinaryOp::Mod: return "gz_fmod(" + a + ", " + b + ")";
-    case BinaryOp::Ne: return "(" + a + " == " + b + " ? 0.0f : 1.0f)";
-    case BinaryOp::And: return "((" + a + " != 0.0f && " + b + " != 0.0f) ? 1.0f : 0.0f)";
-    case BinaryOp::Or: return "((" + a + " != 0.0f || " + b + " != 0.0f) ? 1.0f : 0.0f)";
-    default: return "(" + a + " " + compareOp(op) + " " + b + " ? 1.0f : 0.0f)";
-  }
-}
-
-std::string binaryI64(BinaryOp op, const std::string& a, const std::string& b) {
-  switch (op) {
-    case BinaryOp::Add: return "gz_wadd(" + a + ", " + b + ")";
-    case BinaryOp::Sub: return "gz_wsub(" + a + ", " + b + ")";
-    case BinaryOp::Mul: return "gz_wmul(" + a + ", " + b + ")";
-    case BinaryOp::Pow: return "gz_ipow(" + a + ", " + b + ")";
-    case BinaryOp::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-    case BinaryOp::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
-    case BinaryOp::Mod: return "gz_imod(" + a + ", " + b + ")";
-    default: throw gizml::Error(std::string("gpu codegen: ") + gizml::tensor::opName(op) + " has no integer form");
-  }
-}
-
-// Comparisons and logic of i64 operands give the f32 0/1 of Bool.
-std::string compareI64(BinaryOp op, const std::string& a, const std::string& b) {
-  if (op == BinaryOp::And) return "((" + a + " && " + b + ") ? 1.0f : 0.0f)";
-  if (op == BinaryOp::Or) return "((" + a + " || " + b + ") ? 1.0f : 0.0f)";
-  return "(" + a + " " + compareOp(op) + " " + b + " ? 1.0f : 0.0f)";
-}
-
-std::string castF32ToInt(DType t, const std::string& x) {
-  switch (t) {
-    case DType::I8: return "gz_f32_to_int(" + x + ", -128.0, 127.0, -128, 127)";
-    case DType::U8: return "gz_f32_to_int(" + x + ", 0.0, 255.0, 0, 255)";
-    case DType::I32: return "gz_f32_to_int(" + x + ", -2147483648.0, 2147483647.0, -2147483647 - 1, 2147483647)";
-    default:
-      return "gz_f32_to_int(" + x + ", -9223372036854775808.0, 9223372036854775808.0, (i64)0x8000000000000000ull, "
-             "(i64)0x7fffffffffffffffull)";
-  }
-}
-
-std::string castIntToF32(DType t, const std::string& x) {
-  if (t == DType::F16 || t == DType::BF16) return roundTo(t, "gz_i64_to_f32_odd(" + x + ")");
-  return roundTo(t, "(float)(" + x + ")");
-}
 
 std::string load(DType t, const std::string& pointer, const std::string& offset) {
   const std::string at = "[" + offset + "]";
@@ -211,28 +92,28 @@ struct Generator {
         break;
       }
       case Kind::Unary:
-        value = f32 ? roundTo(node->dtype, unaryF32(node->unaryOp, in[0])) : wrapTo(node->dtype, unaryI64(node->unaryOp, in[0]));
+        value = f32 ? roundF32(node->dtype, unaryF32(node->unaryOp, in[0])) : wrapI64(node->dtype, unaryI64(node->unaryOp, in[0]));
         break;
       case Kind::Binary: {
         const bool inputsF32 = worksInF32(node->inputs[0]->dtype);
         if (gizml::tensor::isComparison(node->binaryOp) || node->binaryOp == BinaryOp::And || node->binaryOp == BinaryOp::Or) {
           value = inputsF32 ? binaryF32(node->binaryOp, in[0], in[1]) : compareI64(node->binaryOp, in[0], in[1]);
         } else if (f32) {
-          value = roundTo(node->dtype, binaryF32(node->binaryOp, in[0], in[1]));
+          value = roundF32(node->dtype, binaryF32(node->binaryOp, in[0], in[1]));
         } else {
-          value = wrapTo(node->dtype, binaryI64(node->binaryOp, in[0], in[1]));
+          value = wrapI64(node->dtype, binaryI64(node->binaryOp, in[0], in[1]));
         }
         break;
       }
       case Kind::Where:
-        value = "(" + in[0] + " != 0.0f ? " + in[1] + " : " + in[2] + ")";
+        value = select(in[0], in[1], in[2]);
         break;
       case Kind::Cast: {
         const bool fromF32 = worksInF32(node->inputs[0]->dtype);
-        if (fromF32 && f32) value = roundTo(node->dtype, in[0]);
+        if (fromF32 && f32) value = roundF32(node->dtype, in[0]);
         else if (fromF32) value = castF32ToInt(node->dtype, in[0]);
         else if (f32) value = castIntToF32(node->dtype, in[0]);
-        else value = wrapTo(node->dtype, in[0]);
+        else value = wrapI64(node->dtype, in[0]);
         break;
       }
     }

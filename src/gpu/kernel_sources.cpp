@@ -1,10 +1,11 @@
 // The fixed kernel sources, from kernels/*.cu.inc (raw string literals).
 #include "gpu/codegen.h"
+#include "gpu/cuda_expr.h"
 
 namespace gizhw::gpu {
 
 const std::string& preludeSource() {
-  static const std::string source =
+  static const std::string source = elementwiseMathSource() +
 #include "gpu/kernels/prelude.cu.inc"
       ;
   return source;
