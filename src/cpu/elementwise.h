@@ -10,6 +10,9 @@ namespace gizml::cpu {
 void unaryF32(tensor::UnaryOp op, const float* x, float* y, int64_t n);
 /// Arithmetic gives f32 values; comparisons, And and Or give 0 or 1.
 void binaryF32(tensor::BinaryOp op, const float* a, const float* b, float* y, int64_t n);
+/// binaryF32 with one operand a single value held in a register: y = a op s, or s op a when
+/// scalarFirst (a chain's constants cost no memory traffic).
+void binaryScalarF32(tensor::BinaryOp op, const float* a, float s, float* y, int64_t n, bool scalarFirst);
 /// y = condition != 0 ? a : b
 void whereF32(const float* condition, const float* a, const float* b, float* y, int64_t n);
 

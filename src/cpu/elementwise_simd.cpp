@@ -200,6 +200,47 @@ void BinaryF32(int opCode, const float* HWY_RESTRICT a, const float* HWY_RESTRIC
   }
 }
 
+template <BinaryOp op, bool scalarFirst>
+void BinaryScalarLoop(const float* HWY_RESTRICT a, float s, float* HWY_RESTRICT y, int64_t n) {
+  const D d;
+  const V c = hn::Set(d, s);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto apply = [&](V v) { return scalarFirst ? Apply2<op>(d, c, v) : Apply2<op>(d, v, c); };
+  int64_t i = 0;
+#pragma GCC unroll 4
+  for (; i + lanes <= n; i += lanes) hn::StoreU(apply(hn::LoadU(d, a + i)), d, y + i);
+  if (i < n) {  // the tail through a padded copy
+    HWY_ALIGN float in[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)];
+    std::copy(a + i, a + n, in);
+    hn::Store(apply(hn::Load(d, in)), d, out);
+    std::copy(out, out + (n - i), y + i);
+  }
+}
+
+template <bool scalarFirst>
+void BinaryScalar(BinaryOp op, const float* HWY_RESTRICT a, float s, float* HWY_RESTRICT y, int64_t n) {
+  switch (op) {
+#define GIZML_BINARY(name) case BinaryOp::name: return BinaryScalarLoop<BinaryOp::name, scalarFirst>(a, s, y, n);
+    GIZML_BINARY(Add) GIZML_BINARY(Sub) GIZML_BINARY(Mul) GIZML_BINARY(Div) GIZML_BINARY(Min)
+    GIZML_BINARY(Max) GIZML_BINARY(Eq) GIZML_BINARY(Ne) GIZML_BINARY(Lt) GIZML_BINARY(Le)
+    GIZML_BINARY(Gt) GIZML_BINARY(Ge) GIZML_BINARY(And) GIZML_BINARY(Or)
+#undef GIZML_BINARY
+    case BinaryOp::Pow:
+      for (int64_t i = 0; i < n; ++i) y[i] = scalarFirst ? std::pow(s, a[i]) : std::pow(a[i], s);
+      return;
+    case BinaryOp::Mod:
+      for (int64_t i = 0; i < n; ++i) y[i] = scalarFirst ? FloorMod(s, a[i]) : FloorMod(a[i], s);
+      return;
+  }
+}
+
+void BinaryScalarF32(int opCode, const float* HWY_RESTRICT a, float s, float* HWY_RESTRICT y, int64_t n,
+                     bool scalarFirst) {
+  const auto op = static_cast<BinaryOp>(opCode);
+  if (scalarFirst) BinaryScalar<true>(op, a, s, y, n);
+  else BinaryScalar<false>(op, a, s, y, n);
+}
+
 void WhereF32(const float* HWY_RESTRICT c, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
               float* HWY_RESTRICT y, int64_t n) {
   const D d;
@@ -223,6 +264,7 @@ namespace gizml::cpu {
 HWY_EXPORT(UnaryF32);
 HWY_EXPORT(BinaryF32);
 HWY_EXPORT(WhereF32);
+HWY_EXPORT(BinaryScalarF32);
 HWY_EXPORT(TargetName);
 
 void unaryF32(tensor::UnaryOp op, const float* x, float* y, int64_t n) {
@@ -230,6 +272,9 @@ void unaryF32(tensor::UnaryOp op, const float* x, float* y, int64_t n) {
 }
 void binaryF32(tensor::BinaryOp op, const float* a, const float* b, float* y, int64_t n) {
   HWY_DYNAMIC_DISPATCH(BinaryF32)(static_cast<int>(op), a, b, y, n);
+}
+void binaryScalarF32(tensor::BinaryOp op, const float* a, float s, float* y, int64_t n, bool scalarFirst) {
+  HWY_DYNAMIC_DISPATCH(BinaryScalarF32)(static_cast<int>(op), a, s, y, n, scalarFirst);
 }
 void whereF32(const float* condition, const float* a, const float* b, float* y, int64_t n) {
   HWY_DYNAMIC_DISPATCH(WhereF32)(condition, a, b, y, n);

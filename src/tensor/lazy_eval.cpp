@@ -138,7 +138,12 @@ void runStep(const Program& program, const Step& s, const std::vector<void*>& bu
       if (isComparison(node.binaryOp) && !inputsF32) {
         cpu::compareI64(node.binaryOp, inI(0), inI(1), outF, n);
       } else if (s.f32) {
-        cpu::binaryF32(node.binaryOp, inF(0), inF(1), outF, n);
+        const bool scalarFirst = program.steps[s.inputs[0]].node->kind == Kind::Scalar;
+        const bool scalarSecond = program.steps[s.inputs[1]].node->kind == Kind::Scalar;
+        if (scalarSecond || scalarFirst)  // the constant from a register (its buffer holds copies)
+          cpu::binaryScalarF32(node.binaryOp, inF(scalarFirst ? 1 : 0), inF(scalarFirst ? 0 : 1)[0], outF, n, scalarFirst);
+        else
+          cpu::binaryF32(node.binaryOp, inF(0), inF(1), outF, n);
         cpu::roundF32To(node.dtype, outF, n);
       } else {
         cpu::binaryI64(node.binaryOp, inI(0), inI(1), outI, n);
