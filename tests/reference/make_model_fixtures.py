@@ -128,10 +128,11 @@ def main():
         model, seed, prompts, tokens, margin = build(arch)
         folder = os.path.join(OUT, arch)
         shutil.rmtree(folder, ignore_errors=True)
-        model.to(torch.bfloat16).save_pretrained(os.path.join(folder, "hf"))
-        model.float()
+        os.makedirs(folder)
+        # The logits before the bf16 copy: it would round the RoPE frequencies (buffers) too.
         save_file({f"logits_{i}": logits_of(model, p).contiguous() for i, p in enumerate(prompts)},
                   os.path.join(folder, "reference.safetensors"))
+        model.to(torch.bfloat16).save_pretrained(os.path.join(folder, "hf"))
         with open(os.path.join(folder, "reference.json"), "w") as f:
             json.dump({"seed": seed, "prompts": prompts, "greedy_prompt": GREEDY_PROMPT, "greedy": tokens}, f)
             f.write("\n")
