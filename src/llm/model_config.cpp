@@ -49,7 +49,13 @@ void readRope(const JsonFields& f, ModelConfig& c) {
   c.partialRotaryFactor = f.getFloat("partial_rotary_factor", c.partialRotaryFactor);
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     if (!f.hasObject(key)) continue;
-    const JsonFields r = f.child(key);
+    const JsonFields top = f.child(key);
+    // transformers 5 writes Gemma 3's as one set per layer type: the full layers' is the model's
+    // RoPE, the sliding layers' base is ropeLocalTheta.
+    const bool perType = top.hasObject("full_attention");
+    if (perType && top.hasObject("sliding_attention"))
+      c.ropeLocalTheta = top.child("sliding_attention").getFloat("rope_theta");
+    const JsonFields r = perType ? top.child("full_attention") : top;
     c.ropeTheta = r.getFloat("rope_theta", c.ropeTheta);
     c.partialRotaryFactor = r.getFloat("partial_rotary_factor", c.partialRotaryFactor);
     if (r.has("mrope_section")) c.mropeSection = r.getInts("mrope_section");
@@ -159,8 +165,9 @@ ModelConfig parseHfConfig(const std::string& jsonText, const std::string& file) 
   }
 
   if (a == Architecture::Gemma3Text) {
-    c.ropeLocalTheta = f.getFloat("rope_local_base_freq", 10000.0);
+    c.ropeLocalTheta = f.getFloat("rope_local_base_freq", c.ropeLocalTheta > 0 ? c.ropeLocalTheta : 10000.0);
     c.queryPreAttnScalar = f.getFloat("query_pre_attn_scalar", static_cast<double>(c.headDim));
+    c.finalLogitSoftcapping = f.getFloat("final_logit_softcapping", 0.0);
   }
   if (isQwen35(a)) {
     c.fullAttentionInterval = f.getInt("full_attention_interval", 4);

@@ -56,6 +56,7 @@ struct ModelConfig {
   int64_t slidingWindow = 0;            // 0: none
   double ropeLocalTheta = 0.0;          // Gemma 3's sliding layers; 0: ropeTheta
   double queryPreAttnScalar = 0.0;      // Gemma 3: scores scale by its rsqrt; 0: headDim
+  double finalLogitSoftcapping = 0.0;   // Gemma: logits = c * tanh(logits / c); 0: none
 
   bool tieWordEmbeddings = false;
   bool attentionBias = false;           // q/k/v biases

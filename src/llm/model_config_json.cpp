@@ -28,7 +28,7 @@ Json configToJson(const ModelConfig& c) {
       {"partial_rotary_factor", c.partialRotaryFactor}, {"mrope_section", c.mropeSection},
       {"mrope_interleaved", c.mropeInterleaved}, {"layer_types", layerTypes},
       {"sliding_window", c.slidingWindow}, {"rope_local_theta", c.ropeLocalTheta},
-      {"query_pre_attn_scalar", c.queryPreAttnScalar},
+      {"query_pre_attn_scalar", c.queryPreAttnScalar}, {"final_logit_softcapping", c.finalLogitSoftcapping},
       {"tie_word_embeddings", c.tieWordEmbeddings}, {"attention_bias", c.attentionBias},
       {"qk_norm", c.qkNorm}, {"attn_output_gate", c.attnOutputGate},
       {"full_attention_interval", c.fullAttentionInterval},
@@ -78,6 +78,7 @@ ModelConfig configFromJson(const Json& json, const std::string& file) {
   c.slidingWindow = f.getInt("sliding_window");
   c.ropeLocalTheta = f.getFloat("rope_local_theta");
   c.queryPreAttnScalar = f.getFloat("query_pre_attn_scalar");
+  c.finalLogitSoftcapping = f.getFloat("final_logit_softcapping", 0.0);  // manifests older than it lack it
   c.tieWordEmbeddings = f.getBool("tie_word_embeddings");
   c.attentionBias = f.getBool("attention_bias");
   c.qkNorm = f.getBool("qk_norm");

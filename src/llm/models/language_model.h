@@ -46,9 +46,15 @@ class LanguageModel {
   virtual std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) = 0;
 };
 
+/// How a model runs; the defaults are those of buildLanguageModel(weights).
+struct ModelOptions {
+  DType kvCache = DType::F32;  // keys and values in F32 or F16
+};
+
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,
-/// gemma3 text), reading its weights from `weights`; throws gizml::Error naming a missing tensor
-/// or a wrong shape.
+/// gemma3 text), reading its weights from `weights` (the model keeps a copy, so the mapping stays
+/// open); throws gizml::Error naming a missing tensor or a wrong shape.
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights);
+std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights, const ModelOptions& options);
 
 }  // namespace gizml::llm

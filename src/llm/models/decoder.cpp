@@ -1,0 +1,104 @@
+#include "llm/models/decoder.h"
+
+#include <gizml/error.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace gizml::llm {
+
+DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder)
+    : weights_(weights), config_(weights.config()), options_(options), decoder_(decoder) {
+  const ModelConfig& c = config_;
+  const std::string where = weights.folder() + ": ";
+  check(c.vocabSize > 0 && c.hiddenSize > 0 && c.numLayers > 0 && c.numHeads > 0 && c.numKvHeads > 0 && c.headDim > 0,
+        where + "sizes must be positive");
+  check(c.numHeads % c.numKvHeads == 0, where + "num_kv_heads must divide num_heads");
+  check(static_cast<int64_t>(c.layerTypes.size()) == c.numLayers, where + "one layer type per layer expected");
+  for (LayerType t : c.layerTypes)
+    check(t != LayerType::LinearAttention, where + "linear attention layers are not supported by this model");
+  embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize);
+  // A tied output layer is the embedding (convert stores it once, at the head's width).
+  const bool tied = c.tieWordEmbeddings && !weights.has("lm_head.weight");
+  head_ = tied ? embed_ : Linear(weights, "lm_head.weight", c.vocabSize, c.hiddenSize);
+  norm_ = RmsNorm(weights, "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
+}
+
+AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
+  const ModelConfig& c = config_;
+  const bool sliding = c.layerTypes[static_cast<size_t>(i)] == LayerType::SlidingAttention;
+  return {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale, sliding ? c.slidingWindow : 0};
+}
+
+std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {
+  return std::make_unique<KvCache>(this, config_.numLayers, config_.numKvHeads, config_.headDim, maxTokens,
+                                   options_.kvCache);
+}
+
+Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
+  Batch batch;
+  std::set<const SequenceState*> seen;
+  for (size_t f = 0; f < feeds.size(); ++f) {
+    const Feed& feed = feeds[f];
+    const std::string where = "forward: feed " + std::to_string(f) + ": ";
+    auto* cache = dynamic_cast<KvCache*>(feed.state);
+    check(cache != nullptr && cache->owner() == this, where + "its state was not made by this model");
+    check(seen.insert(cache).second, where + "its state is fed twice in one pass");
+    const auto n = static_cast<int64_t>(feed.tokens.size());
+    check(n > 0, where + "no tokens");
+    check(cache->length() + n <= cache->capacity(),
+          where + std::to_string(n) + " tokens after " + std::to_string(cache->length()) +
+              " exceed the state's capacity of " + std::to_string(cache->capacity()));
+    for (int32_t t : feed.tokens)
+      check(t >= 0 && t < config_.vocabSize,
+            where + "token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(config_.vocabSize));
+    batch.sequences.push_back({cache, batch.rows, n, cache->length()});
+    batch.rows += n;
+  }
+  return batch;
+}
+
+std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds) {
+  const Batch batch = plan(feeds);
+  const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
+  std::vector<float> x(static_cast<size_t>(batch.rows * hidden));
+  int64_t row = 0;
+  for (const Feed& feed : feeds)
+    for (int32_t t : feed.tokens) {
+      float* e = x.data() + row++ * hidden;
+      embed_.row(t, e);
+      if (decoder_.embedScale != 1.0f)
+        for (int64_t i = 0; i < hidden; ++i) e[i] *= decoder_.embedScale;
+    }
+  for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x.data(), batch);
+
+  // Only the rows whose logits are asked for go through the norm and the output layer.
+  std::vector<float> h;
+  for (size_t f = 0; f < feeds.size(); ++f) {
+    const Batch::Sequence& seq = batch.sequences[f];
+    const int64_t first = feeds[f].allLogits ? seq.first : seq.first + seq.rows - 1;
+    h.insert(h.end(), x.begin() + first * hidden, x.begin() + (seq.first + seq.rows) * hidden);
+  }
+  const auto selected = static_cast<int64_t>(h.size()) / hidden;
+  norm_.apply(h.data(), selected, h.data());
+  std::vector<float> logits(static_cast<size_t>(selected * vocab));
+  head_.apply(h.data(), selected, logits.data());
+  if (const float cap = decoder_.logitSoftcap; cap > 0)
+    for (float& l : logits) l = cap * std::tanh(l / cap);
+
+  std::vector<tensor::Tensor> out;
+  const float* at = logits.data();
+  for (size_t f = 0; f < feeds.size(); ++f) {
+    const Batch::Sequence& seq = batch.sequences[f];
+    const int64_t rows = feeds[f].allLogits ? seq.rows : 1;
+    tensor::Tensor t = tensor::empty({rows, vocab});
+    std::memcpy(t.data<float>(), at, static_cast<size_t>(rows * vocab) * 4);
+    at += rows * vocab;
+    out.push_back(std::move(t));
+    seq.cache->setLength(seq.start + seq.rows);
+  }
+  return out;
+}
+
+}  // namespace gizml::llm

@@ -1,0 +1,46 @@
+#pragma once
+// What every architecture here shares around its layers: the token embedding, the stack of
+// layers over each sequence's KV cache, the final norm and the output layer, and the batching
+// of feeds (their tokens are the rows of one pass). A family supplies its layers.
+#include <memory>
+#include <vector>
+
+#include "llm/models/language_model.h"
+#include "llm/models/layers.h"
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+
+struct DecoderOptions {
+  bool onePlusNorm = false;     // the final norm scales by (1 + w) (Gemma)
+  float embedScale = 1.0f;      // embeddings times this (Gemma: sqrt(hidden))
+  float logitSoftcap = 0.0f;    // logits = cap * tanh(logits / cap) when > 0
+};
+
+class DecoderModel : public LanguageModel {
+ public:
+  const ModelConfig& config() const override { return config_; }
+  std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override;
+  std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override;
+
+ protected:
+  DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder);
+  /// Layer i over the rows x [rows, hidden], in place.
+  virtual void layer(int64_t i, float* x, const Batch& batch) const = 0;
+  const ConvertedModel& weights() const { return weights_; }
+  /// The attention shape of layer i (its sliding window, when it has one).
+  AttentionShape attentionShape(int64_t i, float scale) const;
+  std::string layerPrefix(int64_t i) const { return "model.layers." + std::to_string(i) + "."; }
+
+ private:
+  Batch plan(const std::vector<Feed>& feeds) const;
+
+  ConvertedModel weights_;
+  ModelConfig config_;
+  ModelOptions options_;
+  DecoderOptions decoder_;
+  Linear embed_, head_;
+  RmsNorm norm_;
+};
+
+}  // namespace gizml::llm

@@ -1,0 +1,42 @@
+#pragma once
+// One sequence's keys and values for every layer, F32 or F16, with room for `capacity` tokens
+// allocated up front: [capacity, kvHeads, headDim] per layer for keys and for values.
+#include <gizml/dtype.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "llm/models/language_model.h"
+
+namespace gizml::llm {
+
+class KvCache final : public SequenceState {
+ public:
+  KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t headDim, int64_t capacity, DType dtype);
+
+  int64_t length() const override { return length_; }
+  int64_t capacity() const override { return capacity_; }
+  void truncate(int64_t n) override;
+
+  /// The model that made it (a state only fits its own model).
+  const void* owner() const { return owner_; }
+  /// Set once a forward pass has stored its rows.
+  void setLength(int64_t n) { length_ = n; }
+
+  /// Writes the keys and values (kvHeads * headDim each) of the token at `position`.
+  void store(int64_t layer, int64_t position, const float* keys, const float* values);
+  /// Head `head` of the key (value) at `position` as f32: a pointer into the cache (F32) or into
+  /// scratch (F16, converted; headDim floats).
+  const float* key(int64_t layer, int64_t position, int64_t head, float* scratch) const;
+  const float* value(int64_t layer, int64_t position, int64_t head, float* scratch) const;
+
+ private:
+  const float* read(const std::vector<uint8_t>& data, int64_t position, int64_t head, float* scratch) const;
+
+  const void* owner_;
+  int64_t kvHeads_, headDim_, capacity_, length_ = 0;
+  DType dtype_;
+  std::vector<std::vector<uint8_t>> keys_, values_;  // per layer
+};
+
+}  // namespace gizml::llm

@@ -1,0 +1,30 @@
+#include "llm/models/language_model.h"
+
+#include <gizml/error.h>
+
+#include "llm/models/families.h"
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+
+std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights) {
+  return buildLanguageModel(weights, ModelOptions{});
+}
+
+std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights, const ModelOptions& options) {
+  switch (weights.config().architecture) {
+    case Architecture::Llama:
+    case Architecture::Mistral:
+    case Architecture::Qwen2:
+    case Architecture::Qwen3:
+    case Architecture::Qwen3VLText:
+      return buildLlama(weights, options);
+    case Architecture::Gemma3Text:
+      return buildGemma3(weights, options);
+    default:
+      throw Error(weights.folder() + ": no CPU model for architecture " +
+                  architectureName(weights.config().architecture) + " yet");
+  }
+}
+
+}  // namespace gizml::llm

@@ -1,0 +1,172 @@
+#include "llm/models/layers.h"
+
+#include <gizml/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "core/thread_pool.h"
+#include "llm/models/weights.h"
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+
+void addInPlace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+RmsNorm::RmsNorm(const ConvertedModel& weights, const std::string& name, int64_t dim, double eps, bool onePlus)
+    : weight_(loadVector(weights, name, dim)), eps_(static_cast<float>(eps)) {
+  if (onePlus)
+    for (float& w : weight_) w += 1.0f;
+}
+
+void RmsNorm::apply(const float* x, int64_t rows, float* out) const {
+  const auto dim = static_cast<int64_t>(weight_.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * dim;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < dim; ++i) sum += in[i] * in[i];
+    const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps_);
+    for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = in[i] * inv * weight_[static_cast<size_t>(i)];
+  }
+}
+
+Rope::Rope(int64_t headDim, double partialFactor, double theta, const RopeScaling& scaling) : headDim_(headDim) {
+  const auto dim = static_cast<int64_t>(static_cast<double>(headDim) * partialFactor);
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dim));
+    if (scaling.type == "linear") {
+      f /= scaling.factor;
+    } else if (scaling.type == "llama3") {
+      // Llama 3: long wavelengths slow down by the factor, short ones stay, those between blend.
+      const double old = static_cast<double>(scaling.originalMaxPositions);
+      const double wavelength = 2 * std::numbers::pi / f;
+      if (wavelength > old / scaling.lowFreqFactor) {
+        f /= scaling.factor;
+      } else if (wavelength >= old / scaling.highFreqFactor) {
+        const double smooth = (old / wavelength - scaling.lowFreqFactor) / (scaling.highFreqFactor - scaling.lowFreqFactor);
+        f = (1 - smooth) * f / scaling.factor + smooth * f;
+      }
+    } else {
+      check(scaling.type == "default", "RoPE scaling '" + scaling.type + "' is not supported yet");
+    }
+    invFreq_.push_back(static_cast<float>(f));
+  }
+}
+
+void Rope::apply(float* x, int64_t heads, int64_t position) const {
+  const auto half = static_cast<int64_t>(invFreq_.size());
+  for (int64_t i = 0; i < half; ++i) {
+    // The angle in f32, as transformers computes it; its cos and sin rounded once.
+    const float angle = static_cast<float>(position) * invFreq_[static_cast<size_t>(i)];
+    const auto c = static_cast<float>(std::cos(static_cast<double>(angle)));
+    const auto s = static_cast<float>(std::sin(static_cast<double>(angle)));
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + h * headDim_;
+      const float a = v[i], b = v[i + half];
+      v[i] = a * c - b * s;
+      v[i + half] = b * c + a * s;
+    }
+  }
+}
+
+Attention::Attention(const ConvertedModel& weights, const std::string& prefix, const AttentionShape& shape, bool bias,
+                     bool qkNorm, bool onePlusNorm, double eps, Rope rope)
+    : shape_(shape),
+      q_(weights, prefix + "q_proj.weight", shape.heads * shape.headDim, shape.hidden, bias ? prefix + "q_proj.bias" : ""),
+      k_(weights, prefix + "k_proj.weight", shape.kvHeads * shape.headDim, shape.hidden,
+         bias ? prefix + "k_proj.bias" : ""),
+      v_(weights, prefix + "v_proj.weight", shape.kvHeads * shape.headDim, shape.hidden,
+         bias ? prefix + "v_proj.bias" : ""),
+      o_(weights, prefix + "o_proj.weight", shape.hidden, shape.heads * shape.headDim),
+      rope_(std::move(rope)) {
+  if (qkNorm) {
+    qNorm_ = RmsNorm(weights, prefix + "q_norm.weight", shape.headDim, eps, onePlusNorm);
+    kNorm_ = RmsNorm(weights, prefix + "k_norm.weight", shape.headDim, eps, onePlusNorm);
+  }
+}
+
+void Attention::forward(const float* x, const Batch& batch, int64_t layer, float* out) const {
+  const AttentionShape& s = shape_;
+  const int64_t rows = batch.rows, qWidth = s.heads * s.headDim, kvWidth = s.kvHeads * s.headDim;
+  std::vector<float> q(static_cast<size_t>(rows * qWidth)), k(static_cast<size_t>(rows * kvWidth)),
+      v(static_cast<size_t>(rows * kvWidth)), context(static_cast<size_t>(rows * qWidth));
+  q_.apply(x, rows, q.data());
+  k_.apply(x, rows, k.data());
+  v_.apply(x, rows, v.data());
+  if (!qNorm_.empty()) {
+    qNorm_.apply(q.data(), rows * s.heads, q.data());
+    kNorm_.apply(k.data(), rows * s.kvHeads, k.data());
+  }
+  for (const Batch::Sequence& seq : batch.sequences)
+    for (int64_t r = 0; r < seq.rows; ++r) {
+      const int64_t row = seq.first + r, position = seq.start + r;
+      rope_.apply(q.data() + row * qWidth, s.heads, position);
+      rope_.apply(k.data() + row * kvWidth, s.kvHeads, position);
+      seq.cache->store(layer, position, k.data() + row * kvWidth, v.data() + row * kvWidth);
+    }
+
+  // One task per (row, query head): its scores over the keys it may see, softmax, sum of values.
+  std::vector<std::pair<const Batch::Sequence*, int64_t>> rowOf;  // sequence and position of each row
+  for (const Batch::Sequence& seq : batch.sequences)
+    for (int64_t r = 0; r < seq.rows; ++r) rowOf.emplace_back(&seq, seq.start + r);
+  const int64_t group = s.heads / s.kvHeads;
+  core::parallelFor(rows * s.heads, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> scores, scratch(static_cast<size_t>(s.headDim));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t row = t / s.heads, head = t % s.heads, kvHead = head / group;
+      const auto [seq, position] = rowOf[static_cast<size_t>(row)];
+      const int64_t first = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
+      const float* query = q.data() + row * qWidth + head * s.headDim;
+      scores.resize(static_cast<size_t>(position + 1 - first));
+      float top = -INFINITY;
+      for (int64_t j = first; j <= position; ++j) {
+        const float* key = seq->cache->key(layer, j, kvHead, scratch.data());
+        float d = 0.0f;
+        for (int64_t i = 0; i < s.headDim; ++i) d += query[i] * key[i];
+        d *= s.scale;
+        scores[static_cast<size_t>(j - first)] = d;
+        top = std::max(top, d);
+      }
+      float sum = 0.0f;
+      for (float& e : scores) sum += (e = std::exp(e - top));
+      float* ctx = context.data() + row * qWidth + head * s.headDim;
+      for (int64_t j = first; j <= position; ++j) {
+        const float p = scores[static_cast<size_t>(j - first)] / sum;
+        const float* value = seq->cache->value(layer, j, kvHead, scratch.data());
+        for (int64_t i = 0; i < s.headDim; ++i) ctx[i] += p * value[i];
+      }
+    }
+  });
+  o_.apply(context.data(), rows, out);
+}
+
+GatedMlp::GatedMlp(const ConvertedModel& weights, const std::string& prefix, int64_t hidden, int64_t inner,
+                   Activation act)
+    : gate_(weights, prefix + "gate_proj.weight", inner, hidden),
+      up_(weights, prefix + "up_proj.weight", inner, hidden),
+      down_(weights, prefix + "down_proj.weight", hidden, inner),
+      act_(act) {}
+
+void GatedMlp::forward(const float* x, int64_t rows, float* out) const {
+  const int64_t n = rows * gate_.out();
+  std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n));
+  gate_.apply(x, rows, gate.data());
+  up_.apply(x, rows, up.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[static_cast<size_t>(i)];
+    float a;
+    if (act_ == Activation::Silu) {
+      a = g / (1.0f + std::exp(-g));
+    } else {  // gelu, tanh approximation (gelu_pytorch_tanh)
+      constexpr float kSqrt2OverPi = 0.7978845608028654f;
+      a = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
+    }
+    gate[static_cast<size_t>(i)] = a * up[static_cast<size_t>(i)];
+  }
+  down_.apply(gate.data(), rows, out);
+}
+
+}  // namespace gizml::llm

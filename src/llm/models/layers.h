@@ -1,0 +1,104 @@
+#pragma once
+// The pieces our architectures are built from: RMS norms, rotary embeddings, attention with
+// grouped KV heads over a KV cache, gated MLPs. Activations are row-major f32 [rows, width];
+// the rows of one pass are the tokens of every fed sequence, one after another (Batch).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llm/model_config.h"
+#include "llm/models/kv_cache.h"
+#include "llm/models/linear.h"
+
+namespace gizml::llm {
+
+class ConvertedModel;
+
+/// The sequences of one forward pass: sequence s owns rows [first, first + rows) and their
+/// positions start, start + 1, ...
+struct Batch {
+  struct Sequence {
+    KvCache* cache;
+    int64_t first;
+    int64_t rows;
+    int64_t start;
+  };
+  std::vector<Sequence> sequences;
+  int64_t rows = 0;
+};
+
+/// x / rms(x) * w, or Gemma's x / rms(x) * (1 + w), over the last dim axis.
+class RmsNorm {
+ public:
+  RmsNorm() = default;
+  RmsNorm(const ConvertedModel& weights, const std::string& name, int64_t dim, double eps, bool onePlus);
+  /// out [rows, dim] = norm(x); out may be x.
+  void apply(const float* x, int64_t rows, float* out) const;
+  bool empty() const { return weight_.empty(); }
+
+ private:
+  std::vector<float> weight_;  // (1 + w) already added for Gemma
+  float eps_ = 0;
+};
+
+/// Rotary position embedding, rotate-half form, on the first `partial` share of each head.
+/// Frequencies from theta and a scaling (default, linear, llama3). Qwen3-VL's interleaved
+/// multimodal RoPE equals this one for text, whose three position components are the same.
+class Rope {
+ public:
+  Rope() = default;
+  Rope(int64_t headDim, double partialFactor, double theta, const RopeScaling& scaling);
+  /// Rotates `heads` consecutive heads of x at `position`.
+  void apply(float* x, int64_t heads, int64_t position) const;
+
+ private:
+  int64_t headDim_ = 0;
+  std::vector<float> invFreq_;  // one per rotated pair
+};
+
+struct AttentionShape {
+  int64_t hidden, heads, kvHeads, headDim;
+  float scale;         // of the scores: 1/sqrt(headDim), or Gemma's query_pre_attn_scalar
+  int64_t window = 0;  // sliding window (the key at distance window - 1 is the oldest); 0: none
+};
+
+/// Self-attention: q, k, v projections (with biases when the model has them), optional RMS norms
+/// per head of q and k, RoPE, causal softmax attention of each query head over its KV head's
+/// cache (grouped-query), output projection.
+class Attention {
+ public:
+  Attention() = default;
+  /// Tensors under `prefix` ("model.layers.3.self_attn."): q_proj, k_proj, v_proj, o_proj, and
+  /// q_norm/k_norm when qkNorm; biases of q/k/v when bias.
+  Attention(const ConvertedModel& weights, const std::string& prefix, const AttentionShape& shape, bool bias,
+            bool qkNorm, bool onePlusNorm, double eps, Rope rope);
+  /// out [rows, hidden] from x [rows, hidden] (normed); writes the rows' keys and values into
+  /// layer `layer` of each sequence's cache first.
+  void forward(const float* x, const Batch& batch, int64_t layer, float* out) const;
+
+ private:
+  AttentionShape shape_{};
+  Linear q_, k_, v_, o_;
+  RmsNorm qNorm_, kNorm_;
+  Rope rope_;
+};
+
+enum class Activation { Silu, GeluTanh };
+
+/// down(act(gate(x)) * up(x)): SwiGLU (silu) or GeGLU (gelu, tanh form).
+class GatedMlp {
+ public:
+  GatedMlp() = default;
+  /// gate_proj, up_proj, down_proj under `prefix` ("model.layers.3.mlp.").
+  GatedMlp(const ConvertedModel& weights, const std::string& prefix, int64_t hidden, int64_t inner, Activation act);
+  void forward(const float* x, int64_t rows, float* out) const;
+
+ private:
+  Linear gate_, up_, down_;
+  Activation act_ = Activation::Silu;
+};
+
+/// x += y over n values.
+void addInPlace(float* x, const float* y, int64_t n);
+
+}  // namespace gizml::llm

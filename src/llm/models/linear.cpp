@@ -1,0 +1,118 @@
+#include "llm/models/linear.h"
+
+#include <gizml/error.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "cpu/gemm.h"
+#include "llm/models/weights.h"
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+namespace {
+
+// Up to this many activation rows, each output is a dot product of the dequantized row with
+// every activation row; beyond it the block goes through sgemm.
+constexpr int64_t kDotRows = 4;
+
+float dot(const float* a, const float* b, int64_t n) {
+  // Eight independent sums so that the compiler can keep them in one vector register.
+  float acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+  float s = 0.0f;
+  for (; i < n; ++i) s += a[i] * b[i];
+  for (float v : acc) s += v;
+  return s;
+}
+
+void unpackCodes(const uint8_t* in, int64_t n, int bits, float* q) {
+  if (bits == 8) {
+    for (int64_t i = 0; i < n; ++i) q[i] = in[i];
+  } else if (bits == 4) {
+    for (int64_t i = 0; i < n / 2; ++i) {
+      q[2 * i] = static_cast<float>(in[i] & 15);
+      q[2 * i + 1] = static_cast<float>(in[i] >> 4);
+    }
+  } else {  // a little-endian bit stream
+    const uint32_t mask = (1u << bits) - 1;
+    uint32_t acc = 0;
+    int filled = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      while (filled < bits) {
+        acc |= static_cast<uint32_t>(*in++) << filled;
+        filled += 8;
+      }
+      q[i] = static_cast<float>(acc & mask);
+      acc >>= bits;
+      filled -= bits;
+    }
+  }
+}
+
+}  // namespace
+
+Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
+               const std::string& bias)
+    : out_(out), in_(in) {
+  const StoredTensor& t = storedTensor(weights, name, {out, in});
+  data_ = weights.raw(t).data();
+  quantized_ = t.quantized;
+  if (quantized_) {
+    format_ = t.format;
+    rowBytes_ = groupRowBytes(format_, in);
+    for (int e = 0; e < 256; ++e) scales_[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
+  }
+  if (!bias.empty()) bias_ = loadVector(weights, bias, out);
+}
+
+void Linear::dequantizeRows(int64_t first, int64_t count, float* dst) const {
+  const float zStep = static_cast<float>((1 << format_.bits) - 1) / 255.0f;
+  const int64_t blockBytes = groupBlockBytes(format_), groups = in_ / format_.group;
+  for (int64_t r = 0; r < count; ++r) {
+    const uint8_t* block = data_ + (first + r) * rowBytes_;
+    float* out = dst + r * in_;
+    for (int64_t g = 0; g < groups; ++g, block += blockBytes, out += format_.group) {
+      const float s = scales_[block[0]];
+      const float z = static_cast<float>(block[1]) * zStep;
+      unpackCodes(block + 2, format_.group, format_.bits, out);
+      for (int64_t i = 0; i < format_.group; ++i) out[i] = s * (out[i] - z);
+    }
+  }
+}
+
+void Linear::row(int64_t r, float* dst) const {
+  if (quantized_) dequantizeRows(r, 1, dst);
+  else std::memcpy(dst, reinterpret_cast<const float*>(data_) + r * in_, static_cast<size_t>(in_) * 4);
+}
+
+void Linear::apply(const float* x, int64_t rows, float* y) const {
+  // Small blocks spread decode over the threads; larger ones give sgemm room for prefill.
+  const int64_t blockRows = rows <= kDotRows ? 16 : 64;
+  const int64_t blocks = (out_ + blockRows - 1) / blockRows;
+  core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> buffer(quantized_ ? static_cast<size_t>(blockRows * in_) : 0);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t first = b * blockRows, count = std::min(blockRows, out_ - first);
+      const float* w = reinterpret_cast<const float*>(data_) + first * in_;
+      if (quantized_) {
+        dequantizeRows(first, count, buffer.data());
+        w = buffer.data();
+      }
+      if (rows <= kDotRows) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t o = 0; o < count; ++o) y[r * out_ + first + o] = dot(x + r * in_, w + o * in_, in_);
+      } else {
+        cpu::sgemm(rows, count, in_, x, in_, 1, w, 1, in_, y + first, out_, false);
+      }
+      if (!bias_.empty())
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t o = first; o < first + count; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
+    }
+  });
+}
+
+}  // namespace gizml::llm

@@ -1,0 +1,43 @@
+#pragma once
+// A linear layer y = x W^T (+ b) over the weights as converted: group-quantized rows are
+// dequantized on the fly, a block of output rows at a time, so a pass reads the stored bytes
+// once whatever the number of activation rows (decode streams the weights once).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llm/quant/group_quant.h"
+
+namespace gizml::llm {
+
+class ConvertedModel;
+
+class Linear {
+ public:
+  Linear() = default;
+  /// The tensor `name` ([out, in], f32 or quantized), and `bias` ([out]) unless empty; throws
+  /// gizml::Error naming a missing tensor or a wrong shape.
+  Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
+         const std::string& bias = "");
+
+  int64_t in() const { return in_; }
+  int64_t out() const { return out_; }
+  /// y [rows, out] = x [rows, in] W^T + b, row-major.
+  void apply(const float* x, int64_t rows, float* y) const;
+  /// Row r of W (an embedding lookup), as floats.
+  void row(int64_t r, float* dst) const;
+
+ private:
+  void dequantizeRows(int64_t first, int64_t count, float* dst) const;
+
+  int64_t out_ = 0, in_ = 0;
+  const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open
+  bool quantized_ = false;
+  GroupFormat format_;
+  int64_t rowBytes_ = 0;
+  std::array<float, 256> scales_{};  // the scale of each exponent code
+  std::vector<float> bias_;
+};
+
+}  // namespace gizml::llm

@@ -1,0 +1,21 @@
+#include "llm/models/weights.h"
+
+#include <gizml/error.h>
+
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+
+const StoredTensor& storedTensor(const ConvertedModel& weights, const std::string& name, const tensor::Shape& shape) {
+  const StoredTensor& t = weights.tensor(name);
+  check(t.shape == shape, weights.folder() + ": tensor '" + name + "' has shape " + tensor::shapeText(t.shape) +
+                              ", the model expects " + tensor::shapeText(shape));
+  return t;
+}
+
+std::vector<float> loadVector(const ConvertedModel& weights, const std::string& name, int64_t n) {
+  storedTensor(weights, name, {n});
+  return weights.dequantize(name).toFloats();
+}
+
+}  // namespace gizml::llm

@@ -1,0 +1,19 @@
+#pragma once
+// Reading a model's tensors with the shape its architecture expects: a missing tensor or a wrong
+// shape is a gizml::Error naming the tensor and both shapes.
+#include <gizml/tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace gizml::llm {
+
+class ConvertedModel;
+struct StoredTensor;
+
+/// The entry of `name`, checked to have `shape`.
+const StoredTensor& storedTensor(const ConvertedModel& weights, const std::string& name, const tensor::Shape& shape);
+/// A vector of n values (norms, biases) as floats.
+std::vector<float> loadVector(const ConvertedModel& weights, const std::string& name, int64_t n);
+
+}  // namespace gizml::llm
