@@ -33,6 +33,7 @@ SplitPattern patternOf(const std::string& pre, const std::string& path) {
   if (pre == "qwen2" || pre == "deepseek-r1-qwen") return SplitPattern::qwen2;
   if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") return SplitPattern::llama3;
   if (pre == "qwen35") return SplitPattern::qwen35;
+  if (pre == "smollm") return SplitPattern::smollm;
   throw Error(path + ": unsupported tokenizer.ggml.pre \"" + pre + "\"");
 }
 
@@ -133,7 +134,8 @@ std::unique_ptr<Impl> build(GgufVocab v, const std::string& path) {
   } else if (v.model == "gpt2") {
     m->model = Impl::Model::byteLevelBpe;
     m->pattern = patternOf(v.pre, path);
-    m->normalizer = m->pattern == SplitPattern::llama3 ? Impl::Normalizer::none : Impl::Normalizer::nfc;
+    const bool nfc = m->pattern != SplitPattern::llama3 && m->pattern != SplitPattern::smollm;
+    m->normalizer = nfc ? Impl::Normalizer::nfc : Impl::Normalizer::none;
     m->ignoreMerges = m->pattern == SplitPattern::llama3;
     if (v.addBos.value_or(m->pattern == SplitPattern::llama3) && v.bos)
       m->prefix.push_back(static_cast<int32_t>(*v.bos));
@@ -176,7 +178,6 @@ std::unique_ptr<Impl> build(GgufVocab v, const std::string& path) {
       std::string ch;
       unicode::appendUtf8(ch, table[static_cast<size_t>(b)]);
       m->byteIds[b] = lookup(m->vocab.ids, ch);
-      check(m->byteIds[b] >= 0, path + ": byte-level vocabulary lacks a byte");
     }
     m->merges.reserve(v.merges.size());
     uint32_t rank = 0;

@@ -229,7 +229,6 @@ Tokenizer Tokenizer::fromJson(const std::string& folderOrPath) {
         std::string ch;
         unicode::appendUtf8(ch, table[static_cast<size_t>(b)]);
         m->byteIds[b] = lookup(m->vocab.ids, ch);
-        check(m->byteIds[b] >= 0, "tokenizer.json: byte-level vocabulary lacks a byte");
       } else {
         char name[8];
         std::snprintf(name, sizeof name, "<0x%02X>", b);
