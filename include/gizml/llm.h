@@ -1,9 +1,12 @@
 #pragma once
-// gizml::llm: language models. This part: converting a Hugging Face folder or a GGUF file into
-// our quantized format (docs/format.md), once, before loading.
+// gizml::llm: language models. Converting a Hugging Face folder or a GGUF file into our
+// quantized format (docs/format.md), once; loading it; generating with an Engine.
 #include <gizml/error.h>
+#include <gizml/tokenizer.h>
 
 #include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -37,5 +40,127 @@ struct ConvertReport {
 /// bar on stderr when it is a terminal. Throws gizml::Error naming the file and field at fault.
 ConvertReport convert(const std::string& source, const std::string& destination, const Bits& bits = {},
                       const std::string& loraFolder = "");
+
+/// How a request picks its tokens. The penalties shape the logits first: presence and frequency
+/// (OpenAI's) over the generated tokens, repetition (CTRL's, as transformers) over prompt and
+/// generated tokens. temperature 0 is greedy; otherwise topK (0: all), topP and minP cut the
+/// distribution, and draws come from a counter-based generator keyed by seed, so the same seed
+/// and prompt give the same tokens whatever else the engine runs.
+struct Sampling {
+  double temperature = 0.0;
+  int topK = 0;
+  double topP = 1.0;
+  double minP = 0.0;
+  uint64_t seed = 0;
+  double presencePenalty = 0.0;
+  double frequencyPenalty = 0.0;
+  double repetitionPenalty = 1.0;
+  /// -1: none; n >= 0: each token's log probability and the n most likely, in Progress/Result.
+  int logprobs = -1;
+};
+Sampling greedy();
+Sampling sample(double temperature, int topK = 0, double topP = 1.0, uint64_t seed = 0);
+
+struct Request {
+  std::vector<TokenId> prompt;
+  int64_t limit = 256;  // the most tokens to generate
+  Sampling sampling;
+  std::vector<std::string> stop;  // stop strings, matched on the decoded text
+};
+
+/// A token's log probability (log-softmax of its logits after the penalties) and the top ones.
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<TokenId, float>> top;
+};
+
+enum class Finish { Running, Length, EndOfTurn, Stop, Cancelled };
+const char* finishName(Finish f);
+
+/// What one step gave one request.
+struct Progress {
+  int request = 0;
+  std::vector<TokenId> tokens;
+  std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
+  Finish finish = Finish::Running;
+};
+
+struct Result {
+  std::vector<TokenId> tokens;  // the end-of-turn token that ended it included
+  std::vector<TokenLogprob> logprobs;
+  Finish finish = Finish::Running;
+};
+
+class LanguageModel;
+class ChatTemplate;
+
+/// Runs requests on a model in slots of up to maxTokens tokens each. Every step is one forward
+/// pass of the model for all running requests: new prompts are read whole, the others feed their
+/// last token. A slot keeps what it read after its request ends, so a request whose prompt starts
+/// with that (the next turn of a chat) reads only the rest. Bad requests throw gizml::Error and
+/// leave the engine as it was.
+class Engine {
+ public:
+  /// endOfTurn: the tokens that end a request (the tokenizer's eos, the template's turn end).
+  Engine(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer,
+         std::vector<TokenId> endOfTurn, int slots, int64_t maxTokens);
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+  ~Engine();
+
+  /// Starts a request in a free slot; returns its id. Throws when no slot is free.
+  int add(const Request& request);
+  /// One step of every running request; requests that finish leave their slots.
+  std::vector<Progress> advance();
+  /// Ends a running request (its slot becomes free); unknown ids are ignored.
+  void cancel(int request);
+  /// Requests still running.
+  int running() const;
+  int slots() const;
+  int64_t maxTokens() const;
+
+  /// Runs requests to their ends, as many at once as there are slots, the rest as slots free up.
+  std::vector<Result> generate(const std::vector<Request>& requests);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A chat rendered to token ids; ends[i] is where message i ends (the tokens of the template
+/// applied to messages 0..i, as far as they agree with the whole).
+struct ChatTokens {
+  std::vector<TokenId> ids;
+  std::vector<size_t> ends;
+};
+
+/// A converted model, loaded: its tokenizer, chat template and architecture.
+class Model {
+ public:
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  /// The chat template applied to messages (a JSON list of {role, content}) with the generation
+  /// prompt; thinking sets enable_thinking for templates that read it.
+  std::string chatPrompt(const nlohmann::ordered_json& messages, bool thinking = false) const;
+  /// chatPrompt's tokens, with where each message ends.
+  ChatTokens chatTokens(const nlohmann::ordered_json& messages, bool thinking = false) const;
+  /// The tokens that end a turn: eos and the template's end of an assistant message.
+  const std::vector<TokenId>& endOfTurn() const { return endOfTurn_; }
+  /// The longest sequence the model was trained for (config's max positions).
+  int64_t contextLength() const;
+  Engine engine(int slots, int64_t maxTokens) const;
+
+  /// A model from its parts (load() uses it; tests give it their own LanguageModel).
+  Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer, std::string chatTemplate);
+
+ private:
+  std::shared_ptr<LanguageModel> model_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<const ChatTemplate> template_;  // null when the model has none
+  std::vector<TokenId> endOfTurn_;
+};
+
+/// Loads a converted folder (convert's output). Throws gizml::Error naming the file at fault.
+Model load(const std::string& folder);
 
 }  // namespace gizml::llm

@@ -16,7 +16,8 @@ using TokenId = int32_t;
 class Tokenizer {
  public:
   /// Loads tokenizer.json (and tokenizer_config.json beside it, for bos/eos) from a folder or
-  /// from the path of the tokenizer.json itself.
+  /// from the path of the tokenizer.json itself; also the tokenizer_gguf.json that convert
+  /// writes for a GGUF source (a folder without tokenizer.json uses it).
   static Tokenizer fromJson(const std::string& folderOrPath);
   /// Loads the vocabulary of a GGUF file (tokenizer.ggml.*).
   static Tokenizer fromGguf(const std::string& path);

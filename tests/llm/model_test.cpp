@@ -1,262 +1,118 @@
-// The CPU language models against transformers: tiny random-weight models of each architecture
-// (tests/reference/make_model_fixtures.py), converted unquantized (f32), at 8 and at 4 bits.
-// Batching and prefill-then-decode give the logits of one pass; bad input is an Error.
-//
-// Measured, max |logit error| over all 61 teacher-forced positions as a share of the logits'
-// range (f32 KV cache; F16 adds up to 3.3e-4), greedy tokens equal to transformers' at 8 bits
-// (of 32), 4-bit top-1 agreement (of 61 positions):
-//            f32       8 bits   greedy@8  top-1@4
-//   llama    <5e-7     0.0085   32        43
-//   mistral  <5e-7     0.0112    9        42
-//   qwen2    <5e-7     0.0113   32        48
-//   qwen3    <5e-7     0.0099    2        46
-//   qwen3_vl <5e-7     0.0107   32        42
-//   gemma3   <5e-7     0.0187   32        39
-// Unquantized, the models equal transformers to f32 rounding, greedy included. At 8 bits the
-// error is the quantization's (0.46 % RMS per weight): up to 1.9 % of the range at the worst of
-// 31k logits, more than the 1 % first aimed at, and more than the lead of the top token at some
-// greedy steps of mistral and qwen3, whose continuations then part from transformers'.
+// Model: chat prompts and tokens with real templates and tokenizers, end-of-turn tokens, and the
+// tokenizer of a folder converted from a GGUF file.
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <functional>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <tuple>
 
-#include "llm/formats/safetensors.h"
-#include "llm/models/language_model.h"
-#include "llm/quant/converted_model.h"
+#include "fake_model.h"
+#include "llm/formats/gguf.h"
 #include "llm_test_util.h"
 
-using namespace gizml;
 using namespace gizml::llm;
-namespace fs = std::filesystem;
+using nlohmann::ordered_json;
 
 namespace {
 
-std::string modelData(const std::string& arch) { return std::string(GIZML_TEST_DATA) + "/models/" + arch; }
+std::string shared(const std::string& name) { return std::string(GIZML_SHARED_DATA) + "/" + name; }
 
-struct Reference {
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::vector<float>> logits;  // per prompt, [length, vocab]
-  size_t greedyPrompt = 0;
-  std::vector<int32_t> greedy;
-};
-
-Reference readReference(const std::string& arch) {
-  std::ifstream in(modelData(arch) + "/reference.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  Reference r;
-  r.prompts = j["prompts"].get<std::vector<std::vector<int32_t>>>();
-  r.greedyPrompt = j["greedy_prompt"].get<size_t>();
-  r.greedy = j["greedy"].get<std::vector<int32_t>>();
-  const SafetensorsFile file(modelData(arch) + "/reference.safetensors");
-  for (size_t i = 0; i < r.prompts.size(); ++i) r.logits.push_back(file.load("logits_" + std::to_string(i)).toFloats());
-  return r;
+Model modelOf(const std::string& tokenizerName) {
+  const std::string folder = shared("tokenizers/" + tokenizerName);
+  std::ifstream in(folder + "/tokenizer_config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
+  auto fake = std::make_shared<fake::FakeModel>(static_cast<int64_t>(tokenizer->vocabSize()));
+  return Model(fake, tokenizer, config.value("chat_template", ""));
 }
 
-// Groups of 256 values do not divide the fixtures' rows (64 and 128 values), so convert keeps
-// every tensor in f32: the model's arithmetic alone, without quantization.
-constexpr int kUnquantized = 0;
-
-/// The fixture converted at `bits` (layers and head; kUnquantized: f32), once per test program.
-const ConvertedModel& converted(const std::string& arch, int bits) {
-  static std::map<std::pair<std::string, int>, ConvertedModel> cache;
-  const auto key = std::pair{arch, bits};
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const fs::path out = fs::temp_directory_path() / ("gizml_model_test_" + arch + "_q" + std::to_string(bits));
-  fs::remove_all(out);
-  const Bits stored = bits == kUnquantized ? Bits{.layers = 8, .head = 8, .group = 256} : Bits{.layers = bits, .head = bits};
-  convert(modelData(arch) + "/hf", out.string(), stored);
-  return cache.emplace(key, ConvertedModel::open(out.string())).first->second;
-}
-
-/// Every position's logits of tokens fed at once to a fresh state.
-std::vector<float> logitsOf(LanguageModel& model, const std::vector<int32_t>& tokens) {
-  const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(tokens.size()));
-  return model.forward({{state.get(), tokens, true}})[0].toFloats();
-}
-
-int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
-
-/// max |got - want| over the logits' range of want.
-double relativeMaxError(const std::vector<float>& got, const std::vector<float>& want) {
-  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
-  double err = 0;
-  for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
-  return err / (*hi - *lo);
-}
-
-class ModelTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(ModelTest, LogitsMatchTransformers) {
-  const Reference ref = readReference(GetParam());
-  for (int bits : {kUnquantized, 8}) {
-    for (DType kv : {DType::F32, DType::F16}) {
-      const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), bits), {.kvCache = kv});
-      double worst = 0;
-      for (size_t p = 0; p < ref.prompts.size(); ++p) {
-        const std::vector<float> got = logitsOf(*model, ref.prompts[p]);
-        ASSERT_EQ(got.size(), ref.logits[p].size());
-        worst = std::max(worst, relativeMaxError(got, ref.logits[p]));
-      }
-      std::printf("%s, %d bits, KV cache %s: max logit error %.6f of the range\n", GetParam().c_str(), bits,
-                  dtypeName(kv), worst);
-      const double bound = bits == 8 ? 2.5e-2 : kv == DType::F16 ? 1e-3 : 1e-5;
-      EXPECT_LT(worst, bound);
-    }
-  }
-}
-
-/// The greedy continuation of the fixture's greedy prompt, a token per forward pass.
-std::vector<int32_t> greedy(LanguageModel& model, const Reference& ref) {
-  const std::vector<int32_t>& prompt = ref.prompts[ref.greedyPrompt];
-  const int64_t vocab = model.config().vocabSize;
-  const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(prompt.size() + ref.greedy.size()));
-  std::vector<int32_t> feed = prompt, got;
-  while (got.size() < ref.greedy.size()) {
-    const tensor::Tensor logits = model.forward({{state.get(), feed}})[0];
-    got.push_back(static_cast<int32_t>(argmax(logits.data<float>(), vocab)));
-    feed = {got.back()};
-  }
-  return got;
-}
-
-TEST_P(ModelTest, GreedyContinuationMatchesTransformers) {
-  const Reference ref = readReference(GetParam());
-  EXPECT_EQ(greedy(*buildLanguageModel(converted(GetParam(), kUnquantized)), ref), ref.greedy);
-  // At 8 bits the logits move by up to ~1 % of their range, more than the lead of the top token
-  // over the runner-up at some steps of a random model (the fixtures only guarantee 0.3 %), so
-  // the continuation may part from transformers'; the tokens before it parts may not shrink.
-  const std::map<std::string, size_t> floors = {{"llama", 32}, {"mistral", 9}, {"qwen2", 32},
-                                                {"qwen3", 2},   {"qwen3_vl", 32}, {"gemma3", 32}};
-  const std::vector<int32_t> got = greedy(*buildLanguageModel(converted(GetParam(), 8)), ref);
-  const size_t same = static_cast<size_t>(std::mismatch(got.begin(), got.end(), ref.greedy.begin()).first - got.begin());
-  std::printf("%s at 8 bits: greedy continuation agrees for %zu of %zu tokens\n", GetParam().c_str(), same, got.size());
-  EXPECT_GE(same, floors.at(GetParam()));
-}
-
-TEST_P(ModelTest, TopOneAgreementAt4Bits) {
-  // Floors: the positions measured at 4 bits less three, so that it cannot regress.
-  const std::map<std::string, int> floors = {{"llama", 40}, {"mistral", 39}, {"qwen2", 45},
-                                             {"qwen3", 43}, {"qwen3_vl", 39}, {"gemma3", 36}};
-  const Reference ref = readReference(GetParam());
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), 4));
-  const int64_t vocab = model->config().vocabSize;
-  int agree = 0, total = 0;
-  for (size_t p = 0; p < ref.prompts.size(); ++p) {
-    const std::vector<float> got = logitsOf(*model, ref.prompts[p]);
-    for (size_t t = 0; t < ref.prompts[p].size(); ++t, ++total)
-      agree += argmax(&got[t * vocab], vocab) == argmax(&ref.logits[p][t * vocab], vocab);
-  }
-  const double share = static_cast<double>(agree) / total;
-  std::printf("%s at 4 bits: top-1 agrees at %d of %d positions (%.3f)\n", GetParam().c_str(), agree, total, share);
-  EXPECT_GE(agree, floors.at(GetParam()));
-}
-
-TEST_P(ModelTest, BatchedSequencesGiveTheirOwnLogits) {
-  const Reference ref = readReference(GetParam());
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), 8));
-  const std::vector<int32_t>& a = ref.prompts[2];
-  const std::vector<int32_t>& b = ref.prompts[3];
-  const std::vector<float> aloneA = logitsOf(*model, a), aloneB = logitsOf(*model, b);
-  const std::unique_ptr<SequenceState> sa = model->newState(64), sb = model->newState(64);
-  const std::vector<tensor::Tensor> together = model->forward({{sa.get(), a, true}, {sb.get(), b, true}});
-  // Several rows go through other kernels than one (sgemm vs dot products): rounding differs.
-  EXPECT_LT(relativeMaxError(together[0].toFloats(), aloneA), 1e-4);
-  EXPECT_LT(relativeMaxError(together[1].toFloats(), aloneB), 1e-4);
-  EXPECT_EQ(sa->length(), static_cast<int64_t>(a.size()));
-  EXPECT_EQ(sb->length(), static_cast<int64_t>(b.size()));
-
-  // Then one decode step for both, against each sequence decoded alone.
-  const std::vector<tensor::Tensor> step = model->forward({{sa.get(), {7}}, {sb.get(), {9}}});
-  for (auto [prompt, token, got] : {std::tuple{&a, 7, step[0]}, std::tuple{&b, 9, step[1]}}) {
-    std::vector<int32_t> all = *prompt;
-    all.push_back(token);
-    const std::vector<float> alone = logitsOf(*model, all);
-    const std::vector<float> last(alone.end() - model->config().vocabSize, alone.end());
-    EXPECT_LT(relativeMaxError(got.toFloats(), last), 1e-4);
-  }
-}
-
-TEST_P(ModelTest, PrefillThenDecodeGivesTheLogitsOfOnePass) {
-  const Reference ref = readReference(GetParam());
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), 8));
-  const std::vector<int32_t>& prompt = ref.prompts[3];
-  const std::vector<float> once = logitsOf(*model, prompt);
-  const int64_t vocab = model->config().vocabSize, split = 20;
-  const std::unique_ptr<SequenceState> state = model->newState(static_cast<int64_t>(prompt.size()));
-  std::vector<float> steps =
-      model->forward({{state.get(), std::vector<int32_t>(prompt.begin(), prompt.begin() + split), true}})[0].toFloats();
-  for (size_t t = split; t < prompt.size(); ++t) {
-    const std::vector<float> row = model->forward({{state.get(), {prompt[t]}}})[0].toFloats();
-    steps.insert(steps.end(), row.begin(), row.end());
-  }
-  ASSERT_EQ(steps.size(), prompt.size() * vocab);
-  EXPECT_LT(relativeMaxError(steps, once), 1e-4);
-
-  // Truncating and feeding again gives the same logits too.
-  state->truncate(split);
-  const std::vector<float> again =
-      model->forward({{state.get(), std::vector<int32_t>(prompt.begin() + split, prompt.end()), true}})[0].toFloats();
-  EXPECT_LT(relativeMaxError(again, std::vector<float>(once.begin() + split * vocab, once.end())), 1e-4);
-}
-
-INSTANTIATE_TEST_SUITE_P(Architectures, ModelTest,
-                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "qwen3_vl", "gemma3"),
-                         [](const auto& info) { return info.param; });
-
-/// A copy of the converted llama whose manifest `edit` changed.
-std::string editedModel(const std::string& tag, const std::function<void(nlohmann::json&)>& edit) {
-  const std::string out = freshFolder(tag);
-  const std::string from = converted("llama", 8).folder();
-  for (const char* file : {kManifestName, kDataName}) fs::copy_file(fs::path(from) / file, fs::path(out) / file);
-  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(fs::path(out) / kManifestName));
-  edit(manifest);
-  std::ofstream(fs::path(out) / kManifestName) << manifest.dump(1);
-  return out;
-}
-
-nlohmann::json& entry(nlohmann::json& manifest, const std::string& name) {
-  for (nlohmann::json& t : manifest["tensors"])
-    if (t["name"] == name) return t;
-  throw std::runtime_error("no " + name);
-}
-
-TEST(ModelErrors, MissingTensorIsNamed) {
-  const std::string folder = editedModel("missing", [](nlohmann::json& m) {
-    entry(m, "model.layers.1.mlp.up_proj.weight")["name"] = "model.layers.1.mlp.unused.weight";
-  });
-  expectError([&] { buildLanguageModel(ConvertedModel::open(folder)); }, {"model.layers.1.mlp.up_proj.weight"});
-}
-
-TEST(ModelErrors, WrongShapeIsNamed) {
-  // q_proj [64, 64] and k_proj [32, 64] swap names: q_proj, read first, now has k's shape.
-  const std::string folder = editedModel("shape", [](nlohmann::json& m) {
-    entry(m, "model.layers.0.self_attn.q_proj.weight")["name"] = "swap";
-    entry(m, "model.layers.0.self_attn.k_proj.weight")["name"] = "model.layers.0.self_attn.q_proj.weight";
-    entry(m, "swap")["name"] = "model.layers.0.self_attn.k_proj.weight";
-  });
-  expectError([&] { buildLanguageModel(ConvertedModel::open(folder)); },
-              {"model.layers.0.self_attn.q_proj.weight", "has shape [32, 64]", "expects [64, 64]"});
-}
-
-TEST(ModelErrors, FeedingPastCapacityIsAnError) {
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted("llama", 8));
-  const std::unique_ptr<SequenceState> state = model->newState(4);
-  expectError([&] { model->forward({{state.get(), {1, 2, 3, 4, 5}}}); }, {"capacity of 4"});
-  model->forward({{state.get(), {1, 2, 3}}});
-  expectError([&] { model->forward({{state.get(), {4, 5}}}); }, {"2 tokens after 3", "capacity of 4"});
-  EXPECT_EQ(state->length(), 3);
-  expectError([&] { model->forward({{state.get(), {512}}}); }, {"token 512", "vocabulary of 512"});
-  expectError([&] { model->forward({{state.get(), {1}}, {state.get(), {2}}}); }, {"fed twice"});
-  const std::unique_ptr<LanguageModel> other = buildLanguageModel(converted("llama", 8));
-  expectError([&] { other->forward({{state.get(), {1}}}); }, {"not made by this model"});
-}
+const ordered_json kChat = ordered_json::parse(R"([
+  {"role": "user", "content": "Name three rivers."},
+  {"role": "assistant", "content": "Nile, Amazon, Danube."},
+  {"role": "user", "content": "And three lakes?"}])");
 
 }  // namespace
+
+TEST(Model, Qwen3ChatPromptWithAndWithoutThinking) {
+  const Model m = modelOf("qwen3");
+  const ordered_json one = ordered_json::array({kChat[0]});
+  EXPECT_EQ(m.chatPrompt(one, true), "<|im_start|>user\nName three rivers.<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(m.chatPrompt(one, false),
+            "<|im_start|>user\nName three rivers.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  const std::vector<TokenId>& ends = m.endOfTurn();
+  EXPECT_NE(std::find(ends.begin(), ends.end(), m.tokenizer().tokenToId("<|im_end|>")), ends.end());
+}
+
+TEST(Model, ChatTokensMarkWhereEachMessageEnds) {
+  const Model m = modelOf("gemma3");
+  const ChatTokens chat = m.chatTokens(kChat);
+  EXPECT_EQ(chat.ids, m.tokenizer().encode(m.chatPrompt(kChat), false));
+  ASSERT_EQ(chat.ends.size(), 3u);
+  EXPECT_LT(chat.ends[2], chat.ids.size());  // the generation prompt follows
+  for (size_t end : chat.ends)
+    EXPECT_EQ(m.tokenizer().decode(std::span(chat.ids).subspan(end - 2, 2)), "<end_of_turn>\n");
+}
+
+// Qwen3 writes an empty reasoning block into the last assistant message only, so the renders
+// of the first two messages and of all three part inside the assistant's turn: its mark stops
+// there (what a slot holding the shorter chat can keep).
+TEST(Model, ChatTokensStopWhereTheTemplateRewritesATurn) {
+  const Model m = modelOf("qwen3");
+  const ChatTokens chat = m.chatTokens(kChat, true);
+  ASSERT_EQ(chat.ends.size(), 3u);
+  const auto text = [&](size_t from, size_t to) { return m.tokenizer().decode(std::span(chat.ids).subspan(from, to - from)); };
+  EXPECT_EQ(text(0, chat.ends[0]), "<|im_start|>user\nName three rivers.<|im_end|>\n");
+  EXPECT_EQ(text(chat.ends[0], chat.ends[1]), "<|im_start|>assistant\n");
+  EXPECT_EQ(text(chat.ends[1], chat.ends[2]), "Nile, Amazon, Danube.<|im_end|>\n<|im_start|>user\nAnd three lakes?<|im_end|>\n");
+}
+
+TEST(Model, GemmaEndsTurnsWithEndOfTurnAndStartsWithBos) {
+  const Model m = modelOf("gemma3");
+  const ChatTokens chat = m.chatTokens(ordered_json::array({kChat[0]}));
+  EXPECT_EQ(chat.ids.front(), m.tokenizer().bos());
+  const std::vector<TokenId>& ends = m.endOfTurn();
+  EXPECT_NE(std::find(ends.begin(), ends.end(), m.tokenizer().tokenToId("<end_of_turn>")), ends.end());
+  EXPECT_EQ(m.tokenizer().decode(chat.ids), "<bos><start_of_turn>user\nName three rivers.<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(Model, EngineRunsOnTheModel) {
+  const Model m = modelOf("qwen3");
+  Engine e = m.engine(2, 128);
+  Request r;
+  r.prompt = m.chatTokens(ordered_json::array({kChat[0]})).ids;
+  r.limit = 4;
+  const Result out = e.generate({r})[0];
+  EXPECT_EQ(out.tokens.size(), 4u);
+  EXPECT_EQ(out.finish, Finish::Length);
+}
+
+TEST(Model, WithoutATemplateChatPromptIsAnError) {
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(shared("tokenizers/qwen3")));
+  const Model m(std::make_shared<fake::FakeModel>(), tokenizer, "");
+  expectError([&] { m.chatPrompt(kChat); }, {"no chat template"});
+}
+
+TEST(Model, LoadNamesAMissingFolder) {
+  expectError([] { load("/nonexistent/model"); }, {"/nonexistent/model"});
+}
+
+// A folder converted from a GGUF file holds tokenizer_gguf.json (the tokenizer.ggml.* keys);
+// written here from the GGUF's own metadata, it must tokenize as the GGUF does.
+TEST(Model, TokenizerOfAGgufConversion) {
+  const std::string gguf = shared("tokenizer-tests/llama-spm.gguf");
+  const GgufFile file(gguf);
+  nlohmann::json doc = {{"model", file.getString("tokenizer.ggml.model")},
+                        {"tokens", file.getStrings("tokenizer.ggml.tokens")},
+                        {"scores", file.getFloats("tokenizer.ggml.scores")},
+                        {"token_type", file.getInts("tokenizer.ggml.token_type")},
+                        {"bos_token_id", file.getInt("tokenizer.ggml.bos_token_id")},
+                        {"eos_token_id", file.getInt("tokenizer.ggml.eos_token_id")}};
+  const std::string folder = freshFolder("gguf_tokenizer");
+  std::ofstream(folder + "/tokenizer_gguf.json") << doc.dump();
+  const Tokenizer fromJson = Tokenizer::fromJson(folder);
+  const Tokenizer fromGguf = Tokenizer::fromGguf(gguf);
+  EXPECT_EQ(fromJson.vocabSize(), fromGguf.vocabSize());
+  EXPECT_EQ(fromJson.bos(), fromGguf.bos());
+  for (const char* text : {"Hello world", " leading space", "ünïcödé 🙂 text", "\n\ttabs"})
+    EXPECT_EQ(fromJson.encode(text), fromGguf.encode(text)) << text;
+}

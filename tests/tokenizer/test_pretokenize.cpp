@@ -45,3 +45,18 @@ TEST(TokenizerPretokenize, MatchesTheRegexModule) {
 }
 
 }  // namespace
+
+// SmolLM's split, against Hugging Face tokenizers' Sequence([Digits(individual_digits=True),
+// ByteLevel(add_prefix_space=False)]).pre_tokenize_str, its pieces decoded from byte-level.
+TEST(TokenizerPretokenize, SmollmMatchesHuggingFace) {
+  const std::pair<std::string, std::vector<std::string>> cases[] = {
+      {"It's 2024, isn't it?", {"It", "'s", " ", "2", "0", "2", "4", ",", " isn", "'t", " it", "?"}},
+      {"  two  spaces 12 34", {" ", " two", " ", " spaces", " ", "1", "2", " ", "3", "4"}},
+      {"x\n\n  y\tz ", {"x", "\n\n ", " y", "\t", "z", " "}},
+      {"Don'T 'll", {"Don", "'", "T", " '", "ll"}},
+      {"!!! ... wow\u00b9\u00b2", {"!!!", " ...", " wow", "\u00b9", "\u00b2"}},
+      {"\u00fcn\u00efc\u00f6d\u00e9 \U0001F642 text", {"\u00fcn\u00efc\u00f6d\u00e9", " \U0001F642", " text"}},
+      {"a  1", {"a", "  ", "1"}},
+  };
+  for (const auto& [text, want] : cases) EXPECT_EQ(split(SplitPattern::smollm, text), want) << text;
+}

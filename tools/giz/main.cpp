@@ -10,6 +10,8 @@
 int convertCommand(int argc, char** argv);   // convert_command.cpp
 int templateCommand(int argc, char** argv);  // template_command.cpp
 int tokenizeCommand(int argc, char** argv);  // tokenize_command.cpp
+int runCommand(int argc, char** argv);       // run_command.cpp
+int chatCommand(int argc, char** argv);      // chat_command.cpp
 
 namespace {
 
@@ -26,7 +28,9 @@ int usage() {
                "  template  --template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"
                "            render a chat template on a conversation\n"
                "  tokenize  --tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids\n"
-               "  convert   SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n";
+               "  convert   SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n"
+               "  run       MODEL PROMPT [--max-tokens N --temperature T --seed S ...]  answer a prompt\n"
+               "  chat      MODEL [--system TEXT ...]  a conversation, one message per line of stdin\n";
   return 2;
 }
 
@@ -40,6 +44,8 @@ int main(int argc, char** argv) {
     if (command == "convert") return convertCommand(argc, argv);
     if (command == "template") return templateCommand(argc - 2, argv + 2);
     if (command == "tokenize") return tokenizeCommand(argc, argv);
+    if (command == "run") return runCommand(argc, argv);
+    if (command == "chat") return chatCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;

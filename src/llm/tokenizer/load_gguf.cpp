@@ -33,6 +33,7 @@ SplitPattern patternOf(const std::string& pre, const std::string& path) {
   if (pre == "qwen2" || pre == "deepseek-r1-qwen") return SplitPattern::qwen2;
   if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") return SplitPattern::llama3;
   if (pre == "qwen35") return SplitPattern::qwen35;
+  if (pre == "smollm") return SplitPattern::smollm;
   throw Error(path + ": unsupported tokenizer.ggml.pre \"" + pre + "\"");
 }
 
@@ -79,11 +80,38 @@ GgufVocab readVocab(const GgufFile& file) {
   return v;
 }
 
-}  // namespace
+// The same fields from the JSON that convert writes beside a model converted from a GGUF file
+// (tokenizer_gguf.json: each tokenizer.ggml.* key without its prefix).
+GgufVocab readVocab(const nlohmann::json& doc, const std::string& path) {
+  GgufVocab v;
+  try {
+    const auto optionalInt = [&](const char* name) -> std::optional<int64_t> {
+      if (!doc.contains(name)) return std::nullopt;
+      return doc.at(name).get<int64_t>();
+    };
+    const auto optionalBool = [&](const char* name) -> std::optional<bool> {
+      if (!doc.contains(name)) return std::nullopt;
+      return doc.at(name).get<bool>();
+    };
+    v.model = doc.value("model", "");
+    v.pre = doc.value("pre", "");
+    v.tokens = doc.value("tokens", std::vector<std::string>{});
+    v.merges = doc.value("merges", std::vector<std::string>{});
+    v.scores = doc.value("scores", std::vector<float>{});
+    v.tokenTypes = doc.value("token_type", std::vector<int64_t>{});
+    v.bos = optionalInt("bos_token_id");
+    v.eos = optionalInt("eos_token_id");
+    v.addBos = optionalBool("add_bos_token");
+    v.addEos = optionalBool("add_eos_token");
+    v.addSpacePrefix = optionalBool("add_space_prefix");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return v;
+}
 
-std::unique_ptr<Impl> loadGgufTokenizer(const GgufFile& file) {
-  const std::string& path = file.path();
-  GgufVocab v = readVocab(file);
+std::unique_ptr<Impl> build(GgufVocab v, const std::string& path) {
+
   auto m = std::make_unique<Impl>();
   const size_t n = v.tokens.size();
   check(n > 0 && n < (size_t{1} << 24), path + ": no tokenizer.ggml.tokens");
@@ -106,7 +134,8 @@ std::unique_ptr<Impl> loadGgufTokenizer(const GgufFile& file) {
   } else if (v.model == "gpt2") {
     m->model = Impl::Model::byteLevelBpe;
     m->pattern = patternOf(v.pre, path);
-    m->normalizer = m->pattern == SplitPattern::llama3 ? Impl::Normalizer::none : Impl::Normalizer::nfc;
+    const bool nfc = m->pattern != SplitPattern::llama3 && m->pattern != SplitPattern::smollm;
+    m->normalizer = nfc ? Impl::Normalizer::nfc : Impl::Normalizer::none;
     m->ignoreMerges = m->pattern == SplitPattern::llama3;
     if (v.addBos.value_or(m->pattern == SplitPattern::llama3) && v.bos)
       m->prefix.push_back(static_cast<int32_t>(*v.bos));
@@ -149,7 +178,6 @@ std::unique_ptr<Impl> loadGgufTokenizer(const GgufFile& file) {
       std::string ch;
       unicode::appendUtf8(ch, table[static_cast<size_t>(b)]);
       m->byteIds[b] = lookup(m->vocab.ids, ch);
-      check(m->byteIds[b] >= 0, path + ": byte-level vocabulary lacks a byte");
     }
     m->merges.reserve(v.merges.size());
     uint32_t rank = 0;
@@ -165,6 +193,14 @@ std::unique_ptr<Impl> loadGgufTokenizer(const GgufFile& file) {
   }
   m->finish();
   return m;
+}
+
+}  // namespace
+
+std::unique_ptr<Impl> loadGgufTokenizer(const GgufFile& file) { return build(readVocab(file), file.path()); }
+
+std::unique_ptr<Impl> loadGgufJsonTokenizer(const nlohmann::json& doc, const std::string& path) {
+  return build(readVocab(doc, path), path);
 }
 
 Tokenizer Tokenizer::fromGguf(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "llm/tokenizer/byte_level.h"
+#include "llm/tokenizer/load_gguf.h"
 #include "llm/tokenizer/tokenizer_impl.h"
 #include "llm/tokenizer/unicode.h"
 
@@ -185,8 +186,15 @@ int32_t configToken(const Impl& m, const json& config, const char* key) {
 
 Tokenizer Tokenizer::fromJson(const std::string& folderOrPath) {
   std::filesystem::path path(folderOrPath);
-  if (std::filesystem::is_directory(path)) path /= "tokenizer.json";
+  // A folder converted from a GGUF file holds tokenizer_gguf.json instead of tokenizer.json.
+  if (std::filesystem::is_directory(path))
+    path /= std::filesystem::exists(path / "tokenizer.json") || !std::filesystem::exists(path / "tokenizer_gguf.json")
+                ? "tokenizer.json"
+                : "tokenizer_gguf.json";
   const json doc = readJson(path);
+  // tokenizer.json's "model" is an object; the GGUF export's is the vocabulary kind ("llama", "gpt2").
+  if (doc.is_object() && doc.contains("model") && doc.at("model").is_string())
+    return Tokenizer(loadGgufJsonTokenizer(doc, path.string()));
   auto m = std::make_unique<Impl>();
   try {
     const json& pre = doc.value("pre_tokenizer", json());
@@ -221,7 +229,6 @@ Tokenizer Tokenizer::fromJson(const std::string& folderOrPath) {
         std::string ch;
         unicode::appendUtf8(ch, table[static_cast<size_t>(b)]);
         m->byteIds[b] = lookup(m->vocab.ids, ch);
-        check(m->byteIds[b] >= 0, "tokenizer.json: byte-level vocabulary lacks a byte");
       } else {
         char name[8];
         std::snprintf(name, sizeof name, "<0x%02X>", b);

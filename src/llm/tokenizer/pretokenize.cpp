@@ -36,6 +36,47 @@ size_t contraction(const std::vector<Char>& cs, size_t i) {
   return (a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l') ? 3 : 0;
 }
 
+// GPT-2's contractions are lower case only.
+size_t lowerContraction(const std::vector<Char>& cs, size_t i) {
+  const size_t len = contraction(cs, i);
+  for (size_t k = 1; k < len; ++k)
+    if (cs[i + k].ascii != lower(cs[i + k].ascii)) return 0;
+  return len;
+}
+
+// SmolLM's split: the digits cut the text into segments (each \p{N} one piece), and GPT-2's
+// pattern splits the rest; whitespace before a digit ends a segment, so \s+(?!\S) takes it all.
+void splitSmollm(const std::vector<Char>& cs, std::string_view text, std::vector<Piece>& pieces) {
+  const size_t n = cs.size();
+  auto run = [&](size_t j, auto&& pred) {
+    while (j < n && pred(cs[j].bits)) ++j;
+    return j;
+  };
+  auto isLetter = [](uint16_t b) { return (b & ud::kLetter) != 0; };
+  auto isNumber = [](uint16_t b) { return (b & ud::kNumber) != 0; };
+  auto isPunct = [](uint16_t b) { return (b & (ud::kLetter | ud::kNumber | ud::kSpace)) == 0; };
+  size_t i = 0;
+  while (i < n) {
+    const uint16_t b = cs[i].bits;
+    const bool spaceThen = cs[i].ascii == ' ' && i + 1 < n;
+    size_t end;
+    if (isNumber(b)) {
+      end = i + 1;
+    } else if (size_t len = lowerContraction(cs, i)) {
+      end = i + len;
+    } else if (isLetter(b) || (spaceThen && isLetter(cs[i + 1].bits))) {
+      end = run(i + 1, isLetter);
+    } else if (isPunct(b) || (spaceThen && isPunct(cs[i + 1].bits))) {
+      end = run(i + 1, isPunct);
+    } else {
+      const size_t j = run(i, [](uint16_t x) { return (x & ud::kSpace) != 0; });
+      end = j == n || j - i == 1 || isNumber(cs[j].bits) ? j : j - 1;
+    }
+    pieces.push_back({cs[i].offset, end < n ? cs[end].offset : text.size()});
+    i = end;
+  }
+}
+
 }  // namespace
 
 bool splitPatternFromRegex(std::string_view regex, SplitPattern& pattern) {
@@ -61,6 +102,7 @@ void splitPieces(SplitPattern pattern, std::string_view text, std::vector<Piece>
     cs.push_back({static_cast<uint32_t>(i), unicode::properties(c.cp), 0});
     i += c.length;
   }
+  if (pattern == SplitPattern::smollm) return splitSmollm(cs, text, pieces);
   const uint16_t word = pattern == SplitPattern::qwen35 ? (ud::kLetter | ud::kMark) : ud::kLetter;
   const uint16_t notPunct = word | ud::kNumber | ud::kSpace;
   const size_t maxDigits = pattern == SplitPattern::llama3 ? 3 : 1;

@@ -12,6 +12,9 @@ enum class SplitPattern {
   qwen2,
   llama3,  // as qwen2 with \p{N}{1,3}
   qwen35,  // as qwen2 with [\p{L}\p{M}]+ for letters and [^\s\p{L}\p{M}\p{N}] for punctuation
+  // SmolLM (llama.cpp's "smollm"): each \p{N} alone, then GPT-2's
+  // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ between them
+  smollm,
 };
 
 /// The pattern whose regex source this is, or false if we have no matcher for it.

@@ -60,7 +60,9 @@ std::string Tokenizer::Impl::normalize(std::string_view text) const {
 void Tokenizer::Impl::wordSymbols(std::string_view word, std::vector<int32_t>& symbols) const {
   symbols.clear();
   if (model == Model::byteLevelBpe) {
-    for (unsigned char b : word) symbols.push_back(byteIds[b]);
+    // A vocabulary may lack rare bytes (SmolLM2 lacks 21): they are dropped, as `tokenizers` does.
+    for (unsigned char b : word)
+      if (byteIds[b] >= 0) symbols.push_back(byteIds[b]);
     return;
   }
   bool lastUnk = false;

@@ -1,0 +1,226 @@
+// The engine: slots holding sequence states, running requests stepped together (one forward
+// pass per step for all of them), and generate on top of add/advance.
+#include <gizml/error.h>
+#include <gizml/llm.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "llm/engine/sampling.h"
+#include "llm/models/language_model.h"
+
+namespace gizml::llm {
+
+const char* finishName(Finish f) {
+  switch (f) {
+    case Finish::Running: return "running";
+    case Finish::Length: return "length";
+    case Finish::EndOfTurn: return "end of turn";
+    case Finish::Stop: return "stop";
+    case Finish::Cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Slot {
+  std::unique_ptr<SequenceState> state;  // made on first use
+  std::vector<TokenId> held;             // the tokens the state holds
+  bool busy = false;
+};
+
+struct Running {
+  size_t slot = 0;
+  Request request;
+  std::vector<TokenId> toFeed;  // the prompt's unread rest, then the last token drawn
+  std::vector<TokenId> generated;
+  std::optional<StreamDecoder> decoder;  // only with stop strings
+  std::string text;
+};
+
+size_t commonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  std::shared_ptr<LanguageModel> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::vector<TokenId> endOfTurn;
+  int64_t maxTokens = 0;
+  std::vector<Slot> slots;
+  std::map<int, Running> running;  // by id, so steps feed in a fixed order
+  int nextId = 0;
+
+  void validate(const Request& r) const {
+    check(!r.prompt.empty(), "request: the prompt is empty");
+    check(static_cast<int64_t>(r.prompt.size()) <= maxTokens,
+          "request: the prompt's " + std::to_string(r.prompt.size()) + " tokens exceed the engine's " +
+              std::to_string(maxTokens) + "-token context");
+    const int64_t vocab = model->config().vocabSize;
+    for (TokenId t : r.prompt)
+      check(t >= 0 && t < vocab, "request: prompt token " + std::to_string(t) + " is outside the vocabulary of " +
+                                     std::to_string(vocab));
+    check(r.limit > 0, "request: limit " + std::to_string(r.limit) + " must be positive");
+    validateSampling(r.sampling);
+    for (const std::string& s : r.stop) check(!s.empty(), "request: a stop string is empty");
+    check(r.stop.empty() || tokenizer, "request: stop strings need the engine's tokenizer");
+  }
+
+  // The free slot holding the longest start of prompt (a chat's earlier turns), else any.
+  std::optional<size_t> freeSlot(const std::vector<TokenId>& prompt) const {
+    std::optional<size_t> best;
+    size_t bestShared = 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].busy) continue;
+      const size_t shared = commonPrefix(slots[i].held, prompt);
+      if (!best || shared > bestShared) best = i, bestShared = shared;
+    }
+    return best;
+  }
+
+  void release(Running& r) { slots[r.slot].busy = false; }
+
+  // After a failed forward pass the states may hold part of a step: start them afresh.
+  void resetAll() {
+    for (auto& [id, r] : running) {
+      Slot& slot = slots[r.slot];
+      if (slot.state) slot.state->truncate(0);
+      slot.held.clear();
+      slot.busy = false;
+    }
+    running.clear();
+  }
+
+  Finish step(Running& r, std::span<float> row, Progress& p) {
+    Slot& slot = slots[r.slot];
+    slot.held.insert(slot.held.end(), r.toFeed.begin(), r.toFeed.end());
+    const Sampling& s = r.request.sampling;
+    applyPenalties(row, s, r.request.prompt, r.generated);
+    const TokenId token = chooseToken(row, s, r.generated.size());
+    if (s.logprobs >= 0) p.logprobs.push_back(logprobOf(row, token, s.logprobs));
+    r.generated.push_back(token);
+    p.tokens.push_back(token);
+    r.toFeed.assign(1, token);
+    if (std::find(endOfTurn.begin(), endOfTurn.end(), token) != endOfTurn.end()) return Finish::EndOfTurn;
+    if (r.decoder) {
+      const size_t before = r.text.size();
+      r.text += r.decoder->push(token);
+      for (const std::string& stop : r.request.stop)
+        if (r.text.find(stop, before >= stop.size() ? before - stop.size() + 1 : 0) != std::string::npos)
+          return Finish::Stop;
+    }
+    if (static_cast<int64_t>(r.generated.size()) >= r.request.limit) return Finish::Length;
+    if (static_cast<int64_t>(slot.held.size()) >= slot.state->capacity()) return Finish::Length;
+    return Finish::Running;
+  }
+};
+
+Engine::Engine(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer,
+               std::vector<TokenId> endOfTurn, int slots, int64_t maxTokens)
+    : impl_(std::make_unique<Impl>()) {
+  check(model != nullptr, "engine: no model");
+  check(slots > 0, "engine: slots " + std::to_string(slots) + " must be positive");
+  check(maxTokens > 0, "engine: maxTokens " + std::to_string(maxTokens) + " must be positive");
+  impl_->model = std::move(model);
+  impl_->tokenizer = std::move(tokenizer);
+  impl_->endOfTurn = std::move(endOfTurn);
+  impl_->maxTokens = maxTokens;
+  impl_->slots.resize(static_cast<size_t>(slots));
+}
+
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+int Engine::running() const { return static_cast<int>(impl_->running.size()); }
+int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
+int64_t Engine::maxTokens() const { return impl_->maxTokens; }
+
+int Engine::add(const Request& request) {
+  Impl& m = *impl_;
+  m.validate(request);
+  const std::optional<size_t> index = m.freeSlot(request.prompt);
+  check(index.has_value(), "engine: all " + std::to_string(m.slots.size()) + " slots are busy");
+  Slot& slot = m.slots[*index];
+  if (!slot.state) slot.state = m.model->newState(m.maxTokens);
+  // Keep the shared start, but read at least the prompt's last token to have its logits.
+  const size_t keep = std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1);
+  slot.state->truncate(static_cast<int64_t>(keep));
+  slot.held.resize(keep);
+  slot.busy = true;
+
+  Running r;
+  r.slot = *index;
+  r.request = request;
+  r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
+  if (!request.stop.empty()) r.decoder.emplace(*m.tokenizer, true);
+  const int id = m.nextId++;
+  m.running.emplace(id, std::move(r));
+  return id;
+}
+
+std::vector<Progress> Engine::advance() {
+  Impl& m = *impl_;
+  if (m.running.empty()) return {};
+  std::vector<Feed> feeds;
+  for (auto& [id, r] : m.running) feeds.push_back({m.slots[r.slot].state.get(), r.toFeed, false});
+  std::vector<tensor::Tensor> logits;
+  try {
+    logits = m.model->forward(feeds);
+    check(logits.size() == feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
+                                             " logit rows for " + std::to_string(feeds.size()) + " sequences");
+  } catch (...) {
+    m.resetAll();
+    throw;
+  }
+  std::vector<Progress> out;
+  size_t i = 0;
+  for (auto it = m.running.begin(); it != m.running.end(); ++i) {
+    Progress p;
+    p.request = it->first;
+    std::vector<float> values = logits[i].toFloats();
+    const auto vocab = static_cast<size_t>(logits[i].size(-1));
+    p.finish = m.step(it->second, std::span<float>(values).last(vocab), p);
+    if (p.finish != Finish::Running) {
+      m.release(it->second);
+      it = m.running.erase(it);
+    } else {
+      ++it;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void Engine::cancel(int request) {
+  const auto it = impl_->running.find(request);
+  if (it == impl_->running.end()) return;
+  impl_->release(it->second);
+  impl_->running.erase(it);
+}
+
+std::vector<Result> Engine::generate(const std::vector<Request>& requests) {
+  for (const Request& r : requests) impl_->validate(r);
+  std::vector<Result> results(requests.size());
+  std::map<int, size_t> index;  // engine id -> request
+  size_t next = 0;
+  while (next < requests.size() || !index.empty()) {
+    while (next < requests.size() && running() < slots()) index[add(requests[next])] = next, ++next;
+    for (Progress& p : advance()) {
+      const auto it = index.find(p.request);
+      if (it == index.end()) continue;  // a request added by someone else
+      Result& r = results[it->second];
+      r.tokens.insert(r.tokens.end(), p.tokens.begin(), p.tokens.end());
+      for (TokenLogprob& l : p.logprobs) r.logprobs.push_back(std::move(l));
+      r.finish = p.finish;
+      if (p.finish != Finish::Running) index.erase(it);
+    }
+  }
+  return results;
+}
+
+}  // namespace gizml::llm

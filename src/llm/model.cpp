@@ -1,0 +1,94 @@
+// Model: a converted folder loaded (tokenizer, chat template, architecture) and its chat prompts.
+#include <gizml/chat_template.h>
+#include <gizml/error.h>
+#include <gizml/llm.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "llm/models/language_model.h"
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+namespace {
+
+std::string tokenText(const Tokenizer& t, TokenId id) { return id >= 0 ? t.idToToken(id) : ""; }
+
+nlohmann::ordered_json templateVars(const Tokenizer& t, bool thinking) {
+  return {{"bos_token", tokenText(t, t.bos())}, {"eos_token", tokenText(t, t.eos())}, {"enable_thinking", thinking}};
+}
+
+// The special token a template writes right after an assistant message (<|im_end|>,
+// <end_of_turn>, <|eot_id|>): models end their turns with it, which need not be eos.
+std::optional<TokenId> templateTurnEnd(const ChatTemplate& chat, const Tokenizer& t) {
+  const std::string probe = "gizml turn end probe";
+  const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "Hi"}},
+                                           {{"role", "assistant"}, {"content", probe}}};
+  std::string text;
+  try {
+    text = chat.renderChat(messages, nlohmann::ordered_json::array(), false, templateVars(t, false));
+  } catch (const Error&) {
+    return std::nullopt;  // a template that refuses this conversation: eos alone ends turns
+  }
+  const size_t at = text.find(probe);
+  if (at == std::string::npos) return std::nullopt;
+  for (TokenId id : t.encode(std::string_view(text).substr(at + probe.size()), false))
+    if (t.isSpecial(id)) return id;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Model::Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer, std::string chatTemplate)
+    : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {
+  check(model_ && tokenizer_, "model: a model and a tokenizer are needed");
+  if (!chatTemplate.empty()) template_ = std::make_shared<const ChatTemplate>(ChatTemplate::parse(chatTemplate));
+  const auto addEnd = [&](int64_t id) {
+    if (id >= 0 && std::find(endOfTurn_.begin(), endOfTurn_.end(), id) == endOfTurn_.end())
+      endOfTurn_.push_back(static_cast<TokenId>(id));
+  };
+  addEnd(tokenizer_->eos());
+  for (int64_t id : model_->config().eosTokenIds) addEnd(id);
+  if (template_)
+    if (const std::optional<TokenId> end = templateTurnEnd(*template_, *tokenizer_)) addEnd(*end);
+}
+
+std::string Model::chatPrompt(const nlohmann::ordered_json& messages, bool thinking) const {
+  check(template_ != nullptr, "model: it has no chat template");
+  check(messages.is_array(), "chatPrompt: messages must be a list of {role, content}");
+  return template_->renderChat(messages, nlohmann::ordered_json::array(), true, templateVars(*tokenizer_, thinking));
+}
+
+ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, bool thinking) const {
+  ChatTokens out;
+  out.ids = tokenizer_->encode(chatPrompt(messages, thinking), false);
+  // Templates that rewrite earlier turns (dropping old reasoning) agree with the whole only so
+  // far: a message ends where its prefix's tokens stop matching.
+  nlohmann::ordered_json prefix = nlohmann::ordered_json::array();
+  for (const auto& message : messages) {
+    prefix.push_back(message);
+    const std::vector<TokenId> ids = tokenizer_->encode(
+        template_->renderChat(prefix, nlohmann::ordered_json::array(), false, templateVars(*tokenizer_, thinking)),
+        false);
+    const auto end = std::mismatch(ids.begin(), ids.end(), out.ids.begin(), out.ids.end()).first;
+    out.ends.push_back(static_cast<size_t>(end - ids.begin()));
+  }
+  return out;
+}
+
+int64_t Model::contextLength() const { return model_->config().maxPositions; }
+
+Engine Model::engine(int slots, int64_t maxTokens) const {
+  return Engine(model_, tokenizer_, endOfTurn_, slots, maxTokens);
+}
+
+Model load(const std::string& folder) {
+  auto weights = std::make_shared<const ConvertedModel>(ConvertedModel::open(folder));
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
+  // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
+  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights).release(),
+                                       [weights](LanguageModel* m) { delete m; });
+  return Model(std::move(model), std::move(tokenizer), weights->chatTemplate());
+}
+
+}  // namespace gizml::llm

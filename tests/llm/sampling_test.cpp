@@ -1,0 +1,148 @@
+// Each sampler against a reference computed here: distributions, draws, penalties, seeds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "llm/engine/sampling.h"
+#include "llm_test_util.h"
+
+using namespace gizml::llm;
+
+namespace {
+
+const std::vector<float> kLogits = {1.0f, 2.5f, -0.5f, 2.5f, 0.3f, 3.1f, -2.0f, 1.7f, 0.9f, 2.2f};
+
+// softmax(logits / T), then topK, topP (smallest most-likely set reaching P), minP (relative to
+// the most likely), renormalized: written from the definitions, one cut at a time.
+std::map<TokenId, double> reference(const std::vector<float>& logits, double t, int k, double p, double minP) {
+  std::vector<std::pair<double, TokenId>> probs;
+  double z = 0;
+  for (float l : logits) z += std::exp(l / t);
+  for (size_t i = 0; i < logits.size(); ++i) probs.emplace_back(std::exp(logits[i] / t) / z, static_cast<TokenId>(i));
+  std::stable_sort(probs.begin(), probs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (k > 0) probs.resize(static_cast<size_t>(k));
+  const auto normalize = [&] {
+    double s = 0;
+    for (const auto& q : probs) s += q.first;
+    for (auto& q : probs) q.first /= s;
+  };
+  normalize();
+  double cum = 0;
+  size_t keep = 0;
+  while (keep < probs.size() && cum < p) cum += probs[keep++].first;
+  probs.resize(keep);
+  const double top = probs[0].first;
+  std::erase_if(probs, [&](const auto& q) { return q.first < minP * top; });
+  normalize();
+  std::map<TokenId, double> out;
+  for (const auto& [q, id] : probs) out[id] = q;
+  return out;
+}
+
+Sampling cut(double t, int k, double p, double minP) {
+  Sampling s = sample(t, k, p, 7);
+  s.minP = minP;
+  return s;
+}
+
+}  // namespace
+
+TEST(Sampling, CandidatesMatchTheReference) {
+  for (double t : {0.3, 1.0, 2.0})
+    for (int k : {0, 1, 3, 6})
+      for (double p : {1.0, 0.9, 0.5})
+        for (double minP : {0.0, 0.2}) {
+          SCOPED_TRACE(::testing::Message() << "t " << t << " k " << k << " p " << p << " minP " << minP);
+          const std::map<TokenId, double> want = reference(kLogits, t, k, p, minP);
+          const auto got = candidates(kLogits, cut(t, k, p, minP));
+          ASSERT_EQ(got.size(), want.size());
+          for (const auto& [id, prob] : got) {
+            ASSERT_TRUE(want.count(id)) << id;
+            EXPECT_NEAR(prob, want.at(id), 1e-9) << id;
+          }
+        }
+}
+
+TEST(Sampling, DrawsFollowTheDistribution) {
+  for (const Sampling& s : {cut(1.0, 0, 1.0, 0.0), cut(0.7, 5, 0.9, 0.0), cut(1.5, 0, 1.0, 0.1)}) {
+    const std::map<TokenId, double> want = reference(kLogits, s.temperature, s.topK, s.topP, s.minP);
+    const int n = 40000;
+    std::map<TokenId, int> counts;
+    for (int i = 0; i < n; ++i) ++counts[chooseToken(kLogits, s, static_cast<uint64_t>(i))];
+    for (const auto& [id, c] : counts) EXPECT_TRUE(want.count(id)) << "token " << id << " was cut";
+    for (const auto& [id, p] : want) {
+      // Within 5 standard deviations of the binomial count.
+      const double sd = std::sqrt(n * p * (1 - p));
+      EXPECT_NEAR(counts[id], n * p, 5 * sd + 1) << "token " << id;
+    }
+  }
+}
+
+TEST(Sampling, GreedyTakesTheLowestIdOfTheHighest) {
+  EXPECT_EQ(chooseToken(kLogits, greedy(), 0), 5);
+  const std::vector<float> tie = {0.0f, 4.0f, 4.0f};
+  EXPECT_EQ(chooseToken(tie, greedy(), 0), 1);
+}
+
+TEST(Sampling, SameSeedSameTokens) {
+  const Sampling a = sample(1.0, 0, 1.0, 42), b = sample(1.0, 0, 1.0, 43);
+  std::vector<TokenId> first, again, other;
+  for (uint64_t i = 0; i < 64; ++i) {
+    first.push_back(chooseToken(kLogits, a, i));
+    again.push_back(chooseToken(kLogits, a, i));
+    other.push_back(chooseToken(kLogits, b, i));
+  }
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, other);
+  EXPECT_EQ(drawUniform(42, 5), drawUniform(42, 5));
+  EXPECT_NE(drawUniform(42, 5), drawUniform(42, 6));
+}
+
+TEST(Sampling, PenaltiesAsHandComputed) {
+  std::vector<float> logits = {2.0f, -1.0f, 0.5f, 3.0f, -2.0f};
+  Sampling s;
+  s.repetitionPenalty = 2.0;
+  s.presencePenalty = 0.5;
+  s.frequencyPenalty = 0.25;
+  const std::vector<TokenId> prompt = {0, 1};
+  const std::vector<TokenId> generated = {3, 3, 1};
+  applyPenalties(logits, s, prompt, generated);
+  // Repetition on tokens 0, 1, 3 (prompt and output): positive / 2, negative * 2; then
+  // presence 0.5 and frequency 0.25 per use on the generated 3 (twice) and 1 (once).
+  EXPECT_FLOAT_EQ(logits[0], 1.0f);
+  EXPECT_FLOAT_EQ(logits[1], -2.0f - 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(logits[2], 0.5f);
+  EXPECT_FLOAT_EQ(logits[3], 1.5f - 0.5f - 0.5f);
+  EXPECT_FLOAT_EQ(logits[4], -2.0f);
+}
+
+TEST(Sampling, LogprobsAreLogSoftmax) {
+  const TokenLogprob lp = logprobOf(kLogits, 2, 4);
+  double z = 0;
+  for (float l : kLogits) z += std::exp(l);
+  EXPECT_NEAR(lp.logprob, -0.5 - std::log(z), 1e-5);
+  ASSERT_EQ(lp.top.size(), 4u);
+  EXPECT_EQ(lp.top[0].first, 5);
+  EXPECT_EQ(lp.top[1].first, 1);  // 2.5 twice: the lower id first
+  EXPECT_EQ(lp.top[2].first, 3);
+  EXPECT_EQ(lp.top[3].first, 9);
+}
+
+TEST(Sampling, OutOfRangeSettingsAreNamed) {
+  expectError([] { validateSampling(sample(-1.0)); }, {"temperature -1"});
+  expectError([] { validateSampling(sample(1.0, 0, 1.01)); }, {"topP", "(0, 1]"});
+  expectError([] { validateSampling(sample(1.0, 0, 0.0)); }, {"topP"});
+  expectError([] { validateSampling(sample(1.0, -1)); }, {"topK -1"});
+  expectError([] { validateSampling(sample(NAN)); }, {"temperature"});
+  Sampling s;
+  s.minP = 2;
+  expectError([&] { validateSampling(s); }, {"minP"});
+  s = {};
+  s.repetitionPenalty = 0;
+  expectError([&] { validateSampling(s); }, {"repetitionPenalty"});
+  s = {};
+  s.logprobs = -3;
+  expectError([&] { validateSampling(s); }, {"logprobs"});
+}

@@ -1,0 +1,43 @@
+// giz chat MODEL [flags]: a conversation, one user message per line of stdin; the engine's slot
+// keeps what it read, so each turn reads only its new messages.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "generation.h"
+
+namespace {
+
+int chatUsage() {
+  std::cerr << "usage: giz chat MODEL [--context 4096] [--max-tokens 512] [--temperature 0] [--top-k 0]\n"
+               "                 [--top-p 1] [--min-p 0] [--seed 0] [--system TEXT] [--think]\n"
+               "  reads one message per line from stdin until its end\n";
+  return 2;
+}
+
+}  // namespace
+
+int chatCommand(int argc, char** argv) {
+  GenerationOptions options;
+  std::vector<std::string> words;
+  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 1) return chatUsage();
+  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0]));
+  gizml::llm::Engine engine = model.engine(1, options.context);
+  nlohmann::ordered_json messages = startMessages(options);
+  const bool terminal = isatty(STDIN_FILENO) != 0;
+  const auto promptUser = [&] {
+    if (terminal) std::cout << "> " << std::flush;
+    return true;
+  };
+  std::string line;
+  while (promptUser() && std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    gizml::llm::Request request;
+    request.prompt = model.chatTokens(messages, options.think).ids;
+    request.limit = options.maxTokens;
+    request.sampling = options.sampling;
+    messages.push_back({{"role", "assistant"}, {"content", streamAnswer(model, engine, request)}});
+  }
+  return 0;
+}

@@ -1,0 +1,101 @@
+#include "generation.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double parseNumber(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size()) throw gizml::Error(flag + ": '" + text + "' is not a number");
+  return value;
+}
+
+int64_t parseCount(const std::string& flag, const std::string& text) {
+  const double v = parseNumber(flag, text);
+  if (v != static_cast<double>(static_cast<int64_t>(v))) throw gizml::Error(flag + ": '" + text + "' is not a whole number");
+  return static_cast<int64_t>(v);
+}
+
+fs::path cacheRoot() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "gizml" / "models";
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) throw gizml::Error("neither XDG_CACHE_HOME nor HOME is set: no cache for converted models");
+  return fs::path(home) / ".cache" / "gizml" / "models";
+}
+
+}  // namespace
+
+bool parseGenerationFlags(int argc, char** argv, int first, GenerationOptions& o, std::vector<std::string>& words) {
+  gizml::llm::Sampling& s = o.sampling;
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (arg == "--think") o.think = true;
+    else if (arg.rfind("--", 0) != 0) words.push_back(arg);
+    else if (!hasValue) return false;
+    else if (arg == "--max-tokens") o.maxTokens = parseCount(arg, argv[++i]);
+    else if (arg == "--context") o.context = parseCount(arg, argv[++i]);
+    else if (arg == "--system") o.system = argv[++i];
+    else if (arg == "--temperature") s.temperature = parseNumber(arg, argv[++i]);
+    else if (arg == "--top-k") s.topK = static_cast<int>(parseCount(arg, argv[++i]));
+    else if (arg == "--top-p") s.topP = parseNumber(arg, argv[++i]);
+    else if (arg == "--min-p") s.minP = parseNumber(arg, argv[++i]);
+    else if (arg == "--seed") s.seed = static_cast<uint64_t>(parseCount(arg, argv[++i]));
+    else return false;
+  }
+  return true;
+}
+
+std::string convertedFolder(const std::string& model) {
+  const fs::path path(model);
+  if (fs::exists(path / "manifest.json")) return model;
+  const bool gguf = path.extension() == ".gguf" && fs::is_regular_file(path);
+  if (!gguf && !fs::exists(path / "config.json"))
+    throw gizml::Error(model + ": neither a converted model, a Hugging Face folder nor a .gguf file");
+  fs::path full = fs::absolute(path).lexically_normal();
+  if (full.filename().empty()) full = full.parent_path();  // "folder/"
+  const std::string name = gguf ? full.stem().string() : full.filename().string();
+  const fs::path dest = cacheRoot() / name;
+  if (fs::exists(dest / "manifest.json")) return dest.string();
+  // Converted beside its place and renamed, so that an interrupted conversion is not taken for one.
+  const fs::path partial = dest.string() + ".partial";
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+  std::cerr << "converting " << model << " into " << dest.string() << "\n";
+  gizml::llm::convert(model, partial.string());
+  fs::remove_all(dest);
+  fs::rename(partial, dest);
+  return dest.string();
+}
+
+nlohmann::ordered_json startMessages(const GenerationOptions& options) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
+  return messages;
+}
+
+std::string streamAnswer(const gizml::llm::Model& model, gizml::llm::Engine& engine, const gizml::llm::Request& request) {
+  gizml::llm::StreamDecoder decoder(model.tokenizer(), true);
+  std::string text;
+  engine.add(request);
+  while (engine.running() > 0)
+    for (const gizml::llm::Progress& p : engine.advance())
+      for (gizml::llm::TokenId t : p.tokens) {
+        const std::string piece = decoder.push(t);
+        text += piece;
+        std::cout << piece << std::flush;
+      }
+  const std::string rest = decoder.flush();
+  std::cout << rest << "\n" << std::flush;
+  return text + rest;
+}
