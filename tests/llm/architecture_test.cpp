@@ -18,6 +18,7 @@
 // greedy steps of mistral and qwen3, whose continuations then part from transformers'.
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -69,7 +70,9 @@ const ConvertedModel& converted(const std::string& arch, int bits) {
   static std::map<std::pair<std::string, int>, ConvertedModel> cache;
   const auto key = std::pair{arch, bits};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const fs::path out = fs::temp_directory_path() / ("gizml_model_test_" + arch + "_q" + std::to_string(bits));
+  // One folder per process: CTest runs each test as its own process, several at once.
+  const fs::path out = fs::temp_directory_path() / ("gizml_model_test_" + arch + "_q" + std::to_string(bits) + "_" +
+                                                    std::to_string(::getpid()));
   fs::remove_all(out);
   const Bits stored = bits == kUnquantized ? Bits{.layers = 8, .head = 8, .group = 256} : Bits{.layers = bits, .head = bits};
   convert(modelData(arch) + "/hf", out.string(), stored);
@@ -207,7 +210,7 @@ TEST_P(ArchitectureTest, PrefillThenDecodeGivesTheLogitsOfOnePass) {
   EXPECT_LT(relativeMaxError(again, std::vector<float>(once.begin() + split * vocab, once.end())), 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, ModelTest,
+INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureTest,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "qwen3_vl", "gemma3"),
                          [](const auto& info) { return info.param; });
 
