@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -31,7 +32,19 @@ std::string ggufOf(const std::string& name) {
 struct Case {
   const char* name;
   std::vector<TokenId> expected;  // the first 32 greedy ids; empty until pinned
+  // The model family's published chat template, for a GGUF that carries none (the Gemma package's
+  // file has no tokenizer.chat_template): a tokenizer_config.json of ../shared/data.
+  const char* templateConfig = nullptr;
 };
+
+// Writes the chat template of a tokenizer_config.json into a converted folder that lacks one.
+void supplyChatTemplate(const fs::path& folder, const std::string& config) {
+  std::ifstream in(folder / "manifest.json");
+  nlohmann::ordered_json manifest = nlohmann::ordered_json::parse(in);
+  if (!manifest.value("chat_template", std::string()).empty()) return;
+  manifest["chat_template"] = nlohmann::ordered_json::parse(std::ifstream(config))["chat_template"];
+  std::ofstream(folder / "manifest.json") << manifest.dump(1);
+}
 
 void askRivers(const Case& c) {
   const std::string gguf = ggufOf(c.name);
@@ -42,6 +55,7 @@ void askRivers(const Case& c) {
     fs::create_directories(folder);
     convert(gguf, folder.string());
   }
+  if (c.templateConfig) supplyChatTemplate(folder, std::string(GIZML_SHARED_DATA) + "/" + c.templateConfig);
   std::optional<Model> model;
   try {
     model.emplace(load(folder.string()));
@@ -67,5 +81,10 @@ void askRivers(const Case& c) {
 
 }  // namespace
 
-TEST(RealModel, SmolLM2NamesThreeRivers) { askRivers({"smollm2", {}}); }
-TEST(RealModel, Gemma3NamesThreeRivers) { askRivers({"gemma3", {}}); }
+TEST(RealModel, SmolLM2NamesThreeRivers) {
+  // "1. The River of Life: This is a beautiful and ancient river that runs through the heart of the
+  // Amazon rainforest, flowing through the Amazon Basin and supporting the" (greedy, this build).
+  askRivers({"smollm2", {33, 30, 378, 3992, 282, 5330, 42, 669, 314, 253, 3953, 284, 3201, 4626, 338, 7313,
+                         738, 260, 1911, 282, 260, 9860, 22450, 28, 12819, 738, 260, 9860, 16463, 284, 5682, 260}});
+}
+TEST(RealModel, Gemma3NamesThreeRivers) { askRivers({"gemma3", {}, "tokenizers/gemma3/tokenizer_config.json"}); }
