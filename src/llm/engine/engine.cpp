@@ -148,7 +148,8 @@ int Engine::add(const Request& request) {
   Slot& slot = m.slots[*index];
   if (!slot.state) slot.state = m.model->newState(m.maxTokens);
   // Keep the shared start, but read at least the prompt's last token to have its logits.
-  const size_t keep = std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1);
+  const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1));
+  const auto keep = static_cast<size_t>(slot.state->reusable(shared));
   slot.state->truncate(static_cast<int64_t>(keep));
   slot.held.resize(keep);
   slot.busy = true;

@@ -17,7 +17,8 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   check(c.numHeads % c.numKvHeads == 0, where + "num_kv_heads must divide num_heads");
   check(static_cast<int64_t>(c.layerTypes.size()) == c.numLayers, where + "one layer type per layer expected");
   for (LayerType t : c.layerTypes)
-    check(t != LayerType::LinearAttention, where + "linear attention layers are not supported by this model");
+    check(decoder.recurrentLayers || t != LayerType::LinearAttention,
+          where + "linear attention layers are not supported by this model");
   embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize);
   // A tied output layer is the embedding (convert stores it once, at the head's width).
   const bool tied = c.tieWordEmbeddings && !weights.has("lm_head.weight");

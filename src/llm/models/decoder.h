@@ -15,6 +15,7 @@ struct DecoderOptions {
   bool onePlusNorm = false;     // the final norm scales by (1 + w) (Gemma)
   float embedScale = 1.0f;      // embeddings times this (Gemma: sqrt(hidden))
   float logitSoftcap = 0.0f;    // logits = cap * tanh(logits / cap) when > 0
+  bool recurrentLayers = false; // the family runs linear-attention layers (and makes its own states)
 };
 
 class DecoderModel : public LanguageModel {
@@ -28,6 +29,7 @@ class DecoderModel : public LanguageModel {
   /// Layer i over the rows x [rows, hidden], in place.
   virtual void layer(int64_t i, float* x, const Batch& batch) const = 0;
   const ConvertedModel& weights() const { return weights_; }
+  const ModelOptions& options() const { return options_; }
   /// The attention shape of layer i (its sliding window, when it has one).
   AttentionShape attentionShape(int64_t i, float scale) const;
   std::string layerPrefix(int64_t i) const { return "model.layers." + std::to_string(i) + "."; }

@@ -23,8 +23,11 @@ class SequenceState {
   virtual int64_t length() const = 0;
   /// The most tokens it can hold.
   virtual int64_t capacity() const = 0;
-  /// Forgets every token from position n on (n <= length()).
+  /// Forgets every token from position n on (n <= length(), n one that reusable() gives).
   virtual void truncate(int64_t n) = 0;
+  /// The longest prefix of at most n held tokens that truncate can keep: n for a KV cache,
+  /// fewer where recurrent states hold only the state after their last token.
+  virtual int64_t reusable(int64_t n) const { return n; }
 };
 
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
@@ -52,7 +55,7 @@ struct ModelOptions {
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,
-/// gemma3 text), reading its weights from `weights` (the model keeps a copy, so the mapping stays
+/// gemma3 text, qwen3_5 text and its MoE), reading its weights from `weights` (the model keeps a copy, so the mapping stays
 /// open); throws gizml::Error naming a missing tensor or a wrong shape.
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights);
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights, const ModelOptions& options);
