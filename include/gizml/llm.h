@@ -66,6 +66,10 @@ struct Request {
   int64_t limit = 256;  // the most tokens to generate
   Sampling sampling;
   std::vector<std::string> stop;  // stop strings, matched on the decoded text
+  /// Prompt lengths (ascending, ChatTokens::ends) at which the model keeps its state: a later
+  /// request sharing the prompt that far resumes there. A KV cache resumes anywhere; recurrent
+  /// states (Qwen 3.5) only at their end and at these marks.
+  std::vector<size_t> marks;
 };
 
 /// A token's log probability (log-softmax of its logits after the penalties) and the top ones.

@@ -112,6 +112,65 @@ TEST_P(Qwen35Test, RecurrentStatesTruncateOnlyToTheirEndOrToNothing) {
   EXPECT_EQ(model->forward({{state.get(), prompt}})[0].toFloats(), first);
 }
 
+/// The model, counting the tokens each forward pass reads and keeping its last logits.
+class CountingModel final : public LanguageModel {
+ public:
+  explicit CountingModel(std::unique_ptr<LanguageModel> model) : model_(std::move(model)) {}
+  const ModelConfig& config() const override { return model_->config(); }
+  std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override { return model_->newState(maxTokens); }
+  std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override {
+    for (const Feed& f : feeds) fed.push_back(static_cast<int64_t>(f.tokens.size()));
+    std::vector<tensor::Tensor> out = model_->forward(feeds);
+    last = out[0].toFloats();
+    return out;
+  }
+  std::vector<int64_t> fed;
+  std::vector<float> last;
+
+ private:
+  std::unique_ptr<LanguageModel> model_;
+};
+
+// A chat's next turn resumes from the kept states: where it continues the held tokens, after
+// them; where it departs from them (an edited answer), at the last mark before.
+TEST_P(Qwen35Test, NextTurnReadsOnlyItsNewTokens) {
+  const Reference ref = readReference(GetParam());
+  auto counting = std::make_shared<CountingModel>(buildLanguageModel(converted(GetParam(), kUnquantized)));
+  Engine engine(counting, nullptr, {}, 1, 200);
+  const std::vector<int32_t> first = ref.prompts[3];  // 37 tokens, two "messages"
+  Request turn;
+  turn.prompt = first;
+  turn.limit = 5;
+  turn.marks = {20, first.size()};
+  const std::vector<TokenId> answer = engine.generate({turn})[0].tokens;
+  auto freshLogits = [&](const std::vector<int32_t>& prompt) {
+    const std::unique_ptr<SequenceState> state = counting->newState(static_cast<int64_t>(prompt.size()));
+    return counting->forward({{state.get(), prompt}})[0].toFloats();
+  };
+  auto firstStep = [&](const std::vector<int32_t>& prompt, size_t expectFed) {
+    counting->fed.clear();
+    Request request;
+    request.prompt = prompt;
+    request.limit = 1;
+    engine.generate({request});
+    ASSERT_FALSE(counting->fed.empty());
+    EXPECT_EQ(counting->fed[0], static_cast<int64_t>(expectFed));
+    const std::vector<float> resumed = counting->last;
+    EXPECT_LT(relativeMaxError(resumed, freshLogits(prompt)), 1e-5);
+  };
+  // Held: the prompt and the answer but its last token, which was drawn and never fed.
+  std::vector<int32_t> next = first;
+  next.insert(next.end(), answer.begin(), answer.end());
+  const size_t held = next.size() - 1;
+  for (int32_t t : {7, 8, 9, 10}) next.push_back(t);
+  firstStep(next, next.size() - held);
+  // An edited answer: back to the mark at the end of the first prompt.
+  std::vector<int32_t> edited = first;
+  edited.push_back(answer[0] == 11 ? 12 : 11);
+  edited.push_back(13);
+  firstStep(edited, 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Qwen35, Qwen35Test, ::testing::Values("qwen3_5", "qwen3_5_moe"));
 
 }  // namespace

@@ -35,6 +35,7 @@ struct Running {
   size_t slot = 0;
   Request request;
   std::vector<TokenId> toFeed;  // the prompt's unread rest, then the last token drawn
+  std::vector<int64_t> marks;   // the request's marks within toFeed, for its first step
   std::vector<TokenId> generated;
   std::optional<StreamDecoder> decoder;  // only with stop strings
   std::string text;
@@ -67,6 +68,10 @@ struct Engine::Impl {
     check(r.limit > 0, "request: limit " + std::to_string(r.limit) + " must be positive");
     validateSampling(r.sampling);
     for (const std::string& s : r.stop) check(!s.empty(), "request: a stop string is empty");
+    for (size_t i = 0; i < r.marks.size(); ++i)
+      check(r.marks[i] > 0 && r.marks[i] <= r.prompt.size() && (i == 0 || r.marks[i] > r.marks[i - 1]),
+            "request: mark " + std::to_string(r.marks[i]) + " is not an ascending length within the prompt's " +
+                std::to_string(r.prompt.size()) + " tokens");
     check(r.stop.empty() || tokenizer, "request: stop strings need the engine's tokenizer");
   }
 
@@ -158,6 +163,8 @@ int Engine::add(const Request& request) {
   r.slot = *index;
   r.request = request;
   r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
+  for (size_t mark : request.marks)
+    if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
   if (!request.stop.empty()) r.decoder.emplace(*m.tokenizer, true);
   const int id = m.nextId++;
   m.running.emplace(id, std::move(r));
@@ -168,7 +175,10 @@ std::vector<Progress> Engine::advance() {
   Impl& m = *impl_;
   if (m.running.empty()) return {};
   std::vector<Feed> feeds;
-  for (auto& [id, r] : m.running) feeds.push_back({m.slots[r.slot].state.get(), r.toFeed, false});
+  for (auto& [id, r] : m.running) {
+    feeds.push_back({m.slots[r.slot].state.get(), r.toFeed, false, r.marks});
+    r.marks.clear();
+  }
   std::vector<tensor::Tensor> logits;
   try {
     logits = m.model->forward(feeds);

@@ -54,7 +54,13 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
     for (int32_t t : feed.tokens)
       check(t >= 0 && t < config_.vocabSize,
             where + "token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(config_.vocabSize));
-    batch.sequences.push_back({cache, batch.rows, n, cache->length()});
+    int64_t previous = cache->length();
+    for (int64_t mark : feed.marks) {
+      check(mark > previous && mark <= cache->length() + n,
+            where + "mark " + std::to_string(mark) + " is not within the fed tokens, after " + std::to_string(previous));
+      previous = mark;
+    }
+    batch.sequences.push_back({cache, batch.rows, n, cache->length(), feed.marks});
     batch.rows += n;
   }
   return batch;

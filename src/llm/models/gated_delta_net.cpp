@@ -52,14 +52,38 @@ HybridState::HybridState(const void* owner, const ModelConfig& c, int64_t capaci
     }
 }
 
+void HybridState::keep(int64_t layer, int64_t length) {
+  auto it = std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.length >= length; });
+  if (it == kept_.end() || it->length != length)
+    it = kept_.insert(it, {length, std::vector<DeltaNetState>(deltaNets_.size())});
+  it->layers[static_cast<size_t>(layer)] = deltaNets_[static_cast<size_t>(layer)];
+  if (kept_.size() > kMaxKept) kept_.erase(kept_.begin());
+}
+
+int64_t HybridState::reusable(int64_t n) const {
+  if (n >= length()) return length();
+  int64_t best = 0;
+  for (const Kept& k : kept_)
+    if (k.length <= n) best = k.length;
+  return best;
+}
+
 void HybridState::truncate(int64_t n) {
-  check(n == length() || n == 0, "truncate: recurrent states hold only the state after token " +
-                                     std::to_string(length()) + ", so they cannot go back to " + std::to_string(n));
-  if (n == 0)
-    for (DeltaNetState& s : deltaNets_) {
-      std::fill(s.conv.begin(), s.conv.end(), 0.0f);
-      std::fill(s.memory.begin(), s.memory.end(), 0.0f);
+  if (n != length()) {
+    const auto it = std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.length == n; });
+    check(n == 0 || it != kept_.end(), "truncate: recurrent states are kept after token " + std::to_string(length()) +
+                                           " and at the marks fed, so they cannot go back to " + std::to_string(n));
+    for (size_t i = 0; i < deltaNets_.size(); ++i) {
+      DeltaNetState& s = deltaNets_[i];
+      if (n == 0) {
+        std::fill(s.conv.begin(), s.conv.end(), 0.0f);
+        std::fill(s.memory.begin(), s.memory.end(), 0.0f);
+      } else {
+        s = it->layers[i];
+      }
     }
+    kept_.erase(std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.length > n; }), kept_.end());
+  }
   KvCache::truncate(n);
 }
 
@@ -99,12 +123,9 @@ void GatedDeltaNet::forward(const float* x, const Batch& batch, int64_t layer, f
   z_.apply(x, rows, z.data());
   b_.apply(x, rows, b.data());
   a_.apply(x, rows, a.data());
-  for (const Batch::Sequence& seq : batch.sequences) {
-    // The model made every state it is fed (plan checks), so each is a HybridState.
-    DeltaNetState& state = static_cast<HybridState*>(seq.cache)->deltaNet(layer);
-    mix(qkv.data() + seq.first * channels, b.data() + seq.first * valueHeads_, a.data() + seq.first * valueHeads_,
-        seq.rows, state, o.data() + seq.first * valueWidth);
-  }
+  for (const Batch::Sequence& seq : batch.sequences)
+    mixSequence(qkv.data() + seq.first * channels, b.data() + seq.first * valueHeads_,
+                a.data() + seq.first * valueHeads_, seq, layer, o.data() + seq.first * valueWidth);
   // The gated norm of each value head: rmsnorm(o) w silu(z).
   for (int64_t h = 0; h < rows * valueHeads_; ++h) {
     float* v = o.data() + h * valueDim_;
@@ -113,6 +134,24 @@ void GatedDeltaNet::forward(const float* x, const Batch& batch, int64_t layer, f
     for (int64_t i = 0; i < valueDim_; ++i) v[i] = v[i] * inv * norm_[static_cast<size_t>(i)] * gate[i] * sigmoid(gate[i]);
   }
   out_.apply(o.data(), rows, out);
+}
+
+void GatedDeltaNet::mixSequence(const float* qkv, const float* b, const float* a, const Batch::Sequence& seq,
+                                int64_t layer, float* o) const {
+  // The model made every state it is fed (plan checks), so each is a HybridState.
+  auto& hybrid = static_cast<HybridState&>(*seq.cache);
+  DeltaNetState& state = hybrid.deltaNet(layer);
+  const int64_t channels = qkv_.out(), valueWidth = valueHeads_ * valueDim_;
+  int64_t done = 0;
+  for (int64_t mark : seq.marks) {
+    const int64_t rows = mark - seq.start - done;
+    mix(qkv + done * channels, b + done * valueHeads_, a + done * valueHeads_, rows, state, o + done * valueWidth);
+    done += rows;
+    hybrid.keep(layer, mark);
+  }
+  if (done < seq.rows)
+    mix(qkv + done * channels, b + done * valueHeads_, a + done * valueHeads_, seq.rows - done, state,
+        o + done * valueWidth);
 }
 
 void GatedDeltaNet::mix(const float* qkv, const float* b, const float* a, int64_t rows, DeltaNetState& state,

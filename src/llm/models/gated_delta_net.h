@@ -24,17 +24,29 @@ struct DeltaNetState {
 };
 
 /// A sequence's KV cache for the attention layers and the states of its DeltaNet layers. Those
-/// hold only the state after the last token, so the sequence truncates to its end or to nothing.
+/// hold the state after the last token, and copies kept at the marks of the feeds (the ends of a
+/// chat's messages), so the sequence truncates to its end, to a kept mark, or to nothing.
 class HybridState final : public KvCache {
  public:
+  /// The most marks kept: each costs a copy of every DeltaNet state (18 MB for Qwen3.5-0.8B), and
+  /// a chat's next turn resumes at one of its last marks.
+  static constexpr size_t kMaxKept = 8;
+
   HybridState(const void* owner, const ModelConfig& config, int64_t capacity, DType kvCache);
   DeltaNetState& deltaNet(int64_t layer) { return deltaNets_[static_cast<size_t>(layer)]; }
   const DeltaNetState& deltaNet(int64_t layer) const { return deltaNets_[static_cast<size_t>(layer)]; }
+  /// Keeps a copy of layer `layer`'s state as it is after `length` tokens.
+  void keep(int64_t layer, int64_t length);
   void truncate(int64_t n) override;
-  int64_t reusable(int64_t n) const override { return n >= length() ? length() : 0; }
+  int64_t reusable(int64_t n) const override;
 
  private:
+  struct Kept {
+    int64_t length;
+    std::vector<DeltaNetState> layers;
+  };
   std::vector<DeltaNetState> deltaNets_;  // per layer; empty for attention layers
+  std::vector<Kept> kept_;                // ascending lengths
 };
 
 class GatedDeltaNet {
@@ -51,6 +63,9 @@ class GatedDeltaNet {
  private:
   /// The conv, activations, gates and delta rule of one sequence's rows, into o [rows, valueHeads * valueDim].
   void mix(const float* qkv, const float* b, const float* a, int64_t rows, DeltaNetState& state, float* o) const;
+  /// mix over one sequence's rows, in segments that end at its marks, keeping the state at each.
+  void mixSequence(const float* qkv, const float* b, const float* a, const Batch::Sequence& seq, int64_t layer,
+                   float* o) const;
   void recurrent(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
                  DeltaNetState& state, float* o) const;
   void chunked(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,

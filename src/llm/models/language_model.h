@@ -35,6 +35,9 @@ struct Feed {
   SequenceState* state = nullptr;
   std::vector<int32_t> tokens;
   bool allLogits = false;  // logits of every fed token, not only the last
+  /// Sequence lengths within this feed (ascending) at which recurrent states are kept, so that
+  /// truncate can return to them (Request::marks).
+  std::vector<int64_t> marks = {};
 };
 
 class LanguageModel {

@@ -22,6 +22,7 @@ struct Batch {
     int64_t first;
     int64_t rows;
     int64_t start;
+    std::vector<int64_t> marks = {};  // Feed::marks
   };
   std::vector<Sequence> sequences;
   int64_t rows = 0;
