@@ -52,6 +52,20 @@ TEST_P(Qwen35Test, LogitsAt8BitsStayWithinTheMeasuredError) {
   EXPECT_LT(worstLogitError(GetParam(), 8), measured.at(GetParam()) * 1.05);
 }
 
+// llama.cpp's GGUF of the same model (tests/reference/make_qwen35_gguf.py, llama.cpp's own
+// converter): norms with the 1 added, -exp(A_log), value heads tiled, experts stacked.
+TEST_P(Qwen35Test, LlamaCppGgufGivesTheSameLogits) {
+  const Reference ref = readReference(GetParam());
+  const std::string folder = freshFolder("gguf");
+  convert(modelData(GetParam()) + "/model.gguf", folder, Bits{.layers = 8, .head = 8, .group = 256});
+  const std::unique_ptr<LanguageModel> model = buildLanguageModel(ConvertedModel::open(folder));
+  double worst = 0;
+  for (size_t p = 0; p < ref.prompts.size(); ++p)
+    worst = std::max(worst, relativeMaxError(logitsOf(*model, ref.prompts[p]), ref.logits[p]));
+  std::printf("%s from llama.cpp's GGUF: max logit error %.6f of the range\n", GetParam().c_str(), worst);
+  EXPECT_LT(worst, 1e-5);
+}
+
 TEST_P(Qwen35Test, GreedyContinuationMatchesTransformers) {
   const Reference ref = readReference(GetParam());
   const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), kUnquantized));
