@@ -88,12 +88,14 @@ struct Progress {
   std::vector<TokenId> tokens;
   std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
   Finish finish = Finish::Running;
+  int64_t drafted = 0, accepted = 0;   // the model's drafts verified in this step, and kept
 };
 
 struct Result {
   std::vector<TokenId> tokens;  // the end-of-turn token that ended it included
   std::vector<TokenLogprob> logprobs;
   Finish finish = Finish::Running;
+  int64_t drafted = 0, accepted = 0;
 };
 
 class LanguageModel;
@@ -119,6 +121,10 @@ class Engine {
   std::vector<Progress> advance();
   /// Ends a running request (its slot becomes free); unknown ids are ignored.
   void cancel(int request);
+  /// Tokens drafted ahead per step where the model drafts (Qwen 3.5's MTP layer), verified in
+  /// the step's forward pass; 0 turns drafting off. Greedy requests give the same tokens either
+  /// way, sampled ones the same distribution. Default 2.
+  void setDrafts(int count);
   /// Requests still running.
   int running() const;
   int slots() const;

@@ -1,6 +1,7 @@
 #pragma once
 // The transformers fixtures of tests/data/models/<arch>/ (tests/reference/make_model_fixtures.py)
 // and what the model tests do with them: convert once per process, logits of a prompt, errors.
+// (Each test file uses some of the helpers, hence [[maybe_unused]].)
 #include <gizml/llm.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@ using namespace gizml;
 using namespace gizml::llm;
 namespace fs = std::filesystem;
 
-std::string modelData(const std::string& arch) { return std::string(GIZML_TEST_DATA) + "/models/" + arch; }
+[[maybe_unused]] std::string modelData(const std::string& arch) { return std::string(GIZML_TEST_DATA) + "/models/" + arch; }
 
 struct Reference {
   std::vector<std::vector<int32_t>> prompts;
@@ -31,7 +32,7 @@ struct Reference {
   std::vector<int32_t> greedy;
 };
 
-Reference readReference(const std::string& arch) {
+[[maybe_unused]] Reference readReference(const std::string& arch) {
   std::ifstream in(modelData(arch) + "/reference.json");
   const nlohmann::json j = nlohmann::json::parse(in);
   Reference r;
@@ -48,7 +49,7 @@ Reference readReference(const std::string& arch) {
 constexpr int kUnquantized = 0;
 
 /// The fixture converted at `bits` (layers and head; kUnquantized: f32), once per test program.
-const ConvertedModel& converted(const std::string& arch, int bits) {
+[[maybe_unused]] const ConvertedModel& converted(const std::string& arch, int bits) {
   static std::map<std::pair<std::string, int>, ConvertedModel> cache;
   const auto key = std::pair{arch, bits};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -62,15 +63,15 @@ const ConvertedModel& converted(const std::string& arch, int bits) {
 }
 
 /// Every position's logits of tokens fed at once to a fresh state.
-std::vector<float> logitsOf(LanguageModel& model, const std::vector<int32_t>& tokens) {
+[[maybe_unused]] std::vector<float> logitsOf(LanguageModel& model, const std::vector<int32_t>& tokens) {
   const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(tokens.size()));
   return model.forward({{state.get(), tokens, true}})[0].toFloats();
 }
 
-int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
+[[maybe_unused]] int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
 
 /// max |got - want| over the logits' range of want.
-double relativeMaxError(const std::vector<float>& got, const std::vector<float>& want) {
+[[maybe_unused]] double relativeMaxError(const std::vector<float>& got, const std::vector<float>& want) {
   const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
   double err = 0;
   for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));

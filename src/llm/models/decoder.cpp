@@ -26,6 +26,8 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   norm_ = RmsNorm(weights, "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
 }
 
+void DecoderModel::keepHidden(const std::vector<Feed>&, const Batch&, const float*) const {}
+
 AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
   const ModelConfig& c = config_;
   const bool sliding = c.layerTypes[static_cast<size_t>(i)] == LayerType::SlidingAttention;
@@ -80,7 +82,12 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     }
   for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x.data(), batch);
 
-  // Only the rows whose logits are asked for go through the norm and the output layer.
+  // Only the rows whose logits are asked for go through the norm and the output layer (all of
+  // them when the family keeps every row's hidden state).
+  if (decoder_.keepHidden) {
+    norm_.apply(x.data(), batch.rows, x.data());
+    keepHidden(feeds, batch, x.data());
+  }
   std::vector<float> h;
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Batch::Sequence& seq = batch.sequences[f];
@@ -88,7 +95,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     h.insert(h.end(), x.begin() + first * hidden, x.begin() + (seq.first + seq.rows) * hidden);
   }
   const auto selected = static_cast<int64_t>(h.size()) / hidden;
-  norm_.apply(h.data(), selected, h.data());
+  if (!decoder_.keepHidden) norm_.apply(h.data(), selected, h.data());
   std::vector<float> logits(static_cast<size_t>(selected * vocab));
   head_.apply(h.data(), selected, logits.data());
   if (const float cap = decoder_.logitSoftcap; cap > 0)

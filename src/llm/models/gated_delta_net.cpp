@@ -42,7 +42,7 @@ void timesState(const float* x, const float* s, int64_t dk, int64_t dv, float* y
 }  // namespace
 
 HybridState::HybridState(const void* owner, const ModelConfig& c, int64_t capacity, DType kvCache)
-    : KvCache(owner, c.numLayers, c.numKvHeads, c.headDim, capacity, kvCache), deltaNets_(static_cast<size_t>(c.numLayers)) {
+    : KvCache(owner, c.numLayers + c.mtpLayers, c.numKvHeads, c.headDim, capacity, kvCache), deltaNets_(static_cast<size_t>(c.numLayers)) {
   const int64_t channels = 2 * c.linearNumKeyHeads * c.linearKeyHeadDim + c.linearNumValueHeads * c.linearValueHeadDim;
   for (int64_t i = 0; i < c.numLayers; ++i)
     if (c.layerTypes[static_cast<size_t>(i)] == LayerType::LinearAttention) {
@@ -68,8 +68,21 @@ int64_t HybridState::reusable(int64_t n) const {
   return best;
 }
 
+void HybridState::forgetKept(int64_t length) {
+  kept_.erase(std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.length > length; }), kept_.end());
+}
+
+void HybridState::keepRow(int64_t position, int32_t token, const float* hidden, int64_t width) {
+  const auto need = static_cast<size_t>(position + 1);
+  if (tokens_.size() < need) tokens_.resize(need), hidden_.resize(need * static_cast<size_t>(width));
+  tokens_[static_cast<size_t>(position)] = token;
+  std::copy(hidden, hidden + width, hidden_.begin() + position * width);
+}
+
 void HybridState::truncate(int64_t n) {
   if (n != length()) {
+    // The MTP entry of position n - 1 read the token at n, which may change now.
+    mtpNext = std::min(mtpNext, std::max<int64_t>(0, n - 1));
     const auto it = std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.length == n; });
     check(n == 0 || it != kept_.end(), "truncate: recurrent states are kept after token " + std::to_string(length()) +
                                            " and at the marks fed, so they cannot go back to " + std::to_string(n));
@@ -82,7 +95,7 @@ void HybridState::truncate(int64_t n) {
         s = it->layers[i];
       }
     }
-    kept_.erase(std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.length > n; }), kept_.end());
+    forgetKept(n);
   }
   KvCache::truncate(n);
 }

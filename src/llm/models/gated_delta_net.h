@@ -39,6 +39,14 @@ class HybridState final : public KvCache {
   void keep(int64_t layer, int64_t length);
   void truncate(int64_t n) override;
   int64_t reusable(int64_t n) const override;
+  void forgetKept(int64_t length) override;
+
+  // For the MTP layers: each position's token and final hidden state, and the first position
+  // whose MTP keys and values are not yet made from them (those past it came from drafts).
+  void keepRow(int64_t position, int32_t token, const float* hidden, int64_t width);
+  const float* hiddenAt(int64_t position, int64_t width) const { return hidden_.data() + position * width; }
+  int32_t tokenAt(int64_t position) const { return tokens_[static_cast<size_t>(position)]; }
+  int64_t mtpNext = 0;
 
  private:
   struct Kept {
@@ -47,6 +55,8 @@ class HybridState final : public KvCache {
   };
   std::vector<DeltaNetState> deltaNets_;  // per layer; empty for attention layers
   std::vector<Kept> kept_;                // ascending lengths
+  std::vector<float> hidden_;             // [positions, width], grown as rows come
+  std::vector<int32_t> tokens_;
 };
 
 class GatedDeltaNet {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "llm/model_config.h"
@@ -28,6 +29,8 @@ class SequenceState {
   /// The longest prefix of at most n held tokens that truncate can keep: n for a KV cache,
   /// fewer where recurrent states hold only the state after their last token.
   virtual int64_t reusable(int64_t n) const { return n; }
+  /// Forgets the states kept at marks past `length` (those kept to verify drafts).
+  virtual void forgetKept(int64_t length) { (void)length; }
 };
 
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
@@ -50,6 +53,17 @@ class LanguageModel {
   /// appends the tokens to their states, and returns per feed the F32 logits [rows, vocab]: one
   /// row (the last token), or one per fed token when allLogits.
   virtual std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) = 0;
+
+  /// Whether draft() guesses tokens ahead (the model's multi-token prediction layers).
+  virtual bool drafts() const { return false; }
+  /// Up to `count` tokens that likely follow `next`, the token after what `state` holds: greedy
+  /// guesses that read only part of the output layer (frequent tokens and `recent`, the tokens
+  /// the sequence read last). The caller verifies them in one forward pass.
+  virtual std::vector<int32_t> draft(SequenceState& state, int32_t next, int64_t count,
+                                     std::span<const int32_t> recent) {
+    (void)state, (void)next, (void)count, (void)recent;
+    return {};
+  }
 };
 
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
