@@ -27,7 +27,7 @@ inline constexpr int64_t CANDIDATE_ROW = 2048;
 
 /// A transformer's QK norm and rotary for each head of q and k: the head over its RMS (eps)
 /// times its norm weight (qw, kw: [head] F32), then its values e < half turned with e + half by
-/// its row's cos and sin ([rows, half] F32; half = 0, an empty tensor: no rotary).
+/// its row's cos and sin ([rows, half] F32; left default or half = 0: no rotary).
 struct HeadPrep {
   Tensor qw;
   Tensor kw;

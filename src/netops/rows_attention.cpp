@@ -68,7 +68,9 @@ void prepRows(const char* fn, float* data, int64_t n, int64_t heads, int64_t hea
   check(p.eps >= 0.0, std::string(fn) + ": prep.eps must not be negative");
   int64_t half = 0;
   Tensor cosv, sinv;
-  if (p.cos.numel() != 0 || p.sin.numel() != 0) {
+  // Default (0-d) or zero-width cos and sin: no rotary.
+  const bool rotary = !(p.cos.ndim() == 0 && p.sin.ndim() == 0) && (p.cos.numel() != 0 || p.sin.numel() != 0);
+  if (rotary) {
     rows::requireRank(fn, "prep.cos", p.cos, 2);
     rows::requireShape(fn, "prep.sin", p.sin, p.cos.shape());
     half = p.cos.size(1);

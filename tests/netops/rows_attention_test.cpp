@@ -40,6 +40,26 @@ TEST(NetopsRowsAttention, HeadPrepNormsAndTurnsQAndKInPlace) {
   EXPECT_EQ(rows_fixture::maxUlps(qkv, rows_fixture::values(c.array("out"))), 0);
 }
 
+TEST(NetopsRowsAttention, HeadPrepWithoutRotaryOnlyNorms) {
+  // cos and sin left default: each q and k head over its RMS times its weight, v untouched.
+  auto qkv = T::normal(T::Key(3), {3, 3 * 2 * 4}, 0.0, 5.0);
+  const auto before = qkv.toDoubles();
+  N::HeadPrep p;
+  p.qw = T::ones({4});
+  p.kw = T::full({4}, 2.0);
+  N::headPrepInPlace(qkv, 3, 2, 4, p, 0);
+  const auto v = qkv.toDoubles();
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t part = 0; part < 2; ++part)
+      for (int64_t h = 0; h < 2; ++h) {
+        double ss = 0;
+        for (int64_t i = 0; i < 4; ++i) ss += v[r * 24 + part * 8 + h * 4 + i] * v[r * 24 + part * 8 + h * 4 + i];
+        EXPECT_NEAR(ss / 4, part == 0 ? 1.0 : 4.0, 1e-5);
+      }
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t i = 16; i < 24; ++i) EXPECT_EQ(v[r * 24 + i], before[r * 24 + i]);
+}
+
 TEST(NetopsRowsAttention, AttendedRowsWithGroupsQueriesAndPrep) {
   const auto all = rows_fixture::ofOp("attendedrows");
   ASSERT_EQ(all.size(), 4u);
@@ -97,9 +117,7 @@ TEST(NetopsRowsAttention, BadInputNamesTheArgument) {
   expectError([&] { N::attendedRows(T::ones({4, 2, 48}), 2, 8, false, 0); }, {"qkv", "rank 2"});
   expectError([&] { N::attendedRows(qkv, 2, 8, false, -1); }, {"group"});
   expectError([&] { N::attendedRows(qkv, 2, 8, false, 0, {}, 5); }, {"queries 5"});
-  N::HeadPrep p{T::ones({8}), T::ones({8}), T::Tensor{}, T::Tensor{}, 1e-6};
-  p.cos = T::zeros({0, 0});
-  p.sin = T::zeros({0, 0});
+  N::HeadPrep p{T::ones({8}), T::ones({8}), T::zeros({0, 0}), T::zeros({0, 0}), 1e-6};
   expectError([&] { N::attendedRows(qkv, 2, 8, false, 0, {p, p}); }, {"prep", "at most one"});
   N::HeadPrep badW = p;
   badW.kw = T::ones({7});
