@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "gpu/codegen.h"
-#include "gpu/device.h"
 #include "netops/rows_common.h"
 
 namespace gizml::netops {
