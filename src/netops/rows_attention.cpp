@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/thread_pool.h"
 #include "netops/rows_common.h"
 
 namespace gizml::netops {
@@ -109,19 +110,22 @@ void attendRows(const float* data, int64_t n, int64_t heads, int64_t head, int64
                 float* out) {
   const int64_t width = 3 * heads * head, hd = heads * head;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head)));
-  std::vector<const float*> keys, values;
-  for (int64_t r = 0; r < queries; ++r) {
-    const int64_t g0 = group > 0 ? r / group * group : 0, g1 = group > 0 ? std::min(g0 + group, n) : n;
-    for (int64_t h = 0; h < heads; ++h) {
-      keys.clear();
-      values.clear();
-      for (int64_t j = g0; j < g1; ++j) {
-        keys.push_back(data + j * width + hd + h * head);
-        values.push_back(data + j * width + 2 * hd + h * head);
+  // Queries are independent: threads change the speed, not the bits.
+  core::parallelFor(queries, 1, [&](int64_t begin, int64_t end) {
+    std::vector<const float*> keys, values;
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t g0 = group > 0 ? r / group * group : 0, g1 = group > 0 ? std::min(g0 + group, n) : n;
+      for (int64_t h = 0; h < heads; ++h) {
+        keys.clear();
+        values.clear();
+        for (int64_t j = g0; j < g1; ++j) {
+          keys.push_back(data + j * width + hd + h * head);
+          values.push_back(data + j * width + 2 * hd + h * head);
+        }
+        attendOne(data + r * width + h * head, head, keys, values, head, scale, out + r * hd + h * head);
       }
-      attendOne(data + r * width + h * head, head, keys, values, head, scale, out + r * hd + h * head);
     }
-  }
+  });
 }
 
 // The checked, prepared copy of qkv's rows and the number of query rows.
@@ -197,9 +201,11 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, int64_t heads, int64_
       keys[static_cast<size_t>(j)] = kvv.data<float>() + j * 2 * hd + h * head;
       values[static_cast<size_t>(j)] = kvv.data<float>() + j * 2 * hd + hd + h * head;
     }
-    for (int64_t r = 0; r < nq; ++r)
-      attendOne(qv.data<float>() + r * hd + h * head, head, keys, values, head, scale,
-                result.data() + r * hd + h * head);
+    core::parallelFor(nq, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        attendOne(qv.data<float>() + r * hd + h * head, head, keys, values, head, scale,
+                  result.data() + r * hd + h * head);
+    });
   }
   rows::storeValues(out, result.data());
 }
@@ -237,25 +243,25 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<int64_t>& grid, const
   Tensor out = tensor::empty({positions, hd});
   float* op = out.data<float>();
   const float s = static_cast<float>(scale);
-  std::vector<const float*> keys, vals;
-  for (int64_t t = 0; t < grid[0]; ++t)
-    for (int64_t y = 0; y < grid[1]; ++y)
-      for (int64_t x = 0; x < grid[2]; ++x) {
-        const int64_t r = (t * grid[1] + y) * grid[2] + x;
-        const int64_t t0 = windowStart(0, t), y0 = windowStart(1, y), x0 = windowStart(2, x);
-        for (int64_t h = 0; h < heads; ++h) {
-          keys.clear();
-          vals.clear();
-          for (int64_t kt = t0; kt < t0 + length[0]; ++kt)
-            for (int64_t ky = y0; ky < y0 + length[1]; ++ky)
-              for (int64_t kx = x0; kx < x0 + length[2]; ++kx) {
-                const int64_t j = (kt * grid[1] + ky) * grid[2] + kx;
-                keys.push_back(data + j * 3 * hd + hd + h * head);
-                vals.push_back(data + j * 3 * hd + 2 * hd + h * head);
-              }
-          attendOne(data + r * 3 * hd + h * head, head, keys, vals, head, s, op + r * hd + h * head);
-        }
+  core::parallelFor(positions, 1, [&](int64_t begin, int64_t end) {
+    std::vector<const float*> keys, vals;
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t t = r / (grid[1] * grid[2]), y = r / grid[2] % grid[1], x = r % grid[2];
+      const int64_t t0 = windowStart(0, t), y0 = windowStart(1, y), x0 = windowStart(2, x);
+      for (int64_t h = 0; h < heads; ++h) {
+        keys.clear();
+        vals.clear();
+        for (int64_t kt = t0; kt < t0 + length[0]; ++kt)
+          for (int64_t ky = y0; ky < y0 + length[1]; ++ky)
+            for (int64_t kx = x0; kx < x0 + length[2]; ++kx) {
+              const int64_t j = (kt * grid[1] + ky) * grid[2] + kx;
+              keys.push_back(data + j * 3 * hd + hd + h * head);
+              vals.push_back(data + j * 3 * hd + 2 * hd + h * head);
+            }
+        attendOne(data + r * 3 * hd + h * head, head, keys, vals, head, s, op + r * hd + h * head);
       }
+    }
+  });
   return out;
 }
 
