@@ -123,7 +123,8 @@ class Engine {
   void cancel(int request);
   /// Tokens drafted ahead per step where the model drafts (Qwen 3.5's MTP layer), verified in
   /// the step's forward pass; 0 turns drafting off. Greedy requests give the same tokens either
-  /// way, sampled ones the same distribution. Default 2.
+  /// way, sampled ones the same distribution. Default 2. A request whose drafts are kept less
+  /// than a quarter of the time (after 16) stops drafting.
   void setDrafts(int count);
   /// Requests still running.
   int running() const;

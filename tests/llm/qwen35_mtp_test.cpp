@@ -1,11 +1,7 @@
 // Qwen 3.5's MTP drafts in the engine: the tiny Qwen 3.5 fixture with an MTP layer added (random,
-// or built to agree with the model), greedy tokens the same with and without drafts, sampled
-// tokens from the same distribution, and the state rolled back to the last accepted draft.
-//
-// The agreeing model: every layer's output projection zeroed, so the model maps each token to
-// the next through its embedding alone (a bigram table); its MTP layer reads only the embedding
-// of token i + 1 (fc = [I | 0]) through a layer whose outputs are zeroed and the model's final
-// norm, so it predicts token i + 2 as the model will.
+// or built to agree with the model: mtp_fixture.h), greedy tokens the same with and without
+// drafts, sampled tokens from the same distribution, and the state rolled back to the last
+// accepted draft.
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
@@ -19,52 +15,15 @@
 #include "llm/formats/safetensors.h"
 #include "llm_test_util.h"
 #include "model_reference.h"
-#include "safetensors_writer.h"
+#include "mtp_fixture.h"
 
 namespace {
 
-using tensor::Tensor;
 
-/// The qwen3_5 fixture with an MTP layer, converted unquantized; agreeing: built as above.
+/// The qwen3_5 fixture with an MTP layer (mtp_fixture.h), converted unquantized.
 std::shared_ptr<LanguageModel> modelWithMtp(bool agreeing) {
   const std::string hf = freshFolder(agreeing ? "agreeing_hf" : "random_hf");
-  nlohmann::json config = nlohmann::json::parse(std::ifstream(modelData("qwen3_5") + "/hf/config.json"));
-  config["mtp_num_hidden_layers"] = 1;
-  std::ofstream(hf + "/config.json") << config.dump();
-  const SafetensorsFile base(modelData("qwen3_5") + "/hf/model.safetensors");
-  std::map<std::string, Tensor> tensors;
-  for (const auto& info : base.tensors()) tensors[info.name] = base.load(info).cast(DType::F32);
-  const int64_t h = config["hidden_size"], heads = config["num_attention_heads"], kv = config["num_key_value_heads"],
-                d = config["head_dim"], inner = config["intermediate_size"];
-  auto zeroed = [](const Tensor& t) { return tensor::zeros(t.shape()); };
-  tensor::Key key(7);
-  auto random = [&](tensor::Shape shape) { return tensor::normal(key = key.split(1), shape, 0.0, 0.08); };
-  const std::string p = "mtp.layers.0.";
-  tensors["mtp.fc.weight"] = random({h, 2 * h});
-  for (const char* norm : {"mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight", "mtp.norm.weight"})
-    tensors[norm] = random({h});
-  tensors[p + "input_layernorm.weight"] = random({h});
-  tensors[p + "post_attention_layernorm.weight"] = random({h});
-  tensors[p + "self_attn.q_proj.weight"] = random({heads * d * 2, h});
-  tensors[p + "self_attn.k_proj.weight"] = random({kv * d, h});
-  tensors[p + "self_attn.v_proj.weight"] = random({kv * d, h});
-  tensors[p + "self_attn.o_proj.weight"] = random({h, heads * d});
-  tensors[p + "self_attn.q_norm.weight"] = random({d});
-  tensors[p + "self_attn.k_norm.weight"] = random({d});
-  tensors[p + "mlp.gate_proj.weight"] = random({inner, h});
-  tensors[p + "mlp.up_proj.weight"] = random({inner, h});
-  tensors[p + "mlp.down_proj.weight"] = random({h, inner});
-  if (agreeing) {
-    for (auto& [name, t] : tensors)
-      if (name.ends_with("o_proj.weight") || name.ends_with("out_proj.weight") || name.ends_with("down_proj.weight"))
-        t = zeroed(t);
-    std::vector<double> fc(static_cast<size_t>(2 * h * h), 0.0);
-    for (int64_t i = 0; i < h; ++i) fc[static_cast<size_t>(i * 2 * h + i)] = 1.0;
-    tensors["mtp.fc.weight"] = tensor::tensor({h, 2 * h}, fc);
-    tensors["mtp.pre_fc_norm_embedding.weight"] = tensor::zeros({h});
-    tensors["mtp.norm.weight"] = tensors["model.norm.weight"];
-  }
-  writeSafetensors(hf + "/model.safetensors", tensors);
+  writeQwen35WithMtp(modelData("qwen3_5"), hf, agreeing);
   const std::string out = freshFolder(agreeing ? "agreeing" : "random");
   convert(hf, out, Bits{.layers = 8, .head = 8, .group = 256});
   return buildLanguageModel(ConvertedModel::open(out));
