@@ -1,0 +1,107 @@
+// Scaled dot-product attention with an online softmax over blocks of 16 keys, in the spec's
+// steps so a GPU that takes them gives the same bits: each score an fma chain over p from 0,
+// then scaled; the block's max m' = max(m, its scores) gives c = e^(m - m') and the weights
+// e^(s - m'); l = l c + the weights in order; each a = a c, then fma(weight, v, a) in order; a / l.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/thread_pool.h"
+#include "netops/operand.h"
+#include "tensor/random.h"
+
+namespace gizml::netops {
+namespace {
+
+constexpr int64_t kKeyBlock = 16;
+
+struct Dims {
+  int64_t batch, tq, tk, d, e;
+};
+
+Dims checkedDims(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const char* fn = "attention";
+  detail::requireRank(fn, "q", q, 3, "[b, tq, d]");
+  detail::requireRank(fn, "k", k, 3, "[b, tk, d]");
+  detail::requireRank(fn, "v", v, 3, "[b, tk, e]");
+  const Dims s{q.shape()[0], q.shape()[1], k.shape()[1], q.shape()[2], v.shape()[2]};
+  check(k.shape()[0] == s.batch && k.shape()[2] == s.d,
+        detail::where(fn) + "k of shape " + tensor::shapeText(k.shape()) + " does not match q of shape " +
+            tensor::shapeText(q.shape()) + " (b and d)");
+  check(v.shape()[0] == s.batch && v.shape()[1] == s.tk,
+        detail::where(fn) + "v of shape " + tensor::shapeText(v.shape()) + " does not match k of shape " +
+            tensor::shapeText(k.shape()) + " (b and tk)");
+  return s;
+}
+
+}  // namespace
+
+Tensor attention(const Tensor& qIn, const Tensor& kIn, const Tensor& vIn, double scale, bool causal, double rate,
+                 const Key& key) {
+  const char* fn = "attention";
+  const Tensor q = detail::hostF32(fn, "q", qIn), k = detail::hostF32(fn, "k", kIn), v = detail::hostF32(fn, "v", vIn);
+  const Dims s = checkedDims(q, k, v);
+  check(rate >= 0.0 && rate < 1.0, detail::where(fn) + "rate = " + std::to_string(rate) + " is outside [0, 1)");
+  Tensor out = tensor::empty({s.batch, s.tq, s.e});
+  const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
+  float* po = out.data<float>();
+  const float sc = static_cast<float>(scale), keep = static_cast<float>(1.0 / (1.0 - rate));
+  const float dropBelow = static_cast<float>(rate);
+  const bool dropping = rate > 0.0;
+  core::parallelFor(s.batch * s.tq, 4, [&](int64_t row0, int64_t row1) {
+    std::vector<float> acc(static_cast<size_t>(s.e));
+    for (int64_t row = row0; row < row1; ++row) {
+      const int64_t b = row / s.tq, i = row % s.tq;
+      const float* qi = pq + row * s.d;
+      const float* kb = pk + b * s.tk * s.d;
+      const float* vb = pv + b * s.tk * s.e;
+      // Keys [0, visible): all of them, or with `causal` those up to i + tk - tq.
+      const int64_t visible = causal ? std::clamp<int64_t>(i + s.tk - s.tq + 1, 0, s.tk) : s.tk;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
+      for (int64_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
+        const int64_t n = std::min(kKeyBlock, visible - j0);
+        float w[kKeyBlock];
+        float blockMax = m;
+        for (int64_t jj = 0; jj < n; ++jj) {
+          const float* kj = kb + (j0 + jj) * s.d;
+          float dot = 0.0f;
+          for (int64_t p = 0; p < s.d; ++p) dot = std::fma(qi[p], kj[p], dot);
+          w[jj] = dot * sc;
+          blockMax = std::max(blockMax, w[jj]);
+        }
+        const float c = std::exp(m - blockMax);
+        l *= c;
+        for (int64_t jj = 0; jj < n; ++jj) {
+          w[jj] = std::exp(w[jj] - blockMax);
+          l += w[jj];
+        }
+        if (dropping) {
+          const uint64_t word0 = static_cast<uint64_t>(row * s.tk + j0);
+          for (int64_t jj = 0; jj < n; ++jj)
+            w[jj] = tensor::uniformWord(key, word0 + static_cast<uint64_t>(jj)) >= dropBelow ? w[jj] * keep : 0.0f;
+        }
+        for (int64_t x = 0; x < s.e; ++x) {
+          float a = acc[static_cast<size_t>(x)] * c;
+          for (int64_t jj = 0; jj < n; ++jj) a = std::fma(w[jj], vb[(j0 + jj) * s.e + x], a);
+          acc[static_cast<size_t>(x)] = a;
+        }
+        m = blockMax;
+      }
+      for (int64_t x = 0; x < s.e; ++x) po[row * s.e + x] = acc[static_cast<size_t>(x)] / l;
+    }
+  });
+  return out;
+}
+
+Tensor causalMask(int64_t tq, int64_t tk) {
+  detail::requireAtLeast("causalMask", "tq", tq, 0);
+  detail::requireAtLeast("causalMask", "tk", tk, 0);
+  Tensor mask = tensor::empty({tq, tk});
+  float* p = mask.data<float>();
+  for (int64_t i = 0; i < tq; ++i)
+    for (int64_t j = 0; j < tk; ++j) p[i * tk + j] = j <= i + tk - tq ? 0.0f : -std::numeric_limits<float>::infinity();
+  return mask;
+}
+
+}  // namespace gizml::netops
