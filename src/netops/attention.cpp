@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/thread_pool.h"
+#include "netops/exp_log.h"
 #include "netops/operand.h"
 #include "tensor/random.h"
 
@@ -70,10 +71,10 @@ Tensor attention(const Tensor& qIn, const Tensor& kIn, const Tensor& vIn, double
           w[jj] = dot * sc;
           blockMax = std::max(blockMax, w[jj]);
         }
-        const float c = std::exp(m - blockMax);
+        const float c = detail::gz_exp(m - blockMax);
         l *= c;
         for (int64_t jj = 0; jj < n; ++jj) {
-          w[jj] = std::exp(w[jj] - blockMax);
+          w[jj] = detail::gz_exp(w[jj] - blockMax);
           l += w[jj];
         }
         if (dropping) {

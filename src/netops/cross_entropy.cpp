@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/thread_pool.h"
+#include "netops/exp_log.h"
 #include "netops/operand.h"
 
 namespace gizml::netops {
@@ -18,7 +19,7 @@ RowSoftmax rowSoftmax(const float* row, int64_t classes) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < classes; ++j) m = row[j] > m ? row[j] : m;
   float lanes[16] = {};
-  for (int64_t j = 0; j < classes; ++j) lanes[j % 16] += std::exp(row[j] - m);
+  for (int64_t j = 0; j < classes; ++j) lanes[j % 16] += detail::gz_exp(row[j] - m);
   for (int width = 8; width >= 1; width /= 2)
     for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
   return {m, lanes[0]};
@@ -43,7 +44,7 @@ Tensor rowLosses(const char* fn, const Tensor& logitsIn, const std::vector<int64
     for (int64_t r = r0; r < r1; ++r) {
       const float* row = px + r * classes;
       const RowSoftmax s = rowSoftmax(row, classes);
-      pl[r] = s.max + std::log(s.sum) - row[labels[static_cast<size_t>(r)]];
+      pl[r] = s.max + detail::gz_log(s.sum) - row[labels[static_cast<size_t>(r)]];
     }
   });
   return loss;
@@ -78,7 +79,7 @@ Tensor crossEntropyGrad(const Tensor& logitsIn, const std::vector<int64_t>& labe
       const float inv = 1.0f / soft.sum;
       const int64_t label = labels[static_cast<size_t>(r)];
       for (int64_t j = 0; j < classes; ++j)
-        pg[r * classes + j] = (std::exp(row[j] - soft.max) * inv - (j == label ? 1.0f : 0.0f)) * s;
+        pg[r * classes + j] = (detail::gz_exp(row[j] - soft.max) * inv - (j == label ? 1.0f : 0.0f)) * s;
     }
   });
   return grad;

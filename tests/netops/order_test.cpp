@@ -1,6 +1,6 @@
 // The orders of additions the spec spells out, where they are observable: each function equals,
-// bit for bit, a plain scalar transcription of the spec's steps (written here from its text),
-// and the rules of argmax, dropout and the pooling windows.
+// bit for bit, a plain scalar transcription of the spec's steps (written here from its text, with
+// the exp and log the GPU kernels share), and the rules of argmax, dropout and the pooling windows.
 #include <gizml/netops.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +9,11 @@
 #include <cmath>
 #include <limits>
 
+#include "netops/exp_log.h"
+
 using namespace gizml;
+using netops::detail::gz_exp;
+using netops::detail::gz_log;
 
 namespace {
 
@@ -45,10 +49,10 @@ std::vector<float> specAttentionRow(const std::vector<float>& q, const std::vect
     }
     float mNew = m;
     for (float x : s) mNew = std::max(mNew, x);
-    const float c = std::exp(m - mNew);
+    const float c = gz_exp(m - mNew);
     l = l * c;
     for (float& x : s) {
-      x = std::exp(x - mNew);
+      x = gz_exp(x - mNew);
       l = l + x;
     }
     for (int64_t x = 0; x < e; ++x) {
@@ -126,10 +130,10 @@ TEST(NetopsOrder, CrossEntropySumsIn16LanesAndAveragesInF64RowOrder) {
     const float* row = x.data() + r * classes;
     const float m = *std::max_element(row, row + classes);
     float lanes[16] = {};
-    for (int64_t j = 0; j < classes; ++j) lanes[j % 16] += std::exp(row[j] - m);
+    for (int64_t j = 0; j < classes; ++j) lanes[j % 16] += gz_exp(row[j] - m);
     for (int half = 8; half >= 1; half /= 2)
       for (int l = 0; l < half; ++l) lanes[l] += lanes[l + half];
-    want.push_back(m + std::log(lanes[0]) - row[labels[static_cast<size_t>(r)]]);
+    want.push_back(m + gz_log(lanes[0]) - row[labels[static_cast<size_t>(r)]]);
     total += want.back();
   }
   expectSameBits(netops::crossEntropyRows(logits, labels).toFloats(), want, "rows");
