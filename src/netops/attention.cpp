@@ -2,12 +2,15 @@
 // steps so a GPU that takes them gives the same bits: each score an fma chain over p from 0,
 // then scaled; the block's max m' = max(m, its scores) gives c = e^(m - m') and the weights
 // e^(s - m'); l = l c + the weights in order; each a = a c, then fma(weight, v, a) in order; a / l.
+// On a GPU the same steps run in gz_netops_attention (src/gpu/kernels/netops.cu.inc).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/thread_pool.h"
+#include "gpu/tensor_ops.h"
 #include "netops/exp_log.h"
+#include "netops/gpu_kernels.h"
 #include "netops/operand.h"
 #include "tensor/random.h"
 
@@ -40,14 +43,17 @@ Dims checkedDims(const Tensor& q, const Tensor& k, const Tensor& v) {
 Tensor attention(const Tensor& qIn, const Tensor& kIn, const Tensor& vIn, double scale, bool causal, double rate,
                  const Key& key) {
   const char* fn = "attention";
-  const Tensor q = detail::hostF32(fn, "q", qIn), k = detail::hostF32(fn, "k", kIn), v = detail::hostF32(fn, "v", vIn);
+  const bool onGpu = gpuops::deviceOf("netops::attention", {&qIn, &kIn, &vIn}) != nullptr;
+  const auto operand = onGpu ? detail::floatOperand : detail::hostF32;
+  const Tensor q = operand(fn, "q", qIn), k = operand(fn, "k", kIn), v = operand(fn, "v", vIn);
   const Dims s = checkedDims(q, k, v);
   check(rate >= 0.0 && rate < 1.0, detail::where(fn) + "rate = " + std::to_string(rate) + " is outside [0, 1)");
+  const float sc = static_cast<float>(scale), keep = static_cast<float>(1.0 / (1.0 - rate));
+  const float dropBelow = static_cast<float>(rate);
+  if (onGpu) return detail::attentionGpu(q, k, v, sc, causal, dropBelow, keep, key);
   Tensor out = tensor::empty({s.batch, s.tq, s.e});
   const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
   float* po = out.data<float>();
-  const float sc = static_cast<float>(scale), keep = static_cast<float>(1.0 / (1.0 - rate));
-  const float dropBelow = static_cast<float>(rate);
   const bool dropping = rate > 0.0;
   core::parallelFor(s.batch * s.tq, 4, [&](int64_t row0, int64_t row1) {
     std::vector<float> acc(static_cast<size_t>(s.e));

@@ -1,11 +1,13 @@
 // Softmax cross-entropy: each row's max, then sum exp(x - m) in 16 lanes (value j to lane j % 16
 // in increasing j, the lanes combined pairwise: l += l + 8, then + 4, + 2, + 1), so a GPU's 16
-// lanes give the same bits; the mean of the rows' losses in f64 in row order.
+// lanes give the same bits (gz_netops_ce_rows in src/gpu/kernels/netops.cu.inc); the mean of the
+// rows' losses in f64 in row order, on the host.
 #include <cmath>
 #include <limits>
 
 #include "core/thread_pool.h"
 #include "netops/exp_log.h"
+#include "netops/gpu_kernels.h"
 #include "netops/operand.h"
 
 namespace gizml::netops {
@@ -25,9 +27,11 @@ RowSoftmax rowSoftmax(const float* row, int64_t classes) {
   return {m, lanes[0]};
 }
 
-// The logits as contiguous F32 [rows, classes], checked with their labels.
-Tensor checkedLogits(const char* fn, const Tensor& logitsIn, const std::vector<int64_t>& labels) {
-  const Tensor logits = detail::hostF32(fn, "logits", logitsIn);
+// The logits as contiguous F32 [rows, classes], checked with their labels; on the host unless
+// `gpuAllowed`.
+Tensor checkedLogits(const char* fn, const Tensor& logitsIn, const std::vector<int64_t>& labels,
+                     bool gpuAllowed = false) {
+  const Tensor logits = gpuAllowed ? detail::floatOperand(fn, "logits", logitsIn) : detail::hostF32(fn, "logits", logitsIn);
   detail::requireRank(fn, "logits", logits, 2, "[rows, classes]");
   detail::requireAtLeast(fn, "classes", logits.shape()[1], 1);
   detail::requireLabels(fn, labels, logits.shape()[0], logits.shape()[1]);
@@ -35,7 +39,8 @@ Tensor checkedLogits(const char* fn, const Tensor& logitsIn, const std::vector<i
 }
 
 Tensor rowLosses(const char* fn, const Tensor& logitsIn, const std::vector<int64_t>& labels) {
-  const Tensor logits = checkedLogits(fn, logitsIn, labels);
+  const Tensor logits = checkedLogits(fn, logitsIn, labels, true);
+  if (logits.onGpu()) return detail::crossEntropyRowsGpu(logits, labels);
   const int64_t rows = logits.shape()[0], classes = logits.shape()[1];
   Tensor loss = tensor::empty({rows});
   const float* px = logits.data<float>();
@@ -57,7 +62,7 @@ Tensor crossEntropyRows(const Tensor& logits, const std::vector<int64_t>& labels
 }
 
 double crossEntropyLoss(const Tensor& logits, const std::vector<int64_t>& labels) {
-  const Tensor loss = rowLosses("crossEntropyLoss", logits, labels);
+  const Tensor loss = rowLosses("crossEntropyLoss", logits, labels).host();
   check(loss.numel() > 0, detail::where("crossEntropyLoss") + "logits has no rows to average");
   const float* pl = loss.data<float>();
   double total = 0.0;

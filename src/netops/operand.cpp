@@ -6,10 +6,14 @@ namespace gizml::netops::detail {
 
 std::string where(const char* fn) { return std::string("netops::") + fn + ": "; }
 
-Tensor hostF32(const char* fn, const char* arg, const Tensor& t) {
-  check(!t.onGpu(), where(fn) + "not implemented on the GPU yet (" + arg + " is on " + t.device() + ")");
+Tensor floatOperand(const char* fn, const char* arg, const Tensor& t) {
   check(isFloat(t.dtype()), where(fn) + arg + " has dtype " + dtypeName(t.dtype()) + ", not a float type");
   return t.cast(DType::F32).contiguous();
+}
+
+Tensor hostF32(const char* fn, const char* arg, const Tensor& t) {
+  check(!t.onGpu(), where(fn) + "not implemented on the GPU yet (" + arg + " is on " + t.device() + ")");
+  return floatOperand(fn, arg, t);
 }
 
 void requireRank(const char* fn, const char* arg, const Tensor& t, int64_t rank, const char* layout) {

@@ -11,6 +11,9 @@ namespace gizml::netops::detail {
 /// "netops::<fn>: ": the prefix of every message.
 std::string where(const char* fn);
 
+/// The operand as a contiguous F32 tensor where it is (an Error naming it unless a float type).
+Tensor floatOperand(const char* fn, const char* arg, const Tensor& t);
+
 /// The operand as a contiguous F32 tensor on the host (itself when it already is one). A GPU
 /// operand is an Error naming the function: no GPU kernel yet and no hidden copy to the host.
 Tensor hostF32(const char* fn, const char* arg, const Tensor& t);

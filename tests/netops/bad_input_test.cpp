@@ -98,15 +98,16 @@ TEST(NetopsBadInput, TensorMethods) {
 }
 
 TEST(NetopsBadInput, GpuOperandsNameTheFunction) {
-  // No GPU kernels yet: a GPU operand is an Error, never a hidden copy to the host.
+  // Without a GPU kernel a GPU operand is an Error, never a hidden copy to the host.
   const auto gpu = gizhw::gpu::open();
   if (!gpu) GTEST_SKIP() << "no GPU found: GPU test skipped";
-  const T::Tensor q = z({1, 2, 4}).on(*gpu);
-  expectError([&] { netops::attention(q, z({1, 3, 4}), z({1, 3, 2}), 1.0); },
-              {"netops::attention: not implemented on the GPU yet", "q is on cuda"});
-  expectError([&] { netops::crossEntropyRows(z({2, 3}).on(*gpu), {0, 1}); },
-              {"netops::crossEntropyRows: not implemented on the GPU yet", "logits"});
+  expectError([&] { netops::layerNorm(z({2, 4}).on(*gpu), z({4}), z({4}), 1e-5); },
+              {"netops::layerNorm: not implemented on the GPU yet", "x is on cuda"});
+  expectError([&] { netops::crossEntropyGrad(z({2, 3}).on(*gpu), {0, 1}, 1.0); },
+              {"netops::crossEntropyGrad: not implemented on the GPU yet", "logits"});
   expectError([&] { netops::dropout(z({3}).on(*gpu), T::Key(1), 0.5); }, {"netops::dropout: not implemented on the GPU"});
+  expectError([&] { netops::attention(z({1, 2, 4}).on(*gpu), z({1, 3, 4}), z({1, 3, 2}), 1.0); },
+              {"netops::attention", "two devices"});
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // gz_exp and gz_log, the exp and log the host and the GPU kernels share (src/netops/exp_log.inc),
 // against the C library in f64: within 2 units in the last place over their whole range (measured:
-// exp 1.0, log 0.76), with
-// the special values IEEE gives.
+// exp 1.0, log 0.76), with the special values IEEE gives.
 #include <gtest/gtest.h>
 
 #include <bit>
