@@ -38,6 +38,69 @@ Dims checkedDims(const Tensor& q, const Tensor& k, const Tensor& v) {
   return s;
 }
 
+struct RowJob {
+  const float *q, *kT, *v;
+  float* out;
+  Dims s;
+  int64_t tkPad;
+  float scale;
+  bool causal, dropping;
+  float dropBelow, keep;
+  Key key;
+};
+
+// Queries [row0, row1) of the flattened [b tq]. Compiled also for FMA hardware (the fma chains
+// give the same bits either way; without it each is a libm call).
+__attribute__((target_clones("fma", "default"))) void attendRows(const RowJob& job, int64_t row0, int64_t row1) {
+  const Dims& s = job.s;
+  std::vector<float> acc(static_cast<size_t>(s.e));
+  for (int64_t row = row0; row < row1; ++row) {
+    const int64_t b = row / s.tq, i = row % s.tq;
+    const float* qi = job.q + row * s.d;
+    const float* kb = job.kT + b * s.d * job.tkPad;
+    const float* vb = job.v + b * s.tk * s.e;
+    // Keys [0, visible): all of them, or with `causal` those up to i + tk - tq.
+    const int64_t visible = job.causal ? std::clamp<int64_t>(i + s.tk - s.tq + 1, 0, s.tk) : s.tk;
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
+    for (int64_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
+      const int64_t n = std::min(kKeyBlock, visible - j0);
+      float w[kKeyBlock] = {};
+      for (int64_t p = 0; p < s.d; ++p) {
+        const float* kp = kb + p * job.tkPad + j0;
+        for (int64_t jj = 0; jj < kKeyBlock; ++jj) w[jj] = std::fma(qi[p], kp[jj], w[jj]);
+      }
+      float blockMax = m;
+      for (int64_t jj = 0; jj < n; ++jj) {
+        w[jj] = w[jj] * job.scale;
+        blockMax = std::max(blockMax, w[jj]);
+      }
+      const float c = detail::gz_exp(m - blockMax);
+      l *= c;
+      for (int64_t jj = 0; jj < n; ++jj) {
+        w[jj] = detail::gz_exp(w[jj] - blockMax);
+        l += w[jj];
+      }
+      if (job.dropping) {
+        const uint64_t word0 = static_cast<uint64_t>(row * s.tk + j0);
+        for (int64_t jj = 0; jj < n; ++jj)
+          w[jj] = tensor::uniformWord(job.key, word0 + static_cast<uint64_t>(jj)) >= job.dropBelow ? w[jj] * job.keep
+                                                                                                 : 0.0f;
+      }
+      // Each a = a c, then fma(weight, v, a) in key order: keys outside, columns inside.
+      for (float& a : acc) a *= c;
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const float* vj = vb + (j0 + jj) * s.e;
+        for (int64_t x = 0; x < s.e; ++x)
+          acc[static_cast<size_t>(x)] = std::fma(w[jj], vj[x], acc[static_cast<size_t>(x)]);
+      }
+      m = blockMax;
+    }
+    float* o = job.out + row * s.e;
+    for (int64_t x = 0; x < s.e; ++x) o[x] = acc[static_cast<size_t>(x)] / l;
+  }
+}
+
 }  // namespace
 
 Tensor attention(const Tensor& qIn, const Tensor& kIn, const Tensor& vIn, double scale, bool causal, double rate,
@@ -52,52 +115,20 @@ Tensor attention(const Tensor& qIn, const Tensor& kIn, const Tensor& vIn, double
   const float dropBelow = static_cast<float>(rate);
   if (onGpu) return detail::attentionGpu(q, k, v, sc, causal, dropBelow, keep, key);
   Tensor out = tensor::empty({s.batch, s.tq, s.e});
-  const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
-  float* po = out.data<float>();
-  const bool dropping = rate > 0.0;
-  core::parallelFor(s.batch * s.tq, 4, [&](int64_t row0, int64_t row1) {
-    std::vector<float> acc(static_cast<size_t>(s.e));
-    for (int64_t row = row0; row < row1; ++row) {
-      const int64_t b = row / s.tq, i = row % s.tq;
-      const float* qi = pq + row * s.d;
-      const float* kb = pk + b * s.tk * s.d;
-      const float* vb = pv + b * s.tk * s.e;
-      // Keys [0, visible): all of them, or with `causal` those up to i + tk - tq.
-      const int64_t visible = causal ? std::clamp<int64_t>(i + s.tk - s.tq + 1, 0, s.tk) : s.tk;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-      for (int64_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
-        const int64_t n = std::min(kKeyBlock, visible - j0);
-        float w[kKeyBlock];
-        float blockMax = m;
-        for (int64_t jj = 0; jj < n; ++jj) {
-          const float* kj = kb + (j0 + jj) * s.d;
-          float dot = 0.0f;
-          for (int64_t p = 0; p < s.d; ++p) dot = std::fma(qi[p], kj[p], dot);
-          w[jj] = dot * sc;
-          blockMax = std::max(blockMax, w[jj]);
-        }
-        const float c = detail::gz_exp(m - blockMax);
-        l *= c;
-        for (int64_t jj = 0; jj < n; ++jj) {
-          w[jj] = detail::gz_exp(w[jj] - blockMax);
-          l += w[jj];
-        }
-        if (dropping) {
-          const uint64_t word0 = static_cast<uint64_t>(row * s.tk + j0);
-          for (int64_t jj = 0; jj < n; ++jj)
-            w[jj] = tensor::uniformWord(key, word0 + static_cast<uint64_t>(jj)) >= dropBelow ? w[jj] * keep : 0.0f;
-        }
-        for (int64_t x = 0; x < s.e; ++x) {
-          float a = acc[static_cast<size_t>(x)] * c;
-          for (int64_t jj = 0; jj < n; ++jj) a = std::fma(w[jj], vb[(j0 + jj) * s.e + x], a);
-          acc[static_cast<size_t>(x)] = a;
-        }
-        m = blockMax;
-      }
-      for (int64_t x = 0; x < s.e; ++x) po[row * s.e + x] = acc[static_cast<size_t>(x)] / l;
+  // kᵀ per batch, [b, d, tk rounded up to 16] with zeros past tk: a block's 16 scores are then
+  // 16 independent fma chains over p on contiguous lanes (the same chains, vectorised).
+  const int64_t tkPad = (s.tk + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  std::vector<float> kT(static_cast<size_t>(s.batch * s.d * tkPad), 0.0f);
+  const float* pk = k.data<float>();
+  core::parallelFor(s.batch * s.d, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / s.d, p = r % s.d;
+      for (int64_t j = 0; j < s.tk; ++j) kT[static_cast<size_t>(r * tkPad + j)] = pk[(b * s.tk + j) * s.d + p];
     }
   });
+  const RowJob job{q.data<float>(), kT.data(), v.data<float>(), out.data<float>(), s, tkPad, sc, causal,
+                   rate > 0.0, dropBelow, keep, key};
+  core::parallelFor(s.batch * s.tq, 4, [&](int64_t row0, int64_t row1) { attendRows(job, row0, row1); });
   return out;
 }
 
