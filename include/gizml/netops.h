@@ -1,8 +1,9 @@
 #pragma once
 // gizml::netops: the operations of networks on Tensors (spec gizml:netops): row terms and norms,
 // losses, argmax, attention, dropout, convolution and pooling. Each adds in the one order the
-// spec spells out (docs/netops.md). These run on the CPU; a GPU operand is an Error naming the
-// function until its GPU kernel exists (no hidden copy to the host).
+// spec spells out (docs/netops.md). attention and the cross-entropy rows run where their operands
+// are, in the same steps on the CPU and a GPU (the same bits); for the others a GPU operand is an
+// Error naming the function until its GPU kernel exists (no hidden copy to the host).
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -29,15 +30,16 @@ std::vector<Tensor> layerNormGrad(const Tensor& dy, const Tensor& x, const Tenso
                                   const Tensor& rstd);
 
 /// Softmax cross-entropy of logits [rows, classes] against labels: each row's loss
-/// m + log(sum exp(x - m)) - x[label] (the sum in 16 lanes), their mean in f64 in row order.
+/// m + log(sum exp(x - m)) - x[label] (the sum in 16 lanes), their mean in f64 in row order
+/// (on the host: a GPU's rows are waited for).
 double crossEntropyLoss(const Tensor& logits, const std::vector<int64_t>& labels);
-/// Each row's loss of crossEntropyLoss, [rows] F32.
+/// Each row's loss of crossEntropyLoss, [rows] F32 where the logits are (on a GPU: no wait).
 Tensor crossEntropyRows(const Tensor& logits, const std::vector<int64_t>& labels);
 /// (softmax - onehot) scale, [rows, classes] F32; the softmax is exp(x - m) times the f32 of 1/sum.
 Tensor crossEntropyGrad(const Tensor& logits, const std::vector<int64_t>& labels, double scale);
 
 /// softmax(q kᵀ scale) v without the (tq, tk) scores: q [b, tq, d], k [b, tk, d], v [b, tk, e]
-/// give [b, tq, e] F32. `causal`: query i sees keys j <= i + tk - tq. `rate` > 0 drops each weight
+/// give [b, tq, e] F32 where they are. `causal`: query i sees keys j <= i + tk - tq. `rate` > 0 drops each weight
 /// where word (b tq + i) tk + j of `key`'s uniform draw is below rate and scales the rest by
 /// 1 / (1 - rate). Order: the spec's blocks of 16 keys (docs/netops.md).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal = false,
