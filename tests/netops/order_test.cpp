@@ -228,3 +228,16 @@ TEST(NetopsOrder, Im2col1dTakesARangeOfRows) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(NetopsOrder, GroupNormGivesItsDtypeOfTheF32Result) {
+  const T::Tensor x = randomTensor(19, {4, 3, 5}), w = randomTensor(20, {4}), b = randomTensor(21, {4});
+  const T::Tensor f32 = netops::groupNorm(x, 2, w, b, 1e-5, true);
+  const T::Tensor bf16 = netops::groupNorm(x, 2, w, b, 1e-5, true, DType::BF16);
+  EXPECT_EQ(bf16.dtype(), DType::BF16);
+  EXPECT_EQ(bf16.shape(), x.shape());
+  EXPECT_EQ(bf16.toFloats(), f32.cast(DType::BF16).toFloats());
+}
+
+}  // namespace
