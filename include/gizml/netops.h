@@ -1,9 +1,10 @@
 #pragma once
 // gizml::netops: the operations of networks on Tensors (spec gizml:netops): row terms and norms,
 // losses, argmax, attention, dropout, convolution and pooling. Each adds in the one order the
-// spec spells out (docs/netops.md). attention and the cross-entropy rows run where their operands
-// are, in the same steps on the CPU and a GPU (the same bits); for the others a GPU operand is an
-// Error naming the function until its GPU kernel exists (no hidden copy to the host).
+// spec spells out (docs/netops.md). attention, cross entropy, layer norm (and their gradients)
+// and dropout run where their operands are, in the same steps on the CPU and a GPU (the same
+// bits); for the others a GPU operand is an Error naming the function until its GPU kernel
+// exists (no hidden copy to the host).
 #include <gizml/tensor.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Softmax cross-entropy: each row's max, then sum exp(x - m) in 16 lanes (value j to lane j % 16
 // in increasing j, the lanes combined pairwise: l += l + 8, then + 4, + 2, + 1), so a GPU's 16
-// lanes give the same bits (gz_netops_ce_rows in src/gpu/kernels/netops.cu.inc); the mean of the
-// rows' losses in f64 in row order, on the host.
+// lanes give the same bits (gz_netops_ce_rows and _grad in src/gpu/kernels/netops.cu.inc); the
+// mean of the rows' losses in f64 in row order, on the host.
 #include <cmath>
 #include <limits>
 
@@ -40,11 +40,9 @@ __attribute__((target_clones("fma", "default"))) void softmaxMinusOnehot(const f
     out[j] = (detail::gz_exp(row[j] - soft.max) * inv - (j == label ? 1.0f : 0.0f)) * scale;
 }
 
-// The logits as contiguous F32 [rows, classes], checked with their labels; on the host unless
-// `gpuAllowed`.
-Tensor checkedLogits(const char* fn, const Tensor& logitsIn, const std::vector<int64_t>& labels,
-                     bool gpuAllowed = false) {
-  const Tensor logits = gpuAllowed ? detail::floatOperand(fn, "logits", logitsIn) : detail::hostF32(fn, "logits", logitsIn);
+// The logits as contiguous F32 [rows, classes] where they are, checked with their labels.
+Tensor checkedLogits(const char* fn, const Tensor& logitsIn, const std::vector<int64_t>& labels) {
+  const Tensor logits = detail::floatOperand(fn, "logits", logitsIn);
   detail::requireRank(fn, "logits", logits, 2, "[rows, classes]");
   detail::requireAtLeast(fn, "classes", logits.shape()[1], 1);
   detail::requireLabels(fn, labels, logits.shape()[0], logits.shape()[1]);
@@ -52,7 +50,7 @@ Tensor checkedLogits(const char* fn, const Tensor& logitsIn, const std::vector<i
 }
 
 Tensor rowLosses(const char* fn, const Tensor& logitsIn, const std::vector<int64_t>& labels) {
-  const Tensor logits = checkedLogits(fn, logitsIn, labels, true);
+  const Tensor logits = checkedLogits(fn, logitsIn, labels);
   if (logits.onGpu()) return detail::crossEntropyRowsGpu(logits, labels);
   const int64_t rows = logits.shape()[0], classes = logits.shape()[1];
   Tensor loss = tensor::empty({rows});
@@ -85,11 +83,12 @@ double crossEntropyLoss(const Tensor& logits, const std::vector<int64_t>& labels
 
 Tensor crossEntropyGrad(const Tensor& logitsIn, const std::vector<int64_t>& labels, double scale) {
   const Tensor logits = checkedLogits("crossEntropyGrad", logitsIn, labels);
+  const float s = static_cast<float>(scale);
+  if (logits.onGpu()) return detail::crossEntropyGradGpu(logits, labels, s);
   const int64_t rows = logits.shape()[0], classes = logits.shape()[1];
   Tensor grad = tensor::empty({rows, classes});
   const float* px = logits.data<float>();
   float* pg = grad.data<float>();
-  const float s = static_cast<float>(scale);
   core::parallelFor(rows, 4, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       softmaxMinusOnehot(px + r * classes, classes, labels[static_cast<size_t>(r)], s, pg + r * classes);

@@ -1,8 +1,11 @@
 // layerNorm and its gradient: each row's sums in order in f32 (the spec's "in-order sums"), rows
-// in parallel; dweight and dbias add over rows in order (columns in parallel).
+// in parallel; dweight and dbias add over rows in order (columns in parallel). On a GPU the same
+// steps, a thread a row (src/gpu/kernels/netops.cu.inc).
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "gpu/tensor_ops.h"
+#include "netops/gpu_kernels.h"
 #include "netops/operand.h"
 
 namespace gizml::netops {
@@ -25,12 +28,14 @@ RowShape rowShape(const char* fn, const Tensor& x) {
 
 std::vector<Tensor> layerNorm(const Tensor& xIn, const Tensor& weightIn, const Tensor& biasIn, double eps) {
   const char* fn = "layerNorm";
-  const Tensor x = detail::hostF32(fn, "x", xIn);
-  const Tensor weight = detail::hostF32(fn, "weight", weightIn), bias = detail::hostF32(fn, "bias", biasIn);
+  const bool onGpu = gpuops::deviceOf("netops::layerNorm", {&xIn, &weightIn, &biasIn}) != nullptr;
+  const auto operand = onGpu ? detail::floatOperand : detail::hostF32;
+  const Tensor x = operand(fn, "x", xIn), weight = operand(fn, "weight", weightIn), bias = operand(fn, "bias", biasIn);
   const RowShape s = rowShape(fn, x);
   detail::requireShape(fn, "weight", weight, {s.width});
   detail::requireShape(fn, "bias", bias, {s.width});
   check(eps >= 0.0, detail::where(fn) + "eps = " + std::to_string(eps) + " is negative");
+  if (onGpu) return detail::layerNormGpu(x, weight, bias, static_cast<float>(eps));
   Tensor y = tensor::empty(x.shape()), mean = tensor::empty(s.rowResults), rstd = tensor::empty(s.rowResults);
   const float* px = x.data<float>();
   const float *pw = weight.data<float>(), *pb = bias.data<float>();
@@ -59,14 +64,17 @@ std::vector<Tensor> layerNorm(const Tensor& xIn, const Tensor& weightIn, const T
 std::vector<Tensor> layerNormGrad(const Tensor& dyIn, const Tensor& xIn, const Tensor& weightIn, const Tensor& meanIn,
                                   const Tensor& rstdIn) {
   const char* fn = "layerNormGrad";
-  const Tensor dy = detail::hostF32(fn, "dy", dyIn), x = detail::hostF32(fn, "x", xIn);
-  const Tensor weight = detail::hostF32(fn, "weight", weightIn);
-  const Tensor mean = detail::hostF32(fn, "mean", meanIn), rstd = detail::hostF32(fn, "rstd", rstdIn);
+  const bool onGpu =
+      gpuops::deviceOf("netops::layerNormGrad", {&dyIn, &xIn, &weightIn, &meanIn, &rstdIn}) != nullptr;
+  const auto operand = onGpu ? detail::floatOperand : detail::hostF32;
+  const Tensor dy = operand(fn, "dy", dyIn), x = operand(fn, "x", xIn), weight = operand(fn, "weight", weightIn);
+  const Tensor mean = operand(fn, "mean", meanIn), rstd = operand(fn, "rstd", rstdIn);
   const RowShape s = rowShape(fn, x);
   detail::requireShape(fn, "dy", dy, x.shape());
   detail::requireShape(fn, "weight", weight, {s.width});
   detail::requireShape(fn, "mean", mean, s.rowResults);
   detail::requireShape(fn, "rstd", rstd, s.rowResults);
+  if (onGpu) return detail::layerNormGradGpu(dy, x, weight, mean, rstd);
   Tensor dx = tensor::empty(x.shape()), xhat = tensor::empty(x.shape());
   const float *pdy = dy.data<float>(), *px = x.data<float>(), *pw = weight.data<float>();
   const float *pm = mean.data<float>(), *pr = rstd.data<float>();

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "netops/gpu_kernels.h"
 #include "netops/operand.h"
 #include "tensor/random.h"
 
@@ -29,11 +30,15 @@ std::vector<int64_t> argmax(const Tensor& xIn) {
 
 Tensor dropout(const Tensor& xIn, const Key& key, double p) {
   check(p >= 0.0 && p < 1.0, detail::where("dropout") + "p = " + std::to_string(p) + " is outside [0, 1)");
-  const Tensor x = detail::hostF32("dropout", "x", xIn);
+  const Tensor x = detail::floatOperand("dropout", "x", xIn);
+  const float keep = static_cast<float>(1.0 / (1.0 - p)), dropBelow = static_cast<float>(p);
+  if (x.onGpu()) {
+    const Tensor y = detail::dropoutGpu(x, key, dropBelow, keep);
+    return xIn.dtype() == DType::F32 ? y : y.cast(xIn.dtype());
+  }
   Tensor y = tensor::empty(x.shape());
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  const float keep = static_cast<float>(1.0 / (1.0 - p)), dropBelow = static_cast<float>(p);
   core::parallelFor(x.numel(), 16384, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
       py[i] = tensor::uniformWord(key, static_cast<uint64_t>(i)) >= dropBelow ? px[i] * keep : 0.0f;

@@ -51,6 +51,22 @@ TEST_F(NetopsGpu, AttentionGivesTheHostsBits) {
   }
 }
 
+TEST_F(NetopsGpu, LayerNormAndItsGradientGiveTheHostsBits) {
+  const T::Tensor x = randomTensor(5, {3, 7, 45}, 4.0), w = randomTensor(6, {45}), b = randomTensor(7, {45});
+  const T::Tensor dy = randomTensor(8, x.shape());
+  const std::vector<T::Tensor> host = netops::layerNorm(x, w, b, 1e-5);
+  const std::vector<T::Tensor> gpu = netops::layerNorm(x.on(*gpu_), w.on(*gpu_), b.on(*gpu_), 1e-5);
+  for (size_t i = 0; i < 3; ++i) expectSameBits(gpu[i], host[i]);
+  const std::vector<T::Tensor> hostGrad = netops::layerNormGrad(dy, x, w, host[1], host[2]);
+  const std::vector<T::Tensor> gpuGrad = netops::layerNormGrad(dy.on(*gpu_), x.on(*gpu_), w.on(*gpu_), gpu[1], gpu[2]);
+  for (size_t i = 0; i < 3; ++i) expectSameBits(gpuGrad[i], hostGrad[i]);
+}
+
+TEST_F(NetopsGpu, DropoutGivesTheHostsMask) {
+  const T::Tensor x = randomTensor(9, {37, 1001});
+  expectSameBits(netops::dropout(x.on(*gpu_), T::Key(10), 0.35), netops::dropout(x, T::Key(10), 0.35));
+}
+
 TEST_F(NetopsGpu, CrossEntropyRowsGiveTheHostsBits) {
   for (int64_t classes : {1, 5, 77, 4099}) {
     const T::Tensor logits = randomTensor(4, {9, classes}, 8.0);
@@ -58,6 +74,7 @@ TEST_F(NetopsGpu, CrossEntropyRowsGiveTheHostsBits) {
     for (int64_t r = 0; r < 9; ++r) labels.push_back((r * 31) % classes);
     expectSameBits(netops::crossEntropyRows(logits.on(*gpu_), labels), netops::crossEntropyRows(logits, labels));
     EXPECT_EQ(netops::crossEntropyLoss(logits.on(*gpu_), labels), netops::crossEntropyLoss(logits, labels));
+    expectSameBits(netops::crossEntropyGrad(logits.on(*gpu_), labels, 0.25), netops::crossEntropyGrad(logits, labels, 0.25));
   }
 }
 
