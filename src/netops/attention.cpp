@@ -51,7 +51,7 @@ struct RowJob {
 
 // Queries [row0, row1) of the flattened [b tq]. Compiled also for FMA hardware (the fma chains
 // give the same bits either way; without it each is a libm call).
-__attribute__((target_clones("fma", "default"))) void attendRows(const RowJob& job, int64_t row0, int64_t row1) {
+GIZML_FMA_CLONES void attendRows(const RowJob& job, int64_t row0, int64_t row1) {
   const Dims& s = job.s;
   std::vector<float> acc(static_cast<size_t>(s.e));
   for (int64_t row = row0; row < row1; ++row) {

@@ -19,7 +19,7 @@ struct RowSoftmax {
 
 // Compiled also for FMA hardware: gz_exp's fmas are then instructions, not libm calls (the same
 // bits either way).
-__attribute__((target_clones("fma", "default"))) RowSoftmax rowSoftmax(const float* row, int64_t classes) {
+GIZML_FMA_CLONES RowSoftmax rowSoftmax(const float* row, int64_t classes) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < classes; ++j) m = row[j] > m ? row[j] : m;
   float lanes[16] = {};
@@ -32,7 +32,7 @@ __attribute__((target_clones("fma", "default"))) RowSoftmax rowSoftmax(const flo
   return {m, lanes[0]};
 }
 
-__attribute__((target_clones("fma", "default"))) void softmaxMinusOnehot(const float* row, int64_t classes,
+GIZML_FMA_CLONES void softmaxMinusOnehot(const float* row, int64_t classes,
                                                                         int64_t label, float scale, float* out) {
   const RowSoftmax soft = rowSoftmax(row, classes);
   const float inv = 1.0f / soft.sum;
