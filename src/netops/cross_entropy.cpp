@@ -32,8 +32,8 @@ GIZML_FMA_CLONES RowSoftmax rowSoftmax(const float* row, int64_t classes) {
   return {m, lanes[0]};
 }
 
-GIZML_FMA_CLONES void softmaxMinusOnehot(const float* row, int64_t classes,
-                                                                        int64_t label, float scale, float* out) {
+GIZML_FMA_CLONES void softmaxMinusOnehot(const float* row, int64_t classes, int64_t label, float scale,
+                                         float* out) {
   const RowSoftmax soft = rowSoftmax(row, classes);
   const float inv = 1.0f / soft.sum;
   for (int64_t j = 0; j < classes; ++j)
