@@ -3,7 +3,7 @@
 // QK norm and rotary, neighborhood attention), the modulated norms of diffusion transformers, the
 // Hadamard-rotated INT8 rows (ConvRot), convolution by patches, and the GPU kernels of a
 // language model's step (argmax, sampling candidates, split sums, rotated norm, SwiGLU).
-// Spec: ../shared/spec/002_c8711ad8767f6397.txt (gizml:netops); notes in docs/netops_rows.md.
+// Spec: ../shared/spec/002_c8711ad8767f6397.txt (gizml:netops); notes in docs/netops.md ("The rows part").
 //
 // Host tensors are F32 (BF16 host tensors are read as their F32 values); the host computes
 // exactly in F32 in the orders documented per function. The functions taking a Gpu and device

@@ -31,6 +31,8 @@ std::vector<uint64_t> elementwiseParams(const ElementwisePlan& plan, uint64_t ou
 
 /// The fixed kernels, one source (prelude, reductions, matmul, copies).
 const std::string& fixedKernelSource();
+/// The kernels of gizml::netops (attention, cross entropy rows) with their shared exp and log.
+const std::string& netopsKernelSource();
 /// The prelude alone (types, dtype conversions and elementwise helpers of cuda_expr.h, shuffles).
 const std::string& preludeSource();
 /// The kernels of gizml::netops' language-model step (kernels/netops_rows.cu.inc), with the prelude.

@@ -1,5 +1,7 @@
 // The operations of a Graph: each computes its value with tensor operations and records the
 // closure of its gradient (saving only what that gradient reads).
+#include <gizml/netops.h>
+
 #include <cmath>
 
 #include "grad/graph_state.h"
@@ -247,42 +249,26 @@ Value Graph::crossEntropy(Value logits, const Tensor& labels) {
   check(z.ndim() == 2, "crossEntropy: logits of shape " + tensor::shapeText(z.shape()) + " must be [rows, classes]");
   check(labels.ndim() == 1 && labels.shape()[0] == z.shape()[0],
         "crossEntropy: labels of shape " + tensor::shapeText(labels.shape()) + " must be [" + std::to_string(z.shape()[0]) + "]");
-  const int64_t rows = z.shape()[0], classes = z.shape()[1];
-  const Tensor idx = labels.reshape({rows, 1});
-  for (int64_t l : labels.toInts())
-    check(l >= 0 && l < classes, "crossEntropy: label " + std::to_string(l) + " is outside [0, " + std::to_string(classes) + ")");
-  const Tensor logp = z.logSoftmax(1);
-  const Tensor picked = tensor::gather(logp, 1, idx);
-  const Tensor loss = picked.mean().neg();
-  return state_->add(loss, {logits}, [logp, idx, rows, classes](const Tensor& dy) {
+  // netops checks the labels' range and computes the loss and its gradient (one implementation).
+  const std::vector<int64_t> ids = labels.toInts();
+  const Tensor loss = tensor::scalar(netops::crossEntropyLoss(z, ids));
+  return state_->add(loss, {logits}, [z, ids](const Tensor& dy) {
     // (softmax - onehot) / rows, times the loss's gradient.
-    const Tensor cls = tensor::arange(0, static_cast<double>(classes), 1, DType::I64).reshape({1, classes});
-    const Tensor onehot = lazy(cls).eq(lazy(idx)).cast(DType::F32).eval();
-    const Tensor g = ((lazy(logp).exp() - lazy(onehot)) * lazy(dy) / static_cast<double>(rows)).eval();
-    return Grads1{g};
+    return Grads1{netops::crossEntropyGrad(z, ids, dy.item() / static_cast<double>(z.shape()[0]))};
   }, "crossEntropy");
 }
 
 Value Graph::layerNorm(Value x, Value weight, Value bias, double eps) {
   const Tensor v = value(x), w = value(weight), b = value(bias);
-  const int64_t n = v.size(-1);
-  const Tensor mu = v.mean({-1}, true);
-  const Tensor var = v.variance({-1}, true);
-  const Tensor rstd = (lazy(var) + eps).rsqrt().eval();
-  const Tensor xhat = ((lazy(v) - lazy(mu)) * lazy(rstd)).eval();
-  const Tensor out = (lazy(xhat) * lazy(w) + lazy(b)).eval();
-  return state_->add(out, {x, weight, bias}, [xhat, rstd, w, n](const Tensor& dy) {
-    // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w.
-    const Tensor g = dy.mul(w);
-    const Tensor mg = g.mean({-1}, true);
-    const Tensor mgx = g.mul(xhat).mean({-1}, true);
-    const Tensor dx = (lazy(rstd) * (lazy(g) - lazy(mg) - lazy(xhat) * lazy(mgx))).eval();
-    Axes rows;
-    for (int64_t i = 0; i + 1 < dy.ndim(); ++i) rows.push_back(i);
-    const Tensor dw = rows.empty() ? dy.mul(xhat) : dy.mul(xhat).sum(rows);
-    const Tensor db = rows.empty() ? dy : dy.sum(rows);
-    (void)n;
-    return Grads1{dx, unbroadcast(dw, w.shape()), unbroadcast(db, w.shape())};
+  const int64_t n = v.ndim() == 0 ? 1 : v.size(-1);
+  check(w.numel() == n && b.numel() == n, "layerNorm: weight of shape " + tensor::shapeText(w.shape()) + " and bias of shape " +
+                                              tensor::shapeText(b.shape()) + " must hold the " + std::to_string(n) + " values of a row");
+  const std::vector<Tensor> f = netops::layerNorm(v, w.reshape({n}), b.reshape({n}), eps);
+  const Tensor mean = f[1], rstd = f[2];
+  const Shape ws = w.shape(), bs = b.shape();
+  return state_->add(f[0], {x, weight, bias}, [v, w, mean, rstd, n, ws, bs](const Tensor& dy) {
+    const std::vector<Tensor> g = netops::layerNormGrad(dy, v, w.reshape({n}), mean, rstd);
+    return Grads1{g[0], g[1].reshape(ws), g[2].reshape(bs)};
   }, "layerNorm");
 }
 
@@ -323,12 +309,10 @@ Value Graph::embedding(Value table, const Tensor& ids) {
 }
 
 Value Graph::dropout(Value x, double p, const tensor::Key& key) {
-  check(p >= 0.0 && p < 1.0, "dropout: p = " + std::to_string(p) + " is outside [0, 1)");
-  const Tensor v = value(x);
-  const Tensor keep = lazy(tensor::uniform(key, v.shape())).ge(Lazy(p)).cast(DType::F32).eval();
-  const double scale = 1.0 / (1.0 - p);
-  const Tensor out = (lazy(v) * lazy(keep) * scale).cast(v.dtype()).eval();
-  return state_->add(out, {x}, [keep, scale](const Tensor& dy) { return Grads1{(lazy(dy) * lazy(keep) * scale).eval()}; }, "dropout");
+  // The mask comes from the key alone, so the backward pass applies it again to dy.
+  return state_->add(netops::dropout(value(x), key, p), {x}, [key, p](const Tensor& dy) {
+    return Grads1{netops::dropout(dy, key, p)};
+  }, "dropout");
 }
 
 Value Graph::custom(const std::vector<Value>& inputs, const Tensor& output, GradFn gradFn) {

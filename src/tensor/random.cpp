@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "tensor/random.h"
 
 namespace gizml::tensor {
 namespace {
@@ -55,10 +56,12 @@ Key Key::split(uint64_t index) const {
   return Key((static_cast<uint64_t>(b.v[1]) << 32) | b.v[0]);
 }
 
+float uniformWord(const Key& key, uint64_t index) { return unit(philox(index, key.seed, 1).v[0]); }
+
 Tensor uniform(const Key& key, const Shape& shape, double low, double high, DType dtype) {
   const float lo = static_cast<float>(low), span = static_cast<float>(high - low);
   return draw(shape, dtype, "uniform", [&](uint64_t i) {
-    return lo + span * unit(philox(i, key.seed, 1).v[0]);
+    return lo + span * uniformWord(key, i);
   });
 }
 

@@ -68,6 +68,11 @@ TEST(KernelsCompile, FixedKernels) {
   EXPECT_NE(c.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
 }
 
+TEST(KernelsCompile, NetopsKernels) {
+  requireNvrtc();
+  compileEverywhere(gpu::netopsKernelSource(), "netops' kernels (attention, cross entropy rows)");
+}
+
 TEST(KernelsCompile, ElementwiseChains) {
   requireNvrtc();
   using T::lazy;

@@ -1,0 +1,39 @@
+// affine: x Wᵀ + b through cpu::sgemm (W read transposed in place), then the bias.
+#include "core/thread_pool.h"
+#include "cpu/gemm.h"
+#include "netops/operand.h"
+#include "netops/product.h"
+
+namespace gizml::netops {
+
+Tensor affine(const Tensor& xIn, const Tensor& wIn, const Tensor& bIn, DType compute) {
+  const char* fn = "affine";
+  check(isFloat(compute), detail::where(fn) + "compute dtype " + dtypeName(compute) + " is not a float type");
+  const Tensor x = detail::hostF32(fn, "x", xIn), w = detail::hostF32(fn, "w", wIn), b = detail::hostF32(fn, "b", bIn);
+  detail::requireRank(fn, "x", x, 2, "[rows, in]");
+  detail::requireRank(fn, "w", w, 2, "[out, in]");
+  check(w.shape()[1] == x.shape()[1], detail::where(fn) + "w of shape " + tensor::shapeText(w.shape()) +
+                                          " does not match x of shape " + tensor::shapeText(x.shape()) + " (in)");
+  detail::requireShape(fn, "b", b, {w.shape()[0]});
+  return detail::productPlusBias(x, w, &b);
+}
+
+namespace detail {
+
+Tensor productPlusBias(const Tensor& x, const Tensor& w, const Tensor* bias) {
+  const int64_t rows = x.shape()[0], in = x.shape()[1], out = w.shape()[0];
+  Tensor y = tensor::empty({rows, out});
+  float* py = y.data<float>();
+  cpu::sgemm(rows, out, in, x.data<float>(), in, 1, w.data<float>(), 1, in, py, out, false);
+  if (bias) {
+    const float* pb = bias->data<float>();
+    core::parallelFor(rows, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t o = 0; o < out; ++o) py[r * out + o] += pb[o];
+    });
+  }
+  return y;
+}
+
+}  // namespace detail
+}  // namespace gizml::netops

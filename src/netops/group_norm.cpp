@@ -1,0 +1,48 @@
+// GroupNorm, channel first: each group's mean and variance summed in f64 in element order (a
+// GPU sums slices in f32 and adds them in f64; the host adds in f64 throughout), then each
+// element ((x - mean) rstd) w + b in f32, SiLU when asked.
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "netops/operand.h"
+
+namespace gizml::netops {
+
+Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Tensor& bIn, double eps, bool act,
+                 DType dtype) {
+  const char* fn = "groupNorm";
+  const Tensor x = detail::hostF32(fn, "x", xIn), w = detail::hostF32(fn, "w", wIn), b = detail::hostF32(fn, "b", bIn);
+  check(x.ndim() >= 1, detail::where(fn) + "x of shape " + tensor::shapeText(x.shape()) + " must be [c, ...]");
+  check(isFloat(dtype), detail::where(fn) + "dtype " + dtypeName(dtype) + " is not a float type");
+  check(eps >= 0.0, detail::where(fn) + "eps = " + std::to_string(eps) + " is negative");
+  const int64_t c = x.shape()[0];
+  detail::requireAtLeast(fn, "groups", groups, 1);
+  check(c % groups == 0, detail::where(fn) + "groups = " + std::to_string(groups) + " does not divide the " +
+                             std::to_string(c) + " channels of x");
+  detail::requireShape(fn, "w", w, {c});
+  detail::requireShape(fn, "b", b, {c});
+  const int64_t pixels = c == 0 ? 0 : x.numel() / c, perGroup = c / groups * pixels;
+  Tensor y = tensor::empty(x.shape());
+  const float *px = x.data<float>(), *pw = w.data<float>(), *pb = b.data<float>();
+  float* py = y.data<float>();
+  core::parallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      const float* in = px + g * perGroup;
+      double sum = 0.0;
+      for (int64_t i = 0; i < perGroup; ++i) sum += in[i];
+      const double mean = perGroup ? sum / static_cast<double>(perGroup) : 0.0;
+      double squares = 0.0;
+      for (int64_t i = 0; i < perGroup; ++i) squares += (in[i] - mean) * (in[i] - mean);
+      const double variance = perGroup ? squares / static_cast<double>(perGroup) : 0.0;
+      const float mu = static_cast<float>(mean), rstd = static_cast<float>(1.0 / std::sqrt(variance + eps));
+      for (int64_t i = 0; i < perGroup; ++i) {
+        const int64_t ch = g * (c / groups) + i / pixels;
+        const float v = (in[i] - mu) * rstd * pw[ch] + pb[ch];
+        py[g * perGroup + i] = act ? v / (1.0f + std::exp(-v)) : v;
+      }
+    }
+  });
+  return dtype == DType::F32 ? y : y.cast(dtype);
+}
+
+}  // namespace gizml::netops

@@ -1,0 +1,49 @@
+// The spec's Tensor.argmax and Tensor.dropout as free functions.
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "netops/gpu_kernels.h"
+#include "netops/operand.h"
+#include "tensor/random.h"
+
+namespace gizml::netops {
+
+std::vector<int64_t> argmax(const Tensor& xIn) {
+  const Tensor x = detail::hostF32("argmax", "x", xIn);
+  check(x.ndim() >= 1 && x.shape().back() > 0,
+        detail::where("argmax") + "x of shape " + tensor::shapeText(x.shape()) + " has no rows to search");
+  const int64_t width = x.shape().back(), rows = x.numel() / width;
+  std::vector<int64_t> best(static_cast<size_t>(rows));
+  const float* px = x.data<float>();
+  core::parallelFor(rows, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = px + r * width;
+      int64_t at = 0;
+      // A NaN at the start is passed over by the first number; later NaNs never compare greater.
+      for (int64_t j = 1; j < width; ++j)
+        if (row[j] > row[at] || (std::isnan(row[at]) && !std::isnan(row[j]))) at = j;
+      best[static_cast<size_t>(r)] = at;
+    }
+  });
+  return best;
+}
+
+Tensor dropout(const Tensor& xIn, const Key& key, double p) {
+  check(p >= 0.0 && p < 1.0, detail::where("dropout") + "p = " + std::to_string(p) + " is outside [0, 1)");
+  const Tensor x = detail::floatOperand("dropout", "x", xIn);
+  const float keep = static_cast<float>(1.0 / (1.0 - p)), dropBelow = static_cast<float>(p);
+  if (x.onGpu()) {
+    const Tensor y = detail::dropoutGpu(x, key, dropBelow, keep);
+    return xIn.dtype() == DType::F32 ? y : y.cast(xIn.dtype());
+  }
+  Tensor y = tensor::empty(x.shape());
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  core::parallelFor(x.numel(), 16384, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      py[i] = tensor::uniformWord(key, static_cast<uint64_t>(i)) >= dropBelow ? px[i] * keep : 0.0f;
+  });
+  return xIn.dtype() == DType::F32 ? y : y.cast(xIn.dtype());
+}
+
+}  // namespace gizml::netops
