@@ -243,11 +243,7 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
       }
       const DType t = node.tensor.dtype();
       const char* base = s.base + offset * static_cast<int64_t>(dtypeSize(t));
-      if (t == DType::F32 && s.strides[rank - 1] == 1) {
-        views[id] = base;
-        // Ask for the next block now so that memory streams while this block computes.
-        for (int64_t line = 0; line < kBlock * 4; line += 64) __builtin_prefetch(base + kBlock * 4 + line);
-      }
+      if (t == DType::F32 && s.strides[rank - 1] == 1) views[id] = base;
       else if (s.f32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
       else cpu::loadI64(t, base, s.strides[rank - 1], n, outI);
       return;
