@@ -28,7 +28,10 @@ struct ChainOp {
 bool chainsUnary(tensor::UnaryOp op);
 bool chainsBinary(tensor::BinaryOp op);
 
-/// y[i] = the links applied in order to x[i], for i < n. With `stream` the stores bypass the
+/// The most links one chain may have (longer runs are cut into several chains).
+constexpr int64_t kMaxChainLinks = 64;
+
+/// y[i] = the links applied in order to x[i], for i < n (count <= kMaxChainLinks). With `stream` the stores bypass the
 /// caches (for a large result not read again soon); call streamFence() before others read y.
 void chainF32(const ChainOp* links, int64_t count, const float* x, const float* const* operands, float* y,
               int64_t n, bool stream);

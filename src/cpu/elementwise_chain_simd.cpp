@@ -34,14 +34,15 @@ HWY_INLINE V MinMaxConstant(V v, V c) {
   return hn::IfThenElse(hn::IsNaN(v), v, m);
 }
 
-// Applies the links to the K vectors r. operand(j, k) is vector k of operand array j; after
-// each link `clear` zeroes the lanes past the end (the identity for full vectors).
+// Applies the links to the K vectors r; codes[j] is Code() of link j, checked by ChainF32 (so the
+// switch needs no range test). operand(j, k) is vector k of operand array j; after each link
+// `clear` zeroes the lanes past the end (the identity for full vectors).
 template <size_t K, class Operand, class Clear>
-HWY_INLINE void ApplyLinks(D d, const ChainOp* links, int64_t count, V (&r)[K], const Operand& operand,
-                           const Clear& clear) {
+HWY_INLINE void ApplyLinks(D d, const ChainOp* links, const uint16_t* codes, int64_t count, V (&r)[K],
+                           const Operand& operand, const Clear& clear) {
   for (int64_t j = 0; j < count; ++j) {
     const ChainOp& link = links[j];
-    switch (Code(link.form, link.op)) {
+    switch (codes[j]) {
 #define GIZML_EACH(expr)                               \
   _Pragma("GCC unroll 16") for (size_t k = 0; k < K; ++k) r[k] = clear(expr); \
   break;
@@ -86,7 +87,7 @@ HWY_INLINE void ApplyLinks(D d, const ChainOp* links, int64_t count, V (&r)[K], 
 #undef GIZML_MINMAX
 #undef GIZML_EACH
       default:
-        HWY_ASSERT(false);  // the caller offers only links that chainsUnary/chainsBinary accept
+        __builtin_unreachable();
     }
   }
 }
@@ -96,12 +97,12 @@ HWY_INLINE void ApplyLinks(D d, const ChainOp* links, int64_t count, V (&r)[K], 
 constexpr size_t kTile = 8;
 
 template <size_t K>
-HWY_INLINE void FullVectors(D d, const ChainOp* links, int64_t count, const float* x,
+HWY_INLINE void FullVectors(D d, const ChainOp* links, const uint16_t* codes, int64_t count, const float* x,
                             const float* const* operands, float* y, int64_t i, bool stream) {
   const size_t lanes = hn::Lanes(d);
   V r[K];
   for (size_t k = 0; k < K; ++k) r[k] = hn::LoadU(d, x + i + k * lanes);
-  ApplyLinks(d, links, count, r, [&](uint32_t j, size_t k) { return hn::LoadU(d, operands[j] + i + k * lanes); },
+  ApplyLinks(d, links, codes, count, r, [&](uint32_t j, size_t k) { return hn::LoadU(d, operands[j] + i + k * lanes); },
              [](V v) { return v; });
   if (stream) {
     for (size_t k = 0; k < K; ++k) hn::Stream(r[k], d, y + i + k * lanes);
@@ -112,13 +113,22 @@ HWY_INLINE void FullVectors(D d, const ChainOp* links, int64_t count, const floa
 
 void ChainF32(const ChainOp* links, int64_t count, const float* x, const float* const* operands,
               float* y, int64_t n, bool stream) {
+  HWY_ASSERT(count <= kMaxChainLinks);
+  uint16_t codes[kMaxChainLinks];
+  for (int64_t j = 0; j < count; ++j) {
+    const ChainOp& link = links[j];
+    const bool unary = link.form == Form::Unary;
+    HWY_ASSERT(link.form <= Form::Self && (unary ? chainsUnary(static_cast<UnaryOp>(link.op))
+                                                 : chainsBinary(static_cast<BinaryOp>(link.op))));
+    codes[j] = static_cast<uint16_t>(Code(link.form, link.op));
+  }
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   stream = stream && reinterpret_cast<uintptr_t>(y) % (lanes * sizeof(float)) == 0;  // Stream needs alignment
   int64_t i = 0;
   for (; i + static_cast<int64_t>(kTile) * lanes <= n; i += static_cast<int64_t>(kTile) * lanes)
-    FullVectors<kTile>(d, links, count, x, operands, y, i, stream);
-  for (; i + lanes <= n; i += lanes) FullVectors<1>(d, links, count, x, operands, y, i, stream);
+    FullVectors<kTile>(d, links, codes, count, x, operands, y, i, stream);
+  for (; i + lanes <= n; i += lanes) FullVectors<1>(d, links, codes, count, x, operands, y, i, stream);
   if (i == n) return;
   // The last partial vector through padded copies.
   const size_t rest = static_cast<size_t>(n - i);
@@ -129,7 +139,7 @@ void ChainF32(const ChainOp* links, int64_t count, const float* x, const float* 
     return hn::Load(d, padded);
   };
   V r[1] = {loadPadded(x)};
-  ApplyLinks(d, links, count, r, [&](uint32_t j, size_t) { return loadPadded(operands[j]); },
+  ApplyLinks(d, links, codes, count, r, [&](uint32_t j, size_t) { return loadPadded(operands[j]); },
              [&](V v) { return hn::IfThenElseZero(valid, v); });
   hn::Store(r[0], d, padded);
   std::copy(padded, padded + rest, y + i);
@@ -144,8 +154,8 @@ namespace gizml::cpu {
 HWY_EXPORT(ChainF32);
 
 bool chainsUnary(tensor::UnaryOp op) {
-  // GeluErf has no vector code; Not gives Bool.
-  return op != tensor::UnaryOp::GeluErf && op != tensor::UnaryOp::Not;
+  // GeluErf has no vector code; Not (the last) gives Bool.
+  return op < tensor::UnaryOp::Not && op != tensor::UnaryOp::GeluErf;
 }
 
 bool chainsBinary(tensor::BinaryOp op) {

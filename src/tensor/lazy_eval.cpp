@@ -113,7 +113,8 @@ struct Link {
 };
 
 // Fuses chains: a chainable step whose input is read by nothing else continues that input's
-// chain, with its other operand (a scalar constant or any computed value) as a link operand.
+// chain (up to kMaxChainLinks links), with its other operand (a scalar constant or any computed
+// value) as a link operand.
 // The chain runs where its last step was (all its operands are computed by then) and its inner
 // values get no buffer. Steps no one reads any more (scalars now inside links) are dropped.
 Program fuseChains(const Program& p) {
@@ -126,6 +127,7 @@ Program fuseChains(const Program& p) {
         ++readers[in[k]];
     }
   std::vector<bool> isChain(count, false), continued(count, false);
+  std::vector<int64_t> length(count, 1);  // links in the chain up to each step
   auto continues = [&](int input) { return isChain[input] && readers[input] == 1; };
   std::vector<Link> links(count);
   for (int i = 0; i < count; ++i) {
@@ -155,7 +157,10 @@ Program fuseChains(const Program& p) {
       }
       link.op = {form, static_cast<uint8_t>(s.node->binaryOp), 0, constant};
     }
-    if (continues(link.from)) continued[link.from] = true;
+    if (continues(link.from) && length[link.from] < cpu::kMaxChainLinks) {
+      continued[link.from] = true;
+      length[i] = length[link.from] + 1;
+    }
   }
 
   Program fused;

@@ -131,6 +131,18 @@ TEST(LazyChains, PartialVectorLanesStayZeroBetweenLinks) {
                 {Link::Unary, static_cast<int>(UnaryOp::Sin)}}, n, -3, -1);
 }
 
+TEST(LazyChains, MultiplyThenAddRoundTwiceAndLongRunsSplit) {
+  // A multiplication feeding an addition is two roundings, never one fused multiply-add; a run
+  // longer than one chain may hold (kMaxChainLinks) continues in the next chain.
+  std::vector<Link> links;
+  for (int k = 0; k < 75; ++k) {
+    links.push_back({Link::Scalar, static_cast<int>(BinaryOp::Mul), 1.0 + 1.0 / 3.0});
+    links.push_back({Link::Tensor, static_cast<int>(BinaryOp::Add)});
+    links.push_back({Link::Scalar, static_cast<int>(BinaryOp::Mul), 0.7});
+  }
+  for (int64_t n : {33, 2053}) checkChain(links, n);
+}
+
 TEST(LazyChains, SharedValuesOperandChainsAndMixedTypes) {
   const int64_t n = 3001;
   const auto x = T::uniform(T::Key(3), {n}, 0.5, 2), y = T::uniform(T::Key(4), {n}, -1, 1);
