@@ -39,6 +39,12 @@ struct Program {
   int slots = 0;
 };
 
+// Whether inputs[k] is the first mention of that input (a step may read a value twice).
+bool firstMention(const std::vector<int>& inputs, size_t k) {
+  const auto end = inputs.begin() + static_cast<std::ptrdiff_t>(k);
+  return std::find(inputs.begin(), end, inputs[k]) == end;
+}
+
 // Gives each step a buffer, reusing those of values no later step reads, so a long chain needs
 // only a few buffers and they stay in L1. Scalars keep theirs: they are filled once.
 void assignSlots(Program& p) {
@@ -59,9 +65,7 @@ void assignSlots(Program& p) {
     const std::vector<int>& inputs = p.steps[i].inputs;
     for (size_t k = 0; k < inputs.size(); ++k) {
       const int input = inputs[k];
-      const bool repeated = std::find(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(k), input) !=
-                            inputs.begin() + static_cast<std::ptrdiff_t>(k);
-      if (!repeated && lastUse[input] == i && p.steps[input].node->kind != Kind::Scalar)
+      if (firstMention(inputs, k) && lastUse[input] == i && p.steps[input].node->kind != Kind::Scalar)
         freeSlots.push_back(p.slot[input]);
     }
   }
@@ -97,6 +101,27 @@ Shape coalesce(const Shape& shape, Program& program) {
   return merged.dims;
 }
 
+// The steps that the root reads, directly or not, in the same order (with the leaves listed).
+Program dropUnread(Program fused) {
+  const int fusedCount = static_cast<int>(fused.steps.size());
+  std::vector<bool> needed(fusedCount, false);
+  needed[fusedCount - 1] = true;
+  for (int i = fusedCount - 1; i >= 0; --i)
+    if (needed[i])
+      for (int input : fused.steps[i].inputs) needed[input] = true;
+  Program kept;
+  std::vector<int> keptIndex(fusedCount, -1);
+  for (int i = 0; i < fusedCount; ++i) {
+    if (!needed[i]) continue;
+    Step step = std::move(fused.steps[i]);
+    for (int& input : step.inputs) input = keptIndex[input];
+    keptIndex[i] = static_cast<int>(kept.steps.size());
+    if (step.node->kind == Kind::Leaf) kept.leaves.push_back(keptIndex[i]);
+    kept.steps.push_back(std::move(step));
+  }
+  return kept;
+}
+
 bool chainable(const Step& s) {
   const Lazy::Node& n = *s.node;
   if (n.dtype != DType::F32) return false;  // F16/BF16 round after each operation, Bool is 0/1
@@ -114,18 +139,15 @@ struct Link {
 
 // Fuses chains: a chainable step whose input is read by nothing else continues that input's
 // chain (up to kMaxChainLinks links), with its other operand (a scalar constant or any computed
-// value) as a link operand.
-// The chain runs where its last step was (all its operands are computed by then) and its inner
-// values get no buffer. Steps no one reads any more (scalars now inside links) are dropped.
+// value) as a link operand. The chain runs where its last step was (all its operands are
+// computed by then) and its inner values get no buffer. Steps no one reads any more (scalars
+// now inside links) are dropped.
 Program fuseChains(const Program& p) {
   const int count = static_cast<int>(p.steps.size());
   std::vector<int> readers(count, 0);
-  for (int i = 0; i < count; ++i)
-    for (size_t k = 0; k < p.steps[i].inputs.size(); ++k) {
-      const auto& in = p.steps[i].inputs;
-      if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k), in[k]) == in.begin() + static_cast<std::ptrdiff_t>(k))
-        ++readers[in[k]];
-    }
+  for (const Step& s : p.steps)
+    for (size_t k = 0; k < s.inputs.size(); ++k)
+      if (firstMention(s.inputs, k)) ++readers[s.inputs[k]];
   std::vector<bool> isChain(count, false), continued(count, false);
   std::vector<int64_t> length(count, 1);  // links in the chain up to each step
   auto continues = [&](int input) { return isChain[input] && readers[input] == 1; };
@@ -191,25 +213,9 @@ Program fuseChains(const Program& p) {
     newIndex[i] = static_cast<int>(fused.steps.size());
     fused.steps.push_back(std::move(step));
   }
-  // Drop what nothing reads any more (constants now held by links), keeping the order.
-  const int fusedCount = static_cast<int>(fused.steps.size());
-  std::vector<bool> needed(fusedCount, false);
-  needed[fusedCount - 1] = true;
-  for (int i = fusedCount - 1; i >= 0; --i)
-    if (needed[i])
-      for (int input : fused.steps[i].inputs) needed[input] = true;
-  Program kept;
-  std::vector<int> keptIndex(fusedCount, -1);
-  for (int i = 0; i < fusedCount; ++i) {
-    if (!needed[i]) continue;
-    Step step = std::move(fused.steps[i]);
-    for (int& input : step.inputs) input = keptIndex[input];
-    keptIndex[i] = static_cast<int>(kept.steps.size());
-    if (step.node->kind == Kind::Leaf) kept.leaves.push_back(keptIndex[i]);
-    kept.steps.push_back(std::move(step));
-  }
-  return kept;
+  return dropUnread(std::move(fused));
 }
+
 
 // One thread's state while it runs the steps over its blocks.
 struct Worker {
@@ -233,7 +239,7 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
   float* outF = static_cast<float*>(out);
   int64_t* outI = static_cast<int64_t*>(out);
   if (!s.links.empty()) {
-    for (size_t k = 1; k < s.inputs.size(); ++k) w.operands[k - 1] = static_cast<const float*>(views[s.inputs[k]]);
+    for (size_t k = 1; k < s.inputs.size(); ++k) w.operands[k - 1] = inF(static_cast<int>(k));
     const bool stream = w.stream && id + 1 == program.steps.size();
     cpu::chainF32(s.links.data(), static_cast<int64_t>(s.links.size()), inF(0), w.operands.data(), outF, n, stream);
     return;

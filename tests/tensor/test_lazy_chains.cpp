@@ -118,7 +118,8 @@ TEST(LazyChains, EveryBinaryOperationAndForm) {
     for (int form = Link::Tensor; form <= Link::Self; ++form)
       for (double c : constants)
         for (int64_t n : kSizes)
-          checkChain({{static_cast<Link::Form>(form), static_cast<int>(b), c}, {Link::Unary, static_cast<int>(UnaryOp::Abs)},
+          checkChain({{static_cast<Link::Form>(form), static_cast<int>(b), c},
+                      {Link::Unary, static_cast<int>(UnaryOp::Abs)},
                       {static_cast<Link::Form>(form), static_cast<int>(b), c}}, n);
 }
 
