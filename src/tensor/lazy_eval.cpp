@@ -1,12 +1,15 @@
 // Evaluating a Lazy expression in one pass: the output is cut into blocks of kBlock elements,
-// and for each block every node computes its values into a small per-thread buffer (so all
-// operands of a block stay in L1) before the root's block is stored. No intermediate tensor
-// exists; the only allocation of the size of the data is the result.
+// and for each block every step computes its values into a small per-thread buffer (so all
+// operands of a block stay in L1) before the root's block is stored. Runs of f32 operations
+// where each value feeds only the next one are fused into one chain step that keeps the values
+// in registers (cpu/elementwise_chain.h). No intermediate tensor exists; the only allocation of
+// the size of the data is the result.
 #include <algorithm>
 #include <unordered_map>
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
+#include "cpu/elementwise_chain.h"
 #include "cpu/elementwise.h"
 #include "gpu/tensor_ops.h"
 #include "tensor/lazy_node.h"
@@ -17,11 +20,14 @@ namespace {
 
 using Kind = Lazy::Node::Kind;
 constexpr int64_t kBlock = 1024;  // elements per block: 4 KiB per f32 buffer
+// Results from this size up are written with streaming stores: beyond the last-level cache.
+constexpr int64_t kStreamBytes = int64_t{32} << 20;
 
 struct Step {
-  const Lazy::Node* node = nullptr;
+  const Lazy::Node* node = nullptr;  // a chain: its last operation
   bool f32 = true;     // working representation: f32 (floats, bools) or i64
-  int inputs[3] = {-1, -1, -1};
+  std::vector<int> inputs;
+  std::vector<cpu::ChainOp> links;  // a chain: inputs[0] is its start, the others its operands
   const char* base = nullptr;  // Leaf: first element
   Shape strides;               // Leaf: strides over the coalesced output axes
 };
@@ -33,14 +39,19 @@ struct Program {
   int slots = 0;
 };
 
+// Whether inputs[k] is the first mention of that input (a step may read a value twice).
+bool firstMention(const std::vector<int>& inputs, size_t k) {
+  const auto end = inputs.begin() + static_cast<std::ptrdiff_t>(k);
+  return std::find(inputs.begin(), end, inputs[k]) == end;
+}
+
 // Gives each step a buffer, reusing those of values no later step reads, so a long chain needs
 // only a few buffers and they stay in L1. Scalars keep theirs: they are filled once.
 void assignSlots(Program& p) {
   const int count = static_cast<int>(p.steps.size());
   std::vector<int> lastUse(count, count);
   for (int i = 0; i < count; ++i)
-    for (int input : p.steps[i].inputs)
-      if (input >= 0) lastUse[input] = i;
+    for (int input : p.steps[i].inputs) lastUse[input] = i;
   lastUse[count - 1] = count;
   std::vector<int> freeSlots;
   p.slot.assign(count, -1);
@@ -51,10 +62,10 @@ void assignSlots(Program& p) {
       p.slot[i] = freeSlots.back();
       freeSlots.pop_back();
     }
-    for (int k = 0; k < 3; ++k) {
-      const int input = p.steps[i].inputs[k];
-      const bool repeated = k > 0 && (input == p.steps[i].inputs[0] || (k > 1 && input == p.steps[i].inputs[1]));
-      if (input >= 0 && !repeated && lastUse[input] == i && p.steps[input].node->kind != Kind::Scalar)
+    const std::vector<int>& inputs = p.steps[i].inputs;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const int input = inputs[k];
+      if (firstMention(inputs, k) && lastUse[input] == i && p.steps[input].node->kind != Kind::Scalar)
         freeSlots.push_back(p.slot[input]);
     }
   }
@@ -65,8 +76,7 @@ int addSteps(const Lazy::Node* node, Program& program, std::unordered_map<const 
   Step step;
   step.node = node;
   step.f32 = cpu::worksInF32(node->dtype);
-  for (size_t i = 0; i < node->inputs.size(); ++i)
-    step.inputs[i] = addSteps(node->inputs[i].get(), program, index);
+  for (const auto& input : node->inputs) step.inputs.push_back(addSteps(input.get(), program, index));
   const int id = static_cast<int>(program.steps.size());
   if (node->kind == Kind::Leaf) program.leaves.push_back(id);
   program.steps.push_back(std::move(step));
@@ -91,18 +101,149 @@ Shape coalesce(const Shape& shape, Program& program) {
   return merged.dims;
 }
 
-// Computes step s of one block into its buffer. `views[i]` is where step i's values are read:
-// its buffer, or the operand itself for a contiguous f32 leaf (no copy).
-void runStep(const Program& program, const Step& s, const std::vector<void*>& buffers,
-             std::vector<const void*>& views, int64_t n, const Shape& dims, int64_t outer, int64_t inner0) {
+// The steps that the root reads, directly or not, in the same order (with the leaves listed).
+Program dropUnread(Program fused) {
+  const int fusedCount = static_cast<int>(fused.steps.size());
+  std::vector<bool> needed(fusedCount, false);
+  needed[fusedCount - 1] = true;
+  for (int i = fusedCount - 1; i >= 0; --i)
+    if (needed[i])
+      for (int input : fused.steps[i].inputs) needed[input] = true;
+  Program kept;
+  std::vector<int> keptIndex(fusedCount, -1);
+  for (int i = 0; i < fusedCount; ++i) {
+    if (!needed[i]) continue;
+    Step step = std::move(fused.steps[i]);
+    for (int& input : step.inputs) input = keptIndex[input];
+    keptIndex[i] = static_cast<int>(kept.steps.size());
+    if (step.node->kind == Kind::Leaf) kept.leaves.push_back(keptIndex[i]);
+    kept.steps.push_back(std::move(step));
+  }
+  return kept;
+}
+
+bool chainable(const Step& s) {
+  const Lazy::Node& n = *s.node;
+  if (n.dtype != DType::F32) return false;  // F16/BF16 round after each operation, Bool is 0/1
+  if (n.kind == Kind::Unary) return cpu::chainsUnary(n.unaryOp);
+  if (n.kind == Kind::Binary) return cpu::chainsBinary(n.binaryOp);
+  return false;
+}
+
+// How a chainable step joins a chain: the input it continues (`from`) and its link.
+struct Link {
+  int from = -1;
+  int operand = -1;  // the other input, for the Operand forms
+  cpu::ChainOp op;
+};
+
+// Fuses chains: a chainable step whose input is read by nothing else continues that input's
+// chain (up to kMaxChainLinks links), with its other operand (a scalar constant or any computed
+// value) as a link operand. The chain runs where its last step was (all its operands are
+// computed by then) and its inner values get no buffer. Steps no one reads any more (scalars
+// now inside links) are dropped.
+Program fuseChains(const Program& p) {
+  const int count = static_cast<int>(p.steps.size());
+  std::vector<int> readers(count, 0);
+  for (const Step& s : p.steps)
+    for (size_t k = 0; k < s.inputs.size(); ++k)
+      if (firstMention(s.inputs, k)) ++readers[s.inputs[k]];
+  std::vector<bool> isChain(count, false), continued(count, false);
+  std::vector<int64_t> length(count, 1);  // links in the chain up to each step
+  auto continues = [&](int input) { return isChain[input] && readers[input] == 1; };
+  std::vector<Link> links(count);
+  for (int i = 0; i < count; ++i) {
+    const Step& s = p.steps[i];
+    if (!(isChain[i] = chainable(s))) continue;
+    Link& link = links[i];
+    if (s.node->kind == Kind::Unary) {
+      link.from = s.inputs[0];
+      link.op = {cpu::ChainOp::Form::Unary, static_cast<uint8_t>(s.node->unaryOp), 0, 0.0f};
+    } else {
+      const int a = s.inputs[0], b = s.inputs[1];
+      auto isScalar = [&](int k) { return p.steps[k].node->kind == Kind::Scalar; };
+      // Continue a's chain if possible, else b's; else start from a tensor rather than a constant.
+      const bool second = a != b && !continues(a) && (continues(b) || (isScalar(a) && !isScalar(b)));
+      link.from = second ? b : a;
+      const int other = second ? a : b;
+      using Form = cpu::ChainOp::Form;
+      Form form = second ? Form::OperandFirst : Form::Operand;
+      float constant = 0.0f;
+      if (a == b) {
+        form = Form::Self;
+      } else if (isScalar(other)) {
+        form = second ? Form::ScalarFirst : Form::Scalar;
+        constant = doubleToWorkingF32(p.steps[other].node->value, DType::F32);
+      } else {
+        link.operand = other;
+      }
+      link.op = {form, static_cast<uint8_t>(s.node->binaryOp), 0, constant};
+    }
+    if (continues(link.from) && length[link.from] < cpu::kMaxChainLinks) {
+      continued[link.from] = true;
+      length[i] = length[link.from] + 1;
+    }
+  }
+
+  Program fused;
+  std::vector<int> newIndex(count, -1);
+  for (int i = 0; i < count; ++i) {
+    if (continued[i]) continue;  // runs inside the chain of its reader
+    Step step = p.steps[i];
+    if (isChain[i]) {
+      std::vector<int> members;  // the chain's steps, last first
+      for (int j = i;; j = links[j].from) {
+        members.push_back(j);
+        if (!continued[links[j].from]) break;
+      }
+      step.inputs = {newIndex[links[members.back()].from]};
+      for (auto m = members.rbegin(); m != members.rend(); ++m) {
+        cpu::ChainOp op = links[*m].op;
+        if (links[*m].operand >= 0) {
+          const int input = newIndex[links[*m].operand];
+          auto at = std::find(step.inputs.begin() + 1, step.inputs.end(), input);
+          if (at == step.inputs.end()) at = step.inputs.insert(at, input);
+          op.operand = static_cast<uint32_t>(at - step.inputs.begin() - 1);
+        }
+        step.links.push_back(op);
+      }
+    } else {
+      for (int& input : step.inputs) input = newIndex[input];
+    }
+    newIndex[i] = static_cast<int>(fused.steps.size());
+    fused.steps.push_back(std::move(step));
+  }
+  return dropUnread(std::move(fused));
+}
+
+
+// One thread's state while it runs the steps over its blocks.
+struct Worker {
+  std::vector<void*> buffers;          // where each step writes its block
+  std::vector<const void*> views;      // where each step's block is read: its buffer, or the
+                                       // operand itself for a contiguous f32 leaf (no copy)
+  std::vector<const float*> operands;  // a chain's operand arrays for the block
+  bool stream = false;                 // the root writes the output with streaming stores
+};
+
+// Computes step s of one block (n values at position inner0 of row `outer`) into its buffer.
+void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const Shape& dims, int64_t outer,
+             int64_t inner0) {
   const Lazy::Node& node = *s.node;
   const size_t id = static_cast<size_t>(&s - program.steps.data());
-  void* out = buffers[id];
+  std::vector<const void*>& views = w.views;
+  void* out = w.buffers[id];
   auto in = [&](int k) { return views[s.inputs[k]]; };
   auto inF = [&](int k) { return static_cast<const float*>(in(k)); };
   auto inI = [&](int k) { return static_cast<const int64_t*>(in(k)); };
   float* outF = static_cast<float*>(out);
   int64_t* outI = static_cast<int64_t*>(out);
+  if (!s.links.empty()) {
+    for (size_t k = 1; k < s.inputs.size(); ++k) w.operands[k - 1] = inF(static_cast<int>(k));
+    const bool stream = w.stream && id + 1 == program.steps.size();
+    cpu::chainF32(s.links.data(), static_cast<int64_t>(s.links.size()), inF(0), w.operands.data(), outF, n, stream);
+    return;
+  }
   switch (node.kind) {
     case Kind::Leaf: {
       const int64_t rank = static_cast<int64_t>(dims.size());
@@ -113,11 +254,7 @@ void runStep(const Program& program, const Step& s, const std::vector<void*>& bu
       }
       const DType t = node.tensor.dtype();
       const char* base = s.base + offset * static_cast<int64_t>(dtypeSize(t));
-      if (t == DType::F32 && s.strides[rank - 1] == 1) {
-        views[id] = base;
-        // Ask for the next block now so that memory streams while this block computes.
-        for (int64_t line = 0; line < kBlock * 4; line += 64) __builtin_prefetch(base + kBlock * 4 + line);
-      }
+      if (t == DType::F32 && s.strides[rank - 1] == 1) views[id] = base;
       else if (s.f32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
       else cpu::loadI64(t, base, s.strides[rank - 1], n, outI);
       return;
@@ -209,9 +346,10 @@ void Lazy::evalInto(const Tensor& out) const {
   if (gpuops::deviceOf(root, &out)) return gpuops::evalLazy(root, out);
   if (out.numel() == 0) return;
 
-  Program program;
+  Program naive;
   std::unordered_map<const Node*, int> index;
-  addSteps(&root, program, index);
+  addSteps(&root, naive, index);
+  Program program = fuseChains(naive);
   const Shape dims = coalesce(root.shape, program);
   assignSlots(program);
   const int64_t inner = dims.back();
@@ -220,29 +358,37 @@ void Lazy::evalInto(const Tensor& out) const {
   char* outBase = static_cast<char*>(out.rawData());
   const int64_t outSize = static_cast<int64_t>(dtypeSize(root.dtype));
   const Step& last = program.steps.back();
+  size_t operands = 0;
+  for (const Step& s : program.steps) operands = std::max(operands, s.inputs.size());
+  // An f32 result is computed straight into the output, bypassing the caches when it is larger
+  // than they are (it would only evict the inputs, and the stores skip reading the lines first).
+  const bool direct = root.dtype == DType::F32 && root.kind != Kind::Scalar;
+  const bool stream = direct && out.numel() * outSize >= kStreamBytes;
 
   core::parallelFor(blocks, std::max<int64_t>(1, 32768 / kBlock), [&](int64_t begin, int64_t end) {
+    Worker w;
     // Buffers of 8 bytes per element (either representation fits).
     std::vector<int64_t> scratch(static_cast<size_t>(program.slots) * kBlock);
-    std::vector<void*> buffers(program.steps.size());
-    std::vector<const void*> views(program.steps.size());
+    w.buffers.resize(program.steps.size());
+    w.views.resize(program.steps.size());
+    w.operands.resize(operands);
+    w.stream = stream;
     for (size_t i = 0; i < program.steps.size(); ++i) {
-      views[i] = buffers[i] = scratch.data() + program.slot[i] * kBlock;
-      if (program.steps[i].node->kind == Kind::Scalar) fillScalar(program.steps[i], buffers[i]);
+      w.views[i] = w.buffers[i] = scratch.data() + program.slot[i] * kBlock;
+      if (program.steps[i].node->kind == Kind::Scalar) fillScalar(program.steps[i], w.buffers[i]);
     }
-    // An f32 result is computed straight into the output.
-    const bool direct = root.dtype == DType::F32 && root.kind != Kind::Scalar;
     for (int64_t b = begin; b < end; ++b) {
       const int64_t outer = b / blocksPerRow;
       const int64_t inner0 = (b % blocksPerRow) * kBlock;
       const int64_t n = std::min(kBlock, inner - inner0);
       char* dst = outBase + (outer * inner + inner0) * outSize;
-      if (direct) views.back() = buffers.back() = dst;
-      for (const Step& s : program.steps) runStep(program, s, buffers, views, n, dims, outer, inner0);
-      if (views.back() == dst) continue;
-      if (last.f32) cpu::storeF32(root.dtype, static_cast<const float*>(views.back()), n, dst);
-      else cpu::storeI64(root.dtype, static_cast<const int64_t*>(views.back()), n, dst);
+      if (direct) w.views.back() = w.buffers.back() = dst;
+      for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
+      if (w.views.back() == dst) continue;
+      if (last.f32) cpu::storeF32(root.dtype, static_cast<const float*>(w.views.back()), n, dst);
+      else cpu::storeI64(root.dtype, static_cast<const int64_t*>(w.views.back()), n, dst);
     }
+    if (stream) cpu::streamFence();  // before the pool reports this range done
   });
 }
 
