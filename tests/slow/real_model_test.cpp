@@ -1,6 +1,7 @@
 // The two small real models of PyPI (tests/reference/models.txt), converted from their GGUF files
-// and asked one question greedily with their chat templates. Skipped, with the reason, when
-// scripts/setup.sh has not installed them or this build has no architectures yet.
+// and asked one question greedily with their chat templates; Gemma's answer and logits against
+// transformers on the same GGUF. Skipped, with the reason, when scripts/setup.sh has not
+// installed them or this build has no architectures yet.
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
