@@ -66,6 +66,10 @@ struct Request {
   int64_t limit = 256;  // the most tokens to generate
   Sampling sampling;
   std::vector<std::string> stop;  // stop strings, matched on the decoded text
+  /// Prompt lengths (ascending, ChatTokens::ends) at which the model keeps its state: a later
+  /// request sharing the prompt that far resumes there. A KV cache resumes anywhere; recurrent
+  /// states (Qwen 3.5) only at their end and at these marks.
+  std::vector<size_t> marks;
 };
 
 /// A token's log probability (log-softmax of its logits after the penalties) and the top ones.
@@ -84,12 +88,14 @@ struct Progress {
   std::vector<TokenId> tokens;
   std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
   Finish finish = Finish::Running;
+  int64_t drafted = 0, accepted = 0;   // the model's drafts verified in this step, and kept
 };
 
 struct Result {
   std::vector<TokenId> tokens;  // the end-of-turn token that ended it included
   std::vector<TokenLogprob> logprobs;
   Finish finish = Finish::Running;
+  int64_t drafted = 0, accepted = 0;
 };
 
 class LanguageModel;
@@ -115,6 +121,11 @@ class Engine {
   std::vector<Progress> advance();
   /// Ends a running request (its slot becomes free); unknown ids are ignored.
   void cancel(int request);
+  /// Tokens drafted ahead per step where the model drafts (Qwen 3.5's MTP layer), verified in
+  /// the step's forward pass; 0 turns drafting off. Greedy requests give the same tokens either
+  /// way, sampled ones the same distribution. Default 2. A request whose drafts are kept less
+  /// than a quarter of the time (after 16) stops drafting.
+  void setDrafts(int count);
   /// Requests still running.
   int running() const;
   int slots() const;

@@ -33,5 +33,7 @@ std::vector<uint64_t> elementwiseParams(const ElementwisePlan& plan, uint64_t ou
 const std::string& fixedKernelSource();
 /// The prelude alone (types, dtype conversions and elementwise helpers of cuda_expr.h, shuffles).
 const std::string& preludeSource();
+/// The kernels of gizml::netops' language-model step (kernels/netops_rows.cu.inc), with the prelude.
+const std::string& netopsRowsKernelSource();
 
 }  // namespace gizhw::gpu

@@ -1,30 +1,12 @@
 // The NVIDIA driver API, loaded from libcuda.so.1 with dlopen. The versioned names (_v2) are the
 // ones cuda.h maps the plain names to.
-#include <dlfcn.h>
-
 #include "gpu/driver_api.h"
+#include "gpu/dynamic_library.h"
 
 namespace gizhw::gpu {
-namespace {
-
-template <class F>
-bool bind(void* dl, F& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F>(dlsym(dl, name));
-  if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return slot != nullptr;
-}
-
-}  // namespace
 
 bool loadCudaDriver(DriverApi& api, std::string& why) {
-  void* dl = nullptr;
-  for (const char* name : {"libcuda.so.1", "libcuda.so"}) {
-    dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (dl) {
-      api.library = name;
-      break;
-    }
-  }
+  void* dl = openFirst({"libcuda.so.1", "libcuda.so"}, api.library);
   if (!dl) {
     why += "libcuda.so.1 not found";
     return false;

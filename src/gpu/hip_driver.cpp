@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "gpu/driver_api.h"
+#include "gpu/dynamic_library.h"
 
 namespace gizhw::gpu {
 namespace {
@@ -28,23 +29,11 @@ int retain(Handle* context, int device) {
 int release(int) { return 0; }
 int setCurrent(Handle context) { return hipSetDeviceRaw(static_cast<int>(reinterpret_cast<intptr_t>(context) - 1)); }
 
-template <class F>
-void bind(void* dl, F& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F>(dlsym(dl, name));
-  if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
-
 }  // namespace
 
 bool loadHipDriver(DriverApi& api, std::string& why) {
-  void* dl = nullptr;
-  for (const char* name : {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "/opt/rocm/lib/libamdhip64.so"}) {
-    dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (dl) {
-      api.library = name;
-      break;
-    }
-  }
+  void* dl = openFirst({"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "/opt/rocm/lib/libamdhip64.so"},
+                       api.library);
   if (!dl) {
     why += "libamdhip64.so not found";
     return false;

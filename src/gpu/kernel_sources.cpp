@@ -22,4 +22,11 @@ const std::string& fixedKernelSource() {
   return source;
 }
 
+const std::string& netopsRowsKernelSource() {
+  static const std::string source = preludeSource() +
+#include "gpu/kernels/netops_rows.cu.inc"
+      ;
+  return source;
+}
+
 }  // namespace gizhw::gpu

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "gpu/device.h"
+#include "gpu/dynamic_library.h"
 
 namespace gizhw::gpu {
 namespace {
@@ -29,23 +30,10 @@ struct RtcApi {
   int (*version)(int* major, int* minor) = nullptr;
 };
 
-template <class F>
-void bind(void* dl, F& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F>(dlsym(dl, name));
-  if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
-
 bool loadNvrtc(RtcApi& api, std::string& why) {
-  const char* names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                         "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12",
-                         "/usr/local/cuda/lib64/libnvrtc.so"};
-  void* dl = nullptr;
-  for (const char* name : names) {
-    if ((dl = dlopen(name, RTLD_NOW | RTLD_LOCAL))) {
-      api.library = name;
-      break;
-    }
-  }
+  void* dl = openFirst({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+                        "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"},
+                       api.library);
   if (!dl) {
     why = "NVRTC not found (tried libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so and /usr/local/cuda/lib64): install "
           "the CUDA toolkit's NVRTC to run kernels on NVIDIA GPUs";
@@ -73,13 +61,7 @@ bool loadNvrtc(RtcApi& api, std::string& why) {
 }
 
 bool loadHiprtc(RtcApi& api, std::string& why) {
-  void* dl = nullptr;
-  for (const char* name : {"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", "/opt/rocm/lib/libhiprtc.so"}) {
-    if ((dl = dlopen(name, RTLD_NOW | RTLD_LOCAL))) {
-      api.library = name;
-      break;
-    }
-  }
+  void* dl = openFirst({"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", "/opt/rocm/lib/libhiprtc.so"}, api.library);
   if (!dl) {
     why = "hipRTC not found (libhiprtc.so): install ROCm's hipRTC to run kernels on AMD GPUs";
     return false;

@@ -9,6 +9,7 @@
 
 #include "llm/formats/gguf.h"
 #include "llm/formats/llama_permute.h"
+#include "llm/formats/qwen35_gguf.h"
 #include "llm/formats/safetensors_checkpoint.h"
 #include "llm/json_fields.h"
 
@@ -85,12 +86,28 @@ class GgufSource : public WeightSource {
  public:
   explicit GgufSource(const std::string& path) : file_(path), config_(configFromGguf(file_)) {
     const Architecture a = config_.architecture;
-    check(a != Architecture::Qwen3_5Text && a != Architecture::Qwen3_5MoeText,
-          path + ": converting Qwen 3.5 GGUF tensors is not supported; convert its Hugging Face folder");
     for (const GgufTensorInfo& t : file_.tensors()) {
-      const std::string hf = hfNameOfGguf(t.name, a);
+      // Stacked experts ("blk.3.ffn_up_exps.weight") become one tensor per expert.
+      const size_t layerEnd = startsWith(t.name, "blk.") ? t.name.find('.', 4) : std::string::npos;
+      const size_t suffix = t.name.rfind('.');
+      const std::vector<std::string> projections =
+          layerEnd != std::string::npos && suffix > layerEnd
+              ? expertProjections(t.name.substr(layerEnd + 1, suffix - layerEnd - 1))
+              : std::vector<std::string>{};
+      if (!projections.empty()) {
+        const tensor::Shape s = t.shape();
+        check(s.size() == 3 && s[1] % static_cast<int64_t>(projections.size()) == 0,
+              path + ": tensor " + t.name + " of shape " + tensor::shapeText(s) + " is not [experts, rows, cols]");
+        const std::string prefix = "model.layers." + t.name.substr(4, layerEnd - 4) + ".mlp.experts.";
+        for (int64_t e = 0; e < s[0]; ++e)
+          for (size_t part = 0; part < projections.size(); ++part)
+            original_[prefix + std::to_string(e) + "." + projections[part] + ".weight"] = {
+                t.name, e, static_cast<int64_t>(part), static_cast<int64_t>(projections.size())};
+        continue;
+      }
+      const std::string hf = hfNameOfGguf(t.name, a, config_.numLayers);
       check(!hf.empty(), path + ": tensor " + t.name + " has no Hugging Face name");
-      original_[hf] = t.name;
+      original_[hf] = {t.name};
     }
   }
   const ModelConfig& config() const override { return config_; }
@@ -99,10 +116,28 @@ class GgufSource : public WeightSource {
     for (const auto& entry : original_) out.push_back(entry.first);
     return out;
   }
-  tensor::Shape shape(const std::string& name) const override { return file_.tensor(original_.at(name)).shape(); }
+  tensor::Shape shape(const std::string& name) const override {
+    const Piece& p = original_.at(name);
+    tensor::Shape s = file_.tensor(p.tensor).shape();
+    if (p.expert >= 0) return {s[1] / p.parts, s[2]};
+    if (name.find("conv1d.weight") != std::string::npos && s.size() == 2) return {s[0], 1, s[1]};
+    return s;
+  }
   tensor::Tensor load(const std::string& name) const override {
-    const std::string& g = original_.at(name);
-    tensor::Tensor t = file_.dequantize(g);
+    const Piece& p = original_.at(name);
+    const std::string& g = p.tensor;
+    tensor::Tensor t;
+    if (p.expert >= 0) {
+      // Each expert reads the stacked tensor: keep its last dequantization for the next ones.
+      if (stackedName_ != g) stacked_ = file_.dequantize(g), stackedName_ = g;
+      const int64_t rows = stacked_.shape()[1] / p.parts;
+      t = stacked_.slice(0, p.expert, p.expert + 1).slice(1, p.part * rows, (p.part + 1) * rows)
+              .reshape({rows, stacked_.shape()[2]}).contiguous();
+    } else {
+      t = file_.dequantize(g);
+    }
+    if (config_.architecture == Architecture::Qwen3_5Text || config_.architecture == Architecture::Qwen3_5MoeText)
+      return qwen35FromGguf(name, t, config_);
     const bool llama = config_.architecture == Architecture::Llama || config_.architecture == Architecture::Mistral;
     if (llama && name.find("self_attn.q_proj.") != std::string::npos)
       t = unpermuteLlamaRows(t, config_.numHeads, file_.path() + ": " + g);
@@ -156,17 +191,56 @@ class GgufSource : public WeightSource {
     }
   }
 
+  /// Where a Hugging Face tensor lies in the GGUF file: a tensor, or one expert's share of one.
+  struct Piece {
+    std::string tensor;
+    int64_t expert = -1;
+    int64_t part = 0, parts = 1;  // gate then up in ffn_gate_up_exps
+  };
+
   GgufFile file_;
   ModelConfig config_;
-  std::map<std::string, std::string> original_;  // Hugging Face name -> GGUF name
+  std::map<std::string, Piece> original_;  // Hugging Face name -> GGUF piece
+  mutable std::string stackedName_;
+  mutable tensor::Tensor stacked_;
 };
 
 }  // namespace
 
-std::string hfNameOfGguf(const std::string& g, Architecture arch) {
+std::string hfNameOfGguf(const std::string& g, Architecture arch, int64_t layers) {
   static const std::map<std::string, std::string> kGlobal = {
       {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"},
       {"output", "lm_head"}, {"rope_freqs", "rope_freqs"}};
+  // Qwen 3.5's DeltaNet, MoE and MTP tensors (A_log and dt_bias have no suffix in either).
+  static const std::map<std::string, std::string> kQwen35 = {
+      {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"}, {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
+      {"ssm_conv1d.weight", "linear_attn.conv1d.weight"}, {"ssm_dt.bias", "linear_attn.dt_bias"},
+      {"ssm_a", "linear_attn.A_log"}, {"ssm_norm.weight", "linear_attn.norm.weight"},
+      {"ssm_beta.weight", "linear_attn.in_proj_b.weight"}, {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
+      {"ssm_out.weight", "linear_attn.out_proj.weight"}, {"ffn_gate_inp.weight", "mlp.gate.weight"},
+      {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
+      {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+      {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+      {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+      {"nextn.eh_proj.weight", "fc.weight"}, {"nextn.enorm.weight", "pre_fc_norm_embedding.weight"},
+      {"nextn.hnorm.weight", "pre_fc_norm_hidden.weight"}, {"nextn.shared_head_norm.weight", "norm.weight"}};
+  if (arch == Architecture::Qwen3_5Text || arch == Architecture::Qwen3_5MoeText) {
+    const size_t second = startsWith(g, "blk.") ? g.find('.', 4) : std::string::npos;
+    if (second != std::string::npos) {
+      const std::string layer = g.substr(4, second - 4), rest = g.substr(second + 1);
+      if (!layer.empty() && std::all_of(layer.begin(), layer.end(), ::isdigit)) {
+        const int64_t index = std::stoll(layer);
+        const auto it = kQwen35.find(rest);
+        // Blocks past the main stack are the MTP layers (Hugging Face's mtp.*).
+        if (index >= layers) {
+          if (it != kQwen35.end() && startsWith(rest, "nextn.")) return "mtp." + it->second;
+          const std::string inner = hfNameOfGguf("blk.0." + rest, arch, 1);
+          return inner.empty() ? "" : "mtp.layers." + std::to_string(index - layers) + inner.substr(std::string("model.layers.0").size());
+        }
+        if (it != kQwen35.end()) return "model.layers." + layer + "." + it->second;
+      }
+    }
+  }
   const bool gemma = arch == Architecture::Gemma3Text;
   const std::map<std::string, std::string> kBlock = {
       {"attn_norm", "input_layernorm"},

@@ -1,7 +1,8 @@
 #pragma once
 // Where convert reads a model: a Hugging Face folder (config.json + safetensors) or a GGUF file.
 // Both give Hugging Face's tensor names and layouts in F32 (GGUF tensors dequantized, Llama's
-// q/k rows un-permuted, Gemma's norm offsets removed) and the tokenizer files to copy.
+// q/k rows un-permuted, Gemma's norm offsets removed, Qwen 3.5's layout undone (qwen35_gguf.h),
+// stacked experts split) and the tokenizer files to copy.
 #include <gizml/tensor.h>
 
 #include <memory>
@@ -31,7 +32,8 @@ class WeightSource {
 std::unique_ptr<WeightSource> openWeightSource(const std::string& path);
 
 /// The Hugging Face name of a llama.cpp tensor name ("blk.3.attn_q.weight" ->
-/// "model.layers.3.self_attn.q_proj.weight"); empty when it has none.
-std::string hfNameOfGguf(const std::string& ggufName, Architecture arch);
+/// "model.layers.3.self_attn.q_proj.weight"); empty when it has none. Blocks from `layers` on
+/// are Qwen 3.5's MTP layers (mtp.*).
+std::string hfNameOfGguf(const std::string& ggufName, Architecture arch, int64_t layers);
 
 }  // namespace gizml::llm

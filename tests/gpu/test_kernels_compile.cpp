@@ -103,3 +103,9 @@ TEST(KernelsCompile, ElementwiseSourceDependsOnPatternNotData) {
   const auto c = gpu::planElementwise(*(T::lazy(x.slice(0, 0, 4, 2)) * 2.0 + T::lazy(y.slice(0, 0, 2))).node());
   EXPECT_NE(a.source, c.source);  // a strided leaf: another pattern
 }
+
+TEST(KernelsCompile, NetopsRowsKernels) {
+  requireNvrtc();
+  compileEverywhere(gpu::netopsRowsKernelSource(),
+                    "netops rows kernels (argmax, candidates, split sums, norms, SwiGLU, Hadamard)");
+}

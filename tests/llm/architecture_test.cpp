@@ -38,68 +38,13 @@
 #include "llm/models/language_model.h"
 #include "llm/quant/converted_model.h"
 #include "llm_test_util.h"
+#include "model_reference.h"
 
 using namespace gizml;
 using namespace gizml::llm;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string modelData(const std::string& arch) { return std::string(GIZML_TEST_DATA) + "/models/" + arch; }
-
-struct Reference {
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::vector<float>> logits;  // per prompt, [length, vocab]
-  size_t greedyPrompt = 0;
-  std::vector<int32_t> greedy;
-};
-
-Reference readReference(const std::string& arch) {
-  std::ifstream in(modelData(arch) + "/reference.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  Reference r;
-  r.prompts = j["prompts"].get<std::vector<std::vector<int32_t>>>();
-  r.greedyPrompt = j["greedy_prompt"].get<size_t>();
-  r.greedy = j["greedy"].get<std::vector<int32_t>>();
-  const SafetensorsFile file(modelData(arch) + "/reference.safetensors");
-  for (size_t i = 0; i < r.prompts.size(); ++i) r.logits.push_back(file.load("logits_" + std::to_string(i)).toFloats());
-  return r;
-}
-
-// Groups of 256 values do not divide the fixtures' rows (64 and 128 values), so convert keeps
-// every tensor in f32: the model's arithmetic alone, without quantization.
-constexpr int kUnquantized = 0;
-
-/// The fixture converted at `bits` (layers and head; 16: F16; kUnquantized: f32), once per test
-/// program.
-const ConvertedModel& converted(const std::string& arch, int bits) {
-  static std::map<std::pair<std::string, int>, ConvertedModel> cache;
-  const auto key = std::pair{arch, bits};
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // One folder per process: CTest runs each test as its own process, several at once.
-  const fs::path out = fs::temp_directory_path() / ("gizml_model_test_" + arch + "_q" + std::to_string(bits) + "_" +
-                                                    std::to_string(::getpid()));
-  fs::remove_all(out);
-  const Bits stored = bits == kUnquantized ? Bits{.layers = 8, .head = 8, .group = 256} : Bits{.layers = bits, .head = bits};
-  convert(modelData(arch) + "/hf", out.string(), stored);
-  return cache.emplace(key, ConvertedModel::open(out.string())).first->second;
-}
-
-/// Every position's logits of tokens fed at once to a fresh state.
-std::vector<float> logitsOf(LanguageModel& model, const std::vector<int32_t>& tokens) {
-  const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(tokens.size()));
-  return model.forward({{state.get(), tokens, true}})[0].toFloats();
-}
-
-int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
-
-/// max |got - want| over the logits' range of want.
-double relativeMaxError(const std::vector<float>& got, const std::vector<float>& want) {
-  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
-  double err = 0;
-  for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
-  return err / (*hi - *lo);
-}
 
 class ArchitectureTest : public ::testing::TestWithParam<std::string> {};
 

@@ -77,8 +77,30 @@ def gemma3():
         tie_word_embeddings=True))
 
 
+# Qwen 3.5: three Gated DeltaNet layers then a full-attention one (interval 4), twice; fewer key
+# heads than value heads (the repeat path); a quarter of each attention head rotates.
+QWEN35 = dict(COMMON, num_hidden_layers=8, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
+              linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4,
+              rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25,
+                                   mrope_section=[2, 1, 1], mrope_interleaved=True),
+              tie_word_embeddings=False)
+
+
+def qwen3_5():
+    return tf.Qwen3_5ForCausalLM(tf.Qwen3_5TextConfig(**QWEN35))
+
+
+def qwen3_5_moe():
+    moe = dict(QWEN35, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+               shared_expert_intermediate_size=48)
+    del moe["intermediate_size"]
+    return tf.Qwen3_5MoeForCausalLM(tf.Qwen3_5MoeTextConfig(**moe))
+
+
 ARCHS = {"llama": llama, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3, "qwen3_vl": qwen3_vl,
-         "gemma3": gemma3}
+         "gemma3": gemma3, "qwen3_5": qwen3_5, "qwen3_5_moe": qwen3_5_moe}
+# Qwen 3.5's prefill runs the delta rule in chunks of 64: a prompt past 128 spans three.
+EXTRA_PROMPTS = {"qwen3_5": [150], "qwen3_5_moe": [70]}
 
 
 def randomize(model, seed):
@@ -115,7 +137,8 @@ def build(arch):
         model.config._attn_implementation = "eager"
         randomize(model, seed)
         g = torch.Generator().manual_seed(seed)
-        prompts = [torch.randint(3, VOCAB, (n,), generator=g).tolist() for n in PROMPT_LENGTHS]
+        lengths = PROMPT_LENGTHS + EXTRA_PROMPTS.get(arch, [])
+        prompts = [torch.randint(3, VOCAB, (n,), generator=g).tolist() for n in lengths]
         tokens, margin = greedy(model, prompts[GREEDY_PROMPT])
         if margin >= MIN_MARGIN:
             return model, seed, prompts, tokens, margin

@@ -34,7 +34,9 @@ int chatCommand(int argc, char** argv) {
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
     gizml::llm::Request request;
-    request.prompt = model.chatTokens(messages, options.think).ids;
+    gizml::llm::ChatTokens chat = model.chatTokens(messages, options.think);
+    request.prompt = std::move(chat.ids);
+    request.marks = std::move(chat.ends);  // where the next turn may resume
     request.limit = options.maxTokens;
     request.sampling = options.sampling;
     messages.push_back({{"role", "assistant"}, {"content", streamAnswer(model, engine, request)}});

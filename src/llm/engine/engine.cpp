@@ -35,6 +35,9 @@ struct Running {
   size_t slot = 0;
   Request request;
   std::vector<TokenId> toFeed;  // the prompt's unread rest, then the last token drawn
+  std::vector<int64_t> marks;   // the request's marks within toFeed, for its first step
+  std::vector<TokenId> drafts;  // guessed after toFeed, verified in this step's pass
+  int64_t drafted = 0, accepted = 0;
   std::vector<TokenId> generated;
   std::optional<StreamDecoder> decoder;  // only with stop strings
   std::string text;
@@ -51,6 +54,7 @@ struct Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer;
   std::vector<TokenId> endOfTurn;
   int64_t maxTokens = 0;
+  int drafts = 2;
   std::vector<Slot> slots;
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
@@ -67,6 +71,10 @@ struct Engine::Impl {
     check(r.limit > 0, "request: limit " + std::to_string(r.limit) + " must be positive");
     validateSampling(r.sampling);
     for (const std::string& s : r.stop) check(!s.empty(), "request: a stop string is empty");
+    for (size_t i = 0; i < r.marks.size(); ++i)
+      check(r.marks[i] > 0 && r.marks[i] <= r.prompt.size() && (i == 0 || r.marks[i] > r.marks[i - 1]),
+            "request: mark " + std::to_string(r.marks[i]) + " is not an ascending length within the prompt's " +
+                std::to_string(r.prompt.size()) + " tokens");
     check(r.stop.empty() || tokenizer, "request: stop strings need the engine's tokenizer");
   }
 
@@ -95,12 +103,64 @@ struct Engine::Impl {
     running.clear();
   }
 
-  Finish step(Running& r, std::span<float> row, Progress& p) {
+  /// The feed of a running request: what it has to read, and drafts after it when it decodes.
+  Feed feedOf(Running& r) {
+    Slot& slot = slots[r.slot];
+    Feed feed{slot.state.get(), r.toFeed, false, r.marks};
+    r.marks.clear();
+    r.drafts.clear();
+    const int64_t length = slot.state->length();
+    const int64_t room = std::min(slot.state->capacity() - length - 1,
+                                  r.request.limit - static_cast<int64_t>(r.generated.size()) - 1);
+    // Drafts the model keeps too rarely only cost time: after 16, a request drafts on while at
+    // least a quarter are kept.
+    const bool worthIt = r.drafted < 16 || r.accepted * 4 >= r.drafted;
+    if (drafts > 0 && worthIt && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && model->drafts()) {
+      const size_t recent = std::min<size_t>(slot.held.size(), 256);
+      r.drafts = model->draft(*slot.state, r.toFeed[0], std::min<int64_t>(drafts, room),
+                              std::span<const TokenId>(slot.held).last(recent));
+      feed.tokens.insert(feed.tokens.end(), r.drafts.begin(), r.drafts.end());
+      feed.allLogits = !r.drafts.empty();
+      // Recurrent states are kept after each guess, to go back to the last one accepted.
+      for (size_t i = 1; i <= r.drafts.size(); ++i) feed.marks.push_back(length + static_cast<int64_t>(i));
+    }
+    return feed;
+  }
+
+  /// The tokens of one step from its logit rows: one, or with drafts each draft that the row
+  /// before it confirms and then the row's own token; the state forgets the drafts not kept.
+  Finish stepRows(Running& r, std::vector<float>& values, size_t vocab, Progress& p) {
+    Slot& slot = slots[r.slot];
+    const int64_t fedFrom = slot.state->length() - static_cast<int64_t>(r.toFeed.size() + r.drafts.size());
+    Finish finish = Finish::Running;
+    size_t kept = 0;
+    for (size_t i = 0; i <= r.drafts.size(); ++i) {
+      const std::optional<TokenId> draft = i < r.drafts.size() ? std::optional(r.drafts[i]) : std::nullopt;
+      const size_t rowAt = r.drafts.empty() ? values.size() - vocab : i * vocab;
+      finish = step(r, std::span<float>(values).subspan(rowAt, vocab), p, draft);
+      if (!draft || r.generated.back() != *draft) break;
+      ++kept;
+      if (finish != Finish::Running) break;
+    }
+    p.drafted += static_cast<int64_t>(r.drafts.size());
+    p.accepted += static_cast<int64_t>(kept);
+    r.drafted += static_cast<int64_t>(r.drafts.size());
+    r.accepted += static_cast<int64_t>(kept);
+    if (!r.drafts.empty()) {
+      const int64_t held = static_cast<int64_t>(slot.held.size());
+      if (held < slot.state->length()) slot.state->truncate(held);
+      slot.state->forgetKept(fedFrom);
+    }
+    return finish;
+  }
+
+  Finish step(Running& r, std::span<float> row, Progress& p, std::optional<TokenId> draft) {
     Slot& slot = slots[r.slot];
     slot.held.insert(slot.held.end(), r.toFeed.begin(), r.toFeed.end());
     const Sampling& s = r.request.sampling;
     applyPenalties(row, s, r.request.prompt, r.generated);
-    const TokenId token = chooseToken(row, s, r.generated.size());
+    const uint64_t index = r.generated.size();
+    const TokenId token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
     if (s.logprobs >= 0) p.logprobs.push_back(logprobOf(row, token, s.logprobs));
     r.generated.push_back(token);
     p.tokens.push_back(token);
@@ -136,6 +196,11 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 Engine::~Engine() = default;
 
+void Engine::setDrafts(int count) {
+  check(count >= 0, "engine: drafts " + std::to_string(count) + " must not be negative");
+  impl_->drafts = count;
+}
+
 int Engine::running() const { return static_cast<int>(impl_->running.size()); }
 int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
 int64_t Engine::maxTokens() const { return impl_->maxTokens; }
@@ -148,7 +213,8 @@ int Engine::add(const Request& request) {
   Slot& slot = m.slots[*index];
   if (!slot.state) slot.state = m.model->newState(m.maxTokens);
   // Keep the shared start, but read at least the prompt's last token to have its logits.
-  const size_t keep = std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1);
+  const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1));
+  const auto keep = static_cast<size_t>(slot.state->reusable(shared));
   slot.state->truncate(static_cast<int64_t>(keep));
   slot.held.resize(keep);
   slot.busy = true;
@@ -157,6 +223,8 @@ int Engine::add(const Request& request) {
   r.slot = *index;
   r.request = request;
   r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
+  for (size_t mark : request.marks)
+    if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
   if (!request.stop.empty()) r.decoder.emplace(*m.tokenizer, true);
   const int id = m.nextId++;
   m.running.emplace(id, std::move(r));
@@ -167,7 +235,7 @@ std::vector<Progress> Engine::advance() {
   Impl& m = *impl_;
   if (m.running.empty()) return {};
   std::vector<Feed> feeds;
-  for (auto& [id, r] : m.running) feeds.push_back({m.slots[r.slot].state.get(), r.toFeed, false});
+  for (auto& [id, r] : m.running) feeds.push_back(m.feedOf(r));
   std::vector<tensor::Tensor> logits;
   try {
     logits = m.model->forward(feeds);
@@ -183,8 +251,7 @@ std::vector<Progress> Engine::advance() {
     Progress p;
     p.request = it->first;
     std::vector<float> values = logits[i].toFloats();
-    const auto vocab = static_cast<size_t>(logits[i].size(-1));
-    p.finish = m.step(it->second, std::span<float>(values).last(vocab), p);
+    p.finish = m.stepRows(it->second, values, static_cast<size_t>(logits[i].size(-1)), p);
     if (p.finish != Finish::Running) {
       m.release(it->second);
       it = m.running.erase(it);
@@ -216,6 +283,8 @@ std::vector<Result> Engine::generate(const std::vector<Request>& requests) {
       Result& r = results[it->second];
       r.tokens.insert(r.tokens.end(), p.tokens.begin(), p.tokens.end());
       for (TokenLogprob& l : p.logprobs) r.logprobs.push_back(std::move(l));
+      r.drafted += p.drafted;
+      r.accepted += p.accepted;
       r.finish = p.finish;
       if (p.finish != Finish::Running) index.erase(it);
     }

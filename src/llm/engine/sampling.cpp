@@ -119,6 +119,19 @@ TokenId chooseToken(std::span<const float> logits, const Sampling& s, uint64_t i
   return pick(candidates(logits, s), drawUniform(s.seed, index));
 }
 
+TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t index, TokenId draft) {
+  if (s.temperature == 0.0) return byLogit(logits, 1)[0];
+  std::vector<std::pair<TokenId, double>> c = candidates(logits, s);
+  const std::vector<float> u = tensor::uniform(tensor::Key(s.seed).split(index), {2}).toFloats();
+  const auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == draft; });
+  if (it == c.end()) return pick(c, u[1]);
+  const double p = it->second;
+  if (u[0] < p || p >= 1.0) return draft;
+  c.erase(it);
+  for (auto& e : c) e.second /= 1.0 - p;
+  return pick(c, u[1]);
+}
+
 TokenLogprob logprobOf(std::span<const float> logits, TokenId token, int top) {
   const float maxLogit = *std::max_element(logits.begin(), logits.end());
   double sum = 0;

@@ -32,6 +32,11 @@ double drawUniform(uint64_t seed, uint64_t index);
 /// index-th uniform of the seed.
 TokenId chooseToken(std::span<const float> logits, const Sampling& s, uint64_t index);
 
+/// The token at a position a draft guessed: chooseToken's distribution kept exactly with a
+/// fixed guess (speculative sampling): greedy is the argmax; otherwise the draft with its
+/// probability p, else a draw from the rest renormalized, from the index-th uniforms.
+TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t index, TokenId draft);
+
 /// token's log-softmax value in logits and the top most likely (ties: lower id first).
 TokenLogprob logprobOf(std::span<const float> logits, TokenId token, int top);
 

@@ -17,13 +17,16 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   check(c.numHeads % c.numKvHeads == 0, where + "num_kv_heads must divide num_heads");
   check(static_cast<int64_t>(c.layerTypes.size()) == c.numLayers, where + "one layer type per layer expected");
   for (LayerType t : c.layerTypes)
-    check(t != LayerType::LinearAttention, where + "linear attention layers are not supported by this model");
+    check(decoder.recurrentLayers || t != LayerType::LinearAttention,
+          where + "linear attention layers are not supported by this model");
   embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize);
   // A tied output layer is the embedding (convert stores it once, at the head's width).
   const bool tied = c.tieWordEmbeddings && !weights.has("lm_head.weight");
   head_ = tied ? embed_ : Linear(weights, "lm_head.weight", c.vocabSize, c.hiddenSize);
   norm_ = RmsNorm(weights, "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
 }
+
+void DecoderModel::keepHidden(const std::vector<Feed>&, const Batch&, const float*) const {}
 
 AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
   const ModelConfig& c = config_;
@@ -53,7 +56,13 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
     for (int32_t t : feed.tokens)
       check(t >= 0 && t < config_.vocabSize,
             where + "token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(config_.vocabSize));
-    batch.sequences.push_back({cache, batch.rows, n, cache->length()});
+    int64_t previous = cache->length();
+    for (int64_t mark : feed.marks) {
+      check(mark > previous && mark <= cache->length() + n,
+            where + "mark " + std::to_string(mark) + " is not within the fed tokens, after " + std::to_string(previous));
+      previous = mark;
+    }
+    batch.sequences.push_back({cache, batch.rows, n, cache->length(), feed.marks});
     batch.rows += n;
   }
   return batch;
@@ -73,7 +82,12 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     }
   for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x.data(), batch);
 
-  // Only the rows whose logits are asked for go through the norm and the output layer.
+  // Only the rows whose logits are asked for go through the norm and the output layer (all of
+  // them when the family keeps every row's hidden state).
+  if (decoder_.keepHidden) {
+    norm_.apply(x.data(), batch.rows, x.data());
+    keepHidden(feeds, batch, x.data());
+  }
   std::vector<float> h;
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Batch::Sequence& seq = batch.sequences[f];
@@ -81,7 +95,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     h.insert(h.end(), x.begin() + first * hidden, x.begin() + (seq.first + seq.rows) * hidden);
   }
   const auto selected = static_cast<int64_t>(h.size()) / hidden;
-  norm_.apply(h.data(), selected, h.data());
+  if (!decoder_.keepHidden) norm_.apply(h.data(), selected, h.data());
   std::vector<float> logits(static_cast<size_t>(selected * vocab));
   head_.apply(h.data(), selected, logits.data());
   if (const float cap = decoder_.logitSoftcap; cap > 0)

@@ -15,6 +15,8 @@ struct DecoderOptions {
   bool onePlusNorm = false;     // the final norm scales by (1 + w) (Gemma)
   float embedScale = 1.0f;      // embeddings times this (Gemma: sqrt(hidden))
   float logitSoftcap = 0.0f;    // logits = cap * tanh(logits / cap) when > 0
+  bool recurrentLayers = false; // the family runs linear-attention layers (and makes its own states)
+  bool keepHidden = false;      // every fed row's final (normed) hidden state goes to keepHidden()
 };
 
 class DecoderModel : public LanguageModel {
@@ -27,7 +29,12 @@ class DecoderModel : public LanguageModel {
   DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder);
   /// Layer i over the rows x [rows, hidden], in place.
   virtual void layer(int64_t i, float* x, const Batch& batch) const = 0;
+  /// With DecoderOptions::keepHidden: the final norm's rows [batch.rows, hidden] of a pass.
+  virtual void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const float* normed) const;
+  const Linear& embedding() const { return embed_; }
+  const Linear& outputLayer() const { return head_; }
   const ConvertedModel& weights() const { return weights_; }
+  const ModelOptions& options() const { return options_; }
   /// The attention shape of layer i (its sliding window, when it has one).
   AttentionShape attentionShape(int64_t i, float scale) const;
   std::string layerPrefix(int64_t i) const { return "model.layers." + std::to_string(i) + "."; }

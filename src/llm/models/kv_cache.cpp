@@ -11,9 +11,8 @@ KvCache::KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t hea
   check(capacity > 0, "newState: capacity must be positive, not " + std::to_string(capacity));
   check(dtype == DType::F32 || dtype == DType::F16,
         std::string("KV cache: F32 or F16, not ") + dtypeName(dtype));
-  const size_t bytes = static_cast<size_t>(capacity * kvHeads * headDim) * dtypeSize(dtype);
-  keys_.assign(static_cast<size_t>(layers), std::vector<uint8_t>(bytes));
-  values_.assign(static_cast<size_t>(layers), std::vector<uint8_t>(bytes));
+  keys_.resize(static_cast<size_t>(layers));
+  values_.resize(static_cast<size_t>(layers));
 }
 
 void KvCache::truncate(int64_t n) {
@@ -24,7 +23,9 @@ void KvCache::truncate(int64_t n) {
 void KvCache::store(int64_t layer, int64_t position, const float* keys, const float* values) {
   const int64_t n = kvHeads_ * headDim_;
   for (auto [data, src] : {std::pair{&keys_, keys}, std::pair{&values_, values}}) {
-    uint8_t* dst = (*data)[static_cast<size_t>(layer)].data();
+    std::vector<uint8_t>& layerData = (*data)[static_cast<size_t>(layer)];
+    if (layerData.empty()) layerData.resize(static_cast<size_t>(capacity_ * n) * dtypeSize(dtype_));
+    uint8_t* dst = layerData.data();
     if (dtype_ == DType::F32) {
       std::memcpy(dst + position * n * 4, src, static_cast<size_t>(n) * 4);
     } else {

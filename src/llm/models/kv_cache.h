@@ -1,6 +1,7 @@
 #pragma once
-// One sequence's keys and values for every layer, F32 or F16, with room for `capacity` tokens
-// allocated up front: [capacity, kvHeads, headDim] per layer for keys and for values.
+// One sequence's keys and values for every layer, F32 or F16, with room for `capacity` tokens:
+// [capacity, kvHeads, headDim] per layer for keys and for values, allocated when the layer stores
+// its first token (so the layers of a hybrid model that keep no keys cost nothing).
 #include <gizml/dtype.h>
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 namespace gizml::llm {
 
-class KvCache final : public SequenceState {
+class KvCache : public SequenceState {
  public:
   KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t headDim, int64_t capacity, DType dtype);
 

@@ -21,6 +21,9 @@ std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights,
       return buildLlama(weights, options);
     case Architecture::Gemma3Text:
       return buildGemma3(weights, options);
+    case Architecture::Qwen3_5Text:
+    case Architecture::Qwen3_5MoeText:
+      return buildQwen35(weights, options);
     default:
       throw Error(weights.folder() + ": no CPU model for architecture " +
                   architectureName(weights.config().architecture) + " yet");

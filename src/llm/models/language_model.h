@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "llm/model_config.h"
@@ -23,8 +24,13 @@ class SequenceState {
   virtual int64_t length() const = 0;
   /// The most tokens it can hold.
   virtual int64_t capacity() const = 0;
-  /// Forgets every token from position n on (n <= length()).
+  /// Forgets every token from position n on (n <= length(), n one that reusable() gives).
   virtual void truncate(int64_t n) = 0;
+  /// The longest prefix of at most n held tokens that truncate can keep: n for a KV cache,
+  /// fewer where recurrent states hold only the state after their last token.
+  virtual int64_t reusable(int64_t n) const { return n; }
+  /// Forgets the states kept at marks past `length` (those kept to verify drafts).
+  virtual void forgetKept(int64_t length) { (void)length; }
 };
 
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
@@ -32,6 +38,9 @@ struct Feed {
   SequenceState* state = nullptr;
   std::vector<int32_t> tokens;
   bool allLogits = false;  // logits of every fed token, not only the last
+  /// Sequence lengths within this feed (ascending) at which recurrent states are kept, so that
+  /// truncate can return to them (Request::marks).
+  std::vector<int64_t> marks = {};
 };
 
 class LanguageModel {
@@ -44,6 +53,17 @@ class LanguageModel {
   /// appends the tokens to their states, and returns per feed the F32 logits [rows, vocab]: one
   /// row (the last token), or one per fed token when allLogits.
   virtual std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) = 0;
+
+  /// Whether draft() guesses tokens ahead (the model's multi-token prediction layers).
+  virtual bool drafts() const { return false; }
+  /// Up to `count` tokens that likely follow `next`, the token after what `state` holds: greedy
+  /// guesses that read only part of the output layer (frequent tokens and `recent`, the tokens
+  /// the sequence read last). The caller verifies them in one forward pass.
+  virtual std::vector<int32_t> draft(SequenceState& state, int32_t next, int64_t count,
+                                     std::span<const int32_t> recent) {
+    (void)state, (void)next, (void)count, (void)recent;
+    return {};
+  }
 };
 
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
@@ -52,7 +72,7 @@ struct ModelOptions {
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,
-/// gemma3 text), reading its weights from `weights` (the model keeps a copy, so the mapping stays
+/// gemma3 text, qwen3_5 text and its MoE), reading its weights from `weights` (the model keeps a copy, so the mapping stays
 /// open); throws gizml::Error naming a missing tensor or a wrong shape.
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights);
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights, const ModelOptions& options);

@@ -73,9 +73,11 @@ void Rope::apply(float* x, int64_t heads, int64_t position) const {
 }
 
 Attention::Attention(const ConvertedModel& weights, const std::string& prefix, const AttentionShape& shape, bool bias,
-                     bool qkNorm, bool onePlusNorm, double eps, Rope rope)
+                     bool qkNorm, bool onePlusNorm, double eps, Rope rope, bool outputGate)
     : shape_(shape),
-      q_(weights, prefix + "q_proj.weight", shape.heads * shape.headDim, shape.hidden, bias ? prefix + "q_proj.bias" : ""),
+      outputGate_(outputGate),
+      q_(weights, prefix + "q_proj.weight", shape.heads * shape.headDim * (outputGate ? 2 : 1), shape.hidden,
+         bias ? prefix + "q_proj.bias" : ""),
       k_(weights, prefix + "k_proj.weight", shape.kvHeads * shape.headDim, shape.hidden,
          bias ? prefix + "k_proj.bias" : ""),
       v_(weights, prefix + "v_proj.weight", shape.kvHeads * shape.headDim, shape.hidden,
@@ -92,8 +94,20 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
   const AttentionShape& s = shape_;
   const int64_t rows = batch.rows, qWidth = s.heads * s.headDim, kvWidth = s.kvHeads * s.headDim;
   std::vector<float> q(static_cast<size_t>(rows * qWidth)), k(static_cast<size_t>(rows * kvWidth)),
-      v(static_cast<size_t>(rows * kvWidth)), context(static_cast<size_t>(rows * qWidth));
-  q_.apply(x, rows, q.data());
+      v(static_cast<size_t>(rows * kvWidth)), context(static_cast<size_t>(rows * qWidth)), gate;
+  if (outputGate_) {
+    // Each head's [query | gate] halves, apart.
+    std::vector<float> both(static_cast<size_t>(rows * qWidth * 2));
+    q_.apply(x, rows, both.data());
+    gate.resize(q.size());
+    for (int64_t h = 0; h < rows * s.heads; ++h) {
+      const float* from = both.data() + h * 2 * s.headDim;
+      std::copy(from, from + s.headDim, q.data() + h * s.headDim);
+      std::copy(from + s.headDim, from + 2 * s.headDim, gate.data() + h * s.headDim);
+    }
+  } else {
+    q_.apply(x, rows, q.data());
+  }
   k_.apply(x, rows, k.data());
   v_.apply(x, rows, v.data());
   if (!qNorm_.empty()) {
@@ -140,6 +154,7 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
       }
     }
   });
+  for (size_t i = 0; i < gate.size(); ++i) context[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
   o_.apply(context.data(), rows, out);
 }
 

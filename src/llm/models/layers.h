@@ -22,6 +22,7 @@ struct Batch {
     int64_t first;
     int64_t rows;
     int64_t start;
+    std::vector<int64_t> marks = {};  // Feed::marks
   };
   std::vector<Sequence> sequences;
   int64_t rows = 0;
@@ -64,20 +65,23 @@ struct AttentionShape {
 
 /// Self-attention: q, k, v projections (with biases when the model has them), optional RMS norms
 /// per head of q and k, RoPE, causal softmax attention of each query head over its KV head's
-/// cache (grouped-query), output projection.
+/// cache (grouped-query), output projection. With an output gate (Qwen 3.5), q_proj gives each
+/// head its query and then as many gate values, and the attention output is multiplied by
+/// sigmoid(gate) before o_proj.
 class Attention {
  public:
   Attention() = default;
   /// Tensors under `prefix` ("model.layers.3.self_attn."): q_proj, k_proj, v_proj, o_proj, and
   /// q_norm/k_norm when qkNorm; biases of q/k/v when bias.
   Attention(const ConvertedModel& weights, const std::string& prefix, const AttentionShape& shape, bool bias,
-            bool qkNorm, bool onePlusNorm, double eps, Rope rope);
+            bool qkNorm, bool onePlusNorm, double eps, Rope rope, bool outputGate = false);
   /// out [rows, hidden] from x [rows, hidden] (normed); writes the rows' keys and values into
   /// layer `layer` of each sequence's cache first.
   void forward(const float* x, const Batch& batch, int64_t layer, float* out) const;
 
  private:
   AttentionShape shape_{};
+  bool outputGate_ = false;
   Linear q_, k_, v_, o_;
   RmsNorm qNorm_, kNorm_;
   Rope rope_;

@@ -1,0 +1,93 @@
+#pragma once
+// Qwen 3.5's linear-attention layer, Gated DeltaNet, and the per-sequence state it keeps:
+//   q, k, v = silu(causal depthwise conv(in_proj_qkv(x)))      the conv keeps its last inputs
+//   q, k L2-normalised (q also over sqrt(dk)); each key head serves consecutive value heads
+//   beta = sigmoid(in_proj_b(x)); g = -exp(A_log) softplus(in_proj_a(x) + dt_bias)
+//   per value head, S [dk, dv] in f32:  S = e^g S;  S += k (beta (v - S^T k))^T;  o = S^T q
+//   out = out_proj(rmsnorm(o) w silu(in_proj_z(x)))            a norm per value head
+// A token at a time that is the recurrence above; a prefill runs the same rule in chunks of 64
+// (transformers' torch_chunk_gated_delta_rule), which gives the same result to rounding.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llm/model_config.h"
+#include "llm/models/kv_cache.h"
+#include "llm/models/layers.h"
+
+namespace gizml::llm {
+
+/// One sequence's state of one Gated DeltaNet layer.
+struct DeltaNetState {
+  std::vector<float> conv;    // the conv's last (kernel - 1) inputs [kernel - 1, channels], oldest first
+  std::vector<float> memory;  // S of each value head [valueHeads, keyDim, valueDim]
+};
+
+/// A sequence's KV cache for the attention layers and the states of its DeltaNet layers. Those
+/// hold the state after the last token, and copies kept at the marks of the feeds (the ends of a
+/// chat's messages), so the sequence truncates to its end, to a kept mark, or to nothing.
+class HybridState final : public KvCache {
+ public:
+  /// The most marks kept: each costs a copy of every DeltaNet state (18 MB for Qwen3.5-0.8B), and
+  /// a chat's next turn resumes at one of its last marks.
+  static constexpr size_t kMaxKept = 8;
+
+  HybridState(const void* owner, const ModelConfig& config, int64_t capacity, DType kvCache);
+  DeltaNetState& deltaNet(int64_t layer) { return deltaNets_[static_cast<size_t>(layer)]; }
+  const DeltaNetState& deltaNet(int64_t layer) const { return deltaNets_[static_cast<size_t>(layer)]; }
+  /// Keeps a copy of layer `layer`'s state as it is after `length` tokens.
+  void keep(int64_t layer, int64_t length);
+  void truncate(int64_t n) override;
+  int64_t reusable(int64_t n) const override;
+  void forgetKept(int64_t length) override;
+
+  // For the MTP layers: each position's token and final hidden state, and the first position
+  // whose MTP keys and values are not yet made from them (those past it came from drafts).
+  void keepRow(int64_t position, int32_t token, const float* hidden, int64_t width);
+  const float* hiddenAt(int64_t position, int64_t width) const { return hidden_.data() + position * width; }
+  int32_t tokenAt(int64_t position) const { return tokens_[static_cast<size_t>(position)]; }
+  int64_t mtpNext = 0;
+
+ private:
+  struct Kept {
+    int64_t length;
+    std::vector<DeltaNetState> layers;
+  };
+  std::vector<DeltaNetState> deltaNets_;  // per layer; empty for attention layers
+  std::vector<Kept> kept_;                // ascending lengths
+  std::vector<float> hidden_;             // [positions, width], grown as rows come
+  std::vector<int32_t> tokens_;
+};
+
+class GatedDeltaNet {
+ public:
+  GatedDeltaNet() = default;
+  /// Tensors under `prefix` ("model.layers.0.linear_attn."): in_proj_qkv, in_proj_z, in_proj_b,
+  /// in_proj_a, conv1d, A_log, dt_bias, norm, out_proj.
+  GatedDeltaNet(const ConvertedModel& weights, const std::string& prefix, const ModelConfig& config);
+
+  /// out [rows, hidden] from x [rows, hidden] (normed), advancing each sequence's state of
+  /// layer `layer`: one fed token by the recurrence, more in chunks.
+  void forward(const float* x, const Batch& batch, int64_t layer, float* out) const;
+
+ private:
+  /// The conv, activations, gates and delta rule of one sequence's rows, into o [rows, valueHeads * valueDim].
+  void mix(const float* qkv, const float* b, const float* a, int64_t rows, DeltaNetState& state, float* o) const;
+  /// mix over one sequence's rows, in segments that end at its marks, keeping the state at each.
+  void mixSequence(const float* qkv, const float* b, const float* a, const Batch::Sequence& seq, int64_t layer,
+                   float* o) const;
+  void recurrent(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
+                 DeltaNetState& state, float* o) const;
+  void chunked(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
+               DeltaNetState& state, float* o) const;
+
+  int64_t hidden_ = 0, keyHeads_ = 0, valueHeads_ = 0, keyDim_ = 0, valueDim_ = 0, kernel_ = 0;
+  Linear qkv_, z_, b_, a_, out_;
+  std::vector<float> conv_;       // [channels, kernel]
+  std::vector<float> decayRate_;  // -exp(A_log) per value head
+  std::vector<float> dtBias_;
+  std::vector<float> norm_;       // [valueDim]
+  float eps_ = 1e-6f;
+};
+
+}  // namespace gizml::llm

@@ -1,0 +1,191 @@
+// Qwen 3.5 (dense and MoE text models): the Qwen3-Next hybrid. Every norm scales by (1 + w).
+// Layer i mixes tokens by full attention when (i + 1) % full_attention_interval == 0, else by a
+// Gated DeltaNet (gated_delta_net.h). Per layer:
+//   x += mixer(norm(x))      attention: q with its gate, q/k norms, partial RoPE, sigmoid(gate) out
+//   x += mlp(norm(x))        SwiGLU, or the mixture of experts (moe.h)
+// With an MTP layer (mtp.*), token i + 2 is drafted from the final hidden state h_i and token
+// i + 1: x = fc([norm(embed(t_i+1)), norm(h_i)]), one full-attention layer with its own keys and
+// values at position i, a norm and the shared output layer; drafts feed its output back.
+#include "llm/models/families.h"
+
+#include <gizml/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <span>
+#include <variant>
+
+#include "llm/models/decoder.h"
+#include "llm/models/gated_delta_net.h"
+#include "llm/models/moe.h"
+
+namespace gizml::llm {
+namespace {
+
+class Qwen35 final : public DecoderModel {
+ public:
+  Qwen35(const ConvertedModel& weights, const ModelOptions& options)
+      : DecoderModel(weights, options, {.onePlusNorm = true, .recurrentLayers = true,
+                                        .keepHidden = weights.config().mtpLayers > 0}) {
+    const ModelConfig& c = config();
+    for (int64_t i = 0; i < c.numLayers; ++i) layers_.push_back(makeLayer(layerPrefix(i), i));
+    if (c.mtpLayers > 0) {
+      check(c.mtpLayers == 1, weights.folder() + ": " + std::to_string(c.mtpLayers) +
+                                  " MTP layers; one is supported (the one Qwen 3.5 ships)");
+      auto norm = [&](const std::string& name) { return RmsNorm(weights, name, c.hiddenSize, c.rmsNormEps, true); };
+      mtp_ = Mtp{Linear(weights, "mtp.fc.weight", c.hiddenSize, 2 * c.hiddenSize),
+                 norm("mtp.pre_fc_norm_embedding.weight"), norm("mtp.pre_fc_norm_hidden.weight"),
+                 makeLayer("mtp.layers.0.", c.numLayers), norm("mtp.norm.weight")};
+    }
+  }
+
+  std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override {
+    return std::make_unique<HybridState>(this, config(), maxTokens, options().kvCache);
+  }
+
+  bool drafts() const override { return mtp_.has_value(); }
+
+  std::vector<int32_t> draft(SequenceState& s, int32_t next, int64_t count, std::span<const int32_t> recent) override {
+    auto* state = dynamic_cast<HybridState*>(&s);
+    check(state != nullptr && state->owner() == this, "draft: the state was not made by this model");
+    check(next >= 0 && next < config().vocabSize, "draft: token " + std::to_string(next) + " is outside the vocabulary");
+    if (!mtp_ || count <= 0 || state->length() == 0) return {};
+    const int64_t width = config().hiddenSize, length = state->length();
+    count = std::min(count, state->capacity() - length);
+    // The MTP keys and values of the positions read since the last draft, from their true
+    // hidden states; the last of them (h of the last token read, then `next`) gives draft 1.
+    const int64_t first = state->mtpNext, rows = length - first;
+    std::vector<float> hidden(static_cast<size_t>(rows * width));
+    std::vector<int32_t> tokens(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(state->hiddenAt(first + r, width), width, hidden.begin() + r * width);
+      tokens[static_cast<size_t>(r)] = first + r + 1 < length ? state->tokenAt(first + r + 1) : next;
+    }
+    std::vector<float> out = mtpPass(*state, tokens, hidden, first);
+    state->mtpNext = length;
+    const std::vector<int32_t> candidates = draftRows(recent);
+    std::vector<int32_t> guesses;
+    std::vector<float> row(static_cast<size_t>(width));
+    for (int64_t i = 0;; ++i) {
+      const float* h = out.data() + (static_cast<int64_t>(out.size()) / width - 1) * width;
+      float best = -INFINITY;
+      int32_t guess = candidates.front();
+      for (int32_t id : candidates) {
+        outputLayer().row(id, row.data());
+        float logit = 0.0f;
+        for (int64_t j = 0; j < width; ++j) logit += row[static_cast<size_t>(j)] * h[j];
+        if (logit > best) best = logit, guess = id;
+      }
+      guesses.push_back(guess);
+      if (i + 1 >= count) break;
+      // The next draft reads the MTP layer's own output as the hidden state (its keys and values
+      // at these positions are guesses; the next draft after a verification redoes them).
+      out = mtpPass(*state, {guess}, std::vector<float>(h, h + width), length + i);
+    }
+    return guesses;
+  }
+
+ private:
+  struct Layer {
+    RmsNorm inputNorm;
+    std::variant<GatedDeltaNet, Attention> mixer;
+    RmsNorm postAttentionNorm;
+    std::variant<GatedMlp, MoeMlp> mlp;
+  };
+  struct Mtp {
+    Linear fc;
+    RmsNorm embeddingNorm, hiddenNorm;
+    Layer layer;  // full attention, its keys and values in the cache's layer numLayers
+    RmsNorm norm;
+  };
+
+  /// The layer under `prefix` whose keys and values (if it attends) are cache layer `index`.
+  Layer makeLayer(const std::string& p, int64_t index) const {
+    const ModelConfig& c = config();
+    const Rope rope(c.headDim, c.partialRotaryFactor, c.ropeTheta, c.ropeScaling);
+    const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
+    const bool linear = index < c.numLayers && c.layerTypes[static_cast<size_t>(index)] == LayerType::LinearAttention;
+    Layer l;
+    l.inputNorm = RmsNorm(weights(), p + "input_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
+    if (linear)
+      l.mixer = GatedDeltaNet(weights(), p + "linear_attn.", c);
+    else
+      l.mixer = Attention(weights(), p + "self_attn.", {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale},
+                          c.attentionBias, true, true, c.rmsNormEps, rope, c.attnOutputGate);
+    l.postAttentionNorm = RmsNorm(weights(), p + "post_attention_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
+    if (c.architecture == Architecture::Qwen3_5MoeText)
+      l.mlp = MoeMlp(weights(), p + "mlp.", c);
+    else
+      l.mlp = GatedMlp(weights(), p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::Silu);
+    return l;
+  }
+
+  void run(const Layer& l, int64_t i, float* x, const Batch& batch) const {
+    const int64_t n = batch.rows * config().hiddenSize;
+    std::vector<float> h(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    l.inputNorm.apply(x, batch.rows, h.data());
+    std::visit([&](const auto& mixer) { mixer.forward(h.data(), batch, i, y.data()); }, l.mixer);
+    addInPlace(x, y.data(), n);
+    l.postAttentionNorm.apply(x, batch.rows, h.data());
+    std::visit([&](const auto& mlp) { mlp.forward(h.data(), batch.rows, y.data()); }, l.mlp);
+    addInPlace(x, y.data(), n);
+  }
+
+  void layer(int64_t i, float* x, const Batch& batch) const override { run(layers_[static_cast<size_t>(i)], i, x, batch); }
+
+  void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const float* normed) const override {
+    const int64_t width = config().hiddenSize;
+    for (size_t f = 0; f < feeds.size(); ++f) {
+      const Batch::Sequence& seq = batch.sequences[f];
+      auto& state = static_cast<HybridState&>(*seq.cache);
+      for (int64_t r = 0; r < seq.rows; ++r)
+        state.keepRow(seq.start + r, feeds[f].tokens[static_cast<size_t>(r)], normed + (seq.first + r) * width, width);
+    }
+  }
+
+  /// The MTP layer over rows at positions start, start + 1, ...: each the token that follows and
+  /// the hidden state before it; the normed outputs [rows, hidden].
+  std::vector<float> mtpPass(HybridState& state, const std::vector<int32_t>& tokens, const std::vector<float>& hidden,
+                             int64_t start) const {
+    const int64_t width = config().hiddenSize, rows = static_cast<int64_t>(tokens.size());
+    std::vector<float> both(static_cast<size_t>(rows * 2 * width)), x(static_cast<size_t>(rows * width));
+    for (int64_t r = 0; r < rows; ++r) {
+      float* e = both.data() + r * 2 * width;
+      embedding().row(tokens[static_cast<size_t>(r)], e);
+      mtp_->embeddingNorm.apply(e, 1, e);
+      mtp_->hiddenNorm.apply(hidden.data() + r * width, 1, e + width);
+    }
+    mtp_->fc.apply(both.data(), rows, x.data());
+    Batch batch;
+    batch.sequences.push_back({&state, 0, rows, start});
+    batch.rows = rows;
+    run(mtp_->layer, config().numLayers, x.data(), batch);
+    mtp_->norm.apply(x.data(), rows, x.data());
+    return x;
+  }
+
+  /// The output rows a draft reads, an eighth of them: the lowest ids (byte-level BPE numbers
+  /// tokens by merge order, so frequent ones come first) and the tokens read last.
+  std::vector<int32_t> draftRows(std::span<const int32_t> recent) const {
+    const int64_t vocab = config().vocabSize;
+    std::set<int32_t> rows;
+    for (int32_t id : recent)
+      if (id >= 0 && id < vocab) rows.insert(id);
+    for (int32_t id = 0; static_cast<int64_t>(rows.size()) < std::max<int64_t>(1, vocab / 8) && id < vocab; ++id)
+      rows.insert(id);
+    return {rows.begin(), rows.end()};
+  }
+
+  std::vector<Layer> layers_;
+  std::optional<Mtp> mtp_;
+};
+
+}  // namespace
+
+std::unique_ptr<LanguageModel> buildQwen35(const ConvertedModel& weights, const ModelOptions& options) {
+  return std::make_unique<Qwen35>(weights, options);
+}
+
+}  // namespace gizml::llm

@@ -1,0 +1,115 @@
+// ConvRot's INT8 (and 4-bit) activation rows on the host: each group of 256 values times the
+// regular Hadamard matrix over 16, a scale a row, codes rounded to nearest even.
+#include <algorithm>
+#include <cmath>
+
+#include "netops/rows_norm.h"
+
+namespace gizml::netops {
+namespace {
+
+constexpr int64_t kGroup = 256;
+
+// v (256 values) times H = H4 (x) H4 (x) H4 (x) H4 / 16, H4 the regular Hadamard matrix
+// [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] (symmetric, rows summing to 2): four radix-4
+// stages over the index's base-4 digits, lowest first, each halving (exact), so the F32 result
+// has one fixed order of additions. The GPU kernel (gz_nr_hadamard_rows) takes the same steps.
+void regularHadamard256(float* v) {
+  for (int64_t step = 1; step < kGroup; step *= 4)
+    for (int64_t base = 0; base < kGroup; base += 4 * step)
+      for (int64_t j = base; j < base + step; ++j) {
+        const float a = v[j], b = v[j + step], c = v[j + 2 * step], d = v[j + 3 * step];
+        v[j] = (((a + b) + c) - d) * 0.5f;
+        v[j + step] = (((a + b) - c) + d) * 0.5f;
+        v[j + 2 * step] = (((a - b) + c) + d) * 0.5f;
+        v[j + 3 * step] = (((b - a) + c) + d) * 0.5f;
+      }
+}
+
+void requireBits(const char* fn, int64_t bits) {
+  check(bits == 8 || bits == 4, std::string(fn) + ": bits must be 8 or 4, got " + std::to_string(bits));
+}
+
+// Rotates and quantizes rows of `width` values in place: values become their codes, scales
+// gets each row's scale.
+void quantizeRows(float* values, int64_t count, int64_t width, int64_t bits, float* scales) {
+  const float top = bits == 8 ? 127.0f : 7.0f, lo = bits == 8 ? -128.0f : -8.0f;
+  for (int64_t r = 0; r < count; ++r) {
+    float* y = values + r * width;
+    for (int64_t g = 0; g < width; g += kGroup) regularHadamard256(y + g);
+    float largest = 0.0f;
+    for (int64_t c = 0; c < width; ++c) largest = std::max(largest, std::fabs(y[c]));
+    const float s = std::max(largest / top, 1e-30f);
+    for (int64_t c = 0; c < width; ++c) y[c] = std::clamp(std::nearbyint(y[c] / s), lo, top);
+    scales[r] = s;
+  }
+}
+
+void requireQuantOutputs(const char* fn, const Tensor& q, const Tensor& s, int64_t count, int64_t width) {
+  rows::requireHost(fn, {{"q", &q}, {"s", &s}});
+  rows::requireShape(fn, "q", q, {count, width});
+  check(q.dtype() == DType::I8 || q.dtype() == DType::F32,
+        std::string(fn) + ": q must be I8 or F32, got " + dtypeName(q.dtype()));
+  check(q.isContiguous(), std::string(fn) + ": q must be contiguous (it is written in place)");
+  rows::requireOutput(fn, "s", s, {count, 1}, false);
+}
+
+void storeCodes(const Tensor& q, const std::vector<float>& codes) {
+  if (q.dtype() == DType::F32) {
+    rows::storeValues(q, codes.data());
+    return;
+  }
+  int8_t* dst = q.data<int8_t>();
+  for (size_t i = 0; i < codes.size(); ++i) dst[i] = static_cast<int8_t>(codes[i]);
+}
+
+int64_t checkedWidth(const char* fn, const Tensor& x) {
+  rows::requireRank(fn, "x", x, 2);
+  const int64_t width = x.size(1);
+  check(width > 0 && width % kGroup == 0, std::string(fn) + ": x's width " + std::to_string(width) +
+                                              " is not a positive multiple of 256 (the Hadamard groups)");
+  return width;
+}
+
+}  // namespace
+
+void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bits) {
+  constexpr const char* fn = "int8RowsInto";
+  rows::requireHost(fn, {{"x", &x}});
+  requireBits(fn, bits);
+  const int64_t width = checkedWidth(fn, x), count = x.size(0);
+  requireQuantOutputs(fn, q, s, count, width);
+  const Tensor xv = rows::f32Values(fn, "x", x);
+  std::vector<float> values(xv.data<float>(), xv.data<float>() + count * width);
+  quantizeRows(values.data(), count, width, bits, s.data<float>());
+  storeCodes(q, values);
+}
+
+std::vector<Tensor> int8Rows(const Tensor& x, int64_t bits) {
+  constexpr const char* fn = "int8Rows";
+  rows::requireHost(fn, {{"x", &x}});
+  requireBits(fn, bits);
+  const int64_t width = checkedWidth(fn, x), count = x.size(0);
+  Tensor q = tensor::empty({count, width}), s = tensor::empty({count, 1});
+  int8RowsInto(x, q, s, bits);
+  return {q, s};
+}
+
+void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                           const Tensor& map, double eps, const std::optional<Tensor>& y, const Tensor& q,
+                           const Tensor& s, bool centered, int64_t bits) {
+  constexpr const char* fn = "modulatedInt8RowsInto";
+  requireBits(fn, bits);
+  std::vector<float> values = rows::modulatedRows(fn, x, w, shift, scale, map, eps, centered);
+  const int64_t width = checkedWidth(fn, x), count = x.size(0);
+  requireQuantOutputs(fn, q, s, count, width);
+  if (y) {
+    rows::requireHost(fn, {{"y", &*y}});
+    rows::requireOutput(fn, "y", *y, x.shape(), true);
+    rows::storeValues(*y, values.data());
+  }
+  quantizeRows(values.data(), count, width, bits, s.data<float>());
+  storeCodes(q, values);
+}
+
+}  // namespace gizml::netops
