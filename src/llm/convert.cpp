@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/progress.h"
+#include "cpu/convert.h"
 #include "llm/convert_source.h"
 #include "llm/quant/converted_model.h"
 #include "llm/quant/lora.h"
@@ -25,12 +26,29 @@ bool endsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Linear layers (and the embedding) are quantized; norms, biases, convolutions, MoE routers and
-// gates stay F32: they are small and their errors reach every token.
-bool quantizable(const std::string& name, const tensor::Shape& shape, int64_t group) {
-  if (shape.size() < 2 || shape.back() % group != 0 || !endsWith(name, ".weight")) return false;
+// Linear layers (and the embedding) take the chosen width; norms, biases, convolutions, MoE
+// routers and gates stay F32: they are small and their errors reach every token.
+bool isLayerWeight(const std::string& name, const tensor::Shape& shape) {
+  if (shape.size() < 2 || !endsWith(name, ".weight")) return false;
   return !contains(name, "norm") && !contains(name, "conv1d") && !endsWith(name, ".mlp.gate.weight") &&
          !contains(name, "shared_expert_gate");
+}
+
+constexpr int kHalfBits = 16;
+
+void checkBits(int bits, int64_t group, const char* what) {
+  check(bits == kHalfBits || (bits >= 2 && bits <= 8),
+        std::string(what) + ": bits must be 2..8 or 16, not " + std::to_string(bits));
+  if (bits != kHalfBits) checkGroupFormat({bits, group}, what);
+}
+
+// F16 keeps 3 more mantissa bits than BF16, so it is the 16-bit format unless a value is beyond
+// its range (65504), where BF16, with F32's range, takes the whole tensor.
+DType halfTypeFor(const float* values, int64_t n) {
+  constexpr float kF16Max = 65504.0f;
+  for (int64_t i = 0; i < n; ++i)
+    if (!(std::abs(values[i]) <= kF16Max)) return DType::BF16;
+  return DType::F16;
 }
 
 double relativeRmsError(const float* ref, const float* got, int64_t n) {
@@ -65,9 +83,8 @@ std::string ConvertReport::text() const {
 
 ConvertReport convert(const std::string& source, const std::string& destination, const Bits& bits,
                       const std::string& loraFolder) {
-  const GroupFormat layerFormat{bits.layers, bits.group}, headFormat{bits.head, bits.group};
-  checkGroupFormat(layerFormat, "convert: layer bits");
-  checkGroupFormat(headFormat, "convert: head bits");
+  checkBits(bits.layers, bits.group, "convert: layer bits");
+  checkBits(bits.head, bits.group, "convert: head bits");
   const std::unique_ptr<WeightSource> src = openWeightSource(source);
   std::optional<LoraAdapter> lora;
   if (!loraFolder.empty()) lora.emplace(loraFolder);
@@ -103,10 +120,19 @@ ConvertReport convert(const std::string& source, const std::string& destination,
     std::vector<uint8_t> bytes;
     double error = 0;
     const float* values = w.data<float>();
-    if (quantizable(name, w.shape(), bits.group)) {
-      const bool head = name == "lm_head.weight" || (tiedEmbedding && name == "model.embed_tokens.weight");
+    const bool head = name == "lm_head.weight" || (tiedEmbedding && name == "model.embed_tokens.weight");
+    const int width = head ? bits.head : bits.layers;
+    const bool layerWeight = isLayerWeight(name, w.shape());
+    if (layerWeight && width == kHalfBits) {
+      entry.dtype = halfTypeFor(values, w.numel());
+      bytes.resize(static_cast<size_t>(w.numel()) * 2);
+      cpu::storeF32(entry.dtype, values, w.numel(), bytes.data());
+      std::vector<float> back(static_cast<size_t>(w.numel()));
+      cpu::loadF32(entry.dtype, bytes.data(), 1, w.numel(), back.data());
+      error = relativeRmsError(values, back.data(), w.numel());
+    } else if (layerWeight && w.shape().back() % bits.group == 0) {
       entry.quantized = true;
-      entry.format = head ? headFormat : layerFormat;
+      entry.format = {width, bits.group};
       const int64_t cols = w.shape().back(), rows = w.numel() / cols;
       bytes.resize(static_cast<size_t>(rows * groupRowBytes(entry.format, cols)));
       entry.scaleBase = quantizeGroups(entry.format, values, rows, cols, bytes.data());

@@ -1,18 +1,23 @@
 // The CPU language models against transformers: tiny random-weight models of each architecture
-// (tests/reference/make_model_fixtures.py), converted unquantized (f32), at 8 and at 4 bits.
-// Batching and prefill-then-decode give the logits of one pass; bad input is an Error.
+// (tests/reference/make_model_fixtures.py), converted unquantized (f32), at 16 bits (F16), at 8
+// and at 4 bits. Batching and prefill-then-decode give the logits of one pass; bad input is an
+// Error.
 //
 // Measured, max |logit error| over all 61 teacher-forced positions as a share of the logits'
 // range (f32 KV cache; F16 adds up to 3.3e-4), greedy tokens equal to transformers' at 8 bits
-// (of 32), 4-bit top-1 agreement (of 61 positions):
-//            f32       8 bits   greedy@8  top-1@4
-//   llama    <5e-7     0.0085   32        43
-//   mistral  <5e-7     0.0112    9        42
-//   qwen2    <5e-7     0.0113   32        48
-//   qwen3    <5e-7     0.0099    2        46
-//   qwen3_vl <5e-7     0.0107   32        42
-//   gemma3   <5e-7     0.0187   32        39
-// Unquantized, the models equal transformers to f32 rounding, greedy included. At 8 bits the
+// (of 32; at 16 bits all 32 of every architecture, which the test requires), 4-bit top-1
+// agreement (of 61 positions):
+//            f32       16 bits   8 bits   greedy@8  top-1@4
+//   llama    <5e-7     <5e-7     0.0085   32        43
+//   mistral  <5e-7     <5e-7     0.0112    9        42
+//   qwen2    <5e-7     <5e-7     0.0113   32        48
+//   qwen3    <5e-7     <5e-7     0.0099    2        46
+//   qwen3_vl <5e-7     <5e-7     0.0107   32        42
+//   gemma3   <5e-7     1e-6      0.0187   32        39
+// Unquantized, the models equal transformers to f32 rounding, greedy included. The fixtures'
+// weights are BF16 values, which F16 holds exactly from 2^-17 to 65504 (so 16 bits is f32 here
+// but for a few tiny weights; BF16 storage would be exact too). On real weights that are not
+// BF16 (Gemma 3's GGUF, tests/slow/real_model_test.cpp) F16 is 0.2 % of the range. At 8 bits the
 // error is the quantization's (0.46 % RMS per weight): up to 1.9 % of the range at the worst of
 // 31k logits, more than the 1 % first aimed at, and more than the lead of the top token at some
 // greedy steps of mistral and qwen3, whose continuations then part from transformers'.
@@ -45,7 +50,7 @@ class ArchitectureTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchitectureTest, LogitsMatchTransformers) {
   const Reference ref = readReference(GetParam());
-  for (int bits : {kUnquantized, 8}) {
+  for (int bits : {kUnquantized, 16, 8}) {
     for (DType kv : {DType::F32, DType::F16}) {
       const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), bits), {.kvCache = kv});
       double worst = 0;
@@ -56,7 +61,8 @@ TEST_P(ArchitectureTest, LogitsMatchTransformers) {
       }
       std::printf("%s, %d bits, KV cache %s: max logit error %.6f of the range\n", GetParam().c_str(), bits,
                   dtypeName(kv), worst);
-      const double bound = bits == 8 ? 2.5e-2 : kv == DType::F16 ? 1e-3 : 1e-5;
+      // 16 bits: issue 7's goal of 1 % of the range; 8 bits: what its quantization allows.
+      const double bound = bits == 8 ? 2.5e-2 : bits == 16 ? 1e-2 : kv == DType::F16 ? 1e-3 : 1e-5;
       EXPECT_LT(worst, bound);
     }
   }
@@ -79,6 +85,7 @@ std::vector<int32_t> greedy(LanguageModel& model, const Reference& ref) {
 TEST_P(ArchitectureTest, GreedyContinuationMatchesTransformers) {
   const Reference ref = readReference(GetParam());
   EXPECT_EQ(greedy(*buildLanguageModel(converted(GetParam(), kUnquantized)), ref), ref.greedy);
+  EXPECT_EQ(greedy(*buildLanguageModel(converted(GetParam(), 16)), ref), ref.greedy);
   // At 8 bits the logits move by up to ~1 % of their range, more than the lead of the top token
   // over the runner-up at some steps of a random model (the fixtures only guarantee 0.3 %), so
   // the continuation may part from transformers'; the tokens before it parts may not shrink.

@@ -88,6 +88,61 @@ TEST(Convert, GgufOfEveryBlockTypeRoundTrips) {
   EXPECT_EQ(tok["bos_token_id"], 1);
 }
 
+TEST(Convert, SixteenBitsStoreF16OrBf16BeyondF16sRange) {
+  // One weight of the source set to 99840, beyond F16's largest (65504): that tensor alone is BF16.
+  const std::string src = freshFolder("src");
+  fs::copy(llmData("tiny_hf"), src, fs::copy_options::recursive);
+  const std::string shard = src + "/model-00001-of-00002.safetensors";
+  const std::string big = "model.layers.0.mlp.down_proj.weight";
+  uint64_t begin = 0;
+  {
+    const SafetensorsFile file(shard);
+    for (const SafetensorsTensorInfo& info : file.tensors())
+      if (info.name == big) begin = info.begin;
+  }
+  ASSERT_GT(begin, 0u);
+  {
+    std::fstream file(shard, std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t headerBytes = 0;
+    file.read(reinterpret_cast<char*>(&headerBytes), 8);
+    file.seekp(static_cast<std::streamoff>(8 + headerBytes + begin));
+    const uint16_t value = floatToBf16(99840.0f);  // exact in BF16
+    file.write(reinterpret_cast<const char*>(&value), 2);
+  }
+  const std::string out = freshFolder("out");
+  const ConvertReport report = convert(src, out, Bits{.layers = 16, .head = 16});
+  EXPECT_NEAR(report.bitsPerWeight, 16.0, 0.5);  // norms stay f32
+  const ConvertedModel m = ConvertedModel::open(out);
+  const SafetensorsFile expected(llmData("tiny_hf_expected.safetensors"));
+  for (const SafetensorsTensorInfo& info : expected.tensors()) {
+    SCOPED_TRACE(info.name);
+    const StoredTensor& t = m.tensor(info.name);
+    const std::vector<float> got = m.dequantize(info.name).toFloats(), want = expected.load(info.name).toFloats();
+    if (info.shape.size() == 1) {
+      EXPECT_EQ(t.formatName(), "f32");
+      EXPECT_EQ(got, want);
+    } else if (info.name == big) {
+      EXPECT_EQ(t.formatName(), "bf16");
+      EXPECT_EQ(got[0], 99840.0f);
+      // The source is BF16, so BF16 holds its other values exactly.
+      EXPECT_EQ(std::vector<float>(got.begin() + 1, got.end()), std::vector<float>(want.begin() + 1, want.end()));
+    } else {
+      EXPECT_EQ(t.formatName(), "f16");
+      EXPECT_EQ(t.bytes, static_cast<uint64_t>(info.numel) * 2);
+      // Round to nearest F16: within half a unit in the last place, 2^-11 of the value, or half
+      // the subnormal step 2^-24 below 2^-14.
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_LE(std::abs(got[i] - want[i]), std::max(std::abs(want[i]) * 0x1p-11f, 0x1p-25f)) << i;
+    }
+  }
+  // The head at 16 bits, the layers at 8: both kinds in one folder.
+  const std::string mixed = freshFolder("mixed");
+  convert(llmData("tiny_hf"), mixed, Bits{.layers = 8, .head = 16});
+  const ConvertedModel mm = ConvertedModel::open(mixed);
+  EXPECT_EQ(mm.tensor("model.embed_tokens.weight").formatName(), "f16");  // tied: the head
+  EXPECT_EQ(mm.tensor("model.layers.0.mlp.down_proj.weight").formatName(), "q8");
+}
+
 TEST(Convert, LoraMergeEqualsNumpy) {
   const LoraAdapter lora(llmData("tiny_lora"));
   EXPECT_EQ(lora.rank(), 4);
@@ -121,7 +176,8 @@ TEST(Convert, BadSourcesAreErrors) {
   writeJson(src + "/config.json", config);
   expectError([&] { convert(src, freshFolder("b")); }, {src + "/config.json", "model_type", "'falcon'"});
   expectError([&] { convert(llmData("no_such_model"), freshFolder("c")); }, {"no_such_model"});
-  expectError([&] { convert(llmData("tiny_hf"), freshFolder("d"), Bits{.layers = 1}); }, {"layer bits", "2..8"});
+  expectError([&] { convert(llmData("tiny_hf"), freshFolder("d"), Bits{.layers = 1}); }, {"layer bits", "2..8 or 16"});
+  expectError([&] { convert(llmData("tiny_hf"), freshFolder("e"), Bits{.head = 12}); }, {"head bits", "not 12"});
 }
 
 TEST(Convert, BadLoraAdaptersAreErrors) {
@@ -164,6 +220,17 @@ TEST(Convert, DamagedOutputsAreErrors) {
   bad["tensors"][1]["format"] = "q9";
   writeJson(manifest, bad);
   expectError([&] { ConvertedModel::open(out); }, {manifest, "tensors[1].format", "'q9'"});
+  bad["tensors"][1]["format"] = "f8";
+  writeJson(manifest, bad);
+  expectError([&] { ConvertedModel::open(out); }, {manifest, "tensors[1].format", "'f8'"});
+
+  // A q4 tensor relabelled f16 has the wrong byte count for it.
+  bad = good;
+  size_t q4 = 0;
+  while (bad["tensors"][q4]["format"] != "q4") ++q4;
+  bad["tensors"][q4]["format"] = "f16";
+  writeJson(manifest, bad);
+  expectError([&] { ConvertedModel::open(out); }, {manifest, good["tensors"][q4]["name"].get<std::string>(), "f16 take"});
 
   bad = good;
   bad["config"].erase("head_dim");

@@ -48,7 +48,8 @@ struct Reference {
 // every tensor in f32: the model's arithmetic alone, without quantization.
 constexpr int kUnquantized = 0;
 
-/// The fixture converted at `bits` (layers and head; kUnquantized: f32), once per test program.
+/// The fixture converted at `bits` (layers and head; 16: F16; kUnquantized: f32), once per test
+/// program.
 [[maybe_unused]] const ConvertedModel& converted(const std::string& arch, int bits) {
   static std::map<std::pair<std::string, int>, ConvertedModel> cache;
   const auto key = std::pair{arch, bits};

@@ -1,6 +1,7 @@
 // giz convert SOURCE DEST [--bits N] [--head-bits N] [--group N] [--lora DIR]
 #include <gizml/llm.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -8,7 +9,8 @@ namespace {
 
 int convertUsage() {
   std::cerr << "usage: giz convert SOURCE DEST [--bits 4] [--head-bits 6] [--group 32] [--lora DIR]\n"
-               "  SOURCE: a Hugging Face folder (config.json + safetensors) or a .gguf file\n";
+               "  SOURCE: a Hugging Face folder (config.json + safetensors) or a .gguf file\n"
+               "  bits: 2..8 (grouped), or 16 (F16); the head gets at least the layers' bits\n";
   return 2;
 }
 
@@ -29,11 +31,15 @@ int parseInt(const std::string& flag, const std::string& text) {
 int convertCommand(int argc, char** argv) {
   std::string source, dest, lora;
   gizml::llm::Bits bits;
+  bool headGiven = false;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
     if (arg == "--bits" && hasValue) bits.layers = parseInt(arg, argv[++i]);
-    else if (arg == "--head-bits" && hasValue) bits.head = parseInt(arg, argv[++i]);
+    else if (arg == "--head-bits" && hasValue) {
+      bits.head = parseInt(arg, argv[++i]);
+      headGiven = true;
+    }
     else if (arg == "--group" && hasValue) bits.group = parseInt(arg, argv[++i]);
     else if (arg == "--lora" && hasValue) lora = argv[++i];
     else if (arg.rfind("--", 0) == 0) return convertUsage();
@@ -42,6 +48,8 @@ int convertCommand(int argc, char** argv) {
     else return convertUsage();
   }
   if (source.empty() || dest.empty()) return convertUsage();
+  // The output layer is the most sensitive: unless told, never narrower than the layers.
+  if (!headGiven) bits.head = std::max(bits.head, bits.layers);
   const gizml::llm::ConvertReport report = gizml::llm::convert(source, dest, bits, lora);
   std::cout << report.text();
   return 0;

@@ -3,9 +3,9 @@
 #include <gizml/error.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/thread_pool.h"
+#include "cpu/convert.h"
 #include "cpu/gemm.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
@@ -61,6 +61,7 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
   const StoredTensor& t = storedTensor(weights, name, {out, in});
   data_ = weights.raw(t).data();
   quantized_ = t.quantized;
+  dtype_ = t.dtype;
   if (quantized_) {
     format_ = t.format;
     rowBytes_ = groupRowBytes(format_, in);
@@ -84,22 +85,25 @@ void Linear::dequantizeRows(int64_t first, int64_t count, float* dst) const {
   }
 }
 
-void Linear::row(int64_t r, float* dst) const {
-  if (quantized_) dequantizeRows(r, 1, dst);
-  else std::memcpy(dst, reinterpret_cast<const float*>(data_) + r * in_, static_cast<size_t>(in_) * 4);
+void Linear::decodeRows(int64_t first, int64_t count, float* dst) const {
+  if (quantized_) dequantizeRows(first, count, dst);
+  else cpu::loadF32(dtype_, data_ + first * in_ * static_cast<int64_t>(dtypeSize(dtype_)), 1, count * in_, dst);
 }
+
+void Linear::row(int64_t r, float* dst) const { decodeRows(r, 1, dst); }
 
 void Linear::apply(const float* x, int64_t rows, float* y) const {
   // Small blocks spread decode over the threads; larger ones give sgemm room for prefill.
   const int64_t blockRows = rows <= kDotRows ? 16 : 64;
   const int64_t blocks = (out_ + blockRows - 1) / blockRows;
   core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> buffer(quantized_ ? static_cast<size_t>(blockRows * in_) : 0);
+    const bool decoded = quantized_ || dtype_ != DType::F32;
+    std::vector<float> buffer(decoded ? static_cast<size_t>(blockRows * in_) : 0);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t first = b * blockRows, count = std::min(blockRows, out_ - first);
       const float* w = reinterpret_cast<const float*>(data_) + first * in_;
-      if (quantized_) {
-        dequantizeRows(first, count, buffer.data());
+      if (decoded) {
+        decodeRows(first, count, buffer.data());
         w = buffer.data();
       }
       if (rows <= kDotRows) {

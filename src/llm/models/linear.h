@@ -1,7 +1,9 @@
 #pragma once
-// A linear layer y = x W^T (+ b) over the weights as converted: group-quantized rows are
-// dequantized on the fly, a block of output rows at a time, so a pass reads the stored bytes
-// once whatever the number of activation rows (decode streams the weights once).
+// A linear layer y = x W^T (+ b) over the weights as converted: group-quantized and 16-bit rows
+// are turned into floats on the fly, a block of output rows at a time, so a pass reads the stored
+// bytes once whatever the number of activation rows (decode streams the weights once).
+#include <gizml/dtype.h>
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -16,7 +18,7 @@ class ConvertedModel;
 class Linear {
  public:
   Linear() = default;
-  /// The tensor `name` ([out, in], f32 or quantized), and `bias` ([out]) unless empty; throws
+  /// The tensor `name` ([out, in], f32, f16, bf16 or quantized), and `bias` ([out]) unless empty; throws
   /// gizml::Error naming a missing tensor or a wrong shape.
   Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
          const std::string& bias = "");
@@ -30,10 +32,13 @@ class Linear {
 
  private:
   void dequantizeRows(int64_t first, int64_t count, float* dst) const;
+  /// Rows first .. first + count - 1 as floats, whatever the stored format.
+  void decodeRows(int64_t first, int64_t count, float* dst) const;
 
   int64_t out_ = 0, in_ = 0;
   const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open
   bool quantized_ = false;
+  DType dtype_ = DType::F32;  // unquantized only
   GroupFormat format_;
   int64_t rowBytes_ = 0;
   std::array<float, 256> scales_{};  // the scale of each exponent code

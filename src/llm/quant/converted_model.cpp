@@ -2,10 +2,10 @@
 
 #include <gizml/error.h>
 
-#include <cstring>
 #include <filesystem>
 
 #include "core/mapped_file.h"
+#include "cpu/convert.h"
 #include "llm/json_fields.h"
 
 namespace gizml::llm {
@@ -19,7 +19,11 @@ StoredTensor parseEntry(const JsonFields& f) {
   t.shape = f.getInts("shape");
   for (int64_t d : t.shape) check(d >= 0, f.where("shape") + ": negative size in " + t.name);
   const std::string format = f.getString("format");
-  if (format != "f32") {
+  if (format == "f16") {
+    t.dtype = DType::F16;
+  } else if (format == "bf16") {
+    t.dtype = DType::BF16;
+  } else if (format != "f32") {
     check(format.size() == 2 && format[0] == 'q' && format[1] >= '2' && format[1] <= '8',
           f.where("format") + ": unknown format '" + format + "' of " + t.name);
     t.quantized = true;
@@ -44,12 +48,12 @@ int64_t StoredTensor::numel() const {
 }
 
 std::string StoredTensor::formatName() const {
-  if (!quantized) return "f32";
+  if (!quantized) return dtypeName(dtype);
   return std::string{'q', static_cast<char>('0' + format.bits)};
 }
 
 uint64_t StoredTensor::expectedBytes() const {
-  if (!quantized) return static_cast<uint64_t>(numel()) * 4;
+  if (!quantized) return static_cast<uint64_t>(numel()) * dtypeSize(dtype);
   const int64_t cols = shape.back();
   return static_cast<uint64_t>(numel() / std::max<int64_t>(cols, 1) * groupRowBytes(format, cols));
 }
@@ -121,7 +125,7 @@ tensor::Tensor ConvertedModel::dequantize(const std::string& name) const {
   tensor::Tensor out = tensor::empty(t.shape, DType::F32);
   const std::span<const uint8_t> bytes = raw(t);
   if (!t.quantized) {
-    std::memcpy(out.data<float>(), bytes.data(), bytes.size());
+    cpu::loadF32(t.dtype, bytes.data(), 1, t.numel(), out.data<float>());
   } else {
     const int64_t cols = t.shape.back();
     dequantizeGroups(t.format, t.scaleBase, bytes.data(), t.numel() / std::max<int64_t>(cols, 1), cols,

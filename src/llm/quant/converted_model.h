@@ -27,18 +27,20 @@ inline constexpr const char* kDataName = "weights.bin";
 inline constexpr int kFormatVersion = 1;
 inline constexpr uint64_t kBlobAlignment = 64;
 
-/// One entry of the tensor table: "f32" (little-endian floats) or "q{bits}" (group_quant.h).
+/// One entry of the tensor table: "f32", "f16", "bf16" (little-endian floats) or "q{bits}"
+/// (group_quant.h).
 struct StoredTensor {
   std::string name;
   tensor::Shape shape;
   bool quantized = false;
+  DType dtype = DType::F32;  // unquantized only: F32, F16 or BF16
   GroupFormat format;      // quantized only
   float scaleBase = 0.0f;  // quantized only
   uint64_t offset = 0;     // in weights.bin, a multiple of kBlobAlignment
   uint64_t bytes = 0;
 
   int64_t numel() const;
-  /// "f32", "q4"
+  /// "f32", "f16", "bf16", "q4"
   std::string formatName() const;
   /// The bytes its shape and format take.
   uint64_t expectedBytes() const;
