@@ -2,7 +2,9 @@
 // (tests/reference/make_model_fixtures.py qwen3_5 qwen3_5_moe; 8 layers, 6 of them Gated DeltaNet,
 // 2 key heads for 4 value heads, a prompt of 150 tokens spanning three chunks of the delta rule).
 //
-// Measured: max |logit error| over all teacher-forced positions as a share of the logits' range.
+// Measured: max |logit error| over all teacher-forced positions as a share of the logits' range
+// (16 bits: F16 holds these bf16 weights exactly, so it equals f32; greedy tokens equal
+// transformers' at f32 and 16 bits).
 //               f32        8 bits   transformers' own model, 0.5 % RMS noise on its matrices
 //   qwen3_5     4e-6       0.161    0.210 (tests/reference/qwen35_sensitivity.py)
 //   qwen3_5_moe 8e-6       0.446    0.317
@@ -43,7 +45,10 @@ double worstLogitError(const std::string& arch, int bits) {
   return worst;
 }
 
-TEST_P(Qwen35Test, LogitsMatchTransformers) { EXPECT_LT(worstLogitError(GetParam(), kUnquantized), 1e-5); }
+TEST_P(Qwen35Test, LogitsMatchTransformers) {
+  EXPECT_LT(worstLogitError(GetParam(), kUnquantized), 1e-5);
+  EXPECT_LT(worstLogitError(GetParam(), 16), 1e-2);  // F16 holds the fixtures' bf16 weights exactly
+}
 
 // At 8 bits the error is the model's own sensitivity, not ours: transformers' model moves as much
 // under the same weight noise (header). The bounds keep the measured values from growing.
@@ -68,17 +73,20 @@ TEST_P(Qwen35Test, LlamaCppGgufGivesTheSameLogits) {
 
 TEST_P(Qwen35Test, GreedyContinuationMatchesTransformers) {
   const Reference ref = readReference(GetParam());
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), kUnquantized));
-  const std::vector<int32_t>& prompt = ref.prompts[ref.greedyPrompt];
-  const int64_t vocab = model->config().vocabSize;
-  const std::unique_ptr<SequenceState> state = model->newState(static_cast<int64_t>(prompt.size() + ref.greedy.size()));
-  std::vector<int32_t> feed = prompt, got;
-  while (got.size() < ref.greedy.size()) {
-    const tensor::Tensor logits = model->forward({{state.get(), feed}})[0];
-    got.push_back(static_cast<int32_t>(argmax(logits.data<float>(), vocab)));
-    feed = {got.back()};
+  for (int bits : {kUnquantized, 16}) {
+    const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), bits));
+    const std::vector<int32_t>& prompt = ref.prompts[ref.greedyPrompt];
+    const int64_t vocab = model->config().vocabSize;
+    const std::unique_ptr<SequenceState> state =
+        model->newState(static_cast<int64_t>(prompt.size() + ref.greedy.size()));
+    std::vector<int32_t> feed = prompt, got;
+    while (got.size() < ref.greedy.size()) {
+      const tensor::Tensor logits = model->forward({{state.get(), feed}})[0];
+      got.push_back(static_cast<int32_t>(argmax(logits.data<float>(), vocab)));
+      feed = {got.back()};
+    }
+    EXPECT_EQ(got, ref.greedy) << bits << " bits";
   }
-  EXPECT_EQ(got, ref.greedy);
 }
 
 // Prefill runs the chunked delta rule, decode the recurrence: the same states and logits.
