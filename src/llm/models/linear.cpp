@@ -65,6 +65,7 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     format_ = t.format;
     rowBytes_ = groupRowBytes(format_, in);
     for (int e = 0; e < 256; ++e) scales_[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
+    quantWeights_ = cpu::QuantWeights{data_, out, in, rowBytes_, format_.bits, format_.group, scales_.data()};
   }
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);
 }
@@ -89,28 +90,36 @@ void Linear::row(int64_t r, float* dst) const {
   else std::memcpy(dst, reinterpret_cast<const float*>(data_) + r * in_, static_cast<size_t>(in_) * 4);
 }
 
+void Linear::addBias(float* y, int64_t rows, int64_t first, int64_t count) const {
+  if (bias_.empty()) return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = first; o < first + count; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
+}
+
+void Linear::applyQuantized(const float* x, int64_t rows, float* y) const {
+  // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
+  thread_local cpu::QuantActs acts;
+  cpu::quantizeActs(x, rows, in_, format_.group, acts);
+  cpu::quantMatmul(quantWeights_, acts, y);
+  addBias(y, rows, 0, out_);
+}
+
 void Linear::apply(const float* x, int64_t rows, float* y) const {
+  if (quantized_) return applyQuantized(x, rows, y);
   // Small blocks spread decode over the threads; larger ones give sgemm room for prefill.
   const int64_t blockRows = rows <= kDotRows ? 16 : 64;
   const int64_t blocks = (out_ + blockRows - 1) / blockRows;
   core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> buffer(quantized_ ? static_cast<size_t>(blockRows * in_) : 0);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t first = b * blockRows, count = std::min(blockRows, out_ - first);
       const float* w = reinterpret_cast<const float*>(data_) + first * in_;
-      if (quantized_) {
-        dequantizeRows(first, count, buffer.data());
-        w = buffer.data();
-      }
       if (rows <= kDotRows) {
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t o = 0; o < count; ++o) y[r * out_ + first + o] = dot(x + r * in_, w + o * in_, in_);
       } else {
         cpu::sgemm(rows, count, in_, x, in_, 1, w, 1, in_, y + first, out_, false);
       }
-      if (!bias_.empty())
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t o = first; o < first + count; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
+      addBias(y, rows, first, count);
     }
   });
 }

@@ -1,12 +1,14 @@
 #pragma once
-// A linear layer y = x W^T (+ b) over the weights as converted: group-quantized rows are
-// dequantized on the fly, a block of output rows at a time, so a pass reads the stored bytes
-// once whatever the number of activation rows (decode streams the weights once).
+// A linear layer y = x W^T (+ b) over the weights as converted. Group-quantized weights go
+// through the integer kernels of cpu/quant_dot.h (activations quantized to int8 per group); f32
+// weights through sgemm, a block of output rows at a time. Either way a pass reads the stored
+// bytes once whatever the number of activation rows (decode streams the weights once).
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "cpu/quant_dot.h"
 #include "llm/quant/group_quant.h"
 
 namespace gizml::llm {
@@ -30,6 +32,8 @@ class Linear {
 
  private:
   void dequantizeRows(int64_t first, int64_t count, float* dst) const;
+  void applyQuantized(const float* x, int64_t rows, float* y) const;
+  void addBias(float* y, int64_t rows, int64_t first, int64_t count) const;
 
   int64_t out_ = 0, in_ = 0;
   const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open
@@ -37,6 +41,7 @@ class Linear {
   GroupFormat format_;
   int64_t rowBytes_ = 0;
   std::array<float, 256> scales_{};  // the scale of each exponent code
+  cpu::QuantWeights quantWeights_;   // the kernels' view of the quantized rows
   std::vector<float> bias_;
 };
 
