@@ -65,7 +65,6 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     format_ = t.format;
     rowBytes_ = groupRowBytes(format_, in);
     for (int e = 0; e < 256; ++e) scales_[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
-    quantWeights_ = cpu::QuantWeights{data_, out, in, rowBytes_, format_.bits, format_.group, scales_.data()};
   }
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);
 }
@@ -100,7 +99,8 @@ void Linear::applyQuantized(const float* x, int64_t rows, float* y) const {
   // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
   thread_local cpu::QuantActs acts;
   cpu::quantizeActs(x, rows, in_, format_.group, acts);
-  cpu::quantMatmul(quantWeights_, acts, y);
+  // Made here, not kept: it points into scales_, which moves with the layer.
+  cpu::quantMatmul(cpu::QuantWeights{data_, out_, in_, rowBytes_, format_.bits, format_.group, scales_.data()}, acts, y);
   addBias(y, rows, 0, out_);
 }
 

@@ -41,7 +41,6 @@ class Linear {
   GroupFormat format_;
   int64_t rowBytes_ = 0;
   std::array<float, 256> scales_{};  // the scale of each exponent code
-  cpu::QuantWeights quantWeights_;   // the kernels' view of the quantized rows
   std::vector<float> bias_;
 };
 
