@@ -55,7 +55,7 @@ void expectWithinActivationRounding(const Linear& layer, int64_t rows, int64_t g
 
 TEST(QuantLinear, WithinTheInt8ActivationRoundingOfTheDequantizedProduct) {
   for (int bits : {4, 6, 8}) {
-    const std::string folder = freshFolder("q" + std::to_string(bits));
+    const std::string folder = freshFolder(std::to_string(bits) + "bits");
     convert(std::string(GIZML_TEST_DATA) + "/models/qwen3/hf", folder, Bits{.layers = bits, .head = bits, .group = 32});
     const ConvertedModel model = ConvertedModel::open(folder);
     SCOPED_TRACE(std::to_string(bits) + " bits");
