@@ -41,7 +41,9 @@ def llama_child(args) -> None:
     import llama_cpp as L
 
     L.llama_backend_init()
-    L.llama_log_set(L.llama_log_callback(lambda level, text, data: None), None)
+    global _quiet_log  # kept alive: llama.cpp calls it for as long as the process runs
+    _quiet_log = L.llama_log_callback(lambda level, text, data: None)
+    L.llama_log_set(_quiet_log, None)
     model = L.llama_model_load_from_file(args.model.encode(), L.llama_model_default_params())
     assert model, f"llama.cpp could not load {args.model}"
     cp = L.llama_context_default_params()
