@@ -101,7 +101,9 @@ def run_llama(gguf, tokens, prefill, decode, threads, logits=None) -> dict:
            "--decode", str(decode)]
     if logits:
         cmd += ["--logits", logits]
-    return run_json(cmd)
+    # llama.cpp's OpenMP threads spin at barriers by default, which a loaded machine punishes
+    # far beyond its real speed; passive waiting is the fair setting there (override by env).
+    return run_json(cmd, env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ})
 
 
 def write_tokens(path, n, vocab_limit, seed) -> None:
