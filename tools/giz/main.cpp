@@ -12,6 +12,7 @@ int templateCommand(int argc, char** argv);  // template_command.cpp
 int tokenizeCommand(int argc, char** argv);  // tokenize_command.cpp
 int runCommand(int argc, char** argv);       // run_command.cpp
 int chatCommand(int argc, char** argv);      // chat_command.cpp
+int benchCommand(int argc, char** argv);     // bench.cpp
 
 namespace {
 
@@ -30,7 +31,8 @@ int usage() {
                "  tokenize  --tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids\n"
                "  convert   SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n"
                "  run       MODEL PROMPT [--max-tokens N --temperature T --seed S ...]  answer a prompt\n"
-               "  chat      MODEL [--system TEXT ...]  a conversation, one message per line of stdin\n";
+               "  chat      MODEL [--system TEXT ...]  a conversation, one message per line of stdin\n"
+               "  bench     MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed\n";
   return 2;
 }
 
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
     if (command == "tokenize") return tokenizeCommand(argc, argv);
     if (command == "run") return runCommand(argc, argv);
     if (command == "chat") return chatCommand(argc, argv);
+    if (command == "bench") return benchCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;

@@ -9,8 +9,8 @@ namespace gizml::llm {
 KvCache::KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t headDim, int64_t capacity, DType dtype)
     : owner_(owner), kvHeads_(kvHeads), headDim_(headDim), capacity_(capacity), dtype_(dtype) {
   check(capacity > 0, "newState: capacity must be positive, not " + std::to_string(capacity));
-  check(dtype == DType::F32 || dtype == DType::F16,
-        std::string("KV cache: F32 or F16, not ") + dtypeName(dtype));
+  check(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16,
+        std::string("KV cache: F32, F16 or BF16, not ") + dtypeName(dtype));
   keys_.resize(static_cast<size_t>(layers));
   values_.resize(static_cast<size_t>(layers));
 }
@@ -30,25 +30,17 @@ void KvCache::store(int64_t layer, int64_t position, const float* keys, const fl
       std::memcpy(dst + position * n * 4, src, static_cast<size_t>(n) * 4);
     } else {
       auto* half = reinterpret_cast<uint16_t*>(dst) + position * n;
-      for (int64_t i = 0; i < n; ++i) half[i] = floatToHalf(src[i]);
+      for (int64_t i = 0; i < n; ++i) half[i] = dtype_ == DType::F16 ? floatToHalf(src[i]) : floatToBf16(src[i]);
     }
   }
 }
 
-const float* KvCache::read(const std::vector<uint8_t>& data, int64_t position, int64_t head, float* scratch) const {
-  const int64_t at = (position * kvHeads_ + head) * headDim_;
-  if (dtype_ == DType::F32) return reinterpret_cast<const float*>(data.data()) + at;
-  const auto* half = reinterpret_cast<const uint16_t*>(data.data()) + at;
-  for (int64_t i = 0; i < headDim_; ++i) scratch[i] = halfToFloat(half[i]);
-  return scratch;
+const void* KvCache::key(int64_t layer, int64_t position, int64_t head) const {
+  return keys_[static_cast<size_t>(layer)].data() + ((position * kvHeads_ + head) * headDim_) * dtypeSize(dtype_);
 }
 
-const float* KvCache::key(int64_t layer, int64_t position, int64_t head, float* scratch) const {
-  return read(keys_[static_cast<size_t>(layer)], position, head, scratch);
-}
-
-const float* KvCache::value(int64_t layer, int64_t position, int64_t head, float* scratch) const {
-  return read(values_[static_cast<size_t>(layer)], position, head, scratch);
+const void* KvCache::value(int64_t layer, int64_t position, int64_t head) const {
+  return values_[static_cast<size_t>(layer)].data() + ((position * kvHeads_ + head) * headDim_) * dtypeSize(dtype_);
 }
 
 }  // namespace gizml::llm

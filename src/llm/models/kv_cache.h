@@ -1,7 +1,8 @@
 #pragma once
-// One sequence's keys and values for every layer, F32 or F16, with room for `capacity` tokens:
-// [capacity, kvHeads, headDim] per layer for keys and for values, allocated when the layer stores
-// its first token (so the layers of a hybrid model that keep no keys cost nothing).
+// One sequence's keys and values for every layer, F32, F16 or BF16, with room for `capacity`
+// tokens: [capacity, kvHeads, headDim] per layer for keys and for values, allocated when the
+// layer stores its first token (so the layers of a hybrid model that keep no keys cost nothing).
+// Attention reads the rows at their stored width (cpu/kv_rows.h).
 #include <gizml/dtype.h>
 
 #include <cstdint>
@@ -26,13 +27,12 @@ class KvCache : public SequenceState {
 
   /// Writes the keys and values (kvHeads * headDim each) of the token at `position`.
   void store(int64_t layer, int64_t position, const float* keys, const float* values);
-  /// Head `head` of the key (value) at `position` as f32: a pointer into the cache (F32) or into
-  /// scratch (F16, converted; headDim floats).
-  const float* key(int64_t layer, int64_t position, int64_t head, float* scratch) const;
-  const float* value(int64_t layer, int64_t position, int64_t head, float* scratch) const;
+  DType dtype() const { return dtype_; }
+  /// Head `head` of the key (value) at `position`: headDim values of dtype().
+  const void* key(int64_t layer, int64_t position, int64_t head) const;
+  const void* value(int64_t layer, int64_t position, int64_t head) const;
 
  private:
-  const float* read(const std::vector<uint8_t>& data, int64_t position, int64_t head, float* scratch) const;
 
   const void* owner_;
   int64_t kvHeads_, headDim_, capacity_, length_ = 0;

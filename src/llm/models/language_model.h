@@ -68,7 +68,7 @@ class LanguageModel {
 
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
 struct ModelOptions {
-  DType kvCache = DType::F32;  // keys and values in F32 or F16
+  DType kvCache = DType::F32;  // keys and values in F32, F16 or BF16
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,

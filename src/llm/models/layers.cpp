@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "core/thread_pool.h"
+#include "cpu/kv_rows.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
 
@@ -122,35 +123,41 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
       seq.cache->store(layer, position, k.data() + row * kvWidth, v.data() + row * kvWidth);
     }
 
-  // One task per (row, query head): its scores over the keys it may see, softmax, sum of values.
+  // One task per (row, KV head): each key and value is read once for all the query heads that
+  // share it (grouped-query), at the cache's stored width.
   std::vector<std::pair<const Batch::Sequence*, int64_t>> rowOf;  // sequence and position of each row
   for (const Batch::Sequence& seq : batch.sequences)
     for (int64_t r = 0; r < seq.rows; ++r) rowOf.emplace_back(&seq, seq.start + r);
   const int64_t group = s.heads / s.kvHeads;
-  core::parallelFor(rows * s.heads, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> scores, scratch(static_cast<size_t>(s.headDim));
+  core::parallelFor(rows * s.kvHeads, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> scores;  // [group, keys]
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t row = t / s.heads, head = t % s.heads, kvHead = head / group;
+      const int64_t row = t / s.kvHeads, kvHead = t % s.kvHeads;
       const auto [seq, position] = rowOf[static_cast<size_t>(row)];
+      const KvCache& cache = *seq->cache;
       const int64_t first = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
-      const float* query = q.data() + row * qWidth + head * s.headDim;
-      scores.resize(static_cast<size_t>(position + 1 - first));
-      float top = -INFINITY;
-      for (int64_t j = first; j <= position; ++j) {
-        const float* key = seq->cache->key(layer, j, kvHead, scratch.data());
-        float d = 0.0f;
-        for (int64_t i = 0; i < s.headDim; ++i) d += query[i] * key[i];
-        d *= s.scale;
-        scores[static_cast<size_t>(j - first)] = d;
-        top = std::max(top, d);
+      const int64_t keys = position + 1 - first;
+      const float* query = q.data() + row * qWidth + kvHead * group * s.headDim;
+      float* ctx = context.data() + row * qWidth + kvHead * group * s.headDim;
+      scores.resize(static_cast<size_t>(group * keys));
+      for (int64_t j = 0; j < keys; ++j) {
+        const void* key = cache.key(layer, first + j, kvHead);
+        for (int64_t h = 0; h < group; ++h)
+          scores[static_cast<size_t>(h * keys + j)] =
+              cpu::dotStoredRow(cache.dtype(), key, query + h * s.headDim, s.headDim) * s.scale;
       }
-      float sum = 0.0f;
-      for (float& e : scores) sum += (e = std::exp(e - top));
-      float* ctx = context.data() + row * qWidth + head * s.headDim;
-      for (int64_t j = first; j <= position; ++j) {
-        const float p = scores[static_cast<size_t>(j - first)] / sum;
-        const float* value = seq->cache->value(layer, j, kvHead, scratch.data());
-        for (int64_t i = 0; i < s.headDim; ++i) ctx[i] += p * value[i];
+      for (int64_t h = 0; h < group; ++h) {
+        float* p = scores.data() + h * keys;
+        const float top = *std::max_element(p, p + keys);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - top));
+        for (int64_t j = 0; j < keys; ++j) p[j] /= sum;
+      }
+      for (int64_t j = 0; j < keys; ++j) {
+        const void* value = cache.value(layer, first + j, kvHead);
+        for (int64_t h = 0; h < group; ++h)
+          cpu::addScaledStoredRow(cache.dtype(), value, scores[static_cast<size_t>(h * keys + j)], ctx + h * s.headDim,
+                                  s.headDim);
       }
     }
   });

@@ -92,12 +92,29 @@ void Linear::decodeRows(int64_t first, int64_t count, float* dst) const {
 
 void Linear::row(int64_t r, float* dst) const { decodeRows(r, 1, dst); }
 
+void Linear::addBias(float* y, int64_t rows, int64_t first, int64_t count) const {
+  if (bias_.empty()) return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = first; o < first + count; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
+}
+
+void Linear::applyQuantized(const float* x, int64_t rows, float* y) const {
+  // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
+  thread_local cpu::QuantActs acts;
+  cpu::quantizeActs(x, rows, in_, format_.group, acts);
+  // Made here, not kept: it points into scales_, which moves with the layer.
+  cpu::quantMatmul(cpu::QuantWeights{data_, out_, in_, rowBytes_, format_.bits, format_.group, scales_.data()}, acts, y);
+  addBias(y, rows, 0, out_);
+}
+
 void Linear::apply(const float* x, int64_t rows, float* y) const {
+  if (quantized_) return applyQuantized(x, rows, y);
   // Small blocks spread decode over the threads; larger ones give sgemm room for prefill.
   const int64_t blockRows = rows <= kDotRows ? 16 : 64;
   const int64_t blocks = (out_ + blockRows - 1) / blockRows;
   core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    const bool decoded = quantized_ || dtype_ != DType::F32;
+    // 16-bit rows become floats a block at a time.
+    const bool decoded = dtype_ != DType::F32;
     std::vector<float> buffer(decoded ? static_cast<size_t>(blockRows * in_) : 0);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t first = b * blockRows, count = std::min(blockRows, out_ - first);
@@ -112,9 +129,7 @@ void Linear::apply(const float* x, int64_t rows, float* y) const {
       } else {
         cpu::sgemm(rows, count, in_, x, in_, 1, w, 1, in_, y + first, out_, false);
       }
-      if (!bias_.empty())
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t o = first; o < first + count; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
+      addBias(y, rows, first, count);
     }
   });
 }

@@ -1,6 +1,8 @@
 #pragma once
-// A linear layer y = x W^T (+ b) over the weights as converted: group-quantized and 16-bit rows
-// are turned into floats on the fly, a block of output rows at a time, so a pass reads the stored
+// A linear layer y = x W^T (+ b) over the weights as converted. Group-quantized weights go
+// through the integer kernels of cpu/quant_dot.h (activations quantized to int8 per group); f32
+// and 16-bit weights (turned into floats a block at a time) through sgemm, a block of output
+// rows at a time. Either way a pass reads the stored
 // bytes once whatever the number of activation rows (decode streams the weights once).
 #include <gizml/dtype.h>
 
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/quant_dot.h"
 #include "llm/quant/group_quant.h"
 
 namespace gizml::llm {
@@ -34,6 +37,8 @@ class Linear {
   void dequantizeRows(int64_t first, int64_t count, float* dst) const;
   /// Rows first .. first + count - 1 as floats, whatever the stored format.
   void decodeRows(int64_t first, int64_t count, float* dst) const;
+  void applyQuantized(const float* x, int64_t rows, float* y) const;
+  void addBias(float* y, int64_t rows, int64_t first, int64_t count) const;
 
   int64_t out_ = 0, in_ = 0;
   const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open

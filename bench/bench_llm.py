@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Language-model speed beside llama.cpp, in the same run, same threads: prefill (one pass of N
+prompt tokens) and greedy decode steps after it, tok/s of each and the ratio ours / llama.cpp,
+and each engine's peak RSS (each run is its own process). llama.cpp is llama-cpp-python from
+.venv-bench (scripts/bench-setup.sh), driven through its C API (no Python-side logits buffers).
+The runs alternate ours / llama.cpp, `--rounds` times, and the best of each is reported, so that
+load from other processes hits both alike (the load average is printed too).
+
+  bench_llm.py speed --pair NAME OURS_FOLDER LLAMA_GGUF [--pair ...] [--prefill 512 --decode 128]
+  bench_llm.py kl --ours Q4_FOLDER F32_FOLDER --llama Q4.gguf F16.gguf [--tokens 256]
+      mean KL(16-bit || 4-bit) of the next-token distributions over the same prompt positions
+  bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m}   llama.cpp's quantizer
+
+Run it with .venv-bench/bin/python; GIZ (default build/release/giz) is our CLI.
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GIZ = os.environ.get("GIZ", str(ROOT / "build/release/giz"))
+
+
+def peak_rss_mib() -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def llama_child(args) -> None:
+    """Runs in its own process: loads the GGUF, times prefill and decode, prints one JSON line."""
+    import time
+
+    import llama_cpp as L
+
+    L.llama_backend_init()
+    global _quiet_log  # kept alive: llama.cpp calls it for as long as the process runs
+    _quiet_log = L.llama_log_callback(lambda level, text, data: None)
+    L.llama_log_set(_quiet_log, None)
+    model = L.llama_model_load_from_file(args.model.encode(), L.llama_model_default_params())
+    assert model, f"llama.cpp could not load {args.model}"
+    cp = L.llama_context_default_params()
+    cp.n_ctx = args.prefill + args.decode + 16
+    cp.n_batch = cp.n_ubatch = args.prefill
+    cp.n_threads = cp.n_threads_batch = args.threads
+    ctx = L.llama_init_from_model(model, cp)
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    tokens = [int(t) for t in pathlib.Path(args.tokens).read_text().split()][: args.prefill]
+    batch = L.llama_batch_init(args.prefill, 0, 1)
+
+    def fill(toks, start, all_logits):
+        batch.n_tokens = len(toks)
+        for i, t in enumerate(toks):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = t, start + i, 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = all_logits or i == len(toks) - 1
+
+    fill(tokens, 0, bool(args.logits))
+    t0 = time.perf_counter()
+    assert L.llama_decode(ctx, batch) == 0
+    prefill_s = time.perf_counter() - t0
+    if args.logits:
+        rows = np.stack([np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(n_vocab,)) for i in range(len(tokens))])
+        rows.astype(np.float32).tofile(args.logits)
+    nxt = int(np.argmax(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,))))
+    t1 = time.perf_counter()
+    for step in range(args.decode):
+        fill([nxt], len(tokens) + step, False)
+        assert L.llama_decode(ctx, batch) == 0
+        nxt = int(np.argmax(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,))))
+    decode_s = time.perf_counter() - t1
+    print(json.dumps({"engine": "llama.cpp", "threads": args.threads, "prefill_tokens": len(tokens),
+                      "prefill_tok_s": len(tokens) / prefill_s, "decode_tokens": args.decode,
+                      "decode_tok_s": args.decode / decode_s if args.decode else 0.0,
+                      "peak_rss_mib": peak_rss_mib()}))
+
+
+def run_json(cmd, env=None) -> dict:
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_ours(folder, tokens, prefill, decode, threads, logits=None, kv=None) -> dict:
+    cmd = [GIZ, "bench", folder, "--prefill", str(prefill), "--decode", str(decode), "--tokens", tokens]
+    if logits:
+        cmd += ["--logits", logits]
+    if kv:
+        cmd += ["--kv", kv]
+    return run_json(cmd, env=dict(os.environ, GIZML_THREADS=str(threads)))
+
+
+def run_llama(gguf, tokens, prefill, decode, threads, logits=None) -> dict:
+    cmd = [sys.executable, __file__, "--threads", str(threads), "llama-child", gguf, tokens, "--prefill", str(prefill),
+           "--decode", str(decode)]
+    if logits:
+        cmd += ["--logits", logits]
+    # llama.cpp's OpenMP threads spin at barriers by default, which a loaded machine punishes
+    # far beyond its real speed; passive waiting is the fair setting there (override by env).
+    return run_json(cmd, env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ})
+
+
+def write_tokens(path, n, vocab_limit, seed) -> None:
+    # Ids below the smallest vocabulary of the models compared, the same for both engines.
+    ids = np.random.default_rng(seed).integers(0, vocab_limit, n)
+    pathlib.Path(path).write_text(" ".join(map(str, ids)))
+
+
+def speed(args) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = os.path.join(tmp, "tokens.txt")
+        write_tokens(tokens, args.prefill, args.vocab_limit, 7)
+        print(f"# threads {args.threads}, prefill {args.prefill}, decode {args.decode}, rounds {args.rounds}, "
+              f"load average before {os.getloadavg()[0]:.2f}")
+        for name, ours_folder, gguf in args.pair:
+            best = {"ours": None, "llama": None}
+            for _ in range(args.rounds):
+                for who, fn, target in (("ours", run_ours, ours_folder), ("llama", run_llama, gguf)):
+                    r = fn(target, tokens, args.prefill, args.decode, args.threads)
+                    b = best[who]
+                    best[who] = r if b is None else {**r, "prefill_tok_s": max(b["prefill_tok_s"], r["prefill_tok_s"]),
+                                                      "decode_tok_s": max(b["decode_tok_s"], r["decode_tok_s"]),
+                                                      "peak_rss_mib": max(b["peak_rss_mib"], r["peak_rss_mib"])}
+            o, l = best["ours"], best["llama"]
+            print(f"{name}: prefill {o['prefill_tok_s']:.1f} vs {l['prefill_tok_s']:.1f} tok/s "
+                  f"(ratio {o['prefill_tok_s'] / l['prefill_tok_s']:.2f}), decode {o['decode_tok_s']:.1f} vs "
+                  f"{l['decode_tok_s']:.1f} tok/s (ratio {o['decode_tok_s'] / l['decode_tok_s']:.2f}), peak RSS "
+                  f"{o['peak_rss_mib']:.0f} vs {l['peak_rss_mib']:.0f} MiB", flush=True)
+        print(f"# load average after {os.getloadavg()[0]:.2f}")
+
+
+def log_softmax(x):
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def mean_kl(reference, quantized) -> float:
+    p, q = log_softmax(reference.astype(np.float64)), log_softmax(quantized.astype(np.float64))
+    return float((np.exp(p) * (p - q)).sum(axis=-1).mean())
+
+
+def kl(args) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = os.path.join(tmp, "tokens.txt")
+        write_tokens(tokens, args.tokens, args.vocab_limit, 11)
+        logits = {}
+        for key, fn, target in (("ours4", run_ours, args.ours[0]), ("ours32", run_ours, args.ours[1]),
+                                ("llama4", run_llama, args.llama[0]), ("llama16", run_llama, args.llama[1])):
+            path = os.path.join(tmp, key + ".f32")
+            fn(target, tokens, args.tokens, 0, args.threads, logits=path)
+            logits[key] = np.fromfile(path, dtype=np.float32).reshape(args.tokens, -1)
+        ours = mean_kl(logits["ours32"], logits["ours4"])
+        llama = mean_kl(logits["llama16"], logits["llama4"])
+        top1 = lambda a, b: float((logits[a].argmax(-1) == logits[b].argmax(-1)).mean())
+        print(f"KL over {args.tokens} positions: ours 4-bit vs f32 {ours:.5f} (top-1 agreement "
+              f"{top1('ours4', 'ours32'):.3f}); llama.cpp {pathlib.Path(args.llama[0]).name} vs F16 {llama:.5f} "
+              f"(top-1 agreement {top1('llama4', 'llama16'):.3f}); ours f32 vs llama.cpp F16 "
+              f"{mean_kl(logits['llama16'], logits['ours32']):.5f}")
+
+
+def quantize(args) -> None:
+    import llama_cpp as L
+
+    params = L.llama_model_quantize_default_params()
+    params.ftype = {"q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M}[args.type]
+    params.nthread = args.threads
+    assert L.llama_model_quantize(args.src.encode(), args.dst.encode(), params) == 0, "llama_model_quantize failed"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--vocab-limit", type=int, default=49152, help="prompt ids stay below it (SmolLM2's vocabulary)")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    s = sub.add_parser("speed")
+    s.add_argument("--pair", nargs=3, action="append", required=True, metavar=("NAME", "OURS", "LLAMA_GGUF"))
+    s.add_argument("--prefill", type=int, default=512)
+    s.add_argument("--decode", type=int, default=128)
+    s.add_argument("--rounds", type=int, default=2)
+    k = sub.add_parser("kl")
+    k.add_argument("--ours", nargs=2, required=True, metavar=("Q4_FOLDER", "F32_FOLDER"))
+    k.add_argument("--llama", nargs=2, required=True, metavar=("Q4_GGUF", "F16_GGUF"))
+    k.add_argument("--tokens", type=int, default=256)
+    q = sub.add_parser("quantize")
+    q.add_argument("src")
+    q.add_argument("dst")
+    q.add_argument("type", choices=["q4_0", "q4_k_m"])
+    c = sub.add_parser("llama-child")
+    c.add_argument("model")
+    c.add_argument("tokens")
+    c.add_argument("--prefill", type=int, required=True)
+    c.add_argument("--decode", type=int, required=True)
+    c.add_argument("--logits")
+    args = ap.parse_args()
+    {"speed": speed, "kl": kl, "quantize": quantize, "llama-child": llama_child}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+#pragma once
+// Attention's inner loops over a KV cache whose rows are stored as F32, F16 or BF16: the dot
+// product of a query with a key and the weighted sum of values, converting on the fly (F16C or
+// a shift, in registers) so that a narrow cache is read at its own width.
+#include <gizml/dtype.h>
+
+#include <cstdint>
+
+namespace gizml::cpu {
+
+/// The dot product of x (n floats) with `row`, n values of type t (F32, F16 or BF16).
+float dotStoredRow(DType t, const void* row, const float* x, int64_t n);
+/// y (n floats) += a * row.
+void addScaledStoredRow(DType t, const void* row, float a, float* y, int64_t n);
+
+}  // namespace gizml::cpu

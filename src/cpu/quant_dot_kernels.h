@@ -1,0 +1,15 @@
+#pragma once
+// The kernels behind cpu::quantDot (quant_dot.h), one per instruction set; each computes output
+// rows [o0, o1) for every activation row. The x86 ones need the group to be a multiple of 32.
+#include "cpu/quant_dot.h"
+
+namespace gizml::cpu::quant_kernels {
+
+void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
+void dotAvx2(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
+void dotAvxVnni(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
+
+/// The offset z' = z (2^bits - 1) / 255 of zero-point code z, in code units.
+inline float zeroOffset(int bits, uint8_t z) { return static_cast<float>(z) * static_cast<float>((1 << bits) - 1) / 255.0f; }
+
+}  // namespace gizml::cpu::quant_kernels

@@ -1,0 +1,49 @@
+// The portable kernel of quantDot: plain integer sums, the reference the SIMD kernels are tested
+// against and the path for groups that are not multiples of 32.
+#include <cstddef>
+#include <vector>
+
+#include "cpu/quant_dot_kernels.h"
+
+namespace gizml::cpu::quant_kernels {
+namespace {
+
+// The `n` codes of a little-endian bit stream of `bits`-bit codes.
+void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q) {
+  const uint32_t mask = (1u << bits) - 1;
+  uint32_t acc = 0;
+  int filled = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    while (filled < bits) {
+      acc |= static_cast<uint32_t>(*in++) << filled;
+      filled += 8;
+    }
+    q[i] = static_cast<uint8_t>(acc & mask);
+    acc >>= bits;
+    filled -= bits;
+  }
+}
+
+}  // namespace
+
+void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy) {
+  const int64_t groups = w.cols / w.group, blockBytes = 2 + w.group * w.bits / 8;
+  std::vector<uint8_t> q(static_cast<std::size_t>(w.group));
+  for (int64_t o = o0; o < o1; ++o) {
+    for (int64_t r = 0; r < x.rows; ++r) y[r * ldy + o] = 0.0f;
+    const uint8_t* block = w.data + o * w.rowBytes;
+    for (int64_t g = 0; g < groups; ++g, block += blockBytes) {
+      const float s = w.scales[block[0]], offset = s * zeroOffset(w.bits, block[1]);
+      unpackCodes(block + 2, w.group, w.bits, q.data());
+      for (int64_t r = 0; r < x.rows; ++r) {
+        const int8_t* a = x.codes.data() + r * x.cols + g * w.group;
+        int32_t dot = 0;
+        for (int64_t i = 0; i < w.group; ++i) dot += static_cast<int32_t>(q[static_cast<std::size_t>(i)]) * a[i];
+        const std::size_t at = static_cast<std::size_t>(r * groups + g);
+        y[r * ldy + o] += s * x.scale[at] * static_cast<float>(dot) - offset * x.sum[at];
+      }
+    }
+  }
+}
+
+}  // namespace gizml::cpu::quant_kernels

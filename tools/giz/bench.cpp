@@ -1,0 +1,105 @@
+// giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]:
+// times one prefill pass of N prompt tokens and N greedy decode steps after it, and prints one
+// JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the same way.
+// --logits writes the prefill's logits of every position ([N, vocab] little-endian f32) for
+// the driver's KL divergences.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "core/thread_pool.h"
+#include "generation.h"
+#include "llm/models/language_model.h"
+#include "llm/quant/converted_model.h"
+
+namespace {
+
+int benchUsage() {
+  std::cerr << "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]\n"
+               "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps\n";
+  return 2;
+}
+
+// The peak resident set of this process (VmHWM), in MiB.
+double peakRssMiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+int32_t argmax(const float* v, int64_t n) { return static_cast<int32_t>(std::max_element(v, v + n) - v); }
+
+}  // namespace
+
+int benchCommand(int argc, char** argv) {
+  using gizml::check;
+  std::string model, tokensFile, logitsFile, kv = "default";
+  int64_t prefill = 512, decode = 128;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (a == "--prefill" && hasValue) prefill = std::stoll(argv[++i]);
+    else if (a == "--decode" && hasValue) decode = std::stoll(argv[++i]);
+    else if (a == "--tokens" && hasValue) tokensFile = argv[++i];
+    else if (a == "--logits" && hasValue) logitsFile = argv[++i];
+    else if (a == "--kv" && hasValue) kv = argv[++i];
+    else if (a.rfind("--", 0) == 0 || !model.empty()) return benchUsage();
+    else model = a;
+  }
+  if (model.empty()) return benchUsage();
+  check(prefill > 0 && decode >= 0, "bench: --prefill must be positive and --decode not negative");
+  gizml::llm::ModelOptions options;
+  if (kv == "f32") options.kvCache = gizml::DType::F32;
+  else if (kv == "f16") options.kvCache = gizml::DType::F16;
+  else if (kv == "bf16") options.kvCache = gizml::DType::BF16;
+  else check(kv == "default", "bench: --kv is f32, f16 or bf16, not '" + kv + "'");
+
+  const auto weights = gizml::llm::ConvertedModel::open(convertedFolder(model));
+  auto lm = gizml::llm::buildLanguageModel(weights, options);
+  const int64_t vocab = lm->config().vocabSize;
+  std::vector<int32_t> prompt;
+  if (!tokensFile.empty()) {
+    std::ifstream in(tokensFile);
+    check(in.good(), "bench: cannot read " + tokensFile);
+    for (int64_t t; in >> t && static_cast<int64_t>(prompt.size()) < prefill;) prompt.push_back(static_cast<int32_t>(t));
+    check(static_cast<int64_t>(prompt.size()) == prefill,
+          "bench: " + tokensFile + " has fewer than " + std::to_string(prefill) + " token ids");
+  } else {
+    std::mt19937 rng(1234);
+    for (int64_t i = 0; i < prefill; ++i) prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab)));
+  }
+
+  using Clock = std::chrono::steady_clock;
+  auto state = lm->newState(prefill + decode);
+  gizml::llm::Feed feed{state.get(), prompt, !logitsFile.empty()};
+  const auto t0 = Clock::now();
+  auto logits = lm->forward({feed});
+  const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!logitsFile.empty()) {
+    std::ofstream out(logitsFile, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(logits[0].data<float>()), static_cast<std::streamsize>(prefill * vocab * 4));
+    check(out.good(), "bench: cannot write " + logitsFile);
+  }
+  int32_t next = argmax(logits[0].data<float>() + (logits[0].shape()[0] - 1) * vocab, vocab);
+  const auto t1 = Clock::now();
+  for (int64_t i = 0; i < decode; ++i) {
+    auto step = lm->forward({gizml::llm::Feed{state.get(), {next}, false}});
+    next = argmax(step[0].data<float>(), vocab);
+  }
+  const double decodeSeconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  nlohmann::json result = {{"engine", "gizml"},
+                           {"threads", gizml::core::threadCount()},
+                           {"prefill_tokens", prefill},
+                           {"prefill_tok_s", static_cast<double>(prefill) / prefillSeconds},
+                           {"decode_tokens", decode},
+                           {"decode_tok_s", decode > 0 ? static_cast<double>(decode) / decodeSeconds : 0.0},
+                           {"peak_rss_mib", peakRssMiB()}};
+  std::cout << result.dump() << std::endl;
+  return 0;
+}
