@@ -6,13 +6,14 @@
 // (16 bits: F16 holds these bf16 weights exactly, so it equals f32; greedy tokens equal
 // transformers' at f32 and 16 bits).
 //               f32        8 bits   transformers' own model, 0.5 % RMS noise on its matrices
-//   qwen3_5     4e-6       0.161    0.210 (tests/reference/qwen35_sensitivity.py)
-//   qwen3_5_moe 8e-6       0.446    0.317
+//   qwen3_5     4e-6       0.236    0.210 (tests/reference/qwen35_sensitivity.py)
+//   qwen3_5_moe 8e-6       0.503    0.317
 // Unquantized, the models equal transformers to f32 rounding, greedy included. These random
 // models are far more sensitive to their weights than the attention-only fixtures (0.011 for
 // qwen3 under the same noise): each value head's output is normalised (the gated RMSNorm), so
 // where a few tokens give a small q . k its sign alone survives and noise can flip it. 8-bit
-// weights (0.47 % RMS error each) therefore move the logits by 16-45 % of their range.
+// weights (0.47 % RMS error each) and the int8 activations of the quantized layers' kernels
+// therefore move the logits by 24-50 % of their range (16-45 % with f32 activations).
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -53,7 +54,7 @@ TEST_P(Qwen35Test, LogitsMatchTransformers) {
 // At 8 bits the error is the model's own sensitivity, not ours: transformers' model moves as much
 // under the same weight noise (header). The bounds keep the measured values from growing.
 TEST_P(Qwen35Test, LogitsAt8BitsStayWithinTheMeasuredError) {
-  const std::map<std::string, double> measured = {{"qwen3_5", 0.161}, {"qwen3_5_moe", 0.446}};
+  const std::map<std::string, double> measured = {{"qwen3_5", 0.236}, {"qwen3_5_moe", 0.503}};
   EXPECT_LT(worstLogitError(GetParam(), 8), measured.at(GetParam()) * 1.05);
 }
 
