@@ -104,10 +104,12 @@ void askRivers(const Case& c) {
 }  // namespace
 
 TEST(RealModel, SmolLM2NamesThreeRivers) {
-  // "1. The River of Life: This is a beautiful and ancient river that runs through the heart of the
-  // Amazon rainforest, flowing through the Amazon Basin and supporting the" (greedy, this build).
-  askRivers({"smollm2", {33, 30, 378, 3992, 282, 5330, 42, 669, 314, 253, 3953, 284, 3201, 4626, 338, 7313,
-                         738, 260, 1911, 282, 260, 9860, 22450, 28, 12819, 738, 260, 9860, 16463, 284, 5682, 260}});
+  // "1. The River of Life: This is a beautiful and sacred river that runs through the heart of the
+  // Amazon rainforest, where indigenous communities have lived for centuries." (greedy, our 4-bit
+  // conversion of its Q4_1 with int8 activations; with f32 activations token 13 was "ancient"
+  // and the rest followed it). Our own output, pinned against regressions, not a reference.
+  askRivers({"smollm2", {33, 30, 378, 3992, 282, 5330, 42, 669, 314, 253, 3953, 284, 9149, 4626, 338, 7313,
+                         738, 260, 1911, 282, 260, 9860, 22450, 28, 837, 6071, 2429, 457, 4161, 327, 5034, 30}});
 }
 
 // Gemma at 16 bits: the GGUF's Q4_K_M values nearly as they are (F16 rounds them by <= 2^-11),

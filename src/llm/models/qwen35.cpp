@@ -56,7 +56,8 @@ class Qwen35 final : public DecoderModel {
     count = std::min(count, state->capacity() - length);
     // The MTP keys and values of the positions read since the last draft, from their true
     // hidden states; the last of them (h of the last token read, then `next`) gives draft 1.
-    const int64_t first = state->mtpNext, rows = length - first;
+    // (At least the last position: `next` may differ from what an earlier draft read there.)
+    const int64_t first = std::min(state->mtpNext, length - 1), rows = length - first;
     std::vector<float> hidden(static_cast<size_t>(rows * width));
     std::vector<int32_t> tokens(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
