@@ -19,9 +19,10 @@ root=$(pwd)
 if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
-  cmake --build --preset release -j "$(nproc)" --target test_gpu bench_gpu example_02_gpu giz
+  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops bench_gpu example_02_gpu giz
   rm -rf .device && mkdir -p .device/bin .device/lib
-  cp build/release/tests/test_gpu build/release/bench/bench_gpu build/release/example_02_gpu build/release/giz .device/bin/
+  cp build/release/tests/test_gpu build/release/tests/test_netops build/release/bench/bench_gpu \
+    build/release/example_02_gpu build/release/giz .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
   # have another libstdc++, Highway or GoogleTest, or none).
   for b in .device/bin/*; do
@@ -55,9 +56,11 @@ if [ -d .device/bin ]; then
 else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build build/device -j "$(nproc)" --target test_gpu bench_gpu example_02_gpu || { note "BUILD FAILED"; exit 1; }
+    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops bench_gpu example_02_gpu ||
+    { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
-  cp build/device/tests/test_gpu build/device/bench/bench_gpu build/device/example_02_gpu build/device/bin/
+  cp build/device/tests/test_gpu build/device/tests/test_netops build/device/bench/bench_gpu \
+    build/device/example_02_gpu build/device/bin/
   bin=$root/build/device/bin
 fi
 export XDG_CACHE_HOME=/tmp/gizml-device-cache
@@ -78,6 +81,13 @@ timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:KernelCache.*:NoLink.OpenNever
 status=$?
 tail -80 "$out/test_gpu.txt"
 note "test_gpu: exit $status, $(grep -c '^\[       OK \]' "$out/test_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
+
+echo "== netops on the GPU (the same bits as the host where the reference says so)"
+timeout 180 "$bin/test_netops" --gtest_filter='NetopsGpu.*:NetopsRowsGpu.*:NetopsBadInput.Gpu*' \
+  >"$out/test_netops.txt" 2>&1
+status=$?
+tail -40 "$out/test_netops.txt"
+note "test_netops (GPU): exit $status, $(grep -c '^\[       OK \]' "$out/test_netops.txt") passed, $(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_netops.txt") failed lines"
 
 echo "== GPU benchmarks"
 timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"
