@@ -1,14 +1,14 @@
 #include "cpu/kv_rows.h"
 
+#include "cpu/cpu_features.h"
 #include "cpu/kv_rows_kernels.h"
 
 namespace gizml::cpu {
 namespace {
 
 bool hasSimd() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return yes;
+  const CpuFeatures& f = cpuFeatures();
+  return f.avx2 && f.fma && f.f16c;
 }
 
 float valueAt(DType t, const void* row, int64_t i) {

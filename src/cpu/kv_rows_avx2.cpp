@@ -4,7 +4,12 @@
 #include "cpu/kv_rows_kernels.h"
 
 // After the headers, so that shared inline functions are not compiled for AVX2.
+// (clang ignores GCC's pragma: it takes the same targets as an attribute of every function.)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace gizml::cpu::kv_kernels {
 namespace {
@@ -55,3 +60,7 @@ void addScaledAvx2(DType t, const void* row, float a, float* y, int64_t n) {
 }
 
 }  // namespace gizml::cpu::kv_kernels
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "cpu/cpu_features.h"
 #include "cpu/quant_dot_kernels.h"
 
 namespace gizml::cpu {
@@ -43,10 +44,9 @@ bool quantKernelSupported(QuantKernel k, int64_t group) {
     case QuantKernel::Scalar:
       return true;
     case QuantKernel::Avx2:
-      return group % 32 == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("bmi2");
+      return group % 32 == 0 && cpuFeatures().avx2 && cpuFeatures().fma && cpuFeatures().bmi2;
     case QuantKernel::AvxVnni:
-      return quantKernelSupported(QuantKernel::Avx2, group) && __builtin_cpu_supports("avxvnni");
+      return quantKernelSupported(QuantKernel::Avx2, group) && cpuFeatures().avxVnni;
   }
   return false;
 }
