@@ -6,25 +6,6 @@
 #include "cpu/quant_dot_kernels.h"
 
 namespace gizml::cpu::quant_kernels {
-namespace {
-
-// The `n` codes of a little-endian bit stream of `bits`-bit codes.
-void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q) {
-  const uint32_t mask = (1u << bits) - 1;
-  uint32_t acc = 0;
-  int filled = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    while (filled < bits) {
-      acc |= static_cast<uint32_t>(*in++) << filled;
-      filled += 8;
-    }
-    q[i] = static_cast<uint8_t>(acc & mask);
-    acc >>= bits;
-    filled -= bits;
-  }
-}
-
-}  // namespace
 
 void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy) {
   const int64_t groups = w.cols / w.group, blockBytes = 2 + w.group * w.bits / 8;
@@ -47,3 +28,22 @@ void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x
 }
 
 }  // namespace gizml::cpu::quant_kernels
+
+namespace gizml::cpu {
+
+void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q) {
+  const uint32_t mask = (1u << bits) - 1;
+  uint32_t acc = 0;
+  int filled = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    while (filled < bits) {
+      acc |= static_cast<uint32_t>(*in++) << filled;
+      filled += 8;
+    }
+    q[i] = static_cast<uint8_t>(acc & mask);
+    acc >>= bits;
+    filled -= bits;
+  }
+}
+
+}  // namespace gizml::cpu

@@ -29,30 +29,6 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-void unpackCodes(const uint8_t* in, int64_t n, int bits, float* q) {
-  if (bits == 8) {
-    for (int64_t i = 0; i < n; ++i) q[i] = in[i];
-  } else if (bits == 4) {
-    for (int64_t i = 0; i < n / 2; ++i) {
-      q[2 * i] = static_cast<float>(in[i] & 15);
-      q[2 * i + 1] = static_cast<float>(in[i] >> 4);
-    }
-  } else {  // a little-endian bit stream
-    const uint32_t mask = (1u << bits) - 1;
-    uint32_t acc = 0;
-    int filled = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      while (filled < bits) {
-        acc |= static_cast<uint32_t>(*in++) << filled;
-        filled += 8;
-      }
-      q[i] = static_cast<float>(acc & mask);
-      acc >>= bits;
-      filled -= bits;
-    }
-  }
-}
-
 }  // namespace
 
 Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
@@ -65,28 +41,14 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
   if (quantized_) {
     format_ = t.format;
     rowBytes_ = groupRowBytes(format_, in);
+    scaleBase_ = t.scaleBase;
     for (int e = 0; e < 256; ++e) scales_[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
   }
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);
 }
 
-void Linear::dequantizeRows(int64_t first, int64_t count, float* dst) const {
-  const float zStep = static_cast<float>((1 << format_.bits) - 1) / 255.0f;
-  const int64_t blockBytes = groupBlockBytes(format_), groups = in_ / format_.group;
-  for (int64_t r = 0; r < count; ++r) {
-    const uint8_t* block = data_ + (first + r) * rowBytes_;
-    float* out = dst + r * in_;
-    for (int64_t g = 0; g < groups; ++g, block += blockBytes, out += format_.group) {
-      const float s = scales_[block[0]];
-      const float z = static_cast<float>(block[1]) * zStep;
-      unpackCodes(block + 2, format_.group, format_.bits, out);
-      for (int64_t i = 0; i < format_.group; ++i) out[i] = s * (out[i] - z);
-    }
-  }
-}
-
 void Linear::decodeRows(int64_t first, int64_t count, float* dst) const {
-  if (quantized_) dequantizeRows(first, count, dst);
+  if (quantized_) dequantizeGroups(format_, scaleBase_, data_ + first * rowBytes_, count, in_, dst);
   else cpu::loadF32(dtype_, data_ + first * in_ * static_cast<int64_t>(dtypeSize(dtype_)), 1, count * in_, dst);
 }
 

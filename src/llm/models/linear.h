@@ -34,7 +34,6 @@ class Linear {
   void row(int64_t r, float* dst) const;
 
  private:
-  void dequantizeRows(int64_t first, int64_t count, float* dst) const;
   /// Rows first .. first + count - 1 as floats, whatever the stored format.
   void decodeRows(int64_t first, int64_t count, float* dst) const;
   void applyQuantized(const float* x, int64_t rows, float* y) const;
@@ -46,6 +45,7 @@ class Linear {
   DType dtype_ = DType::F32;  // unquantized only
   GroupFormat format_;
   int64_t rowBytes_ = 0;
+  float scaleBase_ = 0;
   std::array<float, 256> scales_{};  // the scale of each exponent code
   std::vector<float> bias_;
 };

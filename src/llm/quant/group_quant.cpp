@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "cpu/quant_dot.h"
 
 namespace gizml::llm {
 namespace {
@@ -38,21 +39,6 @@ void packCodes(const uint8_t* q, int64_t n, int bits, uint8_t* out) {
       acc >>= 8;
       filled -= 8;
     }
-  }
-}
-
-void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q) {
-  const uint64_t mask = (1u << bits) - 1;
-  uint64_t acc = 0;
-  int filled = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    while (filled < bits) {
-      acc |= static_cast<uint64_t>(*in++) << filled;
-      filled += 8;
-    }
-    q[i] = static_cast<uint8_t>(acc & mask);
-    acc >>= bits;
-    filled -= bits;
   }
 }
 
@@ -199,7 +185,7 @@ void dequantizeGroups(const GroupFormat& f, float base, const uint8_t* src, int6
       const uint8_t* block = src + g * blockBytes;
       const float s = lut.scale[block[0]];
       const float z = static_cast<float>(block[1]) * zStep;
-      unpackCodes(block + 2, f.group, f.bits, q);
+      cpu::unpackCodes(block + 2, f.group, f.bits, q);
       float* out = dst + g * f.group;
       for (int64_t i = 0; i < f.group; ++i) out[i] = s * (static_cast<float>(q[i]) - z);
     }
