@@ -1,4 +1,4 @@
-// The int8 x 4-bit kernels (cpu::quantizeActs + cpu::quantMatmul, what Linear runs) beside the
+// The int8 x 4-bit kernels (cpu::quantizeActs + cpu::QuantMatrix, what Linear runs) beside the
 // path they replaced: the same group-quantized rows dequantized to f32, 16 rows at a time, then
 // multiplied in f32 (dot products for one activation row, sgemm for more). Qwen3-0.6B's MLP
 // shapes, decode (1 row) and a prefill block (64 rows); same threads (GIZML_THREADS), best of
@@ -14,7 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "cpu/gemm.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_panels.h"
 #include "llm/quant/group_quant.h"
 
 namespace {
@@ -50,12 +50,12 @@ void run(int64_t out, int64_t in, int64_t rows) {
   const float base = gizml::llm::quantizeGroups(f, w.data(), out, in, q.data());
   std::vector<float> scales(256), y(static_cast<size_t>(rows * out));
   for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = gizml::llm::groupScale(base, e);
-  const gizml::cpu::QuantWeights qw{q.data(), out, in, rowBytes, 4, 32, scales.data()};
+  const gizml::cpu::QuantMatrix matrix(gizml::cpu::QuantWeights{q.data(), out, in, rowBytes, 4, 32, scales.data()});
   gizml::cpu::QuantActs acts;
 
   const auto ours = [&] {
     gizml::cpu::quantizeActs(x.data(), rows, in, 32, acts);
-    gizml::cpu::quantMatmul(qw, acts, y.data());
+    matrix.matmul(acts, y.data());
   };
   const auto dequantized = [&] {
     constexpr int64_t kBlock = 16;
@@ -81,16 +81,16 @@ void run(int64_t out, int64_t in, int64_t rows) {
     });
   };
   const auto [s, t] = bestSeconds(ours, dequantized);
-  std::printf("%5lld x %5lld, %3lld rows: int8 kernels %8.3f ms, dequantize + f32 %8.3f ms, ratio %.2f\n",
-              static_cast<long long>(out), static_cast<long long>(in), static_cast<long long>(rows), s * 1e3, t * 1e3,
-              t / s);
+  std::printf("%5lld x %5lld, %3lld rows: int8 kernels %8.3f ms (%5.1f GMAC/s), dequantize + f32 %8.3f ms, ratio %.2f\n",
+              static_cast<long long>(out), static_cast<long long>(in), static_cast<long long>(rows), s * 1e3,
+              static_cast<double>(out * in * rows) / s * 1e-9, t * 1e3, t / s);
 }
 
 }  // namespace
 
 int main() {
   std::printf("threads %d, 4-bit weights in groups of 32\n", gizml::core::threadCount());
-  for (int64_t rows : {1, 64}) {
+  for (int64_t rows : {1, 64, 512}) {
     run(3072, 1024, rows);  // gate/up
     run(1024, 3072, rows);  // down
   }

@@ -17,6 +17,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  /// Gives back the resident pages wholly inside [p, p + n) (a range of this map) once nothing
+  /// needs them soon: they leave the process's memory and are read from the file again if
+  /// touched. Ranges outside the map are ignored.
+  void releasePages(const uint8_t* p, size_t n) const;
 
  private:
   std::string path_;

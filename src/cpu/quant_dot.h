@@ -31,7 +31,8 @@ struct QuantActs {
 /// Quantizes x [rows, cols] (cols a multiple of group) into out, reusing its storage.
 void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, QuantActs& out);
 
-/// The n codes of a little-endian bit stream of `bits`-bit codes (code i in bits i*bits ..).
+/// The n codes (n a multiple of 8, as every group) of a little-endian bit stream of `bits`-bit
+/// codes (code i in bits i*bits ..).
 void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q);
 
 enum class QuantKernel { Scalar, Avx2, AvxVnni };

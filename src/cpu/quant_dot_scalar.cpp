@@ -1,6 +1,7 @@
 // The portable kernel of quantDot: plain integer sums, the reference the SIMD kernels are tested
 // against and the path for groups that are not multiples of 32.
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "cpu/quant_dot_kernels.h"
@@ -32,17 +33,12 @@ void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x
 namespace gizml::cpu {
 
 void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q) {
-  const uint32_t mask = (1u << bits) - 1;
-  uint32_t acc = 0;
-  int filled = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    while (filled < bits) {
-      acc |= static_cast<uint32_t>(*in++) << filled;
-      filled += 8;
-    }
-    q[i] = static_cast<uint8_t>(acc & mask);
-    acc >>= bits;
-    filled -= bits;
+  const uint64_t mask = (1u << bits) - 1;
+  // Eight codes are `bits` whole bytes: one little-endian word holds them.
+  for (int64_t i = 0; i < n; i += 8, in += bits) {
+    uint64_t v = 0;
+    std::memcpy(&v, in, static_cast<size_t>(bits));
+    for (int j = 0; j < 8; ++j) q[i + j] = static_cast<uint8_t>((v >> (j * bits)) & mask);
   }
 }
 

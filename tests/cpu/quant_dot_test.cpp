@@ -13,48 +13,18 @@
 #include <vector>
 
 #include "common/expect_error.h"
+#include "cpu/quant_reference.h"
 #include "llm/quant/group_quant.h"
 
 using namespace gizml;
 using namespace gizml::cpu;
+using namespace gizml::cpu::testing;
 
 namespace {
 
-std::vector<float> gaussian(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-struct Quantized {
-  std::vector<uint8_t> bytes;
-  std::vector<float> scales = std::vector<float>(256);
-  std::vector<float> dequantized;  // by group_quant's decoder
-  QuantWeights weights;
-};
-
-Quantized quantizeWeights(int bits, int64_t group, int64_t rows, int64_t cols, unsigned seed) {
-  const llm::GroupFormat f{bits, group};
-  Quantized q;
-  std::vector<float> w = gaussian(static_cast<size_t>(rows * cols), seed);
-  // Rows of different magnitudes and offsets, so that scales and zero points vary.
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) w[static_cast<size_t>(r * cols + c)] = w[static_cast<size_t>(r * cols + c)] * (1.0f + static_cast<float>(r % 5)) + 0.3f * static_cast<float>(r % 3);
-  const int64_t rowBytes = llm::groupRowBytes(f, cols);
-  q.bytes.resize(static_cast<size_t>(rows * rowBytes));
-  const float base = llm::quantizeGroups(f, w.data(), rows, cols, q.bytes.data());
-  for (int e = 0; e < 256; ++e) q.scales[static_cast<size_t>(e)] = llm::groupScale(base, e);
-  q.dequantized.resize(w.size());
-  llm::dequantizeGroups(f, base, q.bytes.data(), rows, cols, q.dequantized.data());
-  q.weights = QuantWeights{q.bytes.data(), rows, cols, rowBytes, bits, group, q.scales.data()};
-  return q;
-}
-
 // Runs kernel k over output rows [o0, o1) and compares with the double reference.
 void expectMatchesReference(QuantKernel k, const Quantized& q, const QuantActs& x, int64_t o0, int64_t o1) {
-  const int64_t out = q.weights.rows, cols = q.weights.cols, groups = cols / x.group;
+  const int64_t out = q.weights.rows;
   std::vector<float> y(static_cast<size_t>(x.rows * out), -7.0f);
   quantDot(k, q.weights, o0, o1, x, y.data(), out);
   for (int64_t r = 0; r < x.rows; ++r)
@@ -64,16 +34,9 @@ void expectMatchesReference(QuantKernel k, const Quantized& q, const QuantActs& 
         ASSERT_EQ(got, -7.0f) << "row " << o << " outside the range was written";
         continue;
       }
-      double want = 0, magnitude = 0;
-      for (int64_t c = 0; c < cols; ++c) {
-        const double a = static_cast<double>(x.scale[static_cast<size_t>(r * groups + c / x.group)]) *
-                         x.codes[static_cast<size_t>(r * cols + c)];
-        const double w = q.dequantized[static_cast<size_t>(o * cols + c)];
-        want += w * a;
-        magnitude += std::fabs(w * a);
-      }
+      const ReferenceDot want = referenceDot(q, x, r, o);
       // f32 accumulation of per-group terms, and the dequantizer's own f32 rounding.
-      ASSERT_NEAR(got, want, 2e-6 * magnitude + 1e-6) << "activation row " << r << ", output row " << o;
+      ASSERT_NEAR(got, want.value, 2e-6 * want.magnitude + 1e-6) << "activation row " << r << ", output row " << o;
     }
 }
 

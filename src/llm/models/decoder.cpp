@@ -19,10 +19,10 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   for (LayerType t : c.layerTypes)
     check(decoder.recurrentLayers || t != LayerType::LinearAttention,
           where + "linear attention layers are not supported by this model");
-  embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize);
+  embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize, "", Linear::Use::Rows);
   // A tied output layer is the embedding (convert stores it once, at the head's width).
   const bool tied = c.tieWordEmbeddings && !weights.has("lm_head.weight");
-  head_ = tied ? embed_ : Linear(weights, "lm_head.weight", c.vocabSize, c.hiddenSize);
+  head_ = Linear(weights, tied ? "model.embed_tokens.weight" : "lm_head.weight", c.vocabSize, c.hiddenSize);
   norm_ = RmsNorm(weights, "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
 }
 

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <tuple>
 
 #include "core/thread_pool.h"
 #include "cpu/kv_rows.h"
+#include "llm/models/prefill_attention.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
 
@@ -123,17 +125,24 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
       seq.cache->store(layer, position, k.data() + row * kvWidth, v.data() + row * kvWidth);
     }
 
-  // One task per (row, KV head): each key and value is read once for all the query heads that
-  // share it (grouped-query), at the cache's stored width.
-  std::vector<std::pair<const Batch::Sequence*, int64_t>> rowOf;  // sequence and position of each row
-  for (const Batch::Sequence& seq : batch.sequences)
-    for (int64_t r = 0; r < seq.rows; ++r) rowOf.emplace_back(&seq, seq.start + r);
+  // Prefills go by blocks of rows through matrix products; the other rows (decode steps, drafts
+  // being verified) one task per (row, KV head): each key and value is read once for all the
+  // query heads that share it (grouped-query), at the cache's stored width.
+  std::vector<std::tuple<const Batch::Sequence*, int64_t, int64_t>> rowOf;  // sequence, row, position
+  for (const Batch::Sequence& seq : batch.sequences) {
+    if (prefillAttentionFits(*seq.cache, seq.rows)) {
+      prefillAttention(*seq.cache, layer, s, seq.start, seq.rows, q.data() + seq.first * qWidth,
+                       context.data() + seq.first * qWidth);
+      continue;
+    }
+    for (int64_t r = 0; r < seq.rows; ++r) rowOf.emplace_back(&seq, seq.first + r, seq.start + r);
+  }
   const int64_t group = s.heads / s.kvHeads;
-  core::parallelFor(rows * s.kvHeads, 1, [&](int64_t t0, int64_t t1) {
+  core::parallelFor(static_cast<int64_t>(rowOf.size()) * s.kvHeads, 1, [&](int64_t t0, int64_t t1) {
     std::vector<float> scores;  // [group, keys]
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t row = t / s.kvHeads, kvHead = t % s.kvHeads;
-      const auto [seq, position] = rowOf[static_cast<size_t>(row)];
+      const int64_t kvHead = t % s.kvHeads;
+      const auto [seq, row, position] = rowOf[static_cast<size_t>(t / s.kvHeads)];
       const KvCache& cache = *seq->cache;
       const int64_t first = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
       const int64_t keys = position + 1 - first;

@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <array>
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
@@ -32,7 +33,7 @@ float dot(const float* a, const float* b, int64_t n) {
 }  // namespace
 
 Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
-               const std::string& bias)
+               const std::string& bias, Use use)
     : out_(out), in_(in) {
   const StoredTensor& t = storedTensor(weights, name, {out, in});
   data_ = weights.raw(t).data();
@@ -42,7 +43,14 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     format_ = t.format;
     rowBytes_ = groupRowBytes(format_, in);
     scaleBase_ = t.scaleBase;
-    for (int e = 0; e < 256; ++e) scales_[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
+    if (use == Use::Multiply) {
+      std::array<float, 256> scales;  // the scale of each exponent code
+      for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
+      matrix_ = std::make_shared<const cpu::QuantMatrix>(
+          cpu::QuantWeights{data_, out_, in_, rowBytes_, format_.bits, format_.group, scales.data()});
+      // The panels are a copy: the mapped bytes are only read again for rows (a tied embedding).
+      if (matrix_->packed()) weights.releasePages(t);
+    }
   }
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);
 }
@@ -62,10 +70,10 @@ void Linear::addBias(float* y, int64_t rows, int64_t first, int64_t count) const
 
 void Linear::applyQuantized(const float* x, int64_t rows, float* y) const {
   // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
+  check(matrix_ != nullptr, "Linear: this layer was made to read rows, not to multiply");
   thread_local cpu::QuantActs acts;
   cpu::quantizeActs(x, rows, in_, format_.group, acts);
-  // Made here, not kept: it points into scales_, which moves with the layer.
-  cpu::quantMatmul(cpu::QuantWeights{data_, out_, in_, rowBytes_, format_.bits, format_.group, scales_.data()}, acts, y);
+  matrix_->matmul(acts, y);
   addBias(y, rows, 0, out_);
 }
 

@@ -6,12 +6,12 @@
 // bytes once whatever the number of activation rows (decode streams the weights once).
 #include <gizml/dtype.h>
 
-#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "cpu/quant_dot.h"
+#include "cpu/quant_panels.h"
 #include "llm/quant/group_quant.h"
 
 namespace gizml::llm {
@@ -20,11 +20,15 @@ class ConvertedModel;
 
 class Linear {
  public:
+  /// An embedding only reads rows; a layer that multiplies repacks quantized weights for the
+  /// kernels (cpu/quant_panels.h) when it is made.
+  enum class Use { Multiply, Rows };
+
   Linear() = default;
   /// The tensor `name` ([out, in], f32, f16, bf16 or quantized), and `bias` ([out]) unless empty; throws
   /// gizml::Error naming a missing tensor or a wrong shape.
   Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
-         const std::string& bias = "");
+         const std::string& bias = "", Use use = Use::Multiply);
 
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
@@ -46,7 +50,7 @@ class Linear {
   GroupFormat format_;
   int64_t rowBytes_ = 0;
   float scaleBase_ = 0;
-  std::array<float, 256> scales_{};  // the scale of each exponent code
+  std::shared_ptr<const cpu::QuantMatrix> matrix_;  // quantized and Use::Multiply
   std::vector<float> bias_;
 };
 

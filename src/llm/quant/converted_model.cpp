@@ -120,6 +120,11 @@ std::span<const uint8_t> ConvertedModel::raw(const StoredTensor& t) const {
   return {data_->data() + t.offset, static_cast<size_t>(t.bytes)};
 }
 
+void ConvertedModel::releasePages(const StoredTensor& t) const {
+  const std::span<const uint8_t> bytes = raw(t);
+  data_->releasePages(bytes.data(), bytes.size());
+}
+
 tensor::Tensor ConvertedModel::dequantize(const std::string& name) const {
   const StoredTensor& t = tensor(name);
   tensor::Tensor out = tensor::empty(t.shape, DType::F32);

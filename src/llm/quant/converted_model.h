@@ -62,6 +62,9 @@ class ConvertedModel {
   const StoredTensor& tensor(const std::string& name) const;
   /// The stored bytes, valid while this object (or a copy) lives.
   std::span<const uint8_t> raw(const StoredTensor& t) const;
+  /// Lets the system drop t's pages from memory (after a copy of them was made); raw(t) stays
+  /// valid and reads them from the file again.
+  void releasePages(const StoredTensor& t) const;
   /// The values as a new F32 tensor of the stored shape.
   tensor::Tensor dequantize(const std::string& name) const;
 

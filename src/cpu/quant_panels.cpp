@@ -1,0 +1,91 @@
+#include "cpu/quant_panels.h"
+
+#include <gizml/error.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/thread_pool.h"
+#include "cpu/cpu_features.h"
+#include "cpu/quant_dot_kernels.h"
+
+namespace gizml::cpu {
+
+bool QuantMatrix::panelsSupported(int bits, int64_t group) {
+  const CpuFeatures& f = cpuFeatures();
+  return f.avx2 && f.fma && bits >= 2 && bits <= 7 && group % 8 == 0;
+}
+
+QuantMatrix::QuantMatrix(const QuantWeights& w) : rows_(w.rows), cols_(w.cols), group_(w.group), bits_(w.bits) {
+  check(w.group > 0 && w.cols % w.group == 0 && w.group % 8 == 0,
+        "QuantMatrix: " + std::to_string(w.cols) + " columns are not whole groups of " + std::to_string(w.group) +
+            " (a multiple of 8)");
+  check(w.bits >= 2 && w.bits <= 8, "QuantMatrix: codes of " + std::to_string(w.bits) + " bits (2..8 are stored)");
+  scaleTable_.assign(w.scales, w.scales + 256);
+  if (panelsSupported(w.bits, w.group)) {
+    pack(w);
+  } else {
+    source_ = w;
+    source_.scales = scaleTable_.data();
+  }
+}
+
+void QuantMatrix::pack(const QuantWeights& w) {
+  const int64_t groups = cols_ / group_, blockBytes = 2 + group_ * bits_ / 8;
+  codes_.assign(static_cast<size_t>(panels() * panelCodeBytes()), 0);
+  exponents_.assign(static_cast<size_t>(panels() * groups * 16), 0);
+  core::parallelFor(panels(), 16, [&](int64_t p0, int64_t p1) {
+    std::vector<uint8_t> q(static_cast<size_t>(group_));
+    for (int64_t p = p0; p < p1; ++p) {
+      uint8_t* codes = codes_.data() + p * panelCodeBytes();
+      uint8_t* exponents = exponents_.data() + p * groups * 16;
+      for (int64_t i = 0; i < 8 && 8 * p + i < rows_; ++i) {
+        const uint8_t* block = w.data + (8 * p + i) * w.rowBytes;
+        for (int64_t g = 0; g < groups; ++g, block += blockBytes) {
+          exponents[g * 16 + i] = block[0];
+          exponents[g * 16 + 8 + i] = block[1];
+          uint8_t* groupCodes = codes + g * group_ * 8 * (bits_ == 4 || bits_ == 6 ? bits_ : 8) / 8;
+          if (bits_ == 4) {
+            // Source bytes 4k .. 4k+3 hold codes 8k .. 8k+7, two per byte, low nibble first.
+            for (int64_t k = 0; k < group_ / 8; ++k) {
+              const uint8_t* b = block + 2 + 4 * k;
+              uint8_t* word = groupCodes + k * 32 + 4 * i;
+              word[0] = static_cast<uint8_t>((b[0] & 15) | (b[2] << 4));
+              word[1] = static_cast<uint8_t>((b[0] >> 4) | (b[2] & 0xF0));
+              word[2] = static_cast<uint8_t>((b[1] & 15) | (b[3] << 4));
+              word[3] = static_cast<uint8_t>((b[1] >> 4) | (b[3] & 0xF0));
+            }
+            continue;
+          }
+          unpackCodes(block + 2, group_, bits_, q.data());
+          if (bits_ == 6) {
+            for (int64_t k = 0; k < group_ / 8; ++k) {
+              uint8_t* word = groupCodes + k * 48;
+              for (int64_t j = 0; j < 4; ++j) {
+                const uint8_t first = q[static_cast<size_t>(8 * k + j)], second = q[static_cast<size_t>(8 * k + 4 + j)];
+                const int64_t t = 4 * i + j, m = t % 16, half = t / 16;
+                word[t] = static_cast<uint8_t>((first & 15) | (second << 4));
+                word[32 + m] |= static_cast<uint8_t>(((first >> 4) << (2 * half)) | ((second >> 4) << (4 + 2 * half)));
+              }
+            }
+          } else {
+            for (int64_t c = 0; c < group_; c += 4) std::memcpy(groupCodes + c * 8 + 4 * i, q.data() + c, 4);
+          }
+        }
+      }
+    }
+  });
+}
+
+void QuantMatrix::matmul(const QuantActs& x, float* y) const {
+  check(x.cols == cols_ && x.group == group_, "QuantMatrix: activations of " + std::to_string(x.cols) +
+                                                  " columns in groups of " + std::to_string(x.group) +
+                                                  " do not fit weights of " + std::to_string(cols_) + " in groups of " +
+                                                  std::to_string(group_));
+  if (!packed()) return quantMatmul(source_, x, y);
+  // A few panels a task: decode (one activation row) still spreads over the threads.
+  core::parallelFor(panels(), 4, [&](int64_t p0, int64_t p1) { quant_kernels::panelsAvx2(*this, p0, p1, x, y, rows_); });
+}
+
+}  // namespace gizml::cpu
