@@ -78,14 +78,32 @@ void QuantMatrix::pack(const QuantWeights& w) {
   });
 }
 
-void QuantMatrix::matmul(const QuantActs& x, float* y) const {
+void QuantMatrix::checkFits(const QuantActs& x) const {
   check(x.cols == cols_ && x.group == group_, "QuantMatrix: activations of " + std::to_string(x.cols) +
                                                   " columns in groups of " + std::to_string(x.group) +
                                                   " do not fit weights of " + std::to_string(cols_) + " in groups of " +
                                                   std::to_string(group_));
-  if (!packed()) return quantMatmul(source_, x, y);
+}
+
+void QuantMatrix::matmul(const QuantActs& x, float* y) const { matmulAll({this}, x, {y}); }
+
+void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys) {
+  check(matrices.size() == ys.size(), "matmulAll: one output per matrix");
+  std::vector<int64_t> firstPanel{0};  // of each packed matrix in the joint range
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    const QuantMatrix& m = *matrices[i];
+    m.checkFits(x);
+    if (!m.packed()) quantMatmul(m.source_, x, ys[i]);
+    firstPanel.push_back(firstPanel.back() + (m.packed() ? m.panels() : 0));
+  }
   // A few panels a task: decode (one activation row) still spreads over the threads.
-  core::parallelFor(panels(), 4, [&](int64_t p0, int64_t p1) { quant_kernels::panelsAvx2(*this, p0, p1, x, y, rows_); });
+  core::parallelFor(firstPanel.back(), 4, [&](int64_t p0, int64_t p1) {
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      const int64_t b = std::max(p0, firstPanel[i]), e = std::min(p1, firstPanel[i + 1]);
+      if (b < e)
+        quant_kernels::panelsAvx2(*matrices[i], b - firstPanel[i], e - firstPanel[i], x, ys[i], matrices[i]->rows());
+    }
+  });
 }
 
 }  // namespace gizml::cpu

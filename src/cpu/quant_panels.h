@@ -45,6 +45,8 @@ class QuantMatrix {
 
   /// y [x.rows, rows] = x W^T, in parallel over panels (or blocks of rows).
   void matmul(const QuantActs& x, float* y) const;
+  /// Throws unless x has this matrix's columns and group.
+  void checkFits(const QuantActs& x) const;
 
   // The packed arrays, for the kernels.
   int64_t panels() const { return (rows_ + 7) / 8; }
@@ -56,6 +58,7 @@ class QuantMatrix {
 
  private:
   void pack(const QuantWeights& w);
+  friend void matmulAll(const std::vector<const QuantMatrix*>&, const QuantActs&, const std::vector<float*>&);
 
   int64_t rows_ = 0, cols_ = 0, group_ = 0;
   int bits_ = 0;
@@ -63,6 +66,10 @@ class QuantMatrix {
   std::vector<float> scaleTable_;  // the scale of each exponent code
   QuantWeights source_;            // unpacked: the source, read in place
 };
+
+/// y_i = x W_i^T for matrices that read the same activations (a layer's q, k and v projections):
+/// one parallel pass over all their panels, so a decode step wakes the threads once.
+void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys);
 
 namespace quant_kernels {
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every

@@ -78,3 +78,19 @@ TEST(QuantPanels, ActivationsOfAnotherWidthAreErrors) {
   expectError([&] { m.matmul(activations(1, 32, 32, 2), y.data()); }, {"32 columns", "64"});
   expectError([&] { m.matmul(activations(1, 64, 16, 2), y.data()); }, {"groups of 16", "groups of 32"});
 }
+
+TEST(QuantPanels, MatricesSharingActivationsGiveTheirOwnProducts) {
+  // Packed matrices of different heights and an 8-bit one (row-major kernels) in one pass.
+  const Quantized a = quantizeWeights(4, 32, 19, 64, 11), b = quantizeWeights(6, 32, 8, 64, 12),
+                  c = quantizeWeights(8, 32, 5, 64, 13);
+  const QuantMatrix ma(a.weights), mb(b.weights), mc(c.weights);
+  const QuantActs x = activations(3, 64, 32, 14);
+  std::vector<float> ya(3 * 19), yb(3 * 8), yc(3 * 5);
+  matmulAll({&ma, &mb, &mc}, x, {ya.data(), yb.data(), yc.data()});
+  for (auto [m, y] : {std::pair{&ma, &ya}, std::pair{&mb, &yb}, std::pair{&mc, &yc}}) {
+    std::vector<float> alone(y->size());
+    m->matmul(x, alone.data());
+    EXPECT_EQ(*y, alone);
+  }
+  expectError([&] { matmulAll({&ma}, x, {}); }, {"one output per matrix"});
+}

@@ -101,7 +101,7 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
   if (outputGate_) {
     // Each head's [query | gate] halves, apart.
     std::vector<float> both(static_cast<size_t>(rows * qWidth * 2));
-    q_.apply(x, rows, both.data());
+    Linear::applyAll({&q_, &k_, &v_}, x, rows, {both.data(), k.data(), v.data()});
     gate.resize(q.size());
     for (int64_t h = 0; h < rows * s.heads; ++h) {
       const float* from = both.data() + h * 2 * s.headDim;
@@ -109,10 +109,8 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
       std::copy(from + s.headDim, from + 2 * s.headDim, gate.data() + h * s.headDim);
     }
   } else {
-    q_.apply(x, rows, q.data());
+    Linear::applyAll({&q_, &k_, &v_}, x, rows, {q.data(), k.data(), v.data()});
   }
-  k_.apply(x, rows, k.data());
-  v_.apply(x, rows, v.data());
   if (!qNorm_.empty()) {
     qNorm_.apply(q.data(), rows * s.heads, q.data());
     kNorm_.apply(k.data(), rows * s.kvHeads, k.data());
@@ -184,8 +182,7 @@ GatedMlp::GatedMlp(const ConvertedModel& weights, const std::string& prefix, int
 void GatedMlp::forward(const float* x, int64_t rows, float* out) const {
   const int64_t n = rows * gate_.out();
   std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n));
-  gate_.apply(x, rows, gate.data());
-  up_.apply(x, rows, up.data());
+  Linear::applyAll({&gate_, &up_}, x, rows, {gate.data(), up.data()});
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[static_cast<size_t>(i)];
     float a;

@@ -34,6 +34,10 @@ class Linear {
   int64_t out() const { return out_; }
   /// y [rows, out] = x [rows, in] W^T + b, row-major.
   void apply(const float* x, int64_t rows, float* y) const;
+  /// layers[i]->apply(x, rows, ys[i]) for layers that read the same x (q, k and v; gate and up):
+  /// the quantized ones share x's int8 codes and one parallel pass over their weights.
+  static void applyAll(const std::vector<const Linear*>& layers, const float* x, int64_t rows,
+                       const std::vector<float*>& ys);
   /// Row r of W (an embedding lookup), as floats.
   void row(int64_t r, float* dst) const;
 
