@@ -56,20 +56,22 @@ void QuantMatrix::pack(const QuantWeights& w) {
               word[2] = static_cast<uint8_t>((b[1] & 15) | (b[3] << 4));
               word[3] = static_cast<uint8_t>((b[1] >> 4) | (b[3] & 0xF0));
             }
-            continue;
-          }
-          unpackCodes(block + 2, group_, bits_, q.data());
-          if (bits_ == 6) {
+          } else if (bits_ == 6) {
+            // Source bytes 6k .. 6k+5 hold codes 8k .. 8k+7, 6 bits each, little-endian.
+            const int64_t half = i / 4;  // rows 0-3 fill vector bytes 0..15, rows 4-7 bytes 16..31
             for (int64_t k = 0; k < group_ / 8; ++k) {
+              uint64_t v = 0;
+              std::memcpy(&v, block + 2 + 6 * k, 6);
               uint8_t* word = groupCodes + k * 48;
               for (int64_t j = 0; j < 4; ++j) {
-                const uint8_t first = q[static_cast<size_t>(8 * k + j)], second = q[static_cast<size_t>(8 * k + 4 + j)];
-                const int64_t t = 4 * i + j, m = t % 16, half = t / 16;
+                const auto first = static_cast<uint8_t>((v >> (6 * j)) & 63), second = static_cast<uint8_t>((v >> (6 * j + 24)) & 63);
+                const int64_t t = 4 * i + j;
                 word[t] = static_cast<uint8_t>((first & 15) | (second << 4));
-                word[32 + m] |= static_cast<uint8_t>(((first >> 4) << (2 * half)) | ((second >> 4) << (4 + 2 * half)));
+                word[32 + t % 16] |= static_cast<uint8_t>(((first >> 4) << (2 * half)) | ((second >> 4) << (4 + 2 * half)));
               }
             }
           } else {
+            unpackCodes(block + 2, group_, bits_, q.data());
             for (int64_t c = 0; c < group_; c += 4) std::memcpy(groupCodes + c * 8 + 4 * i, q.data() + c, 4);
           }
         }

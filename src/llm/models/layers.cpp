@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/thread_pool.h"
+#include "cpu/elementwise.h"
 #include "cpu/kv_rows.h"
 #include "llm/models/prefill_attention.h"
 #include "llm/models/weights.h"
@@ -183,17 +184,9 @@ void GatedMlp::forward(const float* x, int64_t rows, float* out) const {
   const int64_t n = rows * gate_.out();
   std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n));
   Linear::applyAll({&gate_, &up_}, x, rows, {gate.data(), up.data()});
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[static_cast<size_t>(i)];
-    float a;
-    if (act_ == Activation::Silu) {
-      a = g / (1.0f + std::exp(-g));
-    } else {  // gelu, tanh approximation (gelu_pytorch_tanh)
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      a = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
-    }
-    gate[static_cast<size_t>(i)] = a * up[static_cast<size_t>(i)];
-  }
+  // The activation and the product with up through the vectorised elementwise kernels.
+  cpu::unaryF32(act_ == Activation::Silu ? tensor::UnaryOp::Silu : tensor::UnaryOp::GeluTanh, gate.data(), gate.data(), n);
+  cpu::binaryF32(tensor::BinaryOp::Mul, gate.data(), up.data(), gate.data(), n);
   down_.apply(gate.data(), rows, out);
 }
 
