@@ -22,6 +22,9 @@ void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, Qua
   out.codes.resize(static_cast<size_t>(rows * cols));
   out.scale.resize(static_cast<size_t>(rows * groups));
   out.sum.resize(static_cast<size_t>(rows * groups));
+  static const bool avx2 = cpuFeatures().avx2 && cpuFeatures().fma;
+  if (avx2 && group % 8 == 0)
+    return quant_kernels::quantizeGroupsAvx2(x, rows * groups, group, out.codes.data(), out.scale.data(), out.sum.data());
   for (int64_t b = 0; b < rows * groups; ++b) {
     const float* v = x + b * group;
     int8_t* q = out.codes.data() + b * group;

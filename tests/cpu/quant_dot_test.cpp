@@ -121,3 +121,30 @@ TEST(QuantDot, BadShapesAreErrors) {
   std::vector<float> y(4);
   expectError([&] { quantDot(QuantKernel::Scalar, q.weights, 0, 4, x, y.data(), 4); }, {"32 columns", "64"});
 }
+
+TEST(QuantDot, ActivationCodesAreNearbyintOfTheScaledValuesForEveryGroup) {
+  // Groups of 8..64 take the SIMD quantizer on AVX2 CPUs, 12 the portable loop: both must give
+  // nearbyint(x * 127 / amax) exactly, ties (here x = 63.5 for amax 127) to even.
+  for (int64_t group : {8, 12, 16, 32, 64}) {
+    std::vector<float> xf = gaussian(static_cast<size_t>(5 * group), static_cast<unsigned>(group));
+    xf[0] = 127.0f;
+    xf[1] = 63.5f;
+    xf[2] = -0.5f;
+    QuantActs x;
+    quantizeActs(xf.data(), 5, group, group, x);
+    for (int64_t b = 0; b < 5; ++b) {
+      float amax = 0;
+      for (int64_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(xf[static_cast<size_t>(b * group + i)]));
+      int sum = 0;
+      for (int64_t i = 0; i < group; ++i) {
+        const size_t at = static_cast<size_t>(b * group + i);
+        const int want = static_cast<int>(std::nearbyint(xf[at] * (127.0f / amax)));
+        ASSERT_EQ(x.codes[at], want) << "group " << group << ", value " << xf[at];
+        sum += want;
+      }
+      EXPECT_EQ(x.scale[static_cast<size_t>(b)], amax / 127.0f);
+      EXPECT_EQ(x.sum[static_cast<size_t>(b)], amax / 127.0f * static_cast<float>(sum));
+    }
+    EXPECT_EQ(x.codes[1], 64);  // 63.5 rounds to even
+  }
+}
