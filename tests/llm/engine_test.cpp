@@ -31,13 +31,6 @@ struct EngineTest : ::testing::Test {
   Engine engine{model, nullptr, {}, 3, 64};
 };
 
-Request request(std::vector<TokenId> prompt, int64_t limit, Sampling s = greedy()) {
-  Request r;
-  r.prompt = std::move(prompt);
-  r.limit = limit;
-  r.sampling = s;
-  return r;
-}
 
 }  // namespace
 

@@ -1,12 +1,15 @@
 #pragma once
 // Shared helpers of the LLM tests: fixture paths, fresh temporary folders, error checks.
 #include <gizml/error.h>
+#include <gizml/llm.h>
 #include <gtest/gtest.h>
 
 #include "common/expect_error.h"
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 inline std::string llmData(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/llm/" + name; }
 
@@ -18,4 +21,14 @@ inline std::string freshFolder(const std::string& tag) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p.string();
+}
+
+/// A request for `limit` tokens after `prompt`.
+inline gizml::llm::Request request(std::vector<gizml::llm::TokenId> prompt, int64_t limit,
+                                   gizml::llm::Sampling sampling = gizml::llm::greedy()) {
+  gizml::llm::Request r;
+  r.prompt = std::move(prompt);
+  r.limit = limit;
+  r.sampling = sampling;
+  return r;
 }

@@ -29,13 +29,6 @@ std::shared_ptr<LanguageModel> modelWithMtp(bool agreeing) {
   return buildLanguageModel(ConvertedModel::open(out));
 }
 
-Request request(std::vector<int32_t> prompt, int64_t limit, Sampling sampling = greedy()) {
-  Request r;
-  r.prompt = std::move(prompt);
-  r.limit = limit;
-  r.sampling = sampling;
-  return r;
-}
 
 std::vector<Result> run(const std::shared_ptr<LanguageModel>& model, int drafts, const std::vector<Request>& requests) {
   Engine engine(model, nullptr, {}, 2, 128);
