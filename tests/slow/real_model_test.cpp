@@ -170,14 +170,15 @@ TEST(RealModel, SmolLM2LogitsMatchTransformers) { expectTransformersLogits(kSmol
 
 // At our default 4 bits (a second quantization on top of Q4_1, and int8 activations) the answer
 // is transformers' for its first 12 tokens, "1. The River of Life: This is a beautiful and", then
-// chooses "sacred" over "ancient" (a close second there) and goes on its own way.
+// chooses "sacred" over "ancient" (transformers' logits there: 25.795 and 25.785) and goes on its
+// own way.
 TEST(RealModel, SmolLM2At4BitsBeginsAsTransformers) {
   expectTransformersAnswer({"smollm2", Bits{}, nullptr, "smollm2_rivers.json"}, 12);
 }
 
-// Gemma at 16 bits: the GGUF's Q4_K_M values nearly as they are, so that its answer can be
-// transformers' own. (At our default 4 bits, a second quantization on top of Q4_K, it answers
-// "Name the river." over and over.) The package's file is the pretrained model, not the
+// Gemma at 16 bits: the GGUF's values nearly as they are, so that its answer can be transformers'
+// own. (Its "Q4_K_M" file is mostly Q5_0 and Q8_0; at our default 4 bits, below that, it answers
+// "Name the river." over and over: docs/benchmarks.md has the KL divergences.) The package's file is the pretrained model, not the
 // instruction-tuned one (general.name "Gemma 3 270m", no chat template, eos <eos>), which is why
 // it continues the text rather than answering: it echoes the question, then lists "(a)" to "(g)":
 // "Name three rivers.\n(a)\n(b)\n(c)...".
