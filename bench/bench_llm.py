@@ -7,9 +7,12 @@ The runs alternate ours / llama.cpp, `--rounds` times, and the best of each is r
 load from other processes hits both alike (the load average is printed too).
 
   bench_llm.py speed --pair NAME OURS_FOLDER LLAMA_GGUF [--pair ...] [--prefill 512 --decode 128]
-  bench_llm.py kl --ours Q4_FOLDER F32_FOLDER --llama Q4.gguf F16.gguf [--tokens 256]
-      mean KL(16-bit || 4-bit) of the next-token distributions over the same prompt positions
+  bench_llm.py kl --ours REF_FOLDER FOLDER... --llama REF.gguf GGUF... [--text FILE --tokens 512]
+      mean KL(reference || model) of the next-token distributions over the same positions of a real
+      text (bench/kl_text.txt: public-domain American documents), each engine against its own
+      16-bit reference and against the other's
   bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m}   llama.cpp's quantizer
+  bench_llm.py quantize Q.gguf OUT.gguf f16   a quantized GGUF's values as F16 (kl's reference for it)
 
 Run it with .venv-bench/bin/python; GIZ (default build/release/giz) is our CLI.
 """
@@ -34,16 +37,20 @@ def peak_rss_mib() -> float:
     return 0.0
 
 
+def quiet_llama(L) -> None:
+    L.llama_backend_init()
+    global _quiet_log  # kept alive: llama.cpp calls it for as long as the process runs
+    _quiet_log = L.llama_log_callback(lambda level, text, data: None)
+    L.llama_log_set(_quiet_log, None)
+
+
 def llama_child(args) -> None:
     """Runs in its own process: loads the GGUF, times prefill and decode, prints one JSON line."""
     import time
 
     import llama_cpp as L
 
-    L.llama_backend_init()
-    global _quiet_log  # kept alive: llama.cpp calls it for as long as the process runs
-    _quiet_log = L.llama_log_callback(lambda level, text, data: None)
-    L.llama_log_set(_quiet_log, None)
+    quiet_llama(L)
     model = L.llama_model_load_from_file(args.model.encode(), L.llama_model_default_params())
     assert model, f"llama.cpp could not load {args.model}"
     cp = L.llama_context_default_params()
@@ -135,40 +142,91 @@ def speed(args) -> None:
         print(f"# load average after {os.getloadavg()[0]:.2f}")
 
 
+def tokenize(gguf, text) -> list:
+    """The ids of `text` by the GGUF's own tokenizer (llama.cpp's, vocabulary only), with the
+    special tokens the model puts in front (its add_bos flag)."""
+    import llama_cpp as L
+
+    quiet_llama(L)
+    params = L.llama_model_default_params()
+    params.vocab_only = True
+    model = L.llama_model_load_from_file(gguf.encode(), params)
+    assert model, f"llama.cpp could not load {gguf}"
+    raw = text.encode()
+    ids = (L.llama_token * (len(raw) + 16))()
+    n = L.llama_tokenize(L.llama_model_get_vocab(model), raw, len(raw), ids, len(ids), True, False)
+    assert n >= 0, "llama_tokenize failed"
+    L.llama_model_free(model)
+    return list(ids[:n])
+
+
 def log_softmax(x):
     x = x - x.max(axis=-1, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
-def mean_kl(reference, quantized) -> float:
-    p, q = log_softmax(reference.astype(np.float64)), log_softmax(quantized.astype(np.float64))
-    return float((np.exp(p) * (p - q)).sum(axis=-1).mean())
+def mean_kl(reference, other, rows=64) -> float:
+    """Mean over positions of KL(softmax(reference) || softmax(other)), in float64, a block of rows
+    at a time (a whole [512, 151936] in float64 is 600 MiB per temporary)."""
+    total = 0.0
+    for i in range(0, len(reference), rows):
+        p = log_softmax(reference[i:i + rows].astype(np.float64))
+        q = log_softmax(other[i:i + rows].astype(np.float64))
+        total += float((np.exp(p) * (p - q)).sum())
+    return total / len(reference)
+
+
+def next_token_spread(logits, rows=64):
+    """Mean entropy (nats) and mean largest probability of the rows' next-token distributions."""
+    entropy = top_p = 0.0
+    for i in range(0, len(logits), rows):
+        logp = log_softmax(logits[i:i + rows].astype(np.float64))
+        entropy -= float((np.exp(logp) * logp).sum())
+        top_p += float(np.exp(logp.max(-1)).sum())
+    return entropy / len(logits), top_p / len(logits)
 
 
 def kl(args) -> None:
+    """Each engine's quantized models against its own 16-bit reference, and against the other's."""
+    ids = tokenize(args.llama[0], pathlib.Path(args.text).read_text())
+    assert len(ids) >= args.tokens, f"{args.text} has only {len(ids)} tokens, fewer than --tokens {args.tokens}"
+    ids = ids[: args.tokens]
+    runs = [("ours", run_ours, target) for target in args.ours] + [("llama.cpp", run_llama, t) for t in args.llama]
     with tempfile.TemporaryDirectory() as tmp:
         tokens = os.path.join(tmp, "tokens.txt")
-        write_tokens(tokens, args.tokens, args.vocab_limit, 11)
-        logits = {}
-        for key, fn, target in (("ours4", run_ours, args.ours[0]), ("ours32", run_ours, args.ours[1]),
-                                ("llama4", run_llama, args.llama[0]), ("llama16", run_llama, args.llama[1])):
-            path = os.path.join(tmp, key + ".f32")
-            fn(target, tokens, args.tokens, 0, args.threads, logits=path)
-            logits[key] = np.fromfile(path, dtype=np.float32).reshape(args.tokens, -1)
-        ours = mean_kl(logits["ours32"], logits["ours4"])
-        llama = mean_kl(logits["llama16"], logits["llama4"])
-        top1 = lambda a, b: float((logits[a].argmax(-1) == logits[b].argmax(-1)).mean())
-        print(f"KL over {args.tokens} positions: ours 4-bit vs f32 {ours:.5f} (top-1 agreement "
-              f"{top1('ours4', 'ours32'):.3f}); llama.cpp {pathlib.Path(args.llama[0]).name} vs F16 {llama:.5f} "
-              f"(top-1 agreement {top1('llama4', 'llama16'):.3f}); ours f32 vs llama.cpp F16 "
-              f"{mean_kl(logits['llama16'], logits['ours32']):.5f}")
+        pathlib.Path(tokens).write_text(" ".join(map(str, ids)))
+        logits = []
+        for i, (_, fn, target) in enumerate(runs):
+            path = os.path.join(tmp, f"{i}.f32")
+            fn(target, tokens, len(ids), 0, args.threads, logits=path)
+            logits.append(np.fromfile(path, dtype=np.float32).reshape(len(ids), -1))
+            os.remove(path)
+    assert len({l.shape[1] for l in logits}) == 1, f"vocabularies differ: {[l.shape[1] for l in logits]}"
+    refs = {"ours": 0, "llama.cpp": len(args.ours)}
+    name = lambda i: f"{runs[i][0]} {pathlib.Path(runs[i][2]).name}"
+    top1 = lambda a, b: float((logits[a].argmax(-1) == logits[b].argmax(-1)).mean())
+    versus = lambda ref, i: f"vs {name(ref)} KL {mean_kl(logits[ref], logits[i]):.6f} top-1 {top1(ref, i):.3f}"
+    print(f"# {len(ids)} positions of {args.text} ({pathlib.Path(args.llama[0]).name}'s tokenizer), threads "
+          f"{args.threads}; KL(reference || model) in nats, mean over positions; top-1: argmax agreement")
+    print(f"reference {name(refs['ours'])}: {versus(refs['llama.cpp'], refs['ours'])}")
+    for i, (engine, _, _) in enumerate(runs):
+        if i not in refs.values():
+            other = refs["llama.cpp" if engine == "ours" else "ours"]
+            print(f"{name(i)}: {versus(refs[engine], i)}; {versus(other, i)}", flush=True)
+    # How peaked the reference is: random weights give near-flat distributions, whose argmax any
+    # small error flips (a low top-1 agreement there says little about a real model's).
+    entropy, top_p = next_token_spread(logits[refs["llama.cpp"]])
+    print(f"reference entropy {entropy:.3f} nats (uniform {np.log(logits[0].shape[1]):.3f}), "
+          f"mean top-1 probability {top_p:.4f}")
 
 
 def quantize(args) -> None:
     import llama_cpp as L
 
     params = L.llama_model_quantize_default_params()
-    params.ftype = {"q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M}[args.type]
+    params.ftype = {"q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M,
+                    "f16": L.LLAMA_FTYPE_MOSTLY_F16}[args.type]
+    params.allow_requantize = args.type == "f16"  # dequantizing, which llama.cpp refuses unless told
     params.nthread = args.threads
     assert L.llama_model_quantize(args.src.encode(), args.dst.encode(), params) == 0, "llama_model_quantize failed"
 
@@ -184,13 +242,14 @@ def main() -> None:
     s.add_argument("--decode", type=int, default=128)
     s.add_argument("--rounds", type=int, default=2)
     k = sub.add_parser("kl")
-    k.add_argument("--ours", nargs=2, required=True, metavar=("Q4_FOLDER", "F32_FOLDER"))
-    k.add_argument("--llama", nargs=2, required=True, metavar=("Q4_GGUF", "F16_GGUF"))
-    k.add_argument("--tokens", type=int, default=256)
+    k.add_argument("--ours", nargs="+", required=True, metavar="FOLDER", help="the 16-bit reference, then the others")
+    k.add_argument("--llama", nargs="+", required=True, metavar="GGUF", help="the F16 reference, then the others")
+    k.add_argument("--text", default=str(ROOT / "bench/kl_text.txt"), help="real text, tokenized by the reference GGUF")
+    k.add_argument("--tokens", type=int, default=512)
     q = sub.add_parser("quantize")
     q.add_argument("src")
     q.add_argument("dst")
-    q.add_argument("type", choices=["q4_0", "q4_k_m"])
+    q.add_argument("type", choices=["q4_0", "q4_k_m", "f16"])
     c = sub.add_parser("llama-child")
     c.add_argument("model")
     c.add_argument("tokens")

@@ -13,6 +13,8 @@ Run with the torch venv (transformers + gguf + accelerate):
   /work/venv-torch/bin/python tests/reference/compare_gguf_transformers.py \
       --gguf "$(scripts/default-model.sh gemma3)" --tokenizer ../shared/data/tokenizers/gemma3 \
       --out tests/data/real_models/gemma3_rivers.json
+  /work/venv-torch/bin/python tests/reference/compare_gguf_transformers.py \
+      --gguf "$(scripts/default-model.sh smollm2)" --out tests/data/real_models/smollm2_rivers.json
 """
 import argparse
 import json
@@ -25,7 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gguf", required=True)
-    parser.add_argument("--tokenizer", required=True, help="folder with tokenizer.json and tokenizer_config.json")
+    parser.add_argument("--tokenizer", help="folder with tokenizer.json and tokenizer_config.json (default: the GGUF's)")
     parser.add_argument("--question", default="Name three rivers.")
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--top", type=int, default=8)
@@ -33,11 +35,11 @@ def main():
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(os.path.abspath(args.gguf)), gguf_file=os.path.basename(args.gguf), dtype=torch.float32
-    )
+    gguf = {"pretrained_model_name_or_path": os.path.dirname(os.path.abspath(args.gguf)),
+            "gguf_file": os.path.basename(args.gguf)}
+    model = AutoModelForCausalLM.from_pretrained(**gguf, dtype=torch.float32)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer) if args.tokenizer else AutoTokenizer.from_pretrained(**gguf)
     messages = [{"role": "user", "content": args.question}]
     prompt = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"])
 

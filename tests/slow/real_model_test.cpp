@@ -1,5 +1,5 @@
 // The two small real models of PyPI (tests/reference/models.txt), converted from their GGUF files
-// and asked one question greedily with their chat templates; Gemma's answer and logits against
+// and asked one question greedily with their chat templates; their answers and logits against
 // transformers on the same GGUF. Skipped, with the reason, when scripts/setup.sh has not
 // installed them or this build has no architectures yet.
 #include <gizml/llm.h>
@@ -37,12 +37,19 @@ std::string ggufOf(const std::string& name) {
 
 struct Case {
   const char* name;
-  std::vector<TokenId> expected;  // the first 32 greedy ids; empty until pinned
+  Bits bits;  // of the conversion
   // The model family's published chat template, for a GGUF that carries none (the Gemma package's
   // file has no tokenizer.chat_template): a tokenizer_config.json of ../shared/data.
   const char* templateConfig = nullptr;
-  Bits bits = {};  // of the conversion
+  // transformers' answer and logits on the same GGUF (tests/reference/compare_gguf_transformers.py),
+  // in tests/data/real_models.
+  const char* reference = nullptr;
 };
+
+nlohmann::json referenceOf(const Case& c) {
+  std::ifstream in(std::string(GIZML_TEST_DATA) + "/real_models/" + c.reference);
+  return nlohmann::json::parse(in);
+}
 
 // Writes the chat template of a tokenizer_config.json into a converted folder that lacks one.
 void supplyChatTemplate(const fs::path& folder, const std::string& config) {
@@ -74,16 +81,14 @@ std::string notInstalled(const Case& c) {
   return std::string(c.name) + ": GGUF not installed (scripts/setup.sh installs tests/reference/models.txt)";
 }
 
-void askRivers(const Case& c) {
-  const std::string folder = convertedFolder(c);
-  if (folder.empty()) {
-    GTEST_SKIP() << notInstalled(c);
-  }
+// The converted model's greedy answer of 32 tokens to the rivers question (printed), or nullopt
+// when this build lacks its architecture.
+std::optional<std::vector<TokenId>> askRivers(const Case& c, const std::string& folder) {
   std::optional<Model> model;
   try {
     model.emplace(load(folder));
   } catch (const gizml::Error& e) {
-    if (std::string(e.what()).find("is not built into") != std::string::npos) GTEST_SKIP() << e.what();
+    if (std::string(e.what()).find("is not built into") != std::string::npos) return std::nullopt;
     throw;
   }
   Request request;
@@ -91,54 +96,41 @@ void askRivers(const Case& c) {
   request.limit = 32;
   Engine engine = model->engine(1, static_cast<int64_t>(request.prompt.size()) + 32);
   const Result result = engine.generate({request})[0];
-  std::cout << c.name << ": " << model->tokenizer().decode(result.tokens, true) << "\nids:";
+  std::cout << c.name << " at " << c.bits.layers << " bits: " << model->tokenizer().decode(result.tokens, true)
+            << "\nids:";
   for (TokenId t : result.tokens) std::cout << " " << t;
   std::cout << "\n";
-  ASSERT_FALSE(result.tokens.empty());
-  if (c.expected.empty()) GTEST_SKIP() << c.name << ": ids printed above, not yet pinned";
-  const size_t n = std::min(c.expected.size(), result.tokens.size());
-  EXPECT_EQ(std::vector<TokenId>(result.tokens.begin(), result.tokens.begin() + static_cast<std::ptrdiff_t>(n)),
-            std::vector<TokenId>(c.expected.begin(), c.expected.begin() + static_cast<std::ptrdiff_t>(n)));
+  return result.tokens;
 }
 
-}  // namespace
-
-TEST(RealModel, SmolLM2NamesThreeRivers) {
-  // "1. The River of Life: This is a beautiful and sacred river that runs through the heart of the
-  // Amazon rainforest, where indigenous communities have lived for centuries." (greedy, our 4-bit
-  // conversion of its Q4_1 with int8 activations; with f32 activations token 13 was "ancient"
-  // and the rest followed it). Our own output, pinned against regressions, not a reference.
-  askRivers({"smollm2", {33, 30, 378, 3992, 282, 5330, 42, 669, 314, 253, 3953, 284, 9149, 4626, 338, 7313,
-                         738, 260, 1911, 282, 260, 9860, 22450, 28, 837, 6071, 2429, 457, 4161, 327, 5034, 30}});
+// How many of the first ids of `ours` are transformers' greedy answer's.
+size_t agreeingPrefix(const std::vector<TokenId>& ours, const std::vector<TokenId>& reference) {
+  return static_cast<size_t>(std::mismatch(ours.begin(), ours.end(), reference.begin(), reference.end()).first -
+                             ours.begin());
 }
 
-// Gemma at 16 bits: the GGUF's Q4_K_M values nearly as they are (F16 rounds them by <= 2^-11),
-// so that its answer can be transformers' own. (At our default 4 bits, a second quantization on
-// top of Q4_K, it answers "Name the river." over and over.) The package's file is the pretrained
-// model, not the instruction-tuned one (general.name "Gemma 3 270m", no chat template, eos
-// <eos>), which is why it continues the text rather than answering.
-const Case kGemma3 = {"gemma3", {}, "tokenizers/gemma3/tokenizer_config.json", Bits{.layers = 16, .head = 16}};
-
-TEST(RealModel, Gemma3NamesThreeRivers) {
-  Case c = kGemma3;
-  // transformers' greedy answer on the same GGUF (tests/data/real_models/gemma3_rivers.json): the
-  // model echoes the question, then lists "(a)" to "(g)": "Name three rivers.\n(a)\n(b)\n(c)...".
-  c.expected = {1567,   1806,   25971,  236761, 107, 236769, 236746, 236768, 107, 236769, 236763,
-                236768, 107,    236769, 236755, 236768, 107, 236769, 236753, 236768, 107, 236769,
-                236744, 236768, 107,    236769, 236760, 236768, 107, 236769, 236759, 236768};
-  askRivers(c);
+// Our answer begins with transformers' greedy answer for at least `agreeing` tokens (all 32 when
+// the conversion keeps the GGUF's values).
+void expectTransformersAnswer(const Case& c, size_t agreeing) {
+  const std::string folder = convertedFolder(c);
+  if (folder.empty()) GTEST_SKIP() << notInstalled(c);
+  const std::optional<std::vector<TokenId>> ours = askRivers(c, folder);
+  if (!ours) GTEST_SKIP() << c.name << ": its architecture is not built into this build";
+  const std::vector<TokenId> reference = referenceOf(c)["greedy"];
+  ASSERT_EQ(reference.size(), 32u);
+  const size_t n = agreeingPrefix(*ours, reference);
+  std::printf("%s at %d bits: the first %zu of 32 greedy ids are transformers'\n", c.name, c.bits.layers, n);
+  EXPECT_GE(n, agreeing) << "ours: " << ::testing::PrintToString(*ours)
+                         << "\ntransformers: " << ::testing::PrintToString(reference);
 }
 
-// transformers on the same GGUF (tests/reference/compare_gguf_transformers.py): the same prompt
-// ids, our logits at its top ids of every position of the question and its greedy answer, and
-// the same argmax where it chose the answer.
-TEST(RealModel, Gemma3LogitsMatchTransformers) {
-  const std::string folder = convertedFolder(kGemma3);
-  if (folder.empty()) {
-    GTEST_SKIP() << notInstalled(kGemma3);
-  }
-  std::ifstream in(std::string(GIZML_TEST_DATA) + "/real_models/gemma3_rivers.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
+// Our logits at transformers' top ids of every position of the question and its greedy answer
+// (teacher-forced, one pass), as a share of transformers' logit range there, and the same argmax
+// where it chose the answer.
+void expectTransformersLogits(const Case& c) {
+  const std::string folder = convertedFolder(c);
+  if (folder.empty()) GTEST_SKIP() << notInstalled(c);
+  const nlohmann::json ref = referenceOf(c);
   const std::vector<TokenId> prompt = ref["prompt"], answer = ref["greedy"];
   EXPECT_EQ(load(folder).chatTokens(kRiversQuestion).ids, prompt);
 
@@ -160,6 +152,39 @@ TEST(RealModel, Gemma3LogitsMatchTransformers) {
       EXPECT_EQ(std::max_element(row, row + vocab) - row, answer[p + 1 - prompt.size()]) << "position " << p;
     }
   }
-  std::printf("gemma3 at 16 bits: max error of the top logits %.6f of the range\n", worst);
+  std::printf("%s at %d bits: max error of the top logits %.6f of the range\n", c.name, c.bits.layers, worst);
   EXPECT_LT(worst, 1e-2);
 }
+
+}  // namespace
+
+// SmolLM2's GGUF is Q4_1. At 16 bits we keep its values nearly as they are (F16 rounds them by
+// <= 2^-11), so that the answer is transformers' own (tests/data/real_models/smollm2_rivers.json):
+// "1. The River of Life: This is a beautiful and ancient river that runs through the heart of the
+// Amazon rainforest. It is also known as the \"River".
+const Case kSmolLM2 = {"smollm2", Bits{.layers = 16, .head = 16}, nullptr, "smollm2_rivers.json"};
+
+TEST(RealModel, SmolLM2NamesThreeRivers) { expectTransformersAnswer(kSmolLM2, 32); }
+
+TEST(RealModel, SmolLM2LogitsMatchTransformers) { expectTransformersLogits(kSmolLM2); }
+
+// At our default 4 bits (a second quantization on top of Q4_1, and int8 activations) the answer
+// is transformers' for its first 12 tokens, "1. The River of Life: This is a beautiful and", then
+// chooses "sacred" over "ancient" (transformers' logits there: 25.795 and 25.785) and goes on its
+// own way.
+TEST(RealModel, SmolLM2At4BitsBeginsAsTransformers) {
+  expectTransformersAnswer({"smollm2", Bits{}, nullptr, "smollm2_rivers.json"}, 12);
+}
+
+// Gemma at 16 bits: the GGUF's values nearly as they are, so that its answer can be transformers'
+// own. (Its "Q4_K_M" file is mostly Q5_0 and Q8_0; at our default 4 bits, below that, it answers
+// "Name the river." over and over: docs/benchmarks.md has the KL divergences.) The package's file is the pretrained model, not the
+// instruction-tuned one (general.name "Gemma 3 270m", no chat template, eos <eos>), which is why
+// it continues the text rather than answering: it echoes the question, then lists "(a)" to "(g)":
+// "Name three rivers.\n(a)\n(b)\n(c)...".
+const Case kGemma3 = {"gemma3", Bits{.layers = 16, .head = 16}, "tokenizers/gemma3/tokenizer_config.json",
+                      "gemma3_rivers.json"};
+
+TEST(RealModel, Gemma3NamesThreeRivers) { expectTransformersAnswer(kGemma3, 32); }
+
+TEST(RealModel, Gemma3LogitsMatchTransformers) { expectTransformersLogits(kGemma3); }
