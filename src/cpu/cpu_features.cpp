@@ -21,11 +21,7 @@ CpuFeatures probe() {
   if ((lo & 6) != 6) return f;
   f.fma = fma;
   f.f16c = f16c;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-    f.avx2 = (b >> 5) & 1;
-    f.bmi2 = (b >> 8) & 1;
-  }
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxVnni = (a >> 4) & 1;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) f.avx2 = (b >> 5) & 1;
 #endif
   return f;
 }

@@ -42,48 +42,19 @@ void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, Qua
   }
 }
 
-bool quantKernelSupported(QuantKernel k, int64_t group) {
-  switch (k) {
-    case QuantKernel::Scalar:
-      return true;
-    case QuantKernel::Avx2:
-      return group % 32 == 0 && cpuFeatures().avx2 && cpuFeatures().fma && cpuFeatures().bmi2;
-    case QuantKernel::AvxVnni:
-      return quantKernelSupported(QuantKernel::Avx2, group) && cpuFeatures().avxVnni;
-  }
-  return false;
-}
-
-QuantKernel bestQuantKernel(int64_t group) {
-  for (QuantKernel k : {QuantKernel::AvxVnni, QuantKernel::Avx2})
-    if (quantKernelSupported(k, group)) return k;
-  return QuantKernel::Scalar;
-}
-
-void quantDot(QuantKernel k, const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y,
-              int64_t ldy) {
+void quantDot(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy) {
   check(x.cols == w.cols && x.group == w.group, "quantDot: activations of " + std::to_string(x.cols) +
                                                     " columns in groups of " + std::to_string(x.group) +
                                                     " do not fit weights of " + std::to_string(w.cols) +
                                                     " in groups of " + std::to_string(w.group));
-  check(quantKernelSupported(k, w.group), "quantDot: this CPU has no such kernel for groups of " +
-                                              std::to_string(w.group));
-  switch (k) {
-    case QuantKernel::Scalar: return quant_kernels::dotScalar(w, o0, o1, x, y, ldy);
-    case QuantKernel::Avx2: return quant_kernels::dotAvx2(w, o0, o1, x, y, ldy);
-    case QuantKernel::AvxVnni: return quant_kernels::dotAvxVnni(w, o0, o1, x, y, ldy);
-  }
+  quant_kernels::dotScalar(w, o0, o1, x, y, ldy);
 }
 
 void quantMatmul(const QuantWeights& w, const QuantActs& x, float* y) {
-  static const QuantKernel best32 = bestQuantKernel(32);
-  const QuantKernel k = w.group % 32 == 0 ? best32 : QuantKernel::Scalar;
-  // Blocks of 16 output rows: enough tasks for decode to spread over the threads, and each
-  // block's unpacked codes (16 rows) stay in cache while every activation row passes over them.
   constexpr int64_t kBlock = 16;
   const int64_t blocks = (w.rows + kBlock - 1) / kBlock;
   core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    quantDot(k, w, b0 * kBlock, std::min(w.rows, b1 * kBlock), x, y, w.rows);
+    quantDot(w, b0 * kBlock, std::min(w.rows, b1 * kBlock), x, y, w.rows);
   });
 }
 

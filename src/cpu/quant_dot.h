@@ -3,8 +3,9 @@
 // group: the inner sums are integer dot products of the codes, and each group costs one scale
 // multiply plus one zero-point correction (the group's activation sum times the weight offset).
 //   y[r, o] = sum_g  s_og * d_rg * sum_i q_oi a_ri  -  s_og * z'_og * d_rg * sum_i a_ri
-// Kernels: a portable scalar one, AVX2 (maddubs + madd) and AVX-VNNI (dpbusd), picked at run time.
-// AMX is not used: cpuid may advertise it where tile instructions fault (as in our sandbox).
+// Here: the activation quantizer and the portable row-major kernel; the fast AVX2 kernel works on
+// weights repacked into panels (quant_panels.h). Neither AVX-VNNI nor AMX is used: this project's
+// machines lack the first, and cpuid may advertise AMX where its tile instructions fault.
 #include <cstdint>
 #include <vector>
 
@@ -35,20 +36,12 @@ void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, Qua
 /// codes (code i in bits i*bits ..).
 void unpackCodes(const uint8_t* in, int64_t n, int bits, uint8_t* q);
 
-enum class QuantKernel { Scalar, Avx2, AvxVnni };
-
-/// Whether this CPU runs `k` for weights of `group` (the SIMD kernels need multiples of 32).
-bool quantKernelSupported(QuantKernel k, int64_t group);
-/// The fastest supported kernel for `group`.
-QuantKernel bestQuantKernel(int64_t group);
-
 /// y[r * ldy + o] = (W x_r)[o] for output rows o in [o0, o1) and every activation row r, on the
-/// calling thread with kernel k (which must be supported).
-void quantDot(QuantKernel k, const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y,
-              int64_t ldy);
+/// calling thread: the portable kernel (plain integer sums), the reference of the panel kernels
+/// (quant_panels.h) and the path of CPUs without AVX2.
+void quantDot(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
 
-/// y [x.rows, w.rows] = x W^T with the best kernel, in parallel over blocks of output rows; each
-/// block's weights are unpacked once for all activation rows.
+/// y [x.rows, w.rows] = x W^T with quantDot, in parallel over blocks of output rows.
 void quantMatmul(const QuantWeights& w, const QuantActs& x, float* y);
 
 }  // namespace gizml::cpu

@@ -1,13 +1,11 @@
 #pragma once
-// The kernels behind cpu::quantDot (quant_dot.h), one per instruction set; each computes output
-// rows [o0, o1) for every activation row. The x86 ones need the group to be a multiple of 32.
+// The bodies behind quant_dot.h: the portable kernel (output rows [o0, o1) for every activation
+// row) and the AVX2 activation quantizer.
 #include "cpu/quant_dot.h"
 
 namespace gizml::cpu::quant_kernels {
 
 void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
-void dotAvx2(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
-void dotAvxVnni(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy);
 
 /// quantizeActs for `blocks` groups of `group` values (a multiple of 8) at x: their int8 codes,
 /// scales and scaled code sums; AVX2.

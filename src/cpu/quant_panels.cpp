@@ -14,7 +14,7 @@ namespace gizml::cpu {
 
 bool QuantMatrix::panelsSupported(int bits, int64_t group) {
   const CpuFeatures& f = cpuFeatures();
-  return f.avx2 && f.fma && bits >= 2 && bits <= 7 && group % 8 == 0;
+  return f.avx2 && f.fma && bits >= 2 && bits <= 8 && group % 8 == 0;
 }
 
 QuantMatrix::QuantMatrix(const QuantWeights& w) : rows_(w.rows), cols_(w.cols), group_(w.group), bits_(w.bits) {
@@ -72,6 +72,8 @@ void QuantMatrix::pack(const QuantWeights& w) {
             }
           } else {
             unpackCodes(block + 2, group_, bits_, q.data());
+            if (bits_ == 8)
+              for (uint8_t& c : q) c ^= 0x80;  // q - 128 as a signed byte
             for (int64_t c = 0; c < group_; c += 4) std::memcpy(groupCodes + c * 8 + 4 * i, q.data() + c, 4);
           }
         }

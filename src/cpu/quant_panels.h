@@ -15,11 +15,12 @@
 //    6 bits: the same 32 bytes of low nibbles, then 16 bytes of the codes' top 2 bits: byte m
 //      holds those of vector bytes m and 16 + m of the first half (bits 0-1, 2-3) and of the
 //      second (bits 4-5, 6-7).
-//    2, 3, 5, 7 bits: 32 bytes per 4 columns, one code a byte.
+//    2, 3, 5, 7 bits: 32 bytes per 4 columns, one code a byte; 8 bits the same with each code
+//      stored minus 128 as a signed byte (maddubs multiplies |q - 128| by the activation carrying
+//      q - 128's sign: a code up to 255 times 127 would saturate its int16 pairs).
 //  - 16 bytes: the 8 rows' scale exponents e, then their zero-point bytes z (as stored, so a
 //    panel takes the stored size at 4 and 6 bits; the scales come from the 256-entry table).
-// 8-bit codes (whose products with int8 would saturate maddubs' int16 pairs) and CPUs without
-// AVX2 keep the row-major kernels of quant_dot.h.
+// CPUs without AVX2 keep the row-major kernels of quant_dot.h.
 #include <cstdint>
 #include <vector>
 

@@ -43,7 +43,10 @@ struct Word {
   static constexpr bool kTwoHalves = Bits == 4 || Bits == 6;
   static constexpr int64_t kBytes = Bits == 6 ? 48 : 32;
   static constexpr int64_t kCols = kTwoHalves ? 8 : 4;
-  static constexpr int kPerWiden = std::max(1, 32767 / (2 * 127 * ((1 << Bits) - 1)) / (kTwoHalves ? 2 : 1));
+  // (8 bits: |q - 128| <= 128, a pair at most 2 * 128 * 127.)
+  static constexpr int kPerWiden =
+      Bits == 8 ? 1 : std::max(1, 32767 / (2 * 127 * ((1 << Bits) - 1)) / (kTwoHalves ? 2 : 1));
+  static constexpr float kCodeShift = Bits == 8 ? 128.0f : 0.0f;  // what the stored codes lack
 };
 
 // The word at p as one or two vectors of codes (byte 4i + j: row i, the half's column j).
@@ -92,7 +95,9 @@ void panelRows(const QuantMatrix& m, int64_t p, const ActRows& a, float* out[R])
         for (int r = 0; r < R; ++r) {
           int32_t a0;
           std::memcpy(&a0, a.codes[r] + col, 4);
-          part[r] = _mm256_add_epi16(part[r], _mm256_maddubs_epi16(first, _mm256_set1_epi32(a0)));
+          const __m256i av = _mm256_set1_epi32(a0);
+          part[r] = _mm256_add_epi16(part[r], Bits == 8 ? _mm256_maddubs_epi16(_mm256_abs_epi8(first), _mm256_sign_epi8(av, first))
+                                                        : _mm256_maddubs_epi16(first, av));
           if constexpr (W::kTwoHalves) {
             int32_t a1;
             std::memcpy(&a1, a.codes[r] + col + 4, 4);
@@ -106,7 +111,7 @@ void panelRows(const QuantMatrix& m, int64_t p, const ActRows& a, float* out[R])
     const __m128i ez = _mm_loadu_si128(reinterpret_cast<const __m128i*>(exponents + g * 16));
     const __m256 s = _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(ez), 4);
     const __m256 z = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(ez, ez)));
-    const __m256 offset = _mm256_mul_ps(s, _mm256_mul_ps(z, zeroStep));
+    const __m256 offset = _mm256_mul_ps(s, _mm256_sub_ps(_mm256_mul_ps(z, zeroStep), _mm256_set1_ps(W::kCodeShift)));
     for (int r = 0; r < R; ++r) {
       const __m256 sd = _mm256_mul_ps(s, _mm256_broadcast_ss(a.scale[r] + g));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sd, acc[r]);
@@ -156,7 +161,8 @@ void panelsAvx2(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x
     case 4: return panelsFor<4>(m, p0, p1, x, y, ldy);
     case 5: return panelsFor<5>(m, p0, p1, x, y, ldy);
     case 6: return panelsFor<6>(m, p0, p1, x, y, ldy);
-    default: return panelsFor<7>(m, p0, p1, x, y, ldy);
+    case 7: return panelsFor<7>(m, p0, p1, x, y, ldy);
+    default: return panelsFor<8>(m, p0, p1, x, y, ldy);
   }
 }
 

@@ -1,8 +1,8 @@
 // QuantMatrix (cpu/quant_panels.h): weights repacked into panels of 8 rows give the products of
 // the double-precision reference (group_quant's own dequantizer times the int8 activations) for
 // every bit width and group, with row counts that leave a partial last panel and activation row
-// counts that leave every tail of the 4-row register tile and of the 64-row chunks; 8-bit codes
-// and CPUs without AVX2 keep the row-major kernels, which must give the same products.
+// counts that leave every tail of the 4-row register tile and of the 64-row chunks (CPUs without
+// AVX2 keep the row-major kernels, which must give the same products).
 #include "cpu/quant_panels.h"
 
 #include <gtest/gtest.h>
@@ -63,12 +63,11 @@ TEST(QuantPanels, DecodeAndLongPrefillsMatchReference) {
   }
 }
 
-TEST(QuantPanels, FourAndSixBitWeightsArePackedOnAvx2Cpus) {
+TEST(QuantPanels, ModelFormatsArePackedOnAvx2Cpus) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-  // The model formats (4-bit layers, 6-bit head) must take the fast path here.
-  EXPECT_TRUE(QuantMatrix::panelsSupported(4, 32));
-  EXPECT_TRUE(QuantMatrix::panelsSupported(6, 32));
-  EXPECT_FALSE(QuantMatrix::panelsSupported(8, 32));
+  // The model formats (4 and 8-bit layers, 6 and 8-bit heads) must take the fast path here.
+  for (int bits : {4, 6, 8}) EXPECT_TRUE(QuantMatrix::panelsSupported(bits, 32));
+  EXPECT_FALSE(QuantMatrix::panelsSupported(4, 12));
 }
 
 TEST(QuantPanels, ActivationsOfAnotherWidthAreErrors) {
@@ -80,7 +79,7 @@ TEST(QuantPanels, ActivationsOfAnotherWidthAreErrors) {
 }
 
 TEST(QuantPanels, MatricesSharingActivationsGiveTheirOwnProducts) {
-  // Packed matrices of different heights and an 8-bit one (row-major kernels) in one pass.
+  // Matrices of different heights and code widths in one pass.
   const Quantized a = quantizeWeights(4, 32, 19, 64, 11), b = quantizeWeights(6, 32, 8, 64, 12),
                   c = quantizeWeights(8, 32, 5, 64, 13);
   const QuantMatrix ma(a.weights), mb(b.weights), mc(c.weights);
