@@ -11,7 +11,7 @@ load from other processes hits both alike (the load average is printed too).
       mean KL(reference || model) of the next-token distributions over the same positions of a real
       text (bench/kl_text.txt: public-domain American documents), each engine against its own
       16-bit reference and against the other's
-  bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m}   llama.cpp's quantizer
+  bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m,q8_0,f16}   llama.cpp's quantizer
   bench_llm.py quantize Q.gguf OUT.gguf f16   a quantized GGUF's values as F16 (kl's reference for it)
 
 Run it with .venv-bench/bin/python; GIZ (default build/release/giz) is our CLI.
@@ -225,7 +225,7 @@ def quantize(args) -> None:
 
     params = L.llama_model_quantize_default_params()
     params.ftype = {"q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M,
-                    "f16": L.LLAMA_FTYPE_MOSTLY_F16}[args.type]
+                    "q8_0": L.LLAMA_FTYPE_MOSTLY_Q8_0, "f16": L.LLAMA_FTYPE_MOSTLY_F16}[args.type]
     params.allow_requantize = args.type == "f16"  # dequantizing, which llama.cpp refuses unless told
     params.nthread = args.threads
     assert L.llama_model_quantize(args.src.encode(), args.dst.encode(), params) == 0, "llama_model_quantize failed"
@@ -249,7 +249,7 @@ def main() -> None:
     q = sub.add_parser("quantize")
     q.add_argument("src")
     q.add_argument("dst")
-    q.add_argument("type", choices=["q4_0", "q4_k_m", "f16"])
+    q.add_argument("type", choices=["q4_0", "q4_k_m", "q8_0", "f16"])
     c = sub.add_parser("llama-child")
     c.add_argument("model")
     c.add_argument("tokens")
