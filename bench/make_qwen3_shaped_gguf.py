@@ -50,6 +50,18 @@ def add_tokenizer(w: gguf.GGUFWriter, folder: pathlib.Path, vocab: int) -> None:
     w.add_add_bos_token(False)
 
 
+def random_weights(rng: np.random.Generator):
+    """linear(out, in): F16 N(0, 1/sqrt(in)); norm(n): F32 1 + N(0, 0.05) (GGUF stores norms whole)."""
+
+    def linear(out: int, inp: int) -> np.ndarray:
+        return (rng.standard_normal((out, inp), dtype=np.float32) / np.sqrt(inp)).astype(np.float16)
+
+    def norm(n: int) -> np.ndarray:
+        return (1.0 + 0.05 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+
+    return linear, norm
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -58,12 +70,7 @@ def main() -> None:
     args = ap.parse_args()
     s = dict(SHAPE, layers=args.layers)
     rng = np.random.default_rng(20261130)
-
-    def linear(out: int, inp: int) -> np.ndarray:
-        return (rng.standard_normal((out, inp), dtype=np.float32) / np.sqrt(inp)).astype(np.float16)
-
-    def norm(n: int) -> np.ndarray:
-        return (1.0 + 0.05 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+    linear, norm = random_weights(rng)
 
     w = gguf.GGUFWriter(args.out, "qwen3")
     w.add_name("qwen3-0.6b-shaped-random")

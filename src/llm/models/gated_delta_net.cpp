@@ -6,6 +6,9 @@
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "cpu/elementwise.h"
+#include "cpu/gemm.h"
+#include "llm/models/gated_delta_net_kernels.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
 
@@ -18,26 +21,6 @@ constexpr int64_t kChunk = 64;
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 // torch's softplus: x itself above 20, where log1p(exp(x)) rounds to x anyway.
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-
-/// v *= scale / sqrt(|v|^2 + 1e-6) (the FLA library's l2norm, as transformers).
-void l2normalize(float* v, int64_t n, float scale) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += v[i] * v[i];
-  const float f = scale / std::sqrt(sum + 1e-6f);
-  for (int64_t i = 0; i < n; ++i) v[i] *= f;
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-/// y[dv] (+)= x[dk] S, S [dk, dv] row-major.
-void timesState(const float* x, const float* s, int64_t dk, int64_t dv, float* y) {
-  for (int64_t i = 0; i < dk; ++i)
-    for (int64_t j = 0; j < dv; ++j) y[j] += x[i] * s[i * dv + j];
-}
 
 }  // namespace
 
@@ -121,7 +104,11 @@ GatedDeltaNet::GatedDeltaNet(const ConvertedModel& weights, const std::string& p
   a_ = Linear(weights, prefix + "in_proj_a.weight", valueHeads_, hidden_);
   out_ = Linear(weights, prefix + "out_proj.weight", hidden_, valueWidth);
   storedTensor(weights, prefix + "conv1d.weight", {channels, 1, kernel_});
-  conv_ = weights.dequantize(prefix + "conv1d.weight").toFloats();
+  const std::vector<float> conv = weights.dequantize(prefix + "conv1d.weight").toFloats();
+  convTaps_.resize(conv.size());
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t j = 0; j < kernel_; ++j)
+      convTaps_[static_cast<size_t>(j * channels + c)] = conv[static_cast<size_t>(c * kernel_ + j)];
   for (float aLog : loadVector(weights, prefix + "A_log", valueHeads_)) decayRate_.push_back(-std::exp(aLog));
   dtBias_ = loadVector(weights, prefix + "dt_bias", valueHeads_);
   norm_ = loadVector(weights, prefix + "norm.weight", valueDim_);
@@ -139,13 +126,7 @@ void GatedDeltaNet::forward(const float* x, const Batch& batch, int64_t layer, f
   for (const Batch::Sequence& seq : batch.sequences)
     mixSequence(qkv.data() + seq.first * channels, b.data() + seq.first * valueHeads_,
                 a.data() + seq.first * valueHeads_, seq, layer, o.data() + seq.first * valueWidth);
-  // The gated norm of each value head: rmsnorm(o) w silu(z).
-  for (int64_t h = 0; h < rows * valueHeads_; ++h) {
-    float* v = o.data() + h * valueDim_;
-    const float* gate = z.data() + h * valueDim_;
-    const float inv = 1.0f / std::sqrt(dot(v, v, valueDim_) / static_cast<float>(valueDim_) + eps_);
-    for (int64_t i = 0; i < valueDim_; ++i) v[i] = v[i] * inv * norm_[static_cast<size_t>(i)] * gate[i] * sigmoid(gate[i]);
-  }
+  delta::gatedNorm(o.data(), z.data(), norm_.data(), rows * valueHeads_, valueDim_, eps_);
   out_.apply(o.data(), rows, out);
 }
 
@@ -169,28 +150,21 @@ void GatedDeltaNet::mixSequence(const float* qkv, const float* b, const float* a
 
 void GatedDeltaNet::mix(const float* qkv, const float* b, const float* a, int64_t rows, DeltaNetState& state,
                         float* o) const {
-  const int64_t channels = qkv_.out(), keyWidth = keyHeads_ * keyDim_, valueWidth = valueHeads_ * valueDim_;
-  const int64_t held = kernel_ - 1;
-  // The causal depthwise conv reads the held inputs, then these rows.
-  std::vector<float> window(static_cast<size_t>((held + rows) * channels));
-  std::copy(state.conv.begin(), state.conv.end(), window.begin());
-  std::copy(qkv, qkv + rows * channels, window.begin() + held * channels);
-  std::vector<float> q(static_cast<size_t>(rows * keyWidth)), k(q.size()), v(static_cast<size_t>(rows * valueWidth));
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t c = 0; c < channels; ++c) {
-      float s = 0.0f;
-      for (int64_t j = 0; j < kernel_; ++j) s += conv_[static_cast<size_t>(c * kernel_ + j)] * window[static_cast<size_t>((t + j) * channels + c)];
-      s *= sigmoid(s);
-      if (c < keyWidth) q[static_cast<size_t>(t * keyWidth + c)] = s;
-      else if (c < 2 * keyWidth) k[static_cast<size_t>(t * keyWidth + c - keyWidth)] = s;
-      else v[static_cast<size_t>(t * valueWidth + c - 2 * keyWidth)] = s;
-    }
-  std::copy(window.end() - held * channels, window.end(), state.conv.begin());
+  const int64_t channels = qkv_.out(), keyWidth = keyHeads_ * keyDim_, held = kernel_ - 1;
+  // The causal depthwise conv reads the held inputs, then these rows; it keeps the last ones.
+  std::vector<float> mixed(static_cast<size_t>(rows * channels));
+  delta::convSilu(state.conv.data(), qkv, convTaps_.data(), rows, channels, kernel_, mixed.data());
+  if (rows >= held) {
+    std::copy(qkv + (rows - held) * channels, qkv + rows * channels, state.conv.begin());
+  } else {
+    std::copy(state.conv.begin() + rows * channels, state.conv.end(), state.conv.begin());
+    std::copy(qkv, qkv + rows * channels, state.conv.end() - rows * channels);
+  }
 
   const float queryScale = 1.0f / std::sqrt(static_cast<float>(keyDim_));
-  for (int64_t h = 0; h < rows * keyHeads_; ++h) {
-    l2normalize(q.data() + h * keyDim_, keyDim_, queryScale);
-    l2normalize(k.data() + h * keyDim_, keyDim_, 1.0f);
+  for (int64_t t = 0; t < rows; ++t) {
+    delta::l2normalize(mixed.data() + t * channels, keyHeads_, keyDim_, keyDim_, queryScale);
+    delta::l2normalize(mixed.data() + t * channels + keyWidth, keyHeads_, keyDim_, keyDim_, 1.0f);
   }
   std::vector<float> beta(static_cast<size_t>(rows * valueHeads_)), g(beta.size());
   for (int64_t i = 0; i < rows * valueHeads_; ++i) {
@@ -199,101 +173,96 @@ void GatedDeltaNet::mix(const float* qkv, const float* b, const float* a, int64_
     g[static_cast<size_t>(i)] = decayRate_[static_cast<size_t>(h)] * softplus(a[i] + dtBias_[static_cast<size_t>(h)]);
   }
   if (rows == 1)
-    recurrent(q.data(), k.data(), v.data(), beta.data(), g.data(), rows, state, o);
+    recurrent(mixed.data(), beta.data(), g.data(), rows, state, o);
   else
-    chunked(q.data(), k.data(), v.data(), beta.data(), g.data(), rows, state, o);
+    chunked(mixed.data(), beta.data(), g.data(), rows, state, o);
 }
 
-void GatedDeltaNet::recurrent(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
+void GatedDeltaNet::recurrent(const float* mixed, const float* beta, const float* g, int64_t rows,
                               DeltaNetState& state, float* o) const {
   const int64_t dk = keyDim_, dv = valueDim_, perKey = valueHeads_ / keyHeads_;
+  const int64_t channels = qkv_.out(), keyWidth = keyHeads_ * dk;
   core::parallelFor(valueHeads_, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> delta(static_cast<size_t>(dv));
-    for (int64_t h = h0; h < h1; ++h) {
-      float* s = state.memory.data() + h * dk * dv;
+    for (int64_t h = h0; h < h1; ++h)
       for (int64_t t = 0; t < rows; ++t) {
-        const float* qt = q + (t * keyHeads_ + h / perKey) * dk;
-        const float* kt = k + (t * keyHeads_ + h / perKey) * dk;
-        const float* vt = v + (t * valueHeads_ + h) * dv;
-        const float decay = std::exp(g[t * valueHeads_ + h]), b = beta[t * valueHeads_ + h];
-        for (int64_t i = 0; i < dk * dv; ++i) s[i] *= decay;
-        std::fill(delta.begin(), delta.end(), 0.0f);
-        timesState(kt, s, dk, dv, delta.data());  // S^T k
-        for (int64_t j = 0; j < dv; ++j) delta[static_cast<size_t>(j)] = (vt[j] - delta[static_cast<size_t>(j)]) * b;
-        for (int64_t i = 0; i < dk; ++i)
-          for (int64_t j = 0; j < dv; ++j) s[i * dv + j] += kt[i] * delta[static_cast<size_t>(j)];
-        float* ot = o + (t * valueHeads_ + h) * dv;
-        std::fill(ot, ot + dv, 0.0f);
-        timesState(qt, s, dk, dv, ot);
+        const float* q = mixed + t * channels + h / perKey * dk;
+        const float* v = mixed + t * channels + 2 * keyWidth + h * dv;
+        delta::step(state.memory.data() + h * dk * dv, q, q + keyWidth, v, std::exp(g[t * valueHeads_ + h]),
+                    beta[t * valueHeads_ + h], dk, dv, o + (t * valueHeads_ + h) * dv);
       }
-    }
   });
 }
 
-// Within a chunk of L tokens, with c the cumulative log decay and A[i][j] = (beta_i k_i . k_j)
-// e^(c_i - c_j) for j < i, the rule's updates condense to (I + A) U = beta v and
-// (I + A) W = beta k e^c (forward substitution); then, from the state S before the chunk,
-//   v'_i = U_i - W_i S,   o_i = e^(c_i) q_i S + sum_{j <= i} (q_i . k_j) e^(c_i - c_j) v'_j,
-//   S <- e^(c_last) S + sum_i e^(c_last - c_i) k_i v'_i^T.
-void GatedDeltaNet::chunked(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
+// Within a chunk of L tokens, with c the cumulative log decay, D[i][j] = e^(c_i - c_j) (j <= i)
+// and A[i][j] = beta_i (k_i . k_j) D[i][j] (j < i), the rule's updates condense to
+// U = T beta v and W = T beta e^c k with T = (I + A)^-1; then, from the state S before the chunk,
+//   v' = U - W S,   o = e^c Q S + (Q K^T . D) v',   S <- e^(c_last) S + (D[last] K)^T v'.
+// The products are sgemm calls on the rows in place (strides); T comes by forward substitution.
+void GatedDeltaNet::chunked(const float* mixed, const float* beta, const float* g, int64_t rows,
                             DeltaNetState& state, float* o) const {
   const int64_t dk = keyDim_, dv = valueDim_, perKey = valueHeads_ / keyHeads_;
+  const int64_t channels = qkv_.out(), keyWidth = keyHeads_ * dk, oStride = valueHeads_ * dv, uwWidth = dv + dk;
   core::parallelFor(valueHeads_, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> c(kChunk), A(kChunk * kChunk), U(kChunk * dv), W(kChunk * dk), vNew(kChunk * dv);
+    std::vector<float> c(kChunk), growth(kChunk), decay(kChunk * kChunk), kk(decay.size()), qk(decay.size()),
+        tri(decay.size()), rhs(static_cast<size_t>(kChunk * uwWidth)), uw(rhs.size()),
+        keysT(static_cast<size_t>(dk * kChunk));
     for (int64_t h = h0; h < h1; ++h) {
       float* s = state.memory.data() + h * dk * dv;
-      auto qAt = [&](int64_t t) { return q + (t * keyHeads_ + h / perKey) * dk; };
-      auto kAt = [&](int64_t t) { return k + (t * keyHeads_ + h / perKey) * dk; };
+      const float* q = mixed + h / perKey * dk;
+      const float* k = q + keyWidth;
+      const float* v = mixed + 2 * keyWidth + h * dv;
       for (int64_t c0 = 0; c0 < rows; c0 += kChunk) {
         const int64_t L = std::min(kChunk, rows - c0);
+        const float* qc = q + c0 * channels;
+        const float* kc = k + c0 * channels;
+        const float* vc = v + c0 * channels;
+        float* oc = o + c0 * oStride + h * dv;
         float sum = 0.0f;
-        for (int64_t i = 0; i < L; ++i) c[static_cast<size_t>(i)] = sum += g[(c0 + i) * valueHeads_ + h];
         for (int64_t i = 0; i < L; ++i) {
+          c[static_cast<size_t>(i)] = sum += g[(c0 + i) * valueHeads_ + h];
+          growth[static_cast<size_t>(i)] = std::exp(sum);
+        }
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t j = 0; j < L; ++j)
+            decay[static_cast<size_t>(i * L + j)] = j <= i ? c[static_cast<size_t>(i)] - c[static_cast<size_t>(j)] : -INFINITY;
+        cpu::unaryF32(tensor::UnaryOp::Exp, decay.data(), decay.data(), L * L);
+        cpu::sgemm(L, L, dk, kc, channels, 1, kc, 1, channels, kk.data(), L, false);
+        cpu::sgemm(L, L, dk, qc, channels, 1, kc, 1, channels, qk.data(), L, false);
+
+        // Row i of T is e_i - sum_{j < i} A[i][j] (row j of T), nonzero up to column j.
+        std::fill(tri.begin(), tri.end(), 0.0f);
+        for (int64_t i = 0; i < L; ++i) {
+          float* ti = tri.data() + i * L;
+          ti[i] = 1.0f;
           const float bi = beta[(c0 + i) * valueHeads_ + h];
-          for (int64_t j = 0; j < i; ++j)
-            A[static_cast<size_t>(i * kChunk + j)] =
-                bi * dot(kAt(c0 + i), kAt(c0 + j), dk) * std::exp(c[static_cast<size_t>(i)] - c[static_cast<size_t>(j)]);
-          // Row i of U and W from the rows before it.
-          float* u = U.data() + i * dv;
-          float* w = W.data() + i * dk;
-          const float* vi = v + ((c0 + i) * valueHeads_ + h) * dv;
-          const float* ki = kAt(c0 + i);
-          const float growth = std::exp(c[static_cast<size_t>(i)]);
-          for (int64_t p = 0; p < dv; ++p) u[p] = bi * vi[p];
-          for (int64_t p = 0; p < dk; ++p) w[p] = bi * ki[p] * growth;
           for (int64_t j = 0; j < i; ++j) {
-            const float aij = A[static_cast<size_t>(i * kChunk + j)];
-            for (int64_t p = 0; p < dv; ++p) u[p] -= aij * U[static_cast<size_t>(j * dv + p)];
-            for (int64_t p = 0; p < dk; ++p) w[p] -= aij * W[static_cast<size_t>(j * dk + p)];
+            const float aij = bi * kk[static_cast<size_t>(i * L + j)] * decay[static_cast<size_t>(i * L + j)];
+            const float* tj = tri.data() + j * L;
+            for (int64_t m = 0; m <= j; ++m) ti[m] -= aij * tj[m];
           }
         }
+        // [U | -W] = T [beta v | -beta e^c k]; then U - W S is v'.
         for (int64_t i = 0; i < L; ++i) {
-          float* vi = vNew.data() + i * dv;
-          std::copy(U.begin() + i * dv, U.begin() + (i + 1) * dv, vi);
-          for (int64_t p = 0; p < dk; ++p)
-            for (int64_t j = 0; j < dv; ++j) vi[j] -= W[static_cast<size_t>(i * dk + p)] * s[p * dv + j];
+          const float bi = beta[(c0 + i) * valueHeads_ + h], bk = -bi * growth[static_cast<size_t>(i)];
+          float* r = rhs.data() + i * uwWidth;
+          for (int64_t p = 0; p < dv; ++p) r[p] = bi * vc[i * channels + p];
+          for (int64_t p = 0; p < dk; ++p) r[dv + p] = bk * kc[i * channels + p];
         }
-        for (int64_t i = 0; i < L; ++i) {
-          float* oi = o + ((c0 + i) * valueHeads_ + h) * dv;
-          const float* qi = qAt(c0 + i);
-          std::fill(oi, oi + dv, 0.0f);
-          timesState(qi, s, dk, dv, oi);
-          const float growth = std::exp(c[static_cast<size_t>(i)]);
-          for (int64_t j = 0; j < dv; ++j) oi[j] *= growth;
-          for (int64_t j = 0; j <= i; ++j) {
-            const float w = dot(qi, kAt(c0 + j), dk) * std::exp(c[static_cast<size_t>(i)] - c[static_cast<size_t>(j)]);
-            for (int64_t p = 0; p < dv; ++p) oi[p] += w * vNew[static_cast<size_t>(j * dv + p)];
-          }
-        }
-        const float last = c[static_cast<size_t>(L - 1)];
-        const float chunkDecay = std::exp(last);
+        cpu::sgemm(L, uwWidth, L, tri.data(), L, 1, rhs.data(), uwWidth, 1, uw.data(), uwWidth, false);
+        cpu::sgemm(L, dv, dk, uw.data() + dv, uwWidth, 1, s, dv, 1, uw.data(), uwWidth, true);
+
+        cpu::sgemm(L, dv, dk, qc, channels, 1, s, dv, 1, oc, oStride, false);
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t p = 0; p < dv; ++p) oc[i * oStride + p] *= growth[static_cast<size_t>(i)];
+        for (int64_t i = 0; i < L * L; ++i) qk[static_cast<size_t>(i)] *= decay[static_cast<size_t>(i)];
+        cpu::sgemm(L, dv, L, qk.data(), L, 1, uw.data(), uwWidth, 1, oc, oStride, true);
+
+        const float* last = decay.data() + (L - 1) * L;  // e^(c_last - c_i)
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t p = 0; p < dk; ++p) keysT[static_cast<size_t>(p * L + i)] = last[i] * kc[i * channels + p];
+        const float chunkDecay = growth[static_cast<size_t>(L - 1)];
         for (int64_t i = 0; i < dk * dv; ++i) s[i] *= chunkDecay;
-        for (int64_t t = 0; t < L; ++t) {
-          const float* kt = kAt(c0 + t);
-          const float f = std::exp(last - c[static_cast<size_t>(t)]);
-          for (int64_t i = 0; i < dk; ++i)
-            for (int64_t j = 0; j < dv; ++j) s[i * dv + j] += f * kt[i] * vNew[static_cast<size_t>(t * dv + j)];
-        }
+        cpu::sgemm(dk, dv, L, keysT.data(), L, 1, uw.data(), uwWidth, 1, s, dv, true);
       }
     }
   });

@@ -76,14 +76,16 @@ class GatedDeltaNet {
   /// mix over one sequence's rows, in segments that end at its marks, keeping the state at each.
   void mixSequence(const float* qkv, const float* b, const float* a, const Batch::Sequence& seq, int64_t layer,
                    float* o) const;
-  void recurrent(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
-                 DeltaNetState& state, float* o) const;
-  void chunked(float* q, float* k, const float* v, const float* beta, const float* g, int64_t rows,
-               DeltaNetState& state, float* o) const;
+  // The delta rule over one sequence's rows of `mixed` [rows, channels] (each row q | k | v, the
+  // conv's activated and normalised outputs), per value head: token by token, or in chunks.
+  void recurrent(const float* mixed, const float* beta, const float* g, int64_t rows, DeltaNetState& state,
+                 float* o) const;
+  void chunked(const float* mixed, const float* beta, const float* g, int64_t rows, DeltaNetState& state,
+               float* o) const;
 
   int64_t hidden_ = 0, keyHeads_ = 0, valueHeads_ = 0, keyDim_ = 0, valueDim_ = 0, kernel_ = 0;
   Linear qkv_, z_, b_, a_, out_;
-  std::vector<float> conv_;       // [channels, kernel]
+  std::vector<float> convTaps_;   // [kernel, channels]: a tap across the channels is contiguous
   std::vector<float> decayRate_;  // -exp(A_log) per value head
   std::vector<float> dtBias_;
   std::vector<float> norm_;       // [valueDim]
