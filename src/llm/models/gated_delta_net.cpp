@@ -119,10 +119,7 @@ void GatedDeltaNet::forward(const float* x, const Batch& batch, int64_t layer, f
   std::vector<float> qkv(static_cast<size_t>(rows * channels)), z(static_cast<size_t>(rows * valueWidth)),
       b(static_cast<size_t>(rows * valueHeads_)), a(static_cast<size_t>(rows * valueHeads_)),
       o(static_cast<size_t>(rows * valueWidth));
-  qkv_.apply(x, rows, qkv.data());
-  z_.apply(x, rows, z.data());
-  b_.apply(x, rows, b.data());
-  a_.apply(x, rows, a.data());
+  Linear::applyAll({&qkv_, &z_, &b_, &a_}, x, rows, {qkv.data(), z.data(), b.data(), a.data()});
   for (const Batch::Sequence& seq : batch.sequences)
     mixSequence(qkv.data() + seq.first * channels, b.data() + seq.first * valueHeads_,
                 a.data() + seq.first * valueHeads_, seq, layer, o.data() + seq.first * valueWidth);
