@@ -1,7 +1,7 @@
 #pragma once
-// Attention's inner loops over a KV cache whose rows are stored as F32, F16 or BF16: the dot
-// product of a query with a key and the weighted sum of values, converting on the fly (F16C or
-// a shift, in registers) so that a narrow cache is read at its own width.
+// Inner loops over rows stored as F32, F16 or BF16 (a KV cache's keys and values, 16-bit weight
+// rows in decode): a dot product with floats and a weighted sum of rows, converting on the fly
+// (F16C or a shift, in registers) so that a narrow row is read at its own width.
 #include <gizml/dtype.h>
 
 #include <cstdint>
