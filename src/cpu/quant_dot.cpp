@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -11,6 +12,20 @@
 #include "cpu/quant_dot_kernels.h"
 
 namespace gizml::cpu {
+
+const float* exponentScaleFractions() {
+  static const auto table = [] {
+    std::array<float, 32> t{};
+    for (int k = 0; k < 32; ++k) t[static_cast<size_t>(k)] = std::exp2(static_cast<float>(k) / 32.0f);
+    return t;
+  }();
+  return table.data();
+}
+
+float exponentScale(float base, int e) {
+  const int u = e + 1;
+  return base * std::ldexp(exponentScaleFractions()[u & 31], (u >> 5) - 8);
+}
 
 void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, QuantActs& out) {
   check(group > 0 && cols % group == 0,

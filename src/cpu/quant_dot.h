@@ -11,13 +11,20 @@
 
 namespace gizml::cpu {
 
+/// The scale of exponent code e (0..255) of a tensor whose largest scale is `base`:
+/// base * 2^((e - 255) / 32), computed as base * (2^(lo/32) * 2^(hi - 8)) with e + 1 = 32 hi + lo,
+/// so that a SIMD kernel can rebuild it from e exactly (a 32-entry table and an exponent).
+float exponentScale(float base, int e);
+/// 2^(k/32) for k in 0..31: the table of exponentScale.
+const float* exponentScaleFractions();
+
 /// A [rows, cols] matrix in our group format: row o is rowBytes bytes at data + o * rowBytes.
 struct QuantWeights {
   const uint8_t* data = nullptr;
   int64_t rows = 0, cols = 0, rowBytes = 0;
   int bits = 4;                    // 2..8
   int64_t group = 32;              // a multiple of 8 dividing cols
-  const float* scales = nullptr;   // 256 entries: the scale of each exponent code
+  const float* scales = nullptr;   // 256 entries: exponentScale(base, e); scales[255] is the base
 };
 
 /// Activations [rows, cols] as int8 codes per group of `group` values: x ~ scale * code, with

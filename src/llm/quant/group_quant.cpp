@@ -140,9 +140,7 @@ int64_t groupBlockBytes(const GroupFormat& f) { return 2 + f.group * f.bits / 8;
 
 int64_t groupRowBytes(const GroupFormat& f, int64_t cols) { return cols / f.group * groupBlockBytes(f); }
 
-float groupScale(float base, int e) {
-  return base * std::exp2(static_cast<float>(e - 255) / static_cast<float>(kExponentSteps));
-}
+float groupScale(float base, int e) { return cpu::exponentScale(base, e); }
 
 float quantizeGroups(const GroupFormat& f, const float* src, int64_t rows, int64_t cols, uint8_t* dst) {
   checkGroupFormat(f, "quantize");
