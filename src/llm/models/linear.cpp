@@ -68,12 +68,14 @@ void Linear::applyQuantized(const float* x, int64_t rows, float* y) const {
 
 void Linear::applyAll(const std::vector<const Linear*>& layers, const float* x, int64_t rows,
                       const std::vector<float*>& ys) {
-  std::vector<const cpu::QuantMatrix*> shared;
+  std::vector<size_t> shared;  // the packed layers of the first one's group
+  std::vector<const cpu::QuantMatrix*> matrices;
   std::vector<float*> sharedYs;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Linear& l = *layers[i];
-    if (l.matrix_ && l.in_ == layers[0]->in_ && l.format_.group == layers[0]->format_.group) {
-      shared.push_back(l.matrix_.get());
+    if (l.matrix_ && l.format_.group == layers[0]->format_.group) {
+      shared.push_back(i);
+      matrices.push_back(l.matrix_.get());
       sharedYs.push_back(ys[i]);
     } else {
       l.apply(x, rows, ys[i]);
@@ -81,10 +83,9 @@ void Linear::applyAll(const std::vector<const Linear*>& layers, const float* x, 
   }
   if (shared.empty()) return;
   thread_local cpu::QuantActs acts;
-  cpu::quantizeActs(x, rows, shared[0]->cols(), shared[0]->group(), acts);
-  cpu::matmulAll(shared, acts, sharedYs);
-  for (size_t i = 0; i < layers.size(); ++i)
-    if (layers[i]->matrix_) layers[i]->addBias(ys[i], rows, 0, layers[i]->out_);
+  cpu::quantizeActs(x, rows, matrices[0]->cols(), matrices[0]->group(), acts);
+  cpu::matmulAll(matrices, acts, sharedYs);
+  for (size_t i : shared) layers[i]->addBias(ys[i], rows, 0, layers[i]->out_);
 }
 
 void Linear::apply(const float* x, int64_t rows, float* y) const {
