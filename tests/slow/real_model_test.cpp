@@ -13,6 +13,8 @@
 #include <iostream>
 #include <optional>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <unistd.h>
 
 #include "llm/models/language_model.h"
 #include "llm/quant/converted_model.h"
@@ -68,12 +70,18 @@ std::string convertedFolder(const Case& c) {
   if (gguf.empty()) return "";
   const fs::path folder =
       fs::path(GIZML_BUILD_DIR) / "real_models" / (std::string(c.name) + "_" + std::to_string(c.bits.layers) + "bits");
-  if (!fs::exists(folder / "manifest.json")) {
-    fs::remove_all(folder);
-    fs::create_directories(folder);
-    convert(gguf, folder.string(), c.bits);
+  if (!fs::exists(folder)) {
+    // CTest runs several of these tests at once: each converts into its own folder and renames
+    // it into place, so that no test reads a folder another is still writing.
+    const fs::path mine = folder.string() + ".part" + std::to_string(::getpid());
+    fs::remove_all(mine);
+    fs::create_directories(mine);
+    convert(gguf, mine.string(), c.bits);
+    if (c.templateConfig) supplyChatTemplate(mine, std::string(GIZML_SHARED_DATA) + "/" + c.templateConfig);
+    std::error_code taken;  // another test renamed its copy first: theirs is as good
+    fs::rename(mine, folder, taken);
+    fs::remove_all(mine);
   }
-  if (c.templateConfig) supplyChatTemplate(folder, std::string(GIZML_SHARED_DATA) + "/" + c.templateConfig);
   return folder.string();
 }
 
