@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "cpu/quant_dot.h"
+#include "llm/quant/group_search.h"
 
 namespace gizml::llm {
 namespace {
@@ -55,6 +56,8 @@ struct GroupSearch {
   float bestErr = std::numeric_limits<float>::infinity();
   int bestE = 0;
   int bestZ = 0;
+  std::array<uint16_t, 4 * (kCandidates + 1) + 1> tried{};  // (e, z) scored so far
+  int triedCount = 0;
 
   void tryFit(float s, float m) {
     if (!(s > 0.0f)) return;
@@ -69,15 +72,13 @@ struct GroupSearch {
   }
 
   void score(int e, int zc) {
+    // Neighbouring candidates often land on the same grid point: each is scored once.
+    const auto key = static_cast<uint16_t>(e * 256 + zc);
+    if (std::find(tried.begin(), tried.begin() + triedCount, key) != tried.begin() + triedCount) return;
+    tried[static_cast<size_t>(triedCount++)] = key;
     const float s = lut.scale[static_cast<size_t>(e)];
     const float z = static_cast<float>(zc) * zStep;
-    const float inv = 1.0f / s;
-    float err = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      const float q = std::clamp(std::floor(x[i] * inv + z + 0.5f), 0.0f, static_cast<float>(nmax));
-      const float d = s * (q - z) - x[i];
-      err += d * d;
-    }
+    const float err = group_search::squaredError(x, n, s, 1.0f / s, z, static_cast<float>(nmax));
     if (err < bestErr) {
       bestErr = err;
       bestE = e;
@@ -103,13 +104,8 @@ void quantizeGroup(const GroupFormat& f, const Lut& lut, float base, const float
   } else {
     for (int c = 0; c <= kCandidates; ++c) {
       const float iscale = (static_cast<float>(nmax) - 1.0f + 2.0f * c / kCandidates) / (hi - lo);
-      double sl = 0, sl2 = 0, sxl = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const float l = std::clamp(std::floor((x[i] - lo) * iscale + 0.5f), 0.0f, static_cast<float>(nmax));
-        sl += l;
-        sl2 += l * l;
-        sxl += l * x[i];
-      }
+      const group_search::FitSums f = group_search::fitSums(x, n, lo, iscale, static_cast<float>(nmax));
+      const double sl = f.sl, sl2 = f.sl2, sxl = f.sxl;
       const double det = static_cast<double>(n) * sl2 - sl * sl;
       if (det <= 0) continue;
       const double s = (static_cast<double>(n) * sxl - sumX * sl) / det;
