@@ -189,6 +189,10 @@ struct Compiled {
 bool nvrtcAvailable(std::string* version = nullptr, std::string* why = nullptr);
 /// Compiles source; an Error carries the compiler's log when it fails, or says NVRTC is missing.
 Compiled compileCuda(const std::string& source, const std::string& arch, bool wantCubin);
+/// The same for AMD: whether hipRTC was found, and a code object of source for `arch` ("gfx90a",
+/// "gfx1100"), compiled as the AMD backend compiles (GIZML_HIP defined).
+bool hiprtcAvailable(std::string* version = nullptr, std::string* why = nullptr);
+std::vector<char> compileHip(const std::string& source, const std::string& arch);
 /// The directory of the on-disk kernel cache ($XDG_CACHE_HOME/gizml/kernels, or
 /// ~/.cache/gizml/kernels).
 std::string kernelCacheDirectory();

@@ -61,9 +61,13 @@ bool loadNvrtc(RtcApi& api, std::string& why) {
 }
 
 bool loadHiprtc(RtcApi& api, std::string& why) {
-  void* dl = openFirst({"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", "/opt/rocm/lib/libhiprtc.so"}, api.library);
+  // ROCm 6 and later ship hipRTC as libhiprtc; ROCm 5 (Debian 12's) keeps it in the HIP runtime.
+  void* dl = openFirst({"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", "/opt/rocm/lib/libhiprtc.so",
+                        "libamdhip64.so.5", "libamdhip64.so"},
+                       api.library);
   if (!dl) {
-    why = "hipRTC not found (libhiprtc.so): install ROCm's hipRTC to run kernels on AMD GPUs";
+    why = "hipRTC not found (libhiprtc.so, or libamdhip64.so.5 of ROCm 5): install ROCm's hipRTC to run kernels on AMD "
+          "GPUs";
     return false;
   }
   std::string missing;
@@ -110,6 +114,7 @@ Compiled compile(const RtcApi& api, const std::string& source, const std::string
   std::vector<std::string> options;
   if (api.hip) {
     options = {"-std=c++17", "-O3", "-ffp-contract=off", "-DGIZML_HIP=1"};
+    if (!target.empty()) options.push_back("--offload-arch=" + target);
   } else {
     options = {"--gpu-architecture=" + target, "-std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
                "--ftz=false", "-DGIZML_CUDA=1"};
@@ -169,6 +174,21 @@ Compiled compileCuda(const std::string& source, const std::string& arch, bool wa
   Compiled out = compile(api, source, virtualArch, true, false);
   if (wantCubin) out.cubin = compile(api, source, arch, false, true).cubin;
   return out;
+}
+
+bool hiprtcAvailable(std::string* version, std::string* why) {
+  try {
+    const RtcApi& api = rtc(Vendor::Amd);
+    if (version) *version = std::to_string(api.major) + "." + std::to_string(api.minor);
+    return true;
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+std::vector<char> compileHip(const std::string& source, const std::string& arch) {
+  return compile(rtc(Vendor::Amd), source, arch, false, true).cubin;
 }
 
 std::string compilerVersion(Vendor vendor) {

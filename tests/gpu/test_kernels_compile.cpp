@@ -57,6 +57,32 @@ void compileEverywhere(const std::string& source, const std::string& what) {
   }
 }
 
+// Chains over every dtype, operation family and view kind.
+std::vector<std::pair<std::string, T::Lazy>> elementwiseChains() {
+  using T::lazy;
+  const auto f = T::tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  const auto h = f.cast(DType::F16), bf = f.cast(DType::BF16);
+  const auto i8 = f.cast(DType::I8), u8 = f.cast(DType::U8), i32 = f.cast(DType::I32), i64 = f.cast(DType::I64);
+  const auto b = f.gt(T::scalar(2.0));
+  const auto row = T::tensor({3}, {1, 2, 3});
+  return {
+      {"copy of a transposed view", lazy(f.transpose(0, 1))},
+      {"broadcast row", lazy(f) + lazy(row)},
+      {"f16 chain", (lazy(h) * 2.0 + lazy(h)).exp().sigmoid()},
+      {"bf16 chain", (lazy(bf) - lazy(bf).relu()).tanh().silu().gelu().geluTanh()},
+      {"casts", lazy(f).cast(DType::I8).cast(DType::F16).cast(DType::U8).cast(DType::BF16).cast(DType::I64).cast(DType::Bool)},
+      {"integers", (lazy(i8) + lazy(u8)).mul(lazy(i32)).pow(lazy(i64)).mod(lazy(i32)).min(lazy(i64)).max(lazy(i8)).abs().neg().sign().relu()},
+      {"integer compare", where(lazy(i64).lt(lazy(i32)), lazy(i8), lazy(u8))},
+      {"float compare", where(lazy(f).ge(lazy(h)).ne(lazy(b)), lazy(f), lazy(bf))},
+      {"logic", lazy(b).unary(T::UnaryOp::Not).binary(T::BinaryOp::And, lazy(b)).binary(T::BinaryOp::Or, lazy(b))},
+      {"float ops", (lazy(f).log().sqrt().rsqrt().sin().cos().floor().ceil().round().abs() / lazy(f)).mod(lazy(f)).pow(2.0)},
+      {"minmax and eq", lazy(f).min(lazy(bf)).max(lazy(h)).eq(lazy(f)).le(lazy(b))},
+      {"true division of ints", lazy(i32) / lazy(i64)},
+      {"scalars", (lazy(f) * 0.5 + 3.0).cast(DType::I32) + 7.0},
+      {"slices", lazy(f.slice(1, 2, -4, -1)) * lazy(f.slice(0, 0, 1).expand({2, 3}))},
+  };
+}
+
 }  // namespace
 
 TEST(KernelsCompile, FixedKernels) {
@@ -75,29 +101,7 @@ TEST(KernelsCompile, NetopsKernels) {
 
 TEST(KernelsCompile, ElementwiseChains) {
   requireNvrtc();
-  using T::lazy;
-  const auto f = T::tensor({2, 3}, {1, 2, 3, 4, 5, 6});
-  const auto h = f.cast(DType::F16), bf = f.cast(DType::BF16);
-  const auto i8 = f.cast(DType::I8), u8 = f.cast(DType::U8), i32 = f.cast(DType::I32), i64 = f.cast(DType::I64);
-  const auto b = f.gt(T::scalar(2.0));
-  const auto row = T::tensor({3}, {1, 2, 3});
-  std::vector<std::pair<std::string, T::Lazy>> chains = {
-      {"copy of a transposed view", lazy(f.transpose(0, 1))},
-      {"broadcast row", lazy(f) + lazy(row)},
-      {"f16 chain", (lazy(h) * 2.0 + lazy(h)).exp().sigmoid()},
-      {"bf16 chain", (lazy(bf) - lazy(bf).relu()).tanh().silu().gelu().geluTanh()},
-      {"casts", lazy(f).cast(DType::I8).cast(DType::F16).cast(DType::U8).cast(DType::BF16).cast(DType::I64).cast(DType::Bool)},
-      {"integers", (lazy(i8) + lazy(u8)).mul(lazy(i32)).pow(lazy(i64)).mod(lazy(i32)).min(lazy(i64)).max(lazy(i8)).abs().neg().sign().relu()},
-      {"integer compare", where(lazy(i64).lt(lazy(i32)), lazy(i8), lazy(u8))},
-      {"float compare", where(lazy(f).ge(lazy(h)).ne(lazy(b)), lazy(f), lazy(bf))},
-      {"logic", lazy(b).unary(T::UnaryOp::Not).binary(T::BinaryOp::And, lazy(b)).binary(T::BinaryOp::Or, lazy(b))},
-      {"float ops", (lazy(f).log().sqrt().rsqrt().sin().cos().floor().ceil().round().abs() / lazy(f)).mod(lazy(f)).pow(2.0)},
-      {"minmax and eq", lazy(f).min(lazy(bf)).max(lazy(h)).eq(lazy(f)).le(lazy(b))},
-      {"true division of ints", lazy(i32) / lazy(i64)},
-      {"scalars", (lazy(f) * 0.5 + 3.0).cast(DType::I32) + 7.0},
-      {"slices", lazy(f.slice(1, 2, -4, -1)) * lazy(f.slice(0, 0, 1).expand({2, 3}))},
-  };
-  for (const auto& [name, chain] : chains) compileEverywhere(gpu::planElementwise(*chain.node()).source, name);
+  for (const auto& [name, chain] : elementwiseChains()) compileEverywhere(gpu::planElementwise(*chain.node()).source, name);
 }
 
 TEST(KernelsCompile, ElementwiseSourceDependsOnPatternNotData) {
@@ -113,4 +117,38 @@ TEST(KernelsCompile, NetopsRowsKernels) {
   requireNvrtc();
   compileEverywhere(gpu::netopsRowsKernelSource(),
                     "netops rows kernels (argmax, candidates, split sums, norms, SwiGLU, Hadamard)");
+}
+
+// AMD: the same sources through hipRTC (GIZML_HIP defined) for a CDNA (gfx90a, wave 64) and an
+// RDNA (gfx1030, wave 32) GPU, where hipRTC is installed (Debian's ROCm 5: libamdhip64.so.5, whose
+// compiler knows neither gfx1100 nor gfx942); never run here.
+namespace {
+
+void requireHiprtc() {
+  std::string version, why;
+  if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
+}
+
+void compileForAmd(const std::string& source, const std::string& what) {
+  for (const char* arch : {"gfx90a", "gfx1030"}) {
+    try {
+      EXPECT_FALSE(gpu::compileHip(source, arch).empty()) << what << " for " << arch;
+    } catch (const Error& e) {
+      ADD_FAILURE() << what << " for " << arch << ": " << std::string(e.what()).substr(0, 3000);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(KernelsCompileHip, FixedAndNetopsKernels) {
+  requireHiprtc();
+  compileForAmd(gpu::fixedKernelSource(), "the fixed kernels");
+  compileForAmd(gpu::netopsKernelSource(), "netops' kernels");
+  compileForAmd(gpu::netopsRowsKernelSource(), "netops rows kernels");
+}
+
+TEST(KernelsCompileHip, ElementwiseChains) {
+  requireHiprtc();
+  for (const auto& [name, chain] : elementwiseChains()) compileForAmd(gpu::planElementwise(*chain.node()).source, name);
 }
