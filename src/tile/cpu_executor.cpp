@@ -8,6 +8,7 @@
 // load used only as a dot operand reads the tensor in place when the block lies inside it (sgemm
 // packs from any strides), and the sgemm of a point runs on its worker's thread only.
 #include <gizml/tile.h>
+#include <hwy/aligned_allocator.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +18,7 @@
 #include "cpu/convert.h"
 #include "cpu/elementwise.h"
 #include "cpu/gemm.h"
+#include "cpu/gemm_kernel.h"
 #include "cpu/reduce.h"
 #include "tile/ir.h"
 
@@ -29,6 +31,37 @@ using tir::Kind;
 struct Matrix {
   const float* data = nullptr;
   int64_t rowStride = 0, colStride = 1;
+  bool inTensor = false;  // a block of a tensor (the same address holds the same values all run)
+};
+
+// A dot operand packed into sgemm's panels (cpu/gemm_kernel.h), and where it came from.
+struct PackedBlock {
+  Matrix from;
+  int64_t rows = 0, cols = 0, floats = 0, capacity = 0;
+  hwy::AlignedFreeUniquePtr<float[]> data;
+
+  float* reserve(int64_t n) {
+    if (n > capacity) {
+      data = hwy::AllocateAligned<float>(static_cast<size_t>(n));
+      capacity = n;
+    }
+    floats = n;
+    return data.get();
+  }
+};
+
+// The packed blocks of tensors that one operand of one dot read on this worker, kept while they
+// are read again: consecutive grid points often read the same block (a product's points along a
+// row of the grid share their rows of A), and packing them again would cost as much as an eighth
+// of the product. An operand whose blocks are seldom read twice stops keeping them.
+struct PackCache {
+  static constexpr int64_t kBudget = int64_t{1} << 20;  // floats kept (4 MB)
+  static constexpr size_t kMaxBlocks = 256;
+  std::vector<PackedBlock> blocks;  // [0, used) hold blocks, the rest are spare buffers
+  size_t used = 0;
+  int64_t floats = 0, lookups = 0, hits = 0;
+  bool off = false;
+  PackedBlock scratch;  // blocks not kept
 };
 
 // One worker's registers: tile values in an arena, indices, fold bounds, dot operands read in
@@ -38,6 +71,8 @@ struct Frame {
   std::vector<int64_t> index;
   std::vector<int64_t> stop;
   std::vector<Matrix> matrix;
+  std::vector<PackCache> packs;  // two per op: a dot's operands a and b
+  bool ownThread = false;        // the sgemm of a dot runs on this thread alone
   std::vector<float> scratch[3];
   std::vector<int64_t> coord, block, pos;
 };
@@ -135,6 +170,9 @@ class Executor {
       }
     }
     for (const tir::Operand& o : k.operands) largest_ = std::max(largest_, tir::elementCount(o.block));
+    for (const tir::Operand& w : k.operands)
+      for (const tir::Operand& r : k.operands)
+        if (w.write && !r.write && w.tensor.storage() == r.tensor.storage()) keepPacked_ = false;
   }
 
   void run() const {
@@ -152,6 +190,8 @@ class Executor {
       f.matrix.resize(k_.values.size());
       for (auto& s : f.scratch) s.resize(static_cast<size_t>(largest_));
       f.coord.resize(k_.grid.size());
+      f.packs.resize(2 * k_.ops.size());
+      f.ownThread = workers > 1 || core::threadCount() == 1;
       for (int64_t point; (point = next.fetch_add(1)) < points;) runPoint(f, point);
     });
   }
@@ -266,10 +306,10 @@ class Executor {
         at += first * strides[d];
       }
       if (inside) {
-        m = {reinterpret_cast<const float*>(base) + at, strides[0], strides[1]};
+        m = {reinterpret_cast<const float*>(base) + at, strides[0], strides[1], keepPacked_};
         return;
       }
-      m = {out, cols, 1};
+      m = {out, cols, 1, false};
     }
     forBlockRows(o, block, f.pos, [&](int64_t to, int64_t from, int64_t valid) {
       if (valid > 0) cpu::loadF32(o.tensor.dtype(), base + from * size, stride, valid, out + to);
@@ -347,7 +387,52 @@ class Executor {
   // An operand of a dot: where its load left it, or its tile.
   Matrix matrix(Frame& f, int id) const {
     if (inPlace_[static_cast<size_t>(id)]) return f.matrix[static_cast<size_t>(id)];
-    return {tile(f, id), value(id).shape[1], 1};
+    return {tile(f, id), value(id).shape[1], 1, false};
+  }
+
+  // Operand `slot` (0: a, rows x cols = m x k; 1: b, k x n) of the dot at pc, packed: a block
+  // kept from an earlier point when the same tensor block was packed there.
+  const float* pack(Frame& f, size_t pc, int slot, const Matrix& x, int64_t rows, int64_t cols,
+                    const cpu::gemm::Tile& t) const {
+    PackCache& c = f.packs[2 * pc + static_cast<size_t>(slot)];
+    const auto fill = [&](PackedBlock& b) {
+      if (slot == 0) {
+        cpu::gemm::packA(x.data, x.rowStride, x.colStride, rows, cols,
+                         b.reserve((rows + t.mr - 1) / t.mr * t.mr * cols));
+      } else {
+        cpu::gemm::packB(x.data, x.rowStride, x.colStride, rows, cols,
+                         b.reserve((cols + t.nr - 1) / t.nr * t.nr * rows));
+      }
+      b.from = x;
+      b.rows = rows;
+      b.cols = cols;
+      return b.data.get();
+    };
+    if (!x.inTensor || c.off) return fill(c.scratch);
+    ++c.lookups;
+    for (size_t i = 0; i < c.used; ++i) {
+      const PackedBlock& b = c.blocks[i];
+      if (b.from.data == x.data && b.from.rowStride == x.rowStride && b.from.colStride == x.colStride &&
+          b.rows == rows && b.cols == cols) {
+        ++c.hits;
+        return b.data.get();
+      }
+    }
+    if (c.lookups >= 256 && c.hits * 8 < c.lookups) {  // seldom read twice: stop keeping
+      c.off = true;
+      c.blocks.clear();
+      c.used = 0;
+      return fill(c.scratch);
+    }
+    if (c.used == PackCache::kMaxBlocks || c.floats + rows * cols > PackCache::kBudget) {
+      c.used = 0;  // full: start again (the buffers stay for reuse)
+      c.floats = 0;
+    }
+    if (c.used == c.blocks.size()) c.blocks.emplace_back();
+    PackedBlock& b = c.blocks[c.used++];
+    const float* packed = fill(b);
+    c.floats += b.floats;
+    return packed;
   }
 
   void dot(Frame& f, const tir::Op& op) const {
@@ -357,12 +442,24 @@ class Executor {
     const bool accumulate = op.args.size() == 3;
     if (accumulate && out != tile(f, op.args[2])) std::copy_n(tile(f, op.args[2]), m * n, out);
     const Matrix a = matrix(f, op.args[0]), b = matrix(f, op.args[1]);
-    cpu::sgemm(m, n, k, a.data, a.rowStride, a.colStride, b.data, b.rowStride, b.colStride, out, n, accumulate);
+    // On a worker of the grid, a product of one k block (sgemm's order of additions: one fma
+    // chain over k, then added to out) runs here on packed operands, kept for later points.
+    // Anything else, or a grid too small to fill the threads, goes to sgemm itself.
+    if (!f.ownThread || k > cpu::kGemmKc || m <= cpu::gemm::kStreamRows || m > 512 || n > 2048) {
+      cpu::sgemm(m, n, k, a.data, a.rowStride, a.colStride, b.data, b.rowStride, b.colStride, out, n, accumulate);
+      return;
+    }
+    const cpu::gemm::Tile t = cpu::gemm::tile();
+    const auto pc = static_cast<size_t>(&op - k_.ops.data());
+    const float* packedA = pack(f, pc, 0, a, m, k, t);
+    const float* packedB = pack(f, pc, 1, b, k, n, t);
+    cpu::gemm::macroKernel(m, n, k, packedA, packedB, out, n, accumulate);
   }
 
   const tir::Kernel& k_;
   std::vector<int64_t> offset_;
   std::vector<bool> inPlace_;  // loads whose dots may read the tensor where it is
+  bool keepPacked_ = true;     // no tensor is both read and written: packed blocks stay valid
   int64_t arena_ = 0;
   int64_t largest_ = 1;
 };
