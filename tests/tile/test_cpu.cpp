@@ -132,6 +132,26 @@ TEST(TileCpu, DotAccumulatorsThatLiveOn) {
   expectSameBits(out[3], x, "the tile from outside the fold, after the folds");
 }
 
+TEST(TileCpu, ReadingWhatThePointWrote) {
+  // Each point multiplies its rows of x by w three times in place: the fold reads the block it
+  // wrote in the pass before, so packed blocks of x must not be kept from pass to pass.
+  const auto x = T::uniform(T::Key(26), {16, 8}, -1, 1), w = T::uniform(T::Key(27), {8, 8}, -1, 1);
+  auto want = x.clone();
+  for (int pass = 0; pass < 3; ++pass) want = T::matmul(want, w);
+  Tile::run({2}, [&](Tile::Program& p) {
+    const auto i = p.id(0);
+    const auto X = p.read(x, {8, 8});
+    const auto W = p.read(w, {8, 8}).at({0, 0});
+    const auto out = p.write(x, {8, 8});
+    p.fold(0, 3, p.zeros({8, 8}), [&](Tile::Index, Tile::Tile acc) {
+      const auto t = X.at({i, 0}).dot(W);
+      out.put(t, {i, 0});
+      return acc + t;
+    });
+  });
+  expectSameBits(x, want, "x w w w");
+}
+
 TEST(TileCpu, ProductOfTransposedViewsAndSmallBlocks) {
   // Strided operands read through their strides; blocks of 16 x 8 with k blocks of 5.
   const auto at = T::uniform(T::Key(3), {19, 45}, -1, 1), b = T::uniform(T::Key(4), {19, 23}, -1, 1);
