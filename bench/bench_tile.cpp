@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -40,12 +41,13 @@ double seconds(const std::function<void()>& run) {
 }
 
 // Best seconds per call of each: a warm-up, then alternating runs (so both see the same load
-// from the rest of the machine) until at least 5 each and 2 s in all.
-std::pair<double, double> bestSeconds(const std::function<void()>& ours, const std::function<void()>& theirs) {
+// from the rest of the machine) until at least 5 each and `budget` seconds in all.
+std::pair<double, double> bestSeconds(const std::function<void()>& ours, const std::function<void()>& theirs,
+                                      double budget) {
   ours();
   theirs();
   double bestOurs = 1e30, bestTheirs = 1e30, total = 0;
-  for (int i = 0; i < 5 || total < 2.0; ++i) {
+  for (int i = 0; i < 5 || total < budget; ++i) {
     const double s = seconds(ours), t = seconds(theirs);
     bestOurs = std::min(bestOurs, s);
     bestTheirs = std::min(bestTheirs, t);
@@ -56,7 +58,10 @@ std::pair<double, double> bestSeconds(const std::function<void()>& ours, const s
 
 }  // namespace
 
-int main() {
+// Usage: bench_tile [SECONDS]: the time spent on each shape (default 2; more gives a busy machine
+// more chances at a quiet moment). GIZML_THREADS sets the thread count of both.
+int main(int argc, char** argv) {
+  const double budget = argc > 1 ? std::atof(argv[1]) : 2.0;
   const int threads = core::threadCount();
   openblas_set_num_threads(threads);
   std::printf("threads %d, our SIMD target %s, OpenBLAS core %s\n", threads, cpu::simdTarget(),
@@ -75,7 +80,8 @@ int main() {
                                               cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m),
                                                           int(s.n), int(s.k), 1.0f, a.data<float>(), int(s.k),
                                                           b.data<float>(), int(s.n), 0.0f, c.data(), int(s.n));
-                                            });
+                                            },
+                                            budget);
     // The two agree up to the order of additions.
     double diff = 0;
     const float* g = got.data<float>();
