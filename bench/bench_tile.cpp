@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
+#include <string>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -34,10 +36,21 @@ T::Tensor product(const T::Tensor& a, const T::Tensor& b, int64_t m, int64_t n) 
   })[0];
 }
 
+// Wall time, or with `cpu` the process's CPU time (with GIZML_THREADS=1, a measure of the work
+// that a busy machine disturbs less: time spent waiting for a core is not counted).
+bool cpuTime = false;
+
+double now() {
+  if (!cpuTime) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 double seconds(const std::function<void()>& run) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = now();
   run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return now() - t0;
 }
 
 // Best seconds per call of each: a warm-up, then alternating runs (so both see the same load
@@ -58,14 +71,16 @@ std::pair<double, double> bestSeconds(const std::function<void()>& ours, const s
 
 }  // namespace
 
-// Usage: bench_tile [SECONDS]: the time spent on each shape (default 2; more gives a busy machine
-// more chances at a quiet moment). GIZML_THREADS sets the thread count of both.
+// Usage: bench_tile [SECONDS [cpu]]: the time spent on each shape (default 2; more gives a busy
+// machine more chances at a quiet moment); `cpu` times CPU time instead of wall time.
+// GIZML_THREADS sets the thread count of both.
 int main(int argc, char** argv) {
   const double budget = argc > 1 ? std::atof(argv[1]) : 2.0;
+  cpuTime = argc > 2 && std::string(argv[2]) == "cpu";
   const int threads = core::threadCount();
   openblas_set_num_threads(threads);
-  std::printf("threads %d, our SIMD target %s, OpenBLAS core %s\n", threads, cpu::simdTarget(),
-              openblas_get_corename());
+  std::printf("threads %d, our SIMD target %s, OpenBLAS core %s, %s time\n", threads, cpu::simdTarget(),
+              openblas_get_corename(), cpuTime ? "CPU" : "wall");
   std::printf("%-20s %12s %12s %8s %10s\n", "m x k x n", "tile GF/s", "OpenBLAS", "ratio", "max diff");
   struct Shape {
     int64_t m, k, n;

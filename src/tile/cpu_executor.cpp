@@ -2,11 +2,12 @@
 // list of whole-tile operations on f32 buffers (the Highway kernels of the tensor layer for
 // elementwise work, the tensor reductions' order for sums, sgemm for dot).
 //
-// What keeps a product near sgemm's speed (docs/tile.md, "CPU"): each worker allocates its
-// buffers once and takes grid points from a shared counter; a dot whose accumulator dies there
-// accumulates in the accumulator's own buffer (no copy in, no copy back at the fold's end); a
-// load used only as a dot operand reads the tensor in place when the block lies inside it (sgemm
-// packs from any strides), and the sgemm of a point runs on its worker's thread only.
+// What keeps a product near sgemm's speed (docs/tile.md, "The CPU executor's speed"): each
+// thread keeps its buffers from run to run and takes grid points from a shared counter; a dot
+// whose accumulator dies there accumulates in the accumulator's own buffer (no copy in, no copy
+// back at the fold's end); a load used only as a dot operand reads the tensor in place when the
+// block lies inside it (sgemm packs from any strides); and on a worker a dot packs its operands
+// itself, keeping packed tensor blocks that later points read again.
 #include <gizml/tile.h>
 #include <hwy/aligned_allocator.h>
 
@@ -75,7 +76,27 @@ struct Frame {
   bool ownThread = false;        // the sgemm of a dot runs on this thread alone
   std::vector<float> scratch[3];
   std::vector<int64_t> coord, block, pos;
+  bool busy = false;  // a run is using it
 };
+
+// Each thread's frame, kept from run to run so that its buffers are allocated and paged in once.
+// A run forgets the packed blocks of the one before (their buffers stay, within kKeptFloats).
+Frame& threadFrame() {
+  thread_local Frame frame;
+  return frame;
+}
+constexpr int64_t kKeptFloats = int64_t{16} << 20;  // 64 MB a thread, beyond which a run frees
+
+// Frees what a frame holds beyond kKeptFloats (packed blocks first, then the arena).
+void trim(Frame& f) {
+  int64_t packed = 0;
+  for (const PackCache& c : f.packs) {
+    packed += c.scratch.capacity;
+    for (const PackedBlock& b : c.blocks) packed += b.capacity;
+  }
+  if (packed > kKeptFloats / 2) f.packs.clear();
+  if (static_cast<int64_t>(f.arena.capacity()) > kKeptFloats / 2) f.arena = {};
+}
 
 // Copies `in` (shape `from`) broadcast to shape `to` into out, a row of the last axis at a time.
 void expand(const float* in, const Shape& from, const Shape& to, float* out) {
@@ -183,14 +204,29 @@ class Executor {
     const int64_t workers = std::min<int64_t>(points, core::threadCount());
     std::atomic<int64_t> next{0};
     core::parallelTasks(workers, [&](int64_t) {
-      Frame f;
+      Frame& kept = threadFrame();
+      Frame fresh;  // should a run ever start inside another on this thread
+      Frame& f = kept.busy ? fresh : kept;
+      struct Release {
+        Frame& f;
+        ~Release() {
+          f.busy = false;
+          trim(f);
+        }
+      } release{f};
+      f.busy = true;
       f.arena.resize(static_cast<size_t>(arena_));
       f.index.resize(k_.values.size());
       f.stop.resize(k_.ops.size());
-      f.matrix.resize(k_.values.size());
+      f.matrix.assign(k_.values.size(), Matrix{});
       for (auto& s : f.scratch) s.resize(static_cast<size_t>(largest_));
       f.coord.resize(k_.grid.size());
       f.packs.resize(2 * k_.ops.size());
+      for (PackCache& c : f.packs) {  // the blocks of the run before are other tensors' (or freed)
+        c.used = 0;
+        c.floats = c.lookups = c.hits = 0;
+        c.off = false;
+      }
       f.ownThread = workers > 1 || core::threadCount() == 1;
       for (int64_t point; (point = next.fetch_add(1)) < points;) runPoint(f, point);
     });
