@@ -152,6 +152,19 @@ TEST(TileCpu, ReadingWhatThePointWrote) {
   expectSameBits(x, want, "x w w w");
 }
 
+TEST(TileCpu, ARunAfterTheTensorChanged) {
+  // Threads keep their buffers from run to run, but not the packed blocks: the second product
+  // reads the same addresses holding other values.
+  const auto a = T::uniform(T::Key(28), {256, 64}, -1, 1), b = T::uniform(T::Key(29), {64, 512}, -1, 1);
+  const auto check = [&](const char* what) {
+    const auto got = product(a, b, 128, 128, 32).toFloats(), want = T::matmul(a, b).toFloats();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << what << " element " << i;
+  };
+  check("first");
+  T::assign(a, T::uniform(T::Key(30), {256, 64}, -1, 1));
+  check("after the change");
+}
+
 TEST(TileCpu, ProductOfTransposedViewsAndSmallBlocks) {
   // Strided operands read through their strides; blocks of 16 x 8 with k blocks of 5.
   const auto at = T::uniform(T::Key(3), {19, 45}, -1, 1), b = T::uniform(T::Key(4), {19, 23}, -1, 1);
