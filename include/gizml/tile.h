@@ -7,7 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gizml::tile {
@@ -194,6 +198,48 @@ struct CudaKernel {
 /// Generates the kernel for body on grid; its parameters are the tensors of p.read and p.write
 /// in the order of those calls (element pointers, offsets applied).
 CudaKernel cuda(const Grid& grid, const Body& body);
+
+// ---- Tuning (docs/tile.md, "Tuning"): the fastest configuration per kernel and tensor shapes.
+
+/// One configuration of a kernel: block sizes, warps, stages, ... by name, e.g.
+/// `{{"bm", 128}, {"bn", 128}, {"warps", 8}}`. Names are letters, digits and `_`, starting with a
+/// letter or `_`.
+struct Config {
+  std::map<std::string, int64_t> values;
+
+  Config() = default;
+  Config(std::initializer_list<std::pair<const std::string, int64_t>> v) : values(v) {}
+  /// The value of name; a gizml::Error naming it and the configuration when it is missing.
+  int64_t operator[](const std::string& name) const;
+  /// "bm=128,bn=128,warps=8" (names in order): how tunings files and errors write it.
+  std::string text() const;
+  bool operator==(const Config& o) const { return values == o.values; }
+};
+
+/// Runs kernel `name` through runWith(config) and returns its outputs. The first call for `name`
+/// and the dtypes, shapes and devices of `key` (the tensors whose shapes decide which
+/// configuration is fastest, usually the inputs) times every configuration: a warm-up run (a
+/// GPU kernel compiles there) and then 3 timed runs, device-synchronised (wall time on the
+/// host), keeping the fastest by its best run. Later calls with that name and key run the kept
+/// configuration only, as long as it is still one of `configs`. A configuration that throws is
+/// skipped; when all throw, the first one's error is rethrown, naming its configuration.
+/// runWith must give the same results for every configuration (they only differ in speed).
+std::vector<Tensor> tune(const std::string& name, const std::vector<Config>& configs,
+                         const std::vector<Tensor>& key,
+                         const std::function<std::vector<Tensor>(const Config&)>& runWith);
+
+/// The configuration kept for name and key (by tune or loadTunings), if any.
+std::optional<Config> tuned(const std::string& name, const std::vector<Tensor>& key);
+
+/// Writes every kept configuration to folder/tunings.txt (the folder is made if missing),
+/// through a temporary file renamed into place, so a reader sees a whole file or the old one.
+void saveTunings(const std::string& folder);
+/// Adds the configurations of folder/tunings.txt to the kept ones (an entry replaces one with
+/// the same name and key) and returns how many it read; 0 when there is no such file. A
+/// damaged file is a gizml::Error naming the file and line, and adds nothing.
+size_t loadTunings(const std::string& folder);
+/// Forgets every kept configuration.
+void clearTunings();
 
 }  // namespace gizml::tile
 

@@ -71,6 +71,100 @@ TEST(TileCpu, ProductOfOddShapes) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << "element " << i;
 }
 
+TEST(TileCpu, ProductAgainstADoubleReference) {
+  // The guide's product at 1000 x 333 x 777 (edge blocks on every axis, a k block cut short)
+  // against sums in double: an f32 sum of 333 products of values in [-1, 1] errs by far less
+  // than 1e-4. Then with the operands as transposed views (read in place through strides).
+  const int64_t m = 1000, k = 333, n = 777;
+  const auto a = T::uniform(T::Key(21), {m, k}, -1, 1), b = T::uniform(T::Key(22), {k, n}, -1, 1);
+  const auto av = a.toFloats(), bv = b.toFloats();
+  std::vector<double> want(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) {
+      const double x = av[static_cast<size_t>(i * k + p)];
+      for (int64_t j = 0; j < n; ++j) want[static_cast<size_t>(i * n + j)] += x * bv[static_cast<size_t>(p * n + j)];
+    }
+  const auto check = [&](const T::Tensor& c, const char* what) {
+    ASSERT_EQ(c.shape(), (T::Shape{m, n})) << what;
+    const auto got = c.toFloats();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << what << " element " << i;
+  };
+  check(product(a, b, 128, 128, 32), "contiguous");
+  check(product(a.transpose(0, 1).contiguous().transpose(0, 1), b.transpose(0, 1).contiguous().transpose(0, 1),
+                128, 128, 32),
+        "transposed views");
+}
+
+TEST(TileCpu, DotAccumulatorsThatLiveOn) {
+  // The executor accumulates a dot in its accumulator's buffer only where nothing reads the
+  // accumulator afterwards. Here something does: the fold's accumulator after the dot, a tile
+  // from outside the fold (read again by the next pass), and the accumulator as the dot's own
+  // operand. Each against the same steps in tensor operations (the same bits: a dot with an
+  // accumulator is one chain of products, then one addition).
+  const auto a = T::uniform(T::Key(23), {8, 24}, -1, 1), b = T::uniform(T::Key(24), {24, 8}, -1, 1);
+  const auto x = T::uniform(T::Key(25), {8, 8}, -1, 1);
+  const auto out = Tile::run({1}, [&](Tile::Program& p) {
+    const auto A = p.read(a, {8, 8}), B = p.read(b, {8, 8});
+    const auto X = p.read(x, {8, 8}).at({0, 0});
+    const auto y = p.fold(0, 3, p.zeros({8, 8}), [&](Tile::Index k, Tile::Tile acc) {
+      const auto d = acc + A.at({0, k}).dot(B.at({k, 0}));
+      return d * 0.5 + acc;
+    });
+    const auto z = p.fold(0, 3, p.zeros({8, 8}), [&](Tile::Index k, Tile::Tile acc) {
+      return acc + (X + A.at({0, k}).dot(B.at({k, 0})));
+    });
+    const auto w = p.fold(0, 3, X, [&](Tile::Index, Tile::Tile acc) { return acc + acc.dot(X); });
+    p.write(T::zeros({8, 8}), {8, 8}).put(y, {0, 0});
+    p.write(T::zeros({8, 8}), {8, 8}).put(z, {0, 0});
+    p.write(T::zeros({8, 8}), {8, 8}).put(w, {0, 0});
+    p.write(T::zeros({8, 8}), {8, 8}).put(X, {0, 0});
+  });
+  auto y = T::zeros({8, 8}), z = T::zeros({8, 8}), w = x;
+  for (int64_t k = 0; k < 3; ++k) {
+    const auto ak = a.slice(1, 8 * k, 8 * k + 8), bk = b.slice(0, 8 * k, 8 * k + 8);
+    y = y.add(T::matmul(ak, bk)).mul(T::scalar(0.5)).add(y);
+    z = z.add(x.add(T::matmul(ak, bk)));
+    w = w.add(T::matmul(w, x));
+  }
+  expectSameBits(out[0], y, "accumulator read after the dot");
+  expectSameBits(out[1], z, "accumulator from outside the fold");
+  expectSameBits(out[2], w, "accumulator as the dot's operand");
+  expectSameBits(out[3], x, "the tile from outside the fold, after the folds");
+}
+
+TEST(TileCpu, ReadingWhatThePointWrote) {
+  // Each point multiplies its rows of x by w three times in place: the fold reads the block it
+  // wrote in the pass before, so packed blocks of x must not be kept from pass to pass.
+  const auto x = T::uniform(T::Key(26), {16, 8}, -1, 1), w = T::uniform(T::Key(27), {8, 8}, -1, 1);
+  auto want = x.clone();
+  for (int pass = 0; pass < 3; ++pass) want = T::matmul(want, w);
+  Tile::run({2}, [&](Tile::Program& p) {
+    const auto i = p.id(0);
+    const auto X = p.read(x, {8, 8});
+    const auto W = p.read(w, {8, 8}).at({0, 0});
+    const auto out = p.write(x, {8, 8});
+    p.fold(0, 3, p.zeros({8, 8}), [&](Tile::Index, Tile::Tile acc) {
+      const auto t = X.at({i, 0}).dot(W);
+      out.put(t, {i, 0});
+      return acc + t;
+    });
+  });
+  expectSameBits(x, want, "x w w w");
+}
+
+TEST(TileCpu, ARunAfterTheTensorChanged) {
+  // Threads keep their buffers from run to run, but not the packed blocks: the second product
+  // reads the same addresses holding other values.
+  const auto a = T::uniform(T::Key(28), {256, 64}, -1, 1), b = T::uniform(T::Key(29), {64, 512}, -1, 1);
+  const auto check = [&](const char* what) {
+    const auto got = product(a, b, 128, 128, 32).toFloats(), want = T::matmul(a, b).toFloats();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << what << " element " << i;
+  };
+  check("first");
+  T::assign(a, T::uniform(T::Key(30), {256, 64}, -1, 1));
+  check("after the change");
+}
+
 TEST(TileCpu, ProductOfTransposedViewsAndSmallBlocks) {
   // Strided operands read through their strides; blocks of 16 x 8 with k blocks of 5.
   const auto at = T::uniform(T::Key(3), {19, 45}, -1, 1), b = T::uniform(T::Key(4), {19, 23}, -1, 1);
