@@ -71,7 +71,7 @@ std::optional<ToolCall> functionForm(std::string_view body, const nlohmann::orde
     if (next == std::string_view::npos || next >= body.size()) break;
     at = next;
   }
-  call.arguments = args.dump();
+  call.arguments = args.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   return call;
 }
 
@@ -87,7 +87,7 @@ std::optional<ToolCall> jsonForm(std::string_view body) {
   if (args == j.end()) args = j.find("parameters");
   if (args == j.end() || args->is_null()) call.arguments = "{}";
   else if (args->is_string()) call.arguments = args->get<std::string>();
-  else call.arguments = args->dump();
+  else call.arguments = args->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   return call;
 }
 
@@ -164,7 +164,10 @@ std::string TextStream::finish() {
 }
 
 AnswerStream::AnswerStream(bool reasoning, nlohmann::ordered_json tools, bool inReasoning)
-    : reasoning_(reasoning), tools_(std::move(tools)), mode_(inReasoning && reasoning ? Mode::Reasoning : Mode::Content) {}
+    : reasoning_(reasoning),
+      tools_(std::move(tools)),
+      mode_(inReasoning && reasoning ? Mode::Reasoning : Mode::Content),
+      thinkChecked_(mode_ == Mode::Reasoning) {}
 
 void AnswerStream::addContent(Delta& d, std::string_view text) {
   if (!contentStarted_) {
@@ -189,7 +192,6 @@ AnswerStream::Delta AnswerStream::run(bool atEnd) {
         d.reasoning += pending_.substr(0, end);
         pending_.erase(0, end + kThinkEnd.size());
         mode_ = Mode::Content;
-        afterThink_ = true;
         continue;
       }
       const size_t keep = atEnd ? 0 : heldBack(pending_, {kThinkEnd});
@@ -197,8 +199,21 @@ AnswerStream::Delta AnswerStream::run(bool atEnd) {
       pending_.erase(0, pending_.size() - keep);
       break;
     }
+    // <think> opens reasoning only at the start of the answer (after blanks).
+    if (reasoning_ && !thinkChecked_) {
+      const size_t first = pending_.find_first_not_of(" \n\r\t");
+      if (first == std::string::npos && !atEnd) break;
+      const std::string_view start = first == std::string::npos ? "" : std::string_view(pending_).substr(first);
+      if (start.substr(0, kThink.size()) == kThink) {
+        pending_.erase(0, first + kThink.size());
+        mode_ = Mode::Reasoning;
+        thinkChecked_ = true;
+        continue;
+      }
+      if (!atEnd && kThink.substr(0, start.size()) == start) break;  // may still become <think>
+      thinkChecked_ = true;
+    }
     std::vector<std::string_view> markers;
-    if (reasoning_ && !contentStarted_ && !afterThink_) markers.push_back(kThink);
     if (tools_.is_array() && !tools_.empty()) markers.push_back(kCall);
     size_t at = std::string::npos;
     std::string_view marker;
@@ -207,12 +222,8 @@ AnswerStream::Delta AnswerStream::run(bool atEnd) {
     if (at != std::string::npos) {
       addContent(d, std::string_view(pending_).substr(0, at));
       pending_.erase(0, at + marker.size());
-      if (marker == kThink) {
-        mode_ = Mode::Reasoning;
-      } else {
-        mode_ = Mode::Tools;
-        toolText_ = std::string(kCall);
-      }
+      mode_ = Mode::Tools;
+      toolText_ = std::string(kCall);
       continue;
     }
     size_t keep = atEnd ? 0 : heldBack(pending_, markers);

@@ -58,9 +58,9 @@ class AnswerStream {
   bool reasoning_;
   nlohmann::ordered_json tools_;
   Mode mode_;
+  bool thinkChecked_;  // the answer's start was seen not to be (or to be) a <think>
   std::string pending_, toolText_;
   bool contentStarted_ = false;  // content with something other than white space was sent
-  bool afterThink_ = false;      // a </think> closed reasoning: the content's leading blanks go
   std::vector<ToolCall> calls_;
 };
 
