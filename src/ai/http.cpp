@@ -268,8 +268,9 @@ std::string response(int status, std::string_view contentType, std::string_view 
   return out;
 }
 
-std::string chunkedHead(int status, std::string_view contentType, bool keepAlive) {
-  return head(status, contentType, keepAlive) + "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+std::string streamHead(int status, std::string_view contentType, bool keepAlive, bool chunked) {
+  return head(status, contentType, keepAlive && chunked) + "Cache-Control: no-cache\r\n" +
+         (chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n");
 }
 
 std::string chunk(std::string_view data) {

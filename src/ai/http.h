@@ -51,9 +51,9 @@ const char* reason(int status);
 /// A whole response with Content-Length.
 std::string response(int status, std::string_view contentType, std::string_view body, bool keepAlive,
                      const std::vector<std::pair<std::string, std::string>>& extraHeaders = {});
-/// The head of a chunked response (Server-Sent Events); chunk() frames each piece of its body,
-/// lastChunk() ends it.
-std::string chunkedHead(int status, std::string_view contentType, bool keepAlive);
+/// The head of a streamed response (Server-Sent Events): chunked, where chunk() frames each piece
+/// of its body and lastChunk() ends it; else (HTTP/1.0) the body runs to the connection's close.
+std::string streamHead(int status, std::string_view contentType, bool keepAlive, bool chunked = true);
 std::string chunk(std::string_view data);
 std::string lastChunk();
 

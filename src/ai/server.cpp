@@ -404,7 +404,7 @@ bool Server::Impl::complete(int fd, const http::Request& request, bool chat, boo
 
     if (g.stream) {
       if (!headSent) {
-        if (!sendAll(fd, http::chunkedHead(200, "text/event-stream", keepAlive && writer.chunked)))
+        if (!sendAll(fd, http::streamHead(200, "text/event-stream", keepAlive, writer.chunked)))
           break;
         headSent = true;
         if (chat) {

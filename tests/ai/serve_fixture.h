@@ -192,7 +192,7 @@ inline Response parseResponse(const std::string& raw) {
     at = end + 2;
   }
   std::string body = raw.substr(headEnd + 4);
-  if (r.headers["transfer-encoding"] == "chunked") {
+  if (r.headers.count("transfer-encoding") && r.headers.at("transfer-encoding") == "chunked") {
     std::string decoded;
     size_t pos = 0;
     for (;;) {

@@ -256,6 +256,17 @@ TEST_F(ServerTest, KeepAliveServesRequestsInTurnOnOneConnection) {
   EXPECT_EQ(parseResponse(raw.substr(second)).json()["object"], "text_completion");
 }
 
+TEST_F(ServerTest, Http10StreamsWithoutChunksAndCloses) {
+  const std::string body = json{{"prompt", "a"}, {"max_tokens", 3}, {"stream", true}}.dump();
+  const std::string raw = rawExchange(port, "POST /v1/completions HTTP/1.0\r\nContent-Length: " +
+                                                std::to_string(body.size()) + "\r\n\r\n" + body);
+  const Response r = parseResponse(raw);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.count("transfer-encoding"), 0u);
+  EXPECT_EQ(r.headers.at("connection"), "close");
+  EXPECT_EQ(r.events().back(), "[DONE]");
+}
+
 TEST_F(ServerTest, ExpectContinueGetsAnInterimAnswer) {
   const int fd = connectTo(port);
   const std::string body = json{{"prompt", "a"}, {"max_tokens", 1}}.dump();
