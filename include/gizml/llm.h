@@ -155,6 +155,13 @@ class Model {
   std::string chatPrompt(const nlohmann::ordered_json& messages, bool thinking = false) const;
   /// chatPrompt's tokens, with where each message ends.
   ChatTokens chatTokens(const nlohmann::ordered_json& messages, bool thinking = false) const;
+  /// The same with the request's tools (a JSON list of OpenAI tool objects, [] for none) and
+  /// variables set over the template's defaults (bos_token, eos_token, enable_thinking = false),
+  /// e.g. {"enable_thinking": true, "reasoning_effort": "high"}. gizml::ai's server uses these.
+  std::string chatPrompt(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                         const nlohmann::ordered_json& variables) const;
+  ChatTokens chatTokens(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                        const nlohmann::ordered_json& variables) const;
   /// The tokens that end a turn: eos and the template's end of an assistant message.
   const std::vector<TokenId>& endOfTurn() const { return endOfTurn_; }
   /// The longest sequence the model was trained for (config's max positions).

@@ -54,22 +54,42 @@ Model::Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokeniz
 }
 
 std::string Model::chatPrompt(const nlohmann::ordered_json& messages, bool thinking) const {
-  check(template_ != nullptr, "model: it has no chat template");
-  check(messages.is_array(), "chatPrompt: messages must be a list of {role, content}");
-  return template_->renderChat(messages, nlohmann::ordered_json::array(), true, templateVars(*tokenizer_, thinking));
+  return chatPrompt(messages, nlohmann::ordered_json::array(), {{"enable_thinking", thinking}});
 }
 
 ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, bool thinking) const {
+  return chatTokens(messages, nlohmann::ordered_json::array(), {{"enable_thinking", thinking}});
+}
+
+namespace {
+
+nlohmann::ordered_json withVariables(nlohmann::ordered_json vars, const nlohmann::ordered_json& variables) {
+  check(variables.is_object(), "chatPrompt: the template variables must be an object");
+  for (const auto& [key, value] : variables.items()) vars[key] = value;
+  return vars;
+}
+
+}  // namespace
+
+std::string Model::chatPrompt(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                              const nlohmann::ordered_json& variables) const {
+  check(template_ != nullptr, "model: it has no chat template");
+  check(messages.is_array(), "chatPrompt: messages must be a list of {role, content}");
+  check(tools.is_array(), "chatPrompt: tools must be a list");
+  return template_->renderChat(messages, tools, true, withVariables(templateVars(*tokenizer_, false), variables));
+}
+
+ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                             const nlohmann::ordered_json& variables) const {
   ChatTokens out;
-  out.ids = tokenizer_->encode(chatPrompt(messages, thinking), false);
+  out.ids = tokenizer_->encode(chatPrompt(messages, tools, variables), false);
+  const nlohmann::ordered_json vars = withVariables(templateVars(*tokenizer_, false), variables);
   // Templates that rewrite earlier turns (dropping old reasoning) agree with the whole only so
   // far: a message ends where its prefix's tokens stop matching.
   nlohmann::ordered_json prefix = nlohmann::ordered_json::array();
   for (const auto& message : messages) {
     prefix.push_back(message);
-    const std::vector<TokenId> ids = tokenizer_->encode(
-        template_->renderChat(prefix, nlohmann::ordered_json::array(), false, templateVars(*tokenizer_, thinking)),
-        false);
+    const std::vector<TokenId> ids = tokenizer_->encode(template_->renderChat(prefix, tools, false, vars), false);
     const auto end = std::mismatch(ids.begin(), ids.end(), out.ids.begin(), out.ids.end()).first;
     out.ends.push_back(static_cast<size_t>(end - ids.begin()));
   }

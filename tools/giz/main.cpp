@@ -13,6 +13,7 @@ int tokenizeCommand(int argc, char** argv);  // tokenize_command.cpp
 int runCommand(int argc, char** argv);       // run_command.cpp
 int chatCommand(int argc, char** argv);      // chat_command.cpp
 int benchCommand(int argc, char** argv);     // bench.cpp
+int serveCommand(int argc, char** argv);     // serve_command.cpp
 
 namespace {
 
@@ -32,7 +33,8 @@ int usage() {
                "  convert   SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n"
                "  run       MODEL PROMPT [--max-tokens N --temperature T --seed S ...]  answer a prompt\n"
                "  chat      MODEL [--system TEXT ...]  a conversation, one message per line of stdin\n"
-               "  bench     MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed\n";
+               "  bench     MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed\n"
+               "  serve     MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API\n";
   return 2;
 }
 
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
     if (command == "run") return runCommand(argc, argv);
     if (command == "chat") return chatCommand(argc, argv);
     if (command == "bench") return benchCommand(argc, argv);
+    if (command == "serve") return serveCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;

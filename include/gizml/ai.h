@@ -1,0 +1,75 @@
+#pragma once
+// gizml::ai: serving language models with the OpenAI API (docs/serve.md). An HTTP/1.1 server of
+// our own on POSIX sockets: GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
+// whole or streamed as Server-Sent Events. One scheduler thread per engine owns it: requests
+// from the connections queue, join the engine's slots as they free up and decode together.
+#include <gizml/llm.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gizml::ai {
+
+/// A model the server offers: the name requests give as "model", the model (tokenizer, chat
+/// template) and the engine that runs its requests (its slots and context).
+struct Served {
+  std::string name;
+  llm::Model model;
+  llm::Engine engine;
+};
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                      // 0: an ephemeral port; Server::port() tells which
+  size_t maxBody = 8 * 1024 * 1024;     // larger request bodies: 413
+  int requestTimeoutMs = 30000;         // a request must arrive whole within this of its first byte
+  int idleTimeoutMs = 60000;            // idle keep-alive connections are closed after this
+  int maxConnections = 256;             // more at once are answered 503
+  bool thinking = false;                // enable_thinking for requests without reasoning_effort
+};
+
+/// The OpenAI API on engines: the first is the default model. Serves from construction (the
+/// socket is bound and listening when it returns) until stop() or destruction.
+class Server {
+ public:
+  /// Throws gizml::Error when there is no engine, two share a name or the address cannot be bound.
+  Server(std::vector<Served> models, ServeOptions options = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// The bound port (the ephemeral one when options.port was 0).
+  int port() const;
+  /// "http://HOST:PORT".
+  std::string url() const;
+  /// Stops accepting, cancels the running requests, closes the connections and joins every thread.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A tool call in a model's text: the function's name and its arguments as JSON text.
+struct ToolCall {
+  std::string name;
+  std::string arguments;
+};
+
+/// A model's answer split as the OpenAI API returns it: reasoning (<think>...</think>), content,
+/// and the calls of Qwen's formats, <tool_call>{"name": .., "arguments": {..}}</tool_call> and
+/// <tool_call><function=NAME><parameter=P>VALUE</parameter></function></tool_call>. tools (the
+/// request's OpenAI tool list) types the parameters of the second form: a parameter whose schema
+/// is not a string is read as JSON when it parses. inReasoning: the prompt opened a <think>.
+struct Answer {
+  std::string reasoning;
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+Answer parseAnswer(std::string_view text, const nlohmann::ordered_json& tools = nlohmann::ordered_json::array(),
+                   bool inReasoning = false);
+
+}  // namespace gizml::ai

@@ -1,0 +1,393 @@
+// Reading the OpenAI API's completion requests: every field checked, named when it is wrong.
+#include "ai/openai.h"
+
+#include <cmath>
+#include <limits>
+
+namespace gizml::ai {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string typeName(const Json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_array()) return "a list";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+[[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = "") {
+  throw ApiError(400, param + ": " + message, param, code);
+}
+
+const Json* field(const Json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<double> number(const Json& body, const char* name, double low, double high) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) bad(name, "expected a number, got " + typeName(*v));
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < low || x > high) {
+    const auto show = [](double d) {
+      if (std::isinf(d)) return std::string(d > 0 ? "inf" : "-inf");
+      std::string s = std::to_string(d);
+      s.erase(s.find_last_not_of('0') + 1);
+      if (!s.empty() && s.back() == '.') s.pop_back();
+      return s;
+    };
+    bad(name, show(x) + " is outside [" + show(low) + ", " + show(high) + "]");
+  }
+  return x;
+}
+
+std::optional<int64_t> integer(const Json& body, const char* name, int64_t low, int64_t high) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  int64_t x = 0;
+  if (v->is_number_integer()) {
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      bad(name, "is too large");
+    x = v->get<int64_t>();
+  } else if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>() &&
+             std::fabs(v->get<double>()) < 9e15) {
+    x = static_cast<int64_t>(v->get<double>());
+  } else {
+    bad(name, "expected a whole number, got " + (v->is_number() ? v->dump() : typeName(*v)));
+  }
+  if (x < low || x > high)
+    bad(name, std::to_string(x) + " is outside [" + std::to_string(low) + ", " + std::to_string(high) + "]");
+  return x;
+}
+
+std::optional<bool> boolean(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) bad(name, "expected a boolean, got " + typeName(*v));
+  return v->get<bool>();
+}
+
+// The text of a message's content: a string, or a list of {"type": "text", "text": ...} parts.
+std::string contentText(const Json& content, const std::string& param) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad(param, "expected a string or a list of text parts, got " + typeName(content));
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const Json& part = content[j];
+    const std::string at = param + "[" + std::to_string(j) + "]";
+    if (part.is_string()) {
+      if (!text.empty()) text += '\n';
+      text += part.get<std::string>();
+      continue;
+    }
+    if (!part.is_object()) bad(at, "expected a content part object, got " + typeName(part));
+    const auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) bad(at + ".type", "is missing");
+    if (*type != "text") bad(at + ".type", "'" + type->get<std::string>() + "' parts are not supported (text only)");
+    const auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) bad(at + ".text", "expected a string");
+    if (!text.empty()) text += '\n';
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+Json toolCallsOf(const Json& calls, const std::string& param) {
+  if (!calls.is_array()) bad(param, "expected a list, got " + typeName(calls));
+  Json out = Json::array();
+  for (size_t j = 0; j < calls.size(); ++j) {
+    const std::string at = param + "[" + std::to_string(j) + "]";
+    const Json& call = calls[j];
+    if (!call.is_object()) bad(at, "expected an object, got " + typeName(call));
+    const auto f = call.find("function");
+    if (f == call.end() || !f->is_object()) bad(at + ".function", "expected an object with name and arguments");
+    const auto name = f->find("name");
+    if (name == f->end() || !name->is_string()) bad(at + ".function.name", "expected a string");
+    Json args = Json::object();
+    if (const auto a = f->find("arguments"); a != f->end() && !a->is_null()) {
+      if (a->is_string()) {
+        // Templates read the arguments as a mapping (Qwen's tojson / items()).
+        Json parsed = Json::parse(a->get<std::string>(), nullptr, false);
+        args = parsed.is_discarded() ? *a : parsed;
+      } else if (a->is_object()) {
+        args = *a;
+      } else {
+        bad(at + ".function.arguments", "expected a JSON string or an object, got " + typeName(*a));
+      }
+    }
+    Json function = {{"name", *name}, {"arguments", args}};
+    Json item = {{"type", "function"}, {"function", function}};
+    if (const auto id = call.find("id"); id != call.end() && id->is_string()) item["id"] = *id;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+Json toolsOf(const Json& tools) {
+  if (!tools.is_array()) bad("tools", "expected a list, got " + typeName(tools));
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const Json& tool = tools[i];
+    if (!tool.is_object()) bad(at, "expected an object, got " + typeName(tool));
+    if (tool.value("type", Json("function")) != "function") bad(at + ".type", "only 'function' tools are supported");
+    const auto f = tool.find("function");
+    if (f == tool.end() || !f->is_object()) bad(at + ".function", "expected an object");
+    const auto name = f->find("name");
+    if (name == f->end() || !name->is_string() || name->get<std::string>().empty())
+      bad(at + ".function.name", "expected a non-empty string");
+    if (const auto p = f->find("parameters"); p != f->end() && !p->is_null() && !p->is_object())
+      bad(at + ".function.parameters", "expected a JSON schema object");
+  }
+  return tools;
+}
+
+const Target& targetOf(const Json& body, const std::vector<Target>& targets, size_t& index) {
+  const Json* model = field(body, "model");
+  if (!model) return targets[index = 0];
+  if (!model->is_string()) bad("model", "expected a string, got " + typeName(*model));
+  const std::string name = model->get<std::string>();
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (targets[i].name == name) return targets[index = i];
+  std::string known;
+  for (const Target& t : targets) known += (known.empty() ? "" : ", ") + t.name;
+  throw ApiError(404, "The model '" + name + "' does not exist (served: " + known + ")", "model", "model_not_found");
+}
+
+std::vector<TokenId> completionPrompt(const Json& body, const Target& target) {
+  const Json* prompt = field(body, "prompt");
+  if (!prompt) bad("prompt", "is required");
+  const auto ids = [&](const Json& list, const std::string& param) {
+    std::vector<TokenId> out;
+    const auto vocab = static_cast<int64_t>(target.model->tokenizer().vocabSize());
+    for (const Json& t : list) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab)
+        bad(param, "token ids must be whole numbers in [0, " + std::to_string(vocab) + ")");
+      out.push_back(static_cast<TokenId>(t.get<int64_t>()));
+    }
+    return out;
+  };
+  std::vector<TokenId> out;
+  if (prompt->is_string()) {
+    out = target.model->tokenizer().encode(prompt->get<std::string>(), true);
+  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
+    out = ids(*prompt, "prompt");
+  } else if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
+    out = target.model->tokenizer().encode((*prompt)[0].get<std::string>(), true);
+  } else if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_array()) {
+    out = ids((*prompt)[0], "prompt[0]");
+  } else if (prompt->is_array() && prompt->size() > 1) {
+    bad("prompt", "only one prompt per request is supported");
+  } else {
+    bad("prompt", "expected a string, a list of token ids or a list of one of them, got " + typeName(*prompt));
+  }
+  if (out.empty()) bad("prompt", "is empty");
+  return out;
+}
+
+// Sampling, limits and stops: the fields the two endpoints share.
+void readSampling(const Json& body, bool chat, Generation& g) {
+  llm::Sampling& s = g.request.sampling;
+  if (auto v = number(body, "temperature", 0, 100)) s.temperature = *v;
+  if (auto v = number(body, "top_p", 0, 1)) {
+    if (*v == 0) bad("top_p", "must be above 0");
+    s.topP = *v;
+  }
+  if (auto v = integer(body, "top_k", -1, 1 << 30)) s.topK = static_cast<int>(std::max<int64_t>(*v, 0));
+  if (auto v = number(body, "min_p", 0, 1)) s.minP = *v;
+  if (auto v = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+    s.seed = static_cast<uint64_t>(*v);
+  if (auto v = number(body, "presence_penalty", -2, 2)) s.presencePenalty = *v;
+  if (auto v = number(body, "frequency_penalty", -2, 2)) s.frequencyPenalty = *v;
+  if (auto v = number(body, "repetition_penalty", 0, 100)) {
+    if (*v == 0) bad("repetition_penalty", "must be above 0");
+    s.repetitionPenalty = *v;
+  }
+  if (auto v = integer(body, "n", 1, 1 << 30); v && *v != 1) bad("n", "only n = 1 is supported");
+  if (auto v = integer(body, "best_of", 1, 1 << 30); v && *v != 1) bad("best_of", "only best_of = 1 is supported");
+  const auto tokens = [&](const char* name) { return integer(body, name, 1, std::numeric_limits<int32_t>::max()); };
+  if (auto v = tokens("max_tokens")) g.request.limit = *v;
+  if (chat)
+    if (auto v = tokens("max_completion_tokens")) g.request.limit = *v;
+
+  if (const Json* stop = field(body, "stop")) {
+    if (stop->is_string()) {
+      g.request.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (const Json& s : *stop) {
+        if (!s.is_string()) bad("stop", "expected strings, got " + typeName(s));
+        g.request.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      bad("stop", "expected a string or a list of strings, got " + typeName(*stop));
+    }
+    if (g.request.stop.size() > 16) bad("stop", "at most 16 stop strings");
+    for (const std::string& s : g.request.stop)
+      if (s.empty()) bad("stop", "a stop string is empty");
+  }
+
+  if (chat) {
+    const bool logprobs = boolean(body, "logprobs").value_or(false);
+    const auto top = integer(body, "top_logprobs", 0, 20);
+    if (top && !logprobs) bad("top_logprobs", "needs logprobs: true");
+    if (logprobs) g.logprobs = static_cast<int>(top.value_or(0));
+  } else {
+    const Json* lp = field(body, "logprobs");
+    if (lp && lp->is_boolean()) {
+      if (lp->get<bool>()) g.logprobs = 0;
+    } else if (auto v = integer(body, "logprobs", 0, 20)) {
+      g.logprobs = static_cast<int>(*v);
+    }
+  }
+  s.logprobs = g.logprobs;
+
+  if (const Json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty()))
+    bad("logit_bias", "is not supported");
+  if (const Json* format = field(body, "response_format")) {
+    if (!format->is_object() || format->value("type", Json("text")) != "text")
+      bad("response_format", "only {\"type\": \"text\"} is supported");
+  }
+  g.stream = boolean(body, "stream").value_or(false);
+  if (const Json* options = field(body, "stream_options")) {
+    if (!options->is_object()) bad("stream_options", "expected an object, got " + typeName(*options));
+    if (auto v = boolean(*options, "include_usage")) g.includeUsage = *v;
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json errorBody(const std::string& message, const std::string& type, const std::string& param,
+                                 const std::string& code) {
+  Json error = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (!param.empty()) error["param"] = param;
+  if (!code.empty()) error["code"] = code;
+  return {{"error", error}};
+}
+
+namespace {
+
+Json normalizeMessages(const Json& messages) {
+  if (!messages.is_array()) bad("messages", "expected a list of messages, got " + typeName(messages));
+  if (messages.empty()) bad("messages", "is empty");
+  Json out = Json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    const Json& m = messages[i];
+    if (!m.is_object()) bad(at, "expected an object, got " + typeName(m));
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) bad(at + ".role", "is required (system, user, assistant or tool)");
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      bad(at + ".role", "'" + r + "' is not system, user, assistant or tool");
+    Json message = {{"role", r}};
+    const auto content = m.find("content");
+    const bool hasCalls = m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (content == m.end() || content->is_null()) {
+      if (r != "assistant") bad(at + ".content", "is required");
+      message["content"] = "";
+    } else {
+      message["content"] = contentText(*content, at + ".content");
+    }
+    if (r == "assistant") {
+      if (hasCalls) message["tool_calls"] = toolCallsOf(m["tool_calls"], at + ".tool_calls");
+      if (const auto rc = m.find("reasoning_content"); rc != m.end() && rc->is_string()) message["reasoning_content"] = *rc;
+    }
+    if (r == "tool") {
+      if (const auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) message["tool_call_id"] = *id;
+    }
+    if (const auto name = m.find("name"); name != m.end() && name->is_string()) message["name"] = *name;
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+bool endsInThink(const Tokenizer& tokenizer, const std::vector<TokenId>& ids) {
+  const size_t n = std::min<size_t>(ids.size(), 6);
+  std::string tail = tokenizer.decode(std::span<const TokenId>(ids).last(n), false);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail.size() >= 7 && tail.substr(tail.size() - 7) == "<think>";
+}
+
+}  // namespace
+
+Generation parseGeneration(const std::string& text, bool chat, const std::vector<Target>& targets, bool thinking) {
+  Json body = Json::parse(text, nullptr, false);
+  if (body.is_discarded()) {
+    try {
+      const Json again = Json::parse(text);
+    } catch (const std::exception& e) {
+      throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+    }
+    throw ApiError(400, "the body is not valid JSON");
+  }
+  if (!body.is_object()) throw ApiError(400, "the body must be a JSON object, not " + typeName(body));
+  Generation g;
+  g.chat = chat;
+  const Target& target = targetOf(body, targets, g.target);
+  g.request.limit = std::numeric_limits<int64_t>::max();
+  readSampling(body, chat, g);
+
+  if (chat) {
+    if (!field(body, "messages")) bad("messages", "is required");
+    if (field(body, "prompt")) bad("prompt", "is not a field of chat completions (use messages)");
+    const Json messages = normalizeMessages(body["messages"]);
+    Json variables = {{"enable_thinking", thinking}};
+    if (const Json* kwargs = field(body, "chat_template_kwargs")) {
+      if (!kwargs->is_object()) bad("chat_template_kwargs", "expected an object, got " + typeName(*kwargs));
+      for (const auto& [k, v] : kwargs->items()) variables[k] = v;
+    }
+    if (const Json* effort = field(body, "reasoning_effort")) {
+      if (!effort->is_string()) bad("reasoning_effort", "expected a string, got " + typeName(*effort));
+      const std::string e = effort->get<std::string>();
+      if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high")
+        bad("reasoning_effort", "'" + e + "' is not none, minimal, low, medium or high");
+      variables["enable_thinking"] = e != "none" && e != "minimal";
+      variables["reasoning_effort"] = e;
+    }
+    if (const Json* tools = field(body, "tools")) g.tools = toolsOf(*tools);
+    if (const Json* choice = field(body, "tool_choice")) {
+      if (!(choice->is_string() && (*choice == "auto" || *choice == "none")))
+        bad("tool_choice", "only \"auto\" and \"none\" are supported");
+      if (*choice == "none") g.tools = Json::array();
+    }
+    llm::ChatTokens tokens;
+    try {
+      tokens = target.model->chatTokens(messages, g.tools, variables);
+    } catch (const Error&) {
+      // A template may refuse the prefixes chatTokens renders for its marks: the whole alone.
+      try {
+        tokens.ids = target.model->tokenizer().encode(target.model->chatPrompt(messages, g.tools, variables), false);
+        tokens.ends.clear();
+      } catch (const Error& e2) {
+        bad("messages", std::string("the chat template of '") + target.name + "' failed: " + e2.what());
+      }
+    }
+    g.request.prompt = std::move(tokens.ids);
+    for (size_t end : tokens.ends)
+      if (end > 0 && end <= g.request.prompt.size() && (g.request.marks.empty() || end > g.request.marks.back()))
+        g.request.marks.push_back(end);
+    g.reasoning = true;
+    g.inReasoning = endsInThink(target.model->tokenizer(), g.request.prompt);
+  } else {
+    if (field(body, "messages")) bad("messages", "is not a field of completions (use prompt, or /v1/chat/completions)");
+    if (boolean(body, "echo").value_or(false)) bad("echo", "is not supported");
+    if (const Json* suffix = field(body, "suffix"); suffix && !(suffix->is_string() && suffix->get<std::string>().empty()))
+      bad("suffix", "is not supported");
+    g.request.prompt = completionPrompt(body, target);
+  }
+
+  const auto length = static_cast<int64_t>(g.request.prompt.size());
+  if (length >= target.context)
+    throw ApiError(400,
+                   "the prompt's " + std::to_string(length) + " tokens do not fit the " + std::to_string(target.context) +
+                       "-token context of '" + target.name + "' (with room for one more)",
+                   chat ? "messages" : "prompt", "context_length_exceeded");
+  g.request.limit = std::min(g.request.limit, target.context - length);
+  return g;
+}
+
+}  // namespace gizml::ai

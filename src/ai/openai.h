@@ -1,0 +1,54 @@
+#pragma once
+// The OpenAI API's request bodies read into engine requests, with errors that name the field at
+// fault as OpenAI's do ({"error": {"message", "type", "param", "code"}}).
+#include <gizml/error.h>
+#include <gizml/llm.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gizml::ai {
+
+using llm::TokenId;
+using llm::Tokenizer;
+
+/// A request the server refuses: its HTTP status and OpenAI's error fields.
+class ApiError : public Error {
+ public:
+  ApiError(int status, const std::string& message, std::string param = "", std::string code = "",
+           std::string type = "invalid_request_error")
+      : Error(message), status(status), param(std::move(param)), code(std::move(code)), type(std::move(type)) {}
+  int status;
+  std::string param, code, type;
+};
+
+/// {"error": {...}} of an error.
+nlohmann::ordered_json errorBody(const std::string& message, const std::string& type, const std::string& param,
+                                 const std::string& code);
+
+/// What a served model offers to the parser.
+struct Target {
+  std::string name;
+  const llm::Model* model = nullptr;
+  int64_t context = 0;  // the engine's tokens per slot
+};
+
+/// A completion request, read.
+struct Generation {
+  size_t target = 0;  // index into the targets
+  bool chat = false;
+  bool stream = false;
+  bool includeUsage = false;
+  llm::Request request;
+  int logprobs = -1;                  // -1: none; else the top alternatives per token
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // passed to the template
+  bool reasoning = false;             // split <think> sections into reasoning_content
+  bool inReasoning = false;           // the prompt ends inside a <think>
+};
+
+/// Reads a body of POST /v1/chat/completions (chat) or /v1/completions. Throws ApiError.
+Generation parseGeneration(const std::string& body, bool chat, const std::vector<Target>& targets, bool thinking);
+
+}  // namespace gizml::ai

@@ -1,0 +1,79 @@
+#pragma once
+// One thread per engine owns it: requests queue here, join the engine when a slot is free, and
+// every step's tokens go to each request's Job, where its connection thread waits for them.
+#include <gizml/llm.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gizml::ai {
+
+using llm::TokenId;
+using llm::Tokenizer;
+
+/// A request and what it has given so far; shared by the scheduler and its connection.
+struct Job {
+  llm::Request request;
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  // Guarded by mutex: the tokens not yet taken, and the end.
+  std::vector<TokenId> tokens;
+  std::vector<llm::TokenLogprob> logprobs;
+  llm::Finish finish = llm::Finish::Running;
+  bool done = false;
+  int errorStatus = 0;  // 400: the engine refused the request; 500: the model failed; 503: shutdown
+  std::string error;
+
+  std::atomic<bool> cancelled{false};
+
+  /// What a wait gave: new tokens, and the end when it came.
+  struct Taken {
+    std::vector<TokenId> tokens;
+    std::vector<llm::TokenLogprob> logprobs;
+    bool done = false;
+    llm::Finish finish = llm::Finish::Running;
+    int errorStatus = 0;
+    std::string error;
+  };
+  /// Waits up to timeout for tokens or the end, and takes them.
+  Taken take(std::chrono::milliseconds timeout);
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(llm::Engine engine);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void submit(const std::shared_ptr<Job>& job);
+  /// The job ends (Cancelled) at the scheduler's next turn: queued or running.
+  void cancel(const std::shared_ptr<Job>& job);
+  /// Ends every job (503) and joins the thread.
+  void stop();
+  int64_t maxTokens() const { return maxTokens_; }
+
+ private:
+  void loop();
+  void end(Job& job, llm::Finish finish, int errorStatus = 0, const std::string& error = "");
+
+  llm::Engine engine_;  // only the scheduler thread touches it after construction
+  int64_t maxTokens_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;  // guarded by mutex_
+  bool stopping_ = false;                   // guarded by mutex_
+  std::map<int, std::shared_ptr<Job>> running_;  // the scheduler thread's own
+  std::thread thread_;
+};
+
+}  // namespace gizml::ai

@@ -1,0 +1,101 @@
+// giz serve MODEL [MODEL ...] [flags]: the OpenAI API on the models (gizml::ai::Server) until
+// SIGINT or SIGTERM.
+#include <gizml/ai.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "generation.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int serveUsage() {
+  std::cerr << "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
+               "                 [--name NAME ...] [--think] [--max-body-mb 8]\n"
+               "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use);\n"
+               "  each is served under its folder's name (or the --name given in its place); the first is the\n"
+               "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
+               "  says otherwise. Serves until SIGINT or SIGTERM.\n";
+  return 2;
+}
+
+int64_t wholeNumber(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size()) throw gizml::Error(flag + ": '" + text + "' is not a whole number");
+  return v;
+}
+
+// The name a model is served under: its folder's (or the GGUF file's stem).
+std::string nameOf(const std::string& model) {
+  fs::path path = fs::absolute(fs::path(model)).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  return path.extension() == ".gguf" ? path.stem().string() : path.filename().string();
+}
+
+}  // namespace
+
+int serveCommand(int argc, char** argv) {
+  gizml::ai::ServeOptions options;
+  std::vector<std::string> models, names;
+  int slots = 4;
+  int64_t context = 4096;
+  int64_t maxBodyMb = 8;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (arg == "--think") options.thinking = true;
+    else if (arg == "-h" || arg == "--help") return serveUsage();
+    else if (arg.rfind("--", 0) != 0) models.push_back(arg);
+    else if (!hasValue) return serveUsage();
+    else if (arg == "--host") options.host = argv[++i];
+    else if (arg == "--port") options.port = static_cast<int>(wholeNumber(arg, argv[++i]));
+    else if (arg == "--slots") slots = static_cast<int>(wholeNumber(arg, argv[++i]));
+    else if (arg == "--context") context = wholeNumber(arg, argv[++i]);
+    else if (arg == "--name") names.push_back(argv[++i]);
+    else if (arg == "--max-body-mb") maxBodyMb = wholeNumber(arg, argv[++i]);
+    else return serveUsage();
+  }
+  if (models.empty() || names.size() > models.size()) return serveUsage();
+  if (slots < 1) throw gizml::Error("--slots: " + std::to_string(slots) + " must be at least 1");
+  if (context < 2) throw gizml::Error("--context: " + std::to_string(context) + " must be at least 2");
+  if (maxBodyMb < 1) throw gizml::Error("--max-body-mb: " + std::to_string(maxBodyMb) + " must be at least 1");
+  options.maxBody = static_cast<size_t>(maxBodyMb) * 1024 * 1024;
+
+  std::vector<gizml::ai::Served> served;
+  for (size_t i = 0; i < models.size(); ++i) {
+    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i]));
+    const int64_t trained = model.contextLength();
+    const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
+    gizml::llm::Engine engine = model.engine(slots, tokens);
+    served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
+  }
+
+  // Every thread the server starts inherits this mask: the signals wait for sigwait below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::vector<std::string> servedNames;
+  for (const auto& s : served) servedNames.push_back(s.name + " (" + std::to_string(s.engine.slots()) + " slots of " +
+                                                     std::to_string(s.engine.maxTokens()) + " tokens)");
+  gizml::ai::Server server(std::move(served), options);
+  std::cout << "serving";
+  for (size_t i = 0; i < servedNames.size(); ++i) std::cout << (i ? ", " : " ") << servedNames[i];
+  std::cout << "\n" << server.url() << "/v1\n" << std::flush;
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "giz serve: " << (received == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+  server.stop();
+  return 0;
+}
