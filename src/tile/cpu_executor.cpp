@@ -12,6 +12,7 @@
 #include "cpu/gemm.h"
 #include "cpu/reduce.h"
 #include "tile/ir.h"
+#include "tile/run.h"
 
 namespace gizml::tile {
 namespace {
@@ -280,13 +281,6 @@ class Executor {
 
 }  // namespace
 
-std::vector<Tensor> run(const Grid& grid, const Body& body) {
-  const tir::Kernel k = trace(grid, body);
-  Executor(k).run();
-  std::vector<Tensor> written;
-  for (const tir::Operand& o : k.operands)
-    if (o.write) written.push_back(o.tensor);
-  return written;
-}
+void runOnCpu(const tir::Kernel& k) { Executor(k).run(); }
 
 }  // namespace gizml::tile
