@@ -21,6 +21,8 @@ void runOnGpu(tir::Kernel& k) {
   check(device != nullptr, "Tile::run: no operand on a GPU");
   device->checkOpen();
   const gizhw::gpu::Gpu gpu(device);
+  check(gpu.properties().vendor == gizhw::gpu::Vendor::Nvidia,
+        "Tile::run: tile programs run on NVIDIA GPUs (the generated kernel is CUDA), not on " + gpu.describe());
 
   // Written host tensors go to the GPU (one copy per distinct view: two writes of one view land
   // in one tensor).
