@@ -459,7 +459,7 @@ class Codegen {
         const tir::Op& begin = k_.ops[static_cast<size_t>(value(op.result).region)];
         const std::string counter = v(begin.result), start = v(begin.args[0]);
         issueStage(begin, *p, counter + " + " + std::to_string(k_.stages - 1));
-        line("asm volatile(\"cp.async.wait_group " + std::to_string(k_.stages - 1) + ";\\n\" ::: \"memory\");");
+        line("gz_cp_async_wait<" + std::to_string(k_.stages - 1) + ">();");
         line("__syncthreads();");
         const std::string base = "gz_saddr(gz_pipe) + (unsigned)(" + std::to_string(p->offset) + "LL + (" + counter + " - " +
                                  start + ") % " + std::to_string(k_.stages) + " * " + std::to_string(p->stageBytes) + "LL)";
@@ -606,7 +606,7 @@ class Codegen {
         }
         --depth_;
         line("}");
-        if (pipelines_.count(op.match)) line("asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");");
+        if (pipelines_.count(op.match)) line("gz_cp_async_wait<0>();");
         line("float " + r + "[" + n + "];");
         line("#pragma unroll");
         line("for (int e = 0; e < " + n + "; ++e) " + r + "[e] = " + acc + "[e];");

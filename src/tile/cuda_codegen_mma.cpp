@@ -55,6 +55,9 @@ __device__ __forceinline__ void gz_cp_async16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void gz_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void gz_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 // The element of an mma result tile in register e of thread t (src/tile/cuda_codegen.h).
 __device__ __forceinline__ int gz_mma_lin(int t, int e, int cols, int wc, int fm, int fn) {
   const int lane = t & 31, warp = t >> 5, q = e & 3, j = (e >> 2) % fn, i = (e >> 2) / fn;
