@@ -19,10 +19,12 @@ root=$(pwd)
 if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
-  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops bench_gpu example_02_gpu giz
+  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile bench_gpu bench_tile_gpu \
+    example_02_gpu giz
   rm -rf .device && mkdir -p .device/bin .device/lib
-  cp build/release/tests/test_gpu build/release/tests/test_netops build/release/bench/bench_gpu \
-    build/release/example_02_gpu build/release/giz .device/bin/
+  cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile \
+    build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/example_02_gpu build/release/giz \
+    .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
   # have another libstdc++, Highway or GoogleTest, or none).
   for b in .device/bin/*; do
@@ -56,11 +58,12 @@ if [ -d .device/bin ]; then
 else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops bench_gpu example_02_gpu ||
+    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile bench_gpu bench_tile_gpu \
+      example_02_gpu ||
     { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
-  cp build/device/tests/test_gpu build/device/tests/test_netops build/device/bench/bench_gpu \
-    build/device/example_02_gpu build/device/bin/
+  cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile \
+    build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/example_02_gpu build/device/bin/
   bin=$root/build/device/bin
 fi
 export XDG_CACHE_HOME=/tmp/gizml-device-cache
@@ -89,9 +92,19 @@ status=$?
 tail -40 "$out/test_netops.txt"
 note "test_netops (GPU): exit $status, $(grep -c '^\[       OK \]' "$out/test_netops.txt") passed, $(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_netops.txt") failed lines"
 
+echo "== tile programs on the GPU (against the CPU executor; never run on a GPU before this script)"
+timeout 150 "$bin/test_tile" --gtest_filter='TileGpu.*:TileCpu.*' >"$out/test_tile.txt" 2>&1
+status=$?
+tail -60 "$out/test_tile.txt"
+note "test_tile (GPU): exit $status, $(grep -c '^\[       OK \] TileGpu\.' "$out/test_tile.txt") TileGpu passed, $(grep '^\[  FAILED  \] TileGpu\.' "$out/test_tile.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] TileGpu\.' "$out/test_tile.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
+
 echo "== GPU benchmarks"
 timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"
 grep '^RESULT' "$out/bench_gpu.txt" | tee -a "$results"
+
+echo "== tile product benchmark (BF16, tensor cores)"
+timeout 120 "$bin/bench_tile_gpu" 2>&1 | tee "$out/bench_tile_gpu.txt"
+grep '^RESULT' "$out/bench_tile_gpu.txt" | tee -a "$results"
 
 echo "== torch.matmul BF16 anchor"
 timeout 120 python3 - <<'PY' 2>&1 | tee -a "$results"
@@ -113,6 +126,10 @@ for n in 4096 8192; do
   ours=$(awk -v k="matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
   theirs=$(awk -v k="torch_matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
   [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT matmul_bf16_${n}_ratio_to_torch $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+  for s in 1 3; do
+    tile=$(awk -v k="tile_matmul_bf16_${n}_stages${s}_tflops" '$2 == k {print $3}' "$results")
+    [ -n "$tile" ] && [ -n "$theirs" ] && note "RESULT tile_matmul_bf16_${n}_stages${s}_ratio_to_torch $(awk -v a="$tile" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+  done
 done
 
 note "elapsed $(( $(date +%s) - start )) s"

@@ -1,8 +1,8 @@
 #pragma once
 // gizml::tile: tile programs (Step 3 of the guide). A program says what one block of the output
 // is; Tile::run traces it once into an IR and runs that for every point of the grid, on the CPU
-// for host tensors. Tile::ir prints the IR with the GPU layout of each value, Tile::cuda gives
-// its CUDA source. Rules in docs/tile.md.
+// for host tensors and as a generated CUDA kernel for GPU tensors. Tile::ir prints the IR with
+// the GPU layout of each value, Tile::cuda gives its CUDA source. Rules in docs/tile.md.
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -179,15 +179,20 @@ using Body = std::function<void(Program&)>;
 /// ceil(a / b) for b > 0: the number of blocks of length b covering a.
 int64_t cdiv(int64_t a, int64_t b);
 
-/// Traces body once, then runs it for every point of grid (in parallel on the CPU's threads for
-/// host tensors). Returns the tensors given to p.write, in order, holding the results.
+/// Traces body once, then runs it for every point of grid: in parallel on the CPU's threads for
+/// host tensors; for GPU tensors as the kernel of Tile::cuda, compiled through the GPU's kernel
+/// cache and launched on its stream (asynchronously, like the tensor operations). A program on a
+/// GPU reads only tensors on that GPU (else a gizml::Error at p.read/p.write naming both); a
+/// host tensor given to p.write is copied to the GPU first and the copy is what comes back.
+/// Returns the tensors given to p.write, in order, holding the results.
 std::vector<Tensor> run(const Grid& grid, const Body& body);
 
 /// The program as the compiler sees it: the operations with the type and GPU layout of each
 /// value (which threads and registers hold it, what goes through shared memory).
 std::string ir(const Grid& grid, const Body& body);
 
-/// The CUDA C++ kernel for a program, with what a launch needs.
+/// The CUDA C++ kernel for a program, with what a launch needs. It compiles with NVRTC alone (no
+/// CUDA headers); a product of F16/BF16 tiles uses the tensor cores and needs sm_80 or later.
 struct CudaKernel {
   std::string source;
   std::string name;       // the extern "C" kernel's name
@@ -196,7 +201,8 @@ struct CudaKernel {
   int64_t sharedBytes = 0;  // dynamic shared memory per block
 };
 /// Generates the kernel for body on grid; its parameters are the tensors of p.read and p.write
-/// in the order of those calls (element pointers, offsets applied).
+/// in the order of those calls (element pointers, offsets applied: float for F32, the 16 bits
+/// of F16/BF16 as u16, unsigned char for Bool).
 CudaKernel cuda(const Grid& grid, const Body& body);
 
 // ---- Tuning (docs/tile.md, "Tuning"): the fastest configuration per kernel and tensor shapes.

@@ -22,6 +22,7 @@
 #include "cpu/gemm_kernel.h"
 #include "cpu/reduce.h"
 #include "tile/ir.h"
+#include "tile/run.h"
 
 namespace gizml::tile {
 namespace {
@@ -502,13 +503,6 @@ class Executor {
 
 }  // namespace
 
-std::vector<Tensor> run(const Grid& grid, const Body& body) {
-  const tir::Kernel k = trace(grid, body);
-  Executor(k).run();
-  std::vector<Tensor> written;
-  for (const tir::Operand& o : k.operands)
-    if (o.write) written.push_back(o.tensor);
-  return written;
-}
+void runOnCpu(const tir::Kernel& k) { Executor(k).run(); }
 
 }  // namespace gizml::tile

@@ -1,16 +1,22 @@
 // Tile::cuda: CUDA C++ from the tile IR. One thread block per grid point; each tile value is a
 // register array in its blocked layout (src/tile/layout.h), indices are uniform scalars, values
 // cross threads through dynamic shared memory between barriers, and loads and stores are masked
-// at the tensor's edges. A fold is a loop; barriers inside it are reached by every thread.
+// at the tensor's edges. A fold is a loop; barriers inside it are reached by every thread. A
+// product of F16/BF16 tiles runs on the tensor cores (cuda_codegen_mma.cpp): its result stays in
+// the mma fragments' layout, and with p.stages(n) its operands come through an n-stage cp.async
+// pipeline. Sums and F32 products follow the CPU's order of additions.
 #include <gizml/tile.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "gpu/cuda_expr.h"
+#include "tile/cuda_codegen.h"
 #include "tile/layout.h"
+#include "tile/run.h"
 
 namespace gizml::tile {
 namespace {
@@ -26,6 +32,35 @@ __device__ __forceinline__ int gz_lin(int t, int e, int rows, int cols, int vec,
   const int row = (e / (cr * vec)) * tr + t / tc;
   const int col = (((e / vec) % cr) * tc + t % tc) * vec + e % vec;
   return row < rows && col < cols ? row * cols + col : -1;
+}
+// The CPU's order of a sum of n values x[0], x[step], ... (src/cpu/reduce.h): chunks of 4096; in
+// a chunk 16 lanes from +0 (value i into lane i % 16), the lanes combined pairwise; the chunks'
+// results added in order.
+__device__ float gz_sum_ordered(const float* x, int n, int step) {
+  float total = 0.0f;
+  for (int c0 = 0; c0 < n; c0 += 4096) {
+    const int len = min(n - c0, 4096);
+    const float* y = x + c0 * step;
+    float p[16];
+#pragma unroll
+    for (int l = 0; l < 16; ++l) p[l] = 0.0f;
+    int i = 0;
+    for (; i + 16 <= len; i += 16) {
+#pragma unroll
+      for (int l = 0; l < 16; ++l) p[l] = p[l] + y[(i + l) * step];
+    }
+#pragma unroll
+    for (int l = 0; l < 16; ++l)
+      if (i + l < len) p[l] = p[l] + y[(i + l) * step];
+#pragma unroll
+    for (int w = 8; w >= 1; w >>= 1) {
+#pragma unroll
+      for (int l = 0; l < 8; ++l)
+        if (l < w) p[l] = p[l] + p[l + w];
+    }
+    total = c0 == 0 ? p[0] : total + p[0];
+  }
+  return total;
 }
 #endif
 )";
@@ -48,51 +83,88 @@ std::string floatText(double x) {
 
 const char* elementType(DType d) {
   switch (d) {
-    case DType::F16: return "__half";
-    case DType::BF16: return "__nv_bfloat16";
+    case DType::F16: case DType::BF16: return "u16";  // bits, converted as the CPU does
     case DType::Bool: return "unsigned char";
     default: return "float";
   }
 }
 
+// Where a value's registers live: the blocked layout of its shape, or an mma result layout.
+struct ValueLayout {
+  bool mma = false;
+  Layout blocked;
+  cudagen::MmaLayout tc;
+  int64_t regs() const { return mma ? tc.regs() : blocked.regs(); }
+  bool operator==(const ValueLayout& o) const {
+    return mma == o.mma && (mma ? tc == o.tc
+                                : blocked.rows == o.blocked.rows && blocked.cols == o.blocked.cols &&
+                                      blocked.vec == o.blocked.vec && blocked.threadRows == o.blocked.threadRows &&
+                                      blocked.threadCols == o.blocked.threadCols &&
+                                      blocked.colRepeats == o.blocked.colRepeats && blocked.rowRepeats == o.blocked.rowRepeats);
+  }
+};
+
+bool isHalf(DType d) { return d == DType::F16 || d == DType::BF16; }
+
 class Codegen {
  public:
-  explicit Codegen(const tir::Kernel& k) : k_(k), threads_(32 * warpsFor(k)) {
-    for (const tir::Op& op : k.ops) sharedWords_ = std::max(sharedWords_, staging(k, op).words);
+  explicit Codegen(const tir::Kernel& k) : k_(k), warps_(warpsFor(k)), threads_(32 * warps_) {
+    defOp_.assign(k.values.size(), -1);
+    uses_.assign(k.values.size(), 0);
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      const tir::Op& op = k.ops[i];
+      if (op.result >= 0) defOp_[static_cast<size_t>(op.result)] = static_cast<int>(i);
+      if (op.result2 >= 0) defOp_[static_cast<size_t>(op.result2)] = static_cast<int>(i);
+      for (int a : op.args) ++uses_[static_cast<size_t>(a)];
+    }
+    assignLayouts();
+    planPipelines();
   }
 
   CudaKernel generate() {
-    for (const tir::Op& op : k_.ops) emit(op);
+    for (size_t i = 0; i < k_.ops.size(); ++i) emit(static_cast<int>(i));
     std::string params;
-    bool halves = false;
     for (size_t i = 0; i < k_.operands.size(); ++i) {
       const tir::Operand& o = k_.operands[i];
-      halves = halves || o.tensor.dtype() == DType::F16 || o.tensor.dtype() == DType::BF16;
       params += std::string(i ? ", " : "") + (o.write ? "" : "const ") + elementType(o.tensor.dtype()) +
                 "* __restrict__ t" + std::to_string(i);
     }
-    for (const tir::Value& value : k_.values) halves = halves || value.dtype == DType::F16 || value.dtype == DType::BF16;
 
     std::string head = "  const int t = threadIdx.x;\n";
-    if (sharedWords_) head += "  extern __shared__ float gz_smem[];\n";
+    const int64_t bytes = pipelineBytes_ + generalWords_ * 4;
+    if (bytes) {
+      head += "  extern __shared__ __align__(16) float gz_smem[];\n";
+      if (generalWords_) head += "  float* const gz_s = gz_smem + " + std::to_string(pipelineBytes_ / 4) + ";\n";
+      if (usesHalves_) head += "  unsigned short* const gz_h = (unsigned short*)gz_s;\n";
+      if (pipelineBytes_) head += "  unsigned short* const gz_pipe = (unsigned short*)gz_smem;\n";
+    }
 
     CudaKernel out;
     out.threads = threads_;
     out.blocks = tir::gridPoints(k_.grid);
-    out.sharedBytes = sharedWords_ * 4;
+    out.sharedBytes = bytes;
     const std::string signature = "(" + params + ") {\n" + head + body_ + "}\n";
     out.name = "gizml_tile_" + hashText(signature);
-    out.source = "// Generated by gizml::tile (src/tile/cuda_codegen.cpp): grid " + tensor::shapeText(k_.grid) +
-                 ", " + std::to_string(threads_) + " threads, " + std::to_string(out.sharedBytes) +
-                 " bytes of dynamic shared memory.\n" +
-                 (halves ? "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" : "") +
-                 expr::elementwiseMathSource() + kHelpers +
-                 "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads_) + ") " + out.name +
-                 signature;
+    out.source = "// Generated by gizml::tile (src/tile/cuda_codegen.cpp): grid " + tensor::shapeText(k_.grid) + ", " +
+                 std::to_string(threads_) + " threads, " + std::to_string(out.sharedBytes) +
+                 " bytes of dynamic shared memory" + (usesMma_ ? ", tensor cores (sm_80+)" : "") +
+                 (pipelineBytes_ ? ", a " + std::to_string(k_.stages) + "-stage cp.async pipeline" : "") + ".\n" +
+                 expr::elementwiseMathSource() +
+                 kHelpers + (usesMma_ ? cudagen::mmaHelpers() : "") + "extern \"C\" __global__ void __launch_bounds__(" +
+                 std::to_string(threads_) + ") " + out.name + signature;
     return out;
   }
 
  private:
+  // A fold whose product reads its two operands straight from tensors, through n buffers of
+  // shared memory filled ahead by cp.async (p.stages(n), n >= 2).
+  struct Pipeline {
+    int dot = -1;               // the Dot op
+    int loadA = -1, loadB = -1; // the Load ops of its operands
+    int64_t offset = 0;         // bytes into gz_smem
+    int64_t aBytes = 0, stageBytes = 0;
+  };
+
   static std::string hashText(const std::string& s) {
     uint64_t h = 1469598103934665603ull;  // FNV-1a
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -102,19 +174,150 @@ class Codegen {
   }
 
   const tir::Value& value(int id) const { return k_.values[static_cast<size_t>(id)]; }
-  Layout layout(int id) const { return blockedLayout(value(id).shape, threads_); }
+  const ValueLayout& layout(int id) const { return layouts_[static_cast<size_t>(id)]; }
+  ValueLayout blockedOf(const Shape& shape) const {
+    ValueLayout l;
+    l.blocked = blockedLayout(shape, threads_);
+    return l;
+  }
+  const tir::Op* definer(int id) const {
+    const int at = defOp_[static_cast<size_t>(id)];
+    return at < 0 ? nullptr : &k_.ops[static_cast<size_t>(at)];
+  }
+
+  // Whether a Dot runs on the tensor cores: both operands F16 or both BF16 (tiles hold their
+  // exact values in f32), k a multiple of 16, and an mma layout that tiles [m, n] over the warps.
+  bool mmaDot(const tir::Op& op, cudagen::MmaLayout* l = nullptr) const {
+    const tir::Value &a = value(op.args[0]), &b = value(op.args[1]);
+    if (!isHalf(a.dtype) || a.dtype != b.dtype || a.shape[1] % 16 != 0) return false;
+    cudagen::MmaLayout tmp;
+    return cudagen::mmaLayout(a.shape[0], b.shape[1], warps_, l ? *l : tmp);
+  }
+
+  // Layouts: blocked, except a tensor-core product's result, elementwise results of same-shaped
+  // mma operands, and a fold's accumulator when its body yields an mma value (repeated until the
+  // accumulators settle).
+  void assignLayouts() {
+    layouts_.assign(k_.values.size(), ValueLayout{});
+    for (size_t id = 0; id < k_.values.size(); ++id)
+      if (!k_.values[id].index) layouts_[id] = blockedOf(k_.values[id].shape);
+    for (int round = 0; round < 4; ++round) {
+      bool changed = false;
+      const auto set = [&](int id, const ValueLayout& l) {
+        if (!(layouts_[static_cast<size_t>(id)] == l)) {
+          layouts_[static_cast<size_t>(id)] = l;
+          changed = true;
+        }
+      };
+      for (const tir::Op& op : k_.ops) {
+        switch (op.kind) {
+          case tir::Kind::Dot: {
+            ValueLayout l;
+            if (mmaDot(op, &l.tc)) {
+              l.mma = true;
+              set(op.result, l);
+            }
+            break;
+          }
+          case tir::Kind::Unary: case tir::Kind::Binary: case tir::Kind::Where: case tir::Kind::Cast: {
+            ValueLayout l = blockedOf(value(op.result).shape);
+            for (int a : op.args)
+              if (value(a).shape == value(op.result).shape && layout(a).mma) {
+                l = layout(a);
+                break;
+              }
+            set(op.result, l);
+            break;
+          }
+          case tir::Kind::FoldBegin: {
+            const tir::Op& end = k_.ops[static_cast<size_t>(op.match)];
+            set(op.result2, layout(end.args[0]));
+            break;
+          }
+          case tir::Kind::FoldEnd: set(op.result, layout(k_.ops[static_cast<size_t>(op.match)].result2)); break;
+          default: break;
+        }
+      }
+      if (!changed) break;
+    }
+    for (const ValueLayout& l : layouts_) usesMma_ = usesMma_ || l.mma;
+  }
+
+  // p.stages(n) with n >= 2: each fold's first tensor-core product whose operands are loads in
+  // the same body, of 2-byte tensors with fill 0, used only by the product, and blocks whose
+  // columns are a multiple of 8, gets a pipeline.
+  void planPipelines() {
+    if (k_.stages < 2) return;
+    for (size_t i = 0; i < k_.ops.size(); ++i) {
+      const tir::Op& begin = k_.ops[i];
+      if (begin.kind != tir::Kind::FoldBegin) continue;
+      for (int j = static_cast<int>(i) + 1; j < begin.match; ++j) {
+        const tir::Op& op = k_.ops[static_cast<size_t>(j)];
+        if (op.kind != tir::Kind::Dot || !mmaDot(op) || value(op.result).region != static_cast<int>(i)) continue;
+        const auto directLoad = [&](int id) {
+          const tir::Op* d = definer(id);
+          if (!d || d->kind != tir::Kind::Load || uses_[static_cast<size_t>(id)] != 1 ||
+              value(id).region != static_cast<int>(i))
+            return -1;
+          const tir::Operand& o = k_.operands[static_cast<size_t>(d->operand)];
+          if (!isHalf(o.tensor.dtype()) || o.fill != 0.0 || o.block.size() != 2 || o.block[1] % 8 != 0) return -1;
+          return defOp_[static_cast<size_t>(id)];
+        };
+        const int la = directLoad(op.args[0]), lb = directLoad(op.args[1]);
+        if (la < 0 || lb < 0) continue;
+        Pipeline p;
+        p.dot = j;
+        p.loadA = la;
+        p.loadB = lb;
+        const Shape &a = value(op.args[0]).shape, &b = value(op.args[1]).shape;
+        p.aBytes = cudagen::paddedBytes(a[0], a[1]);
+        p.stageBytes = p.aBytes + cudagen::paddedBytes(b[0], b[1]);
+        p.offset = pipelineBytes_;
+        pipelineBytes_ += p.stageBytes * k_.stages;
+        pipelines_[static_cast<int>(i)] = p;
+        break;
+      }
+    }
+  }
+
+  const Pipeline* pipelineOfDot(int opIndex) const {
+    for (const auto& [fold, p] : pipelines_)
+      if (p.dot == opIndex) return &p;
+    return nullptr;
+  }
+  bool pipelinedLoad(int opIndex) const {
+    for (const auto& [fold, p] : pipelines_)
+      if (p.loadA == opIndex || p.loadB == opIndex) return true;
+    return false;
+  }
 
   void line(const std::string& s) { body_ += std::string(2 * static_cast<size_t>(depth_), ' ') + s + "\n"; }
+  void lines(const std::string& block) {
+    size_t at = 0;
+    while (at < block.size()) {
+      const size_t end = block.find('\n', at);
+      line(block.substr(at, end - at));
+      at = end == std::string::npos ? block.size() : end + 1;
+    }
+  }
+  void needWords(int64_t words) { generalWords_ = std::max(generalWords_, (words + 3) / 4 * 4); }
+
+  std::string elementOf(const ValueLayout& l) const {
+    if (l.mma)
+      return "const int L = gz_mma_lin(t, e, " + std::to_string(l.tc.cols) + ", " + std::to_string(l.tc.wc) + ", " +
+             std::to_string(l.tc.fm) + ", " + std::to_string(l.tc.fn) + ");";
+    const Layout& b = l.blocked;
+    return "const int L = gz_lin(t, e, " + std::to_string(b.rows) + ", " + std::to_string(b.cols) + ", " +
+           std::to_string(b.vec) + ", " + std::to_string(b.threadRows) + ", " + std::to_string(b.threadCols) + ", " +
+           std::to_string(b.colRepeats) + ");";
+  }
 
   // A loop over the registers of a layout; in `body`, `e` is the register and `L` the element
   // (when `element`).
-  void forRegisters(const Layout& l, const std::string& body, bool element = true) {
+  void forRegisters(const ValueLayout& l, const std::string& body, bool element = true) {
     line("#pragma unroll");
     line("for (int e = 0; e < " + std::to_string(l.regs()) + "; ++e) {");
-    if (element)
-      line("  const int L = gz_lin(t, e, " + std::to_string(l.rows) + ", " + std::to_string(l.cols) + ", " +
-         std::to_string(l.vec) + ", " + std::to_string(l.threadRows) + ", " + std::to_string(l.threadCols) +
-         ", " + std::to_string(l.colRepeats) + ");");
+    if (element) line("  " + elementOf(l));
     line("  " + body);
     line("}");
   }
@@ -123,31 +326,50 @@ class Codegen {
 
   // Stores value id into shared memory at its row-major positions (from word `base`).
   void toShared(int id, int64_t base) {
-    forRegisters(layout(id), "if (L >= 0) gz_smem[" + std::to_string(base) + " + L] = " + v(id) + "[e];");
+    needWords(base + tir::elementCount(value(id).shape));
+    forRegisters(layout(id), "if (L >= 0) gz_s[" + std::to_string(base) + " + L] = " + v(id) + "[e];");
   }
 
-  // Operand id in the layout of shape `to`: itself, or broadcast through shared memory into a
-  // new register array; returns its name.
-  std::string operand(int id, const Shape& to) {
+  // Value id ([rows, cols], F16/BF16 values) as 2-byte halves in padded shared memory from half `base`.
+  void toSharedHalves(int id, int64_t base) {
+    const Shape& s = value(id).shape;
+    usesHalves_ = true;
+    needWords((base + s[0] * cudagen::pitchHalves(s[1])) / 2);
+    const std::string bits = (value(id).dtype == DType::F16 ? "gz_f2h(" : "gz_f2bf(") + v(id) + "[e])";
+    forRegisters(layout(id), "if (L >= 0) gz_h[" + std::to_string(base) + " + L / " + std::to_string(s[1]) + " * " +
+                                 std::to_string(cudagen::pitchHalves(s[1])) + " + L % " + std::to_string(s[1]) +
+                                 "] = " + bits + ";");
+  }
+
+  // Value id in layout `to` of shape `toShape`: itself when it is already there, else a new
+  // register array (a constant refilled, or a copy through shared memory that also broadcasts);
+  // returns its name.
+  std::string convert(int id, const ValueLayout& to, const Shape& toShape) {
     const Shape& from = value(id).shape;
-    if (from == to) return v(id);
+    if (from == toShape && layout(id) == to) return v(id);
+    const std::string name = std::string("b").append(std::to_string(id)) + "_" + std::to_string(temps_++);
+    const tir::Op* d = definer(id);
+    if (d && d->kind == tir::Kind::Full) {
+      line("float " + name + "[" + std::to_string(to.regs()) + "];");
+      forRegisters(to, name + "[e] = " + floatText(d->value) + ";", false);
+      return name;
+    }
     line("__syncthreads();");
     toShared(id, 0);
     line("__syncthreads();");
-    const std::string name = std::string("b").append(std::to_string(id)) + "_" + std::to_string(temps_++);
-    const Layout l = blockedLayout(to, threads_);
-    line("float " + name + "[" + std::to_string(l.regs()) + "];");
+    line("float " + name + "[" + std::to_string(to.regs()) + "];");
     std::string index = "0";
     int64_t toStride = 1, fromStride = 1;
-    for (size_t d = to.size(); d-- > 0;) {
-      const size_t lead = to.size() - from.size();
-      const int64_t n = d < lead ? 1 : from[d - lead];
+    for (size_t dim = toShape.size(); dim-- > 0;) {
+      const size_t lead = toShape.size() - from.size();
+      const int64_t n = dim < lead ? 1 : from[dim - lead];
       if (n != 1)
-        index += " + (L / " + std::to_string(toStride) + " % " + std::to_string(to[d]) + ") * " + std::to_string(fromStride);
-      toStride *= to[d];
+        index += " + (L / " + std::to_string(toStride) + " % " + std::to_string(toShape[dim]) + ") * " +
+                 std::to_string(fromStride);
+      toStride *= toShape[dim];
       fromStride *= n;
     }
-    forRegisters(l, name + "[e] = L >= 0 ? gz_smem[" + index + "] : 0.0f;");
+    forRegisters(to, name + "[e] = L >= 0 ? gz_s[" + index + "] : 0.0f;");
     return name;
   }
 
@@ -168,20 +390,123 @@ class Codegen {
       cond += " && " + coords[d] + " >= 0 && " + coords[d] + " < " + std::to_string(shape[d]) + "LL";
       at += " + " + coords[d] + " * " + std::to_string(o.tensor.strides()[d]) + "LL";
     }
-    return "if (" + cond + ") { const long long a = " + at + "; " + inside + " }" + (outside.empty() ? "" : " else { " + outside + " }");
+    return "if (" + cond + ") { const long long a = " + at + "; " + inside + " }" +
+           (outside.empty() ? "" : " else { " + outside + " }");
   }
 
-  void emit(const tir::Op& op) {
+  // The text of index value id with the fold counter `counter` replaced by `replacement` (the
+  // index a later iteration of the fold computes).
+  std::string indexAt(int id, int counter, const std::string& replacement) const {
+    if (id == counter) return replacement;
+    const tir::Op* d = definer(id);
+    if (!d || value(id).region < 0) return v(id);
+    switch (d->kind) {
+      case tir::Kind::IndexAdd: case tir::Kind::IndexSub: case tir::Kind::IndexMul: {
+        const char* sign = d->kind == tir::Kind::IndexAdd ? " + " : d->kind == tir::Kind::IndexSub ? " - " : " * ";
+        return "(" + indexAt(d->args[0], counter, replacement) + sign + indexAt(d->args[1], counter, replacement) + ")";
+      }
+      case tir::Kind::IndexConst: return "(" + std::to_string(value(id).lo) + "LL)";
+      case tir::Kind::ProgramId: return programId(*d);
+      default: return v(id);  // an index from an enclosing body: defined before the fold began
+    }
+  }
+
+  std::string programId(const tir::Op& op) const {
+    // Grid points go row-major onto blockIdx.x (no limit of 65535 on the other axes).
+    int64_t stride = 1;
+    for (size_t a = static_cast<size_t>(op.axis) + 1; a < k_.grid.size(); ++a) stride *= k_.grid[a];
+    return "((long long)blockIdx.x / " + std::to_string(stride) + "LL % " +
+           std::to_string(k_.grid[static_cast<size_t>(op.axis)]) + "LL)";
+  }
+
+  // The copies of fold iteration `iteration` (an expression) of pipeline p into its buffer, as
+  // one cp.async group (committed even when the iteration is past the end, so that every thread
+  // counts the same groups).
+  void issueStage(const tir::Op& begin, const Pipeline& p, const std::string& iteration) {
+    const std::string start = v(begin.args[0]), end = "(" + v(begin.args[0]) + " + " + v(begin.args[1]) + ")";
+    line("{");
+    ++depth_;
+    line("const long long gz_k = " + iteration + ";");
+    line("if (gz_k < " + end + ") {");
+    ++depth_;
+    line("unsigned short* const gz_buf = gz_pipe + (" + std::to_string(p.offset) + "LL + (gz_k - " + start + ") % " +
+         std::to_string(k_.stages) + " * " + std::to_string(p.stageBytes) + "LL) / 2;");
+    for (int which = 0; which < 2; ++which) {
+      const tir::Op& load = k_.ops[static_cast<size_t>(which == 0 ? p.loadA : p.loadB)];
+      const tir::Operand& o = k_.operands[static_cast<size_t>(load.operand)];
+      const std::string row0 = indexAt(load.args[0], begin.result, "gz_k") + " * " + std::to_string(o.block[0]) + "LL";
+      const std::string col0 = indexAt(load.args[1], begin.result, "gz_k") + " * " + std::to_string(o.block[1]) + "LL";
+      lines(cudagen::copyBlockAsync(o, "t" + std::to_string(load.operand), row0, col0,
+                                    which == 0 ? "gz_buf" : "(gz_buf + " + std::to_string(p.aBytes / 2) + ")", threads_));
+    }
+    --depth_;
+    line("}");
+    line("gz_cp_async_commit();");
+    --depth_;
+    line("}");
+  }
+
+  void emitDot(int at, const tir::Op& op) {
+    const std::string r = v(op.result);
+    const Shape &a = value(op.args[0]).shape, &b = value(op.args[1]).shape;
+    const ValueLayout& out = layout(op.result);
+    if (out.mma) {
+      const bool f16 = value(op.args[0]).dtype == DType::F16;
+      std::string sa, sb;
+      if (const Pipeline* p = pipelineOfDot(at)) {
+        // The buffer of this iteration: issue the one S - 1 ahead, wait until this one's copies
+        // are done (all but the newest S - 1 groups), then make them visible to every thread.
+        const tir::Op& begin = k_.ops[static_cast<size_t>(value(op.result).region)];
+        const std::string counter = v(begin.result), start = v(begin.args[0]);
+        issueStage(begin, *p, counter + " + " + std::to_string(k_.stages - 1));
+        line("gz_cp_async_wait<" + std::to_string(k_.stages - 1) + ">();");
+        line("__syncthreads();");
+        const std::string base = "gz_saddr(gz_pipe) + (unsigned)(" + std::to_string(p->offset) + "LL + (" + counter + " - " +
+                                 start + ") % " + std::to_string(k_.stages) + " * " + std::to_string(p->stageBytes) + "LL)";
+        sa = base;
+        sb = base + " + " + std::to_string(p->aBytes) + "u";
+      } else {
+        line("__syncthreads();");
+        toSharedHalves(op.args[0], 0);
+        const int64_t bBase = cudagen::paddedBytes(a[0], a[1]) / 2;
+        toSharedHalves(op.args[1], bBase);
+        line("__syncthreads();");
+        sa = "gz_saddr(gz_h)";
+        sb = "gz_saddr(gz_h + " + std::to_string(bBase) + ")";
+      }
+      line("float " + r + "[" + std::to_string(out.regs()) + "];");
+      if (op.args.size() == 3) {
+        const std::string acc = convert(op.args[2], out, value(op.result).shape);
+        forRegisters(out, r + "[e] = " + acc + "[e];", false);
+      } else {
+        forRegisters(out, r + "[e] = 0.0f;", false);
+      }
+      lines(cudagen::mmaLoop(out.tc, a[1], sa, sb, r, f16));
+      if (pipelineOfDot(at)) line("__syncthreads();");  // before the next copy reuses a buffer
+      return;
+    }
+    // The fma loop, in the CPU's order (src/cpu/gemm.h): an fma chain from +0 over each block of
+    // 256 k, the blocks' results added in order to the accumulator (or the first block's result).
+    const std::string kk = std::to_string(a[1]), n = std::to_string(b[1]);
+    line("__syncthreads();");
+    toShared(op.args[0], 0);
+    toShared(op.args[1], a[0] * a[1]);
+    line("__syncthreads();");
+    const bool acc = op.args.size() == 3;
+    const std::string accName = acc ? convert(op.args[2], out, value(op.result).shape) : "";
+    declare(op.result);
+    forRegisters(out, "if (L >= 0) { const int row = L / " + n + ", col = L % " + n + "; float s = " +
+                          (acc ? accName + "[e]" : "0.0f") + "; for (int k0 = 0; k0 < " + kk +
+                          "; k0 += 256) { const int k1 = min(" + kk + ", k0 + 256); float c = 0.0f; for (int q = k0; q < k1; ++q) c = fmaf(gz_s[row * " +
+                          kk + " + q], gz_s[" + std::to_string(a[0] * a[1]) + " + q * " + n + " + col], c); s = " +
+                          (acc ? "s + c" : "k0 == 0 ? c : s + c") + "; } " + r + "[e] = s; }");
+  }
+
+  void emit(int at) {
+    const tir::Op& op = k_.ops[static_cast<size_t>(at)];
     const std::string r = op.result >= 0 ? v(op.result) : "";
     switch (op.kind) {
-      case tir::Kind::ProgramId: {
-        // Grid points go row-major onto blockIdx.x (no limit of 65535 on the other axes).
-        int64_t stride = 1;
-        for (size_t a = static_cast<size_t>(op.axis) + 1; a < k_.grid.size(); ++a) stride *= k_.grid[a];
-        line("const long long " + r + " = (long long)blockIdx.x / " + std::to_string(stride) + "LL % " +
-             std::to_string(k_.grid[static_cast<size_t>(op.axis)]) + "LL;");
-        break;
-      }
+      case tir::Kind::ProgramId: line("const long long " + r + " = " + programId(op) + ";"); break;
       case tir::Kind::IndexConst: line("const long long " + r + " = " + std::to_string(value(op.result).lo) + "LL;"); break;
       case tir::Kind::IndexAdd: line("const long long " + r + " = " + v(op.args[0]) + " + " + v(op.args[1]) + ";"); break;
       case tir::Kind::IndexSub: line("const long long " + r + " = " + v(op.args[0]) + " - " + v(op.args[1]) + ";"); break;
@@ -191,11 +516,12 @@ class Codegen {
         forRegisters(layout(op.result), r + "[e] = " + floatText(op.value) + ";", false);
         break;
       case tir::Kind::Load: {
+        if (pipelinedLoad(at)) break;  // read by the pipeline's copies into shared memory
         const tir::Operand& o = k_.operands[static_cast<size_t>(op.operand)];
         const DType d = o.tensor.dtype();
         const std::string element = "t" + std::to_string(op.operand) + "[a]";
-        const std::string load = d == DType::F16 ? "__half2float(" + element + ")"
-                                 : d == DType::BF16 ? "__bfloat162float(" + element + ")"
+        const std::string load = d == DType::F16    ? "gz_h2f(" + element + ")"
+                                 : d == DType::BF16 ? "gz_bf2f(" + element + ")"
                                  : d == DType::Bool ? "(" + element + " != 0 ? 1.0f : 0.0f)"
                                                     : element;
         declare(op.result);
@@ -206,8 +532,8 @@ class Codegen {
         const tir::Operand& o = k_.operands[static_cast<size_t>(op.operand)];
         const DType d = o.tensor.dtype();
         const std::string x = v(op.args[0]) + "[e]";
-        const std::string store = d == DType::F16 ? "__float2half_rn(" + x + ")"
-                                  : d == DType::BF16 ? "__float2bfloat16_rn(" + x + ")"
+        const std::string store = d == DType::F16    ? "gz_f2h(" + x + ")"
+                                  : d == DType::BF16 ? "gz_f2bf(" + x + ")"
                                   : d == DType::Bool ? "(unsigned char)(" + x + " != 0.0f)"
                                                      : x;
         forRegisters(layout(op.args[0]), blockAccess(op, 1, "t" + std::to_string(op.operand) + "[a] = " + store + ";", ""));
@@ -216,12 +542,12 @@ class Codegen {
       case tir::Kind::Unary: case tir::Kind::Binary: case tir::Kind::Where: case tir::Kind::Cast: {
         const tir::Value& out = value(op.result);
         std::vector<std::string> in;
-        for (int a : op.args) in.push_back(operand(a, out.shape) + "[e]");
+        for (int a : op.args) in.push_back(convert(a, layout(op.result), out.shape) + "[e]");
         // Tile values work in f32 (F32/F16/BF16/Bool): the f32 text of the GPU's elementwise kernels.
-        std::string x = op.kind == tir::Kind::Unary ? expr::unaryF32(op.unary, in[0])
+        std::string x = op.kind == tir::Kind::Unary    ? expr::unaryF32(op.unary, in[0])
                         : op.kind == tir::Kind::Binary ? expr::binaryF32(op.binary, in[0], in[1])
-                        : op.kind == tir::Kind::Where ? expr::select(in[0], in[1], in[2])
-                                                      : in[0];
+                        : op.kind == tir::Kind::Where  ? expr::select(in[0], in[1], in[2])
+                                                       : in[0];
         declare(op.result);
         forRegisters(layout(op.result), r + "[e] = " + expr::roundF32(out.dtype, x) + ";", false);
         break;
@@ -232,37 +558,38 @@ class Codegen {
         int64_t inner = 1;
         for (size_t d = axis + 1; d < in.size(); ++d) inner *= in[d];
         const std::string len = std::to_string(in[axis]), step = std::to_string(inner);
-        const std::string combine = op.reduction == tir::Reduction::Sum ? "s += x;"
-                                    : op.reduction == tir::Reduction::Max ? "s = gz_max(s, x);" : "s = gz_min(s, x);";
         line("__syncthreads();");
         toShared(op.args[0], 0);
         line("__syncthreads();");
         declare(op.result);
-        forRegisters(layout(op.result),
-                     "if (L >= 0) { const int base = L / " + step + " * " + len + " * " + step + " + L % " + step +
-                         "; float s = gz_smem[base]; for (int j = 1; j < " + len + "; ++j) { const float x = gz_smem[base + j * " +
-                         step + "]; " + combine + " } " + r + "[e] = " + expr::roundF32(value(op.result).dtype, "s") + "; }");
+        const std::string base = "const int base = L / " + step + " * " + len + " * " + step + " + L % " + step + "; ";
+        const std::string round = expr::roundF32(value(op.result).dtype, "s");
+        if (op.reduction == tir::Reduction::Sum) {
+          // The CPU's order of additions (src/cpu/reduce.h), so that sums give its bits.
+          forRegisters(layout(op.result), "if (L >= 0) { " + base + "const float s = gz_sum_ordered(gz_s + base, " + len +
+                                              ", " + step + "); " + r + "[e] = " + round + "; }");
+        } else {
+          const std::string combine = op.reduction == tir::Reduction::Max ? "s = gz_max(s, x);" : "s = gz_min(s, x);";
+          forRegisters(layout(op.result), "if (L >= 0) { " + base + "float s = gz_s[base]; for (int j = 1; j < " + len +
+                                              "; ++j) { const float x = gz_s[base + j * " + step + "]; " + combine +
+                                              " } " + r + "[e] = " + round + "; }");
+        }
         break;
       }
-      case tir::Kind::Dot: {
-        const Shape &a = value(op.args[0]).shape, &b = value(op.args[1]).shape;
-        const std::string kk = std::to_string(a[1]), n = std::to_string(b[1]);
-        line("__syncthreads();");
-        toShared(op.args[0], 0);
-        toShared(op.args[1], a[0] * a[1]);
-        line("__syncthreads();");
-        declare(op.result);
-        const std::string init = op.args.size() == 3 ? v(op.args[2]) + "[e]" : "0.0f";
-        forRegisters(layout(op.result),
-                     "if (L >= 0) { const int row = L / " + n + ", col = L % " + n + "; float s = " + init +
-                         "; for (int q = 0; q < " + kk + "; ++q) s = fmaf(gz_smem[row * " + kk + " + q], gz_smem[" +
-                         std::to_string(a[0] * a[1]) + " + q * " + n + " + col], s); " + r + "[e] = s; }");
-        break;
-      }
+      case tir::Kind::Dot: emitDot(at, op); break;
       case tir::Kind::FoldBegin: {
-        const std::string acc = v(op.result2), n = std::to_string(layout(op.result2).regs());
+        const ValueLayout& accLayout = layout(op.result2);
+        const std::string acc = v(op.result2), n = std::to_string(accLayout.regs());
+        const std::string init = convert(op.args[2], accLayout, value(op.result2).shape);
         line("float " + acc + "[" + n + "];");
-        line("for (int e = 0; e < " + n + "; ++e) " + acc + "[e] = " + v(op.args[2]) + "[e];");
+        line("#pragma unroll");
+        line("for (int e = 0; e < " + n + "; ++e) " + acc + "[e] = " + init + "[e];");
+        const auto p = pipelines_.find(at);
+        if (p != pipelines_.end()) {
+          // The pipeline's first S - 1 stages, read ahead before the loop.
+          line("// " + std::to_string(k_.stages) + "-stage cp.async pipeline of the product's operands");
+          for (int s = 0; s + 1 < k_.stages; ++s) issueStage(op, p->second, v(op.args[0]) + " + " + std::to_string(s));
+        }
         line("for (long long " + r + " = " + v(op.args[0]) + "; " + r + " < " + v(op.args[0]) + " + " + v(op.args[1]) +
              "; ++" + r + ") {");
         ++depth_;
@@ -270,11 +597,18 @@ class Codegen {
       }
       case tir::Kind::FoldEnd: {
         const tir::Op& begin = k_.ops[static_cast<size_t>(op.match)];
-        const std::string acc = v(begin.result2), n = std::to_string(layout(op.result).regs());
-        if (op.args[0] != begin.result2) line("for (int e = 0; e < " + n + "; ++e) " + acc + "[e] = " + v(op.args[0]) + "[e];");
+        const ValueLayout& accLayout = layout(begin.result2);
+        const std::string acc = v(begin.result2), n = std::to_string(accLayout.regs());
+        if (op.args[0] != begin.result2) {
+          const std::string next = convert(op.args[0], accLayout, value(begin.result2).shape);
+          line("#pragma unroll");
+          line("for (int e = 0; e < " + n + "; ++e) " + acc + "[e] = " + next + "[e];");
+        }
         --depth_;
         line("}");
+        if (pipelines_.count(op.match)) line("gz_cp_async_wait<0>();");
         line("float " + r + "[" + n + "];");
+        line("#pragma unroll");
         line("for (int e = 0; e < " + n + "; ++e) " + r + "[e] = " + acc + "[e];");
         break;
       }
@@ -282,8 +616,13 @@ class Codegen {
   }
 
   const tir::Kernel& k_;
-  int threads_;
-  int64_t sharedWords_ = 0;
+  int warps_, threads_;
+  std::vector<int> defOp_, uses_;
+  std::vector<ValueLayout> layouts_;
+  std::map<int, Pipeline> pipelines_;  // by FoldBegin op
+  int64_t pipelineBytes_ = 0;  // at the start of gz_smem
+  int64_t generalWords_ = 0;   // after the pipelines: staging, broadcasts, reductions
+  bool usesMma_ = false, usesHalves_ = false;
   std::string body_;
   int depth_ = 1;
   int temps_ = 0;
@@ -291,9 +630,8 @@ class Codegen {
 
 }  // namespace
 
-CudaKernel cuda(const Grid& grid, const Body& body) {
-  const tir::Kernel k = trace(grid, body);
-  return Codegen(k).generate();
-}
+CudaKernel generateCuda(const tir::Kernel& k) { return Codegen(k).generate(); }
+
+CudaKernel cuda(const Grid& grid, const Body& body) { return generateCuda(trace(grid, body)); }
 
 }  // namespace gizml::tile

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "tile/run.h"
 #include "tile/tracer.h"
 
 namespace gizml::tile {
@@ -114,6 +115,32 @@ Tile Program::full(const Shape& shape, double value, DType dtype) {
 }
 
 namespace {
+
+std::string operandName(const std::vector<tir::Operand>& operands, size_t i) {
+  const tir::Operand& o = operands[i];
+  return std::string("t").append(std::to_string(i)) + " (" + (o.write ? "write " : "read ") +
+         dtypeName(o.tensor.dtype()) + shapeText(o.tensor.shape()) + ")";
+}
+
+// A program runs on one device: the GPU of its GPU tensors, else the CPU. Every tensor it reads
+// must be there; a host tensor it writes is copied to the GPU by Tile::run (src/tile/gpu_run.cpp).
+void checkDevices(const std::vector<tir::Operand>& operands, int added) {
+  const auto n = static_cast<size_t>(added);
+  const tir::Operand& o = operands[n];
+  for (size_t i = 0; i < n; ++i) {
+    const tir::Operand& other = operands[i];
+    const auto &mine = o.tensor.storage()->gpu(), &theirs = other.tensor.storage()->gpu();
+    if (mine == theirs) continue;
+    const bool bothGpu = mine && theirs;
+    const tir::Operand& host = mine ? other : o;
+    if (!bothGpu && host.write) continue;
+    throw Error("Tile::run: " + operandName(operands, n) + " is on " + o.tensor.device() + " but " +
+                operandName(operands, i) + " is on " + other.tensor.device() +
+                (bothGpu ? ": a program runs on one GPU" : ": a program on a GPU reads only tensors on that GPU") +
+                " (move one with on(gpu) or host())");
+  }
+}
+
 // A read or write's tensor and block shape, checked: one positive length per axis.
 int addOperand(Builder& b, const Tensor& t, const Shape& block, double fill, bool write) {
   const char* op = write ? "tile write" : "tile read";
@@ -132,7 +159,9 @@ int addOperand(Builder& b, const Tensor& t, const Shape& block, double fill, boo
   o.fill = d == DType::Bool ? (fill != 0.0 ? 1.0 : 0.0) : doubleToWorkingF32(fill, d);
   o.write = write;
   b.kernel.operands.push_back(std::move(o));
-  return static_cast<int>(b.kernel.operands.size()) - 1;
+  const auto added = static_cast<int>(b.kernel.operands.size()) - 1;
+  checkDevices(b.kernel.operands, added);
+  return added;
 }
 }  // namespace
 
@@ -152,6 +181,18 @@ Tile Program::fold(const Index& start, const Index& count, const Tile& init,
 void Program::stages(int n) {
   check(n >= 1 && n <= 4, "tile stages: " + std::to_string(n) + " is not 1 to 4");
   b_->kernel.stages = n;
+}
+
+std::vector<Tensor> run(const Grid& grid, const Body& body) {
+  tir::Kernel k = trace(grid, body);
+  const bool onGpu = std::any_of(k.operands.begin(), k.operands.end(),
+                                 [](const tir::Operand& o) { return o.tensor.onGpu(); });
+  if (onGpu) runOnGpu(k);
+  else runOnCpu(k);
+  std::vector<Tensor> written;
+  for (const tir::Operand& o : k.operands)
+    if (o.write) written.push_back(o.tensor);
+  return written;
 }
 
 }  // namespace gizml::tile

@@ -1,84 +1,154 @@
-// Tile::cuda: the generated CUDA C++ for the tests' programs, compiled to PTX for sm_90a and sm_80
-// by nvcc when the toolkit is present (to be switched to the NVRTC loader of gizhw::gpu).
+// Tile::cuda: the generated CUDA C++ of the tests' programs (tests/tile/programs.h: those of the
+// CPU tests, and products on the tensor cores with and without stages), compiled by gizhw's NVRTC
+// loader to PTX for sm_80 and sm_90a and assembled by ptxas (by NVRTC when the toolkit has no
+// ptxas), with checks of the PTX; skipped, with the reason, where NVRTC is absent. CI has no GPU:
+// tests/tile/test_gpu_run.cpp runs the same programs on one.
+#include <gizhw/gpu.h>
 #include <gizml/tile.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "programs.h"
+
 using namespace gizml;
+namespace gpu = gizhw::gpu;
 
 namespace {
 
-const char* kNvcc = "/usr/local/cuda/bin/nvcc";
+struct Program {
+  const char* what;
+  Tile::CudaKernel kernel;
+  const char* mma = nullptr;  // the mma.sync instruction its PTX must hold (none: must hold no mma)
+  // A p.stages pipeline: its PTX waits for cp.async groups, and (`copies`) copies 16 bytes with
+  // cp.async where rows are aligned (odd row strides take plain loads: no cp.async.cg).
+  bool pipeline = false, copies = false;
+};
 
-std::vector<Tile::CudaKernel> programs() {
+std::vector<Program> programs() {
   static const auto x = T::zeros({4, 4}), w = T::zeros({1, 4});
   static const auto a = T::zeros({1000, 333}), b = T::zeros({333, 777});
+  static const auto a16 = T::zeros({1000, 333}, DType::BF16), b16 = T::zeros({333, 777}, DType::BF16);
+  static const auto ah = T::zeros({512, 256}, DType::F16), bh = T::zeros({256, 384}, DType::F16);
+  static const auto c = T::zeros({200, 136}), d = T::zeros({136, 96});
   static const auto h = T::zeros({37, 29}, DType::BF16), r = T::zeros({2, 12}, DType::F16);
-  std::vector<Tile::CudaKernel> out;
-  out.push_back(Tile::cuda({1}, [&](Tile::Program& p) {  // the guide's first program
-    const auto z = p.index(0);
-    const auto t = p.read(x, {4, 4}).at({z, z}) * p.read(w, {1, 4}).at({z, z});
-    p.write(T::zeros({4, 4}), {4, 4}).put((t + 1.0).relu(), {z, z});
-  }));
-  out.push_back(Tile::cuda({8, 7}, [&](Tile::Program& p) {  // the guide's product
-    const auto i = p.id(0), j = p.id(1);
-    const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
-    const auto acc = p.fold(p.index(0), A.blocks(1), p.zeros({128, 128}),
-                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
-    p.write(T::zeros({1000, 777}), {128, 128}).put(acc, {i, j});
-  }));
-  out.push_back(Tile::cuda({3, 2}, [&](Tile::Program& p) {  // bf16 softmax rows, masks, where, casts
-    const auto i = p.id(0), j = p.id(1);
-    const auto t = p.read(h, {16, 16}, -1.0).at({i, j}).cast(DType::F32);
-    const auto e = (t - t.max(1)).exp();
-    const auto s = Tile::where(t > 0.0, e / e.sum(1), t.sigmoid().min(t.k(0.25)));
-    p.write(T::zeros({37, 29}, DType::BF16), {16, 16}).put(s.cast(DType::BF16), {i, j});
-    p.write(T::zeros({37, 29}, DType::Bool), {16, 16}).put(t.ge(t.k(0.5)), {i, j});
-  }));
-  out.push_back(Tile::cuda({3}, [&](Tile::Program& p) {  // a fold whose count depends on p.id
-    const auto i = p.id(0);
-    const auto X = p.read(r, {2, 4});
-    const auto s = p.fold(0, i + 1, p.zeros({2, 1}), [&](Tile::Index k, Tile::Tile acc) { return acc + X.at({0, k}).sum(1); });
-    p.write(T::zeros({2, 3}, DType::F16), {2, 1}).put(s.cast(DType::F16), {0, i});
-  }));
-  return out;
+  static const auto x37 = T::zeros({37, 29}), row = T::zeros({1, 4}), col = T::zeros({4, 1}), x16 = T::zeros({16, 40});
+  static const auto x53 = T::zeros({5, 3}), view = T::zeros({4, 4}).slice(0, 1, 4).slice(1, 1, 3);
+  static const auto at = T::zeros({19, 45}).transpose(0, 1), bt = T::zeros({19, 23});
+  const char* bf16 = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+  const char* f16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  using tileprog::product;
+  using tileprog::productGrid;
+  return {
+      {"the guide's first program", Tile::cuda({1}, tileprog::guide(x, w))},
+      {"the guide's product, f32", Tile::cuda(productGrid(a, b, 128, 128), product(a, b, 128, 128, 32))},
+      {"bf16 softmax rows, masks, where, casts", Tile::cuda(tileprog::softmaxGrid(h), tileprog::softmax(h))},
+      {"a fold whose count depends on p.id", Tile::cuda({3}, tileprog::foldSums(r))},
+      {"the product, bf16", Tile::cuda(productGrid(a16, b16, 128, 128), product(a16, b16, 128, 128, 32)), bf16},
+      {"the product, bf16, 3 stages", Tile::cuda(productGrid(a16, b16, 128, 128), product(a16, b16, 128, 128, 32, 3)),
+       bf16, true, false},
+      {"the product, f16 64 x 64 blocks, 2 stages", Tile::cuda(productGrid(ah, bh, 64, 64), product(ah, bh, 64, 64, 32, 2)),
+       f16, true, true},
+      {"f32 tensors cast to bf16 tiles for the product",
+       Tile::cuda(productGrid(c, d, 64, 32), product(c, d, 64, 32, 32, 2, DType::BF16)), bf16},
+      // The other programs of the CPU tests (tests/tile/test_cpu.cpp).
+      {"every unary and binary operation", Tile::cuda(tileprog::everyOperationGrid(x37), tileprog::everyOperation(x37, x37))},
+      {"broadcasting rows and columns", Tile::cuda({1}, tileprog::broadcasting(x, row, col))},
+      {"reductions along each axis", Tile::cuda({1}, tileprog::reductions(x16))},
+      {"masks: a fill outside the tensor", Tile::cuda({2, 1}, tileprog::masks(x53))},
+      {"a write into a view", Tile::cuda({1}, tileprog::fillView(view))},
+      {"the product of a transposed view in 16 x 8 blocks, k blocks of 5",
+       Tile::cuda(productGrid(at, bt, 16, 8), product(at, bt, 16, 8, 5))},
+      {"an empty grid", Tile::cuda({0}, tileprog::emptyGrid())},
+  };
+}
+
+// The PTX of one kernel: from its .entry to the next.
+std::string entryOf(const std::string& ptx, const std::string& name) {
+  const size_t at = ptx.find(".entry " + name + "(");
+  if (at == std::string::npos) return "";
+  const size_t end = ptx.find(".entry ", at + 1);
+  return ptx.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+const char* kPtxas = "/usr/local/cuda/bin/ptxas";
+
+// Assembles PTX with ptxas for the architecture.
+void assemble(const std::string& ptx, const std::string& arch) {
+  const char* ptxas = kPtxas;
+  const auto file = std::filesystem::temp_directory_path() / ("gizml_tile_" + std::to_string(::getpid()) + ".ptx");
+  std::ofstream(file) << ptx;
+  const std::string command = std::string(ptxas) + " -arch=" + arch + " " + file.string() + " -o /dev/null 2>&1";
+  FILE* p = popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string output;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) output += buf;
+  const int status = pclose(p);
+  std::filesystem::remove(file);
+  EXPECT_EQ(status, 0) << "ptxas " << arch << " failed on the tile kernels:\n" << output;
 }
 
 }  // namespace
 
 TEST(TileCuda, LaunchShapes) {
   const auto k = programs();
-  EXPECT_EQ(k[0].threads, 32);
-  EXPECT_EQ(k[0].blocks, 1);
-  EXPECT_EQ(k[0].sharedBytes, 16);
-  EXPECT_EQ(k[1].threads, 256);
-  EXPECT_EQ(k[1].blocks, 56);
-  EXPECT_EQ(k[1].sharedBytes, (128 * 32 + 32 * 128) * 4);
-  for (const auto& kernel : k) {
-    EXPECT_NE(kernel.source.find("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kernel.threads) + ") " + kernel.name),
-              std::string::npos);
+  EXPECT_EQ(k[0].kernel.threads, 32);
+  EXPECT_EQ(k[0].kernel.blocks, 1);
+  EXPECT_EQ(k[0].kernel.sharedBytes, 16);
+  EXPECT_EQ(k[1].kernel.threads, 256);
+  EXPECT_EQ(k[1].kernel.blocks, 56);
+  EXPECT_EQ(k[1].kernel.sharedBytes, (128 * 32 + 32 * 128) * 4);
+  for (const auto& p : k) {
+    EXPECT_NE(p.kernel.source.find("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(p.kernel.threads) +
+                                   ") " + p.kernel.name),
+              std::string::npos)
+        << p.what;
   }
-  EXPECT_NE(k[1].source.find("__syncthreads();"), std::string::npos);
-  EXPECT_NE(k[2].source.find("__nv_bfloat16* __restrict__ t1"), std::string::npos);
+  EXPECT_NE(k[1].kernel.source.find("__syncthreads();"), std::string::npos);
+  EXPECT_NE(k[2].kernel.source.find("u16* __restrict__ t1"), std::string::npos);
+  // The bf16 product: padded operands (128 x 40 + 32 x 136 halves) for the tensor cores; the
+  // accumulator stays in the fragments' registers and is stored from them.
+  EXPECT_EQ(k[4].kernel.sharedBytes, (128 * 40 + 32 * 136) * 2);
+  // Three stages of those, and nothing else.
+  EXPECT_EQ(k[5].kernel.sharedBytes, 3 * (128 * 40 + 32 * 136) * 2);
+  EXPECT_NE(k[5].kernel.source.find("3-stage cp.async pipeline"), std::string::npos);
 }
 
-TEST(TileCuda, CompilesToPtx) {
-  if (!std::filesystem::exists(kNvcc)) GTEST_SKIP() << "no CUDA toolkit at " << kNvcc;
-  const std::filesystem::path dir = std::filesystem::path(GIZML_BUILD_DIR) / "tile_cuda";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "kernels.cu") << [] {
-    std::string all;
-    for (const auto& k : programs()) all += k.source;
-    return all;
-  }();
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    const std::string command = std::string(kNvcc) + " -arch=" + arch + " -ptx " + (dir / "kernels.cu").string() +
-                                " -o " + (dir / (std::string(arch) + ".ptx")).string() + " 2> " +
-                                (dir / "nvcc.log").string();
-    EXPECT_EQ(std::system(command.c_str()), 0) << command << "\n"
-                                               << std::ifstream(dir / "nvcc.log").rdbuf();
+TEST(TileCuda, CompilesForSm80AndSm90a) {
+  std::string version, why;
+  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  const auto k = programs();
+  std::string all;
+  for (const auto& p : k) all += p.kernel.source;
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    gpu::Compiled c;
+    // Machine code from ptxas when the toolkit has it, else from NVRTC (which runs the same
+    // assembler inside: doing both only doubles the time).
+    const bool ptxas = std::filesystem::exists(kPtxas);
+    try {
+      c = gpu::compileCuda(all, arch, !ptxas);
+    } catch (const Error& e) {
+      ADD_FAILURE() << arch << ": " << e.what();
+      continue;
+    }
+    if (ptxas) assemble(c.ptx, arch);
+    else EXPECT_FALSE(c.cubin.empty()) << arch;
+    for (const auto& p : k) {
+      const std::string entry = entryOf(c.ptx, p.kernel.name);
+      ASSERT_FALSE(entry.empty()) << arch << ": no entry " << p.kernel.name << " for " << p.what;
+      if (p.mma) {
+        EXPECT_NE(entry.find(p.mma), std::string::npos) << arch << ": " << p.what << " has no " << p.mma;
+        EXPECT_NE(entry.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos) << arch << ": " << p.what;
+        EXPECT_NE(entry.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"), std::string::npos) << arch << ": " << p.what;
+      } else {
+        EXPECT_EQ(entry.find("mma.sync"), std::string::npos) << arch << ": " << p.what;
+      }
+      EXPECT_EQ(entry.find("cp.async.wait_group") != std::string::npos, p.pipeline) << arch << ": " << p.what;
+      EXPECT_EQ(entry.find("cp.async.cg.shared.global") != std::string::npos, p.copies) << arch << ": " << p.what;
+    }
   }
 }

@@ -1,0 +1,64 @@
+// Tile::run on GPU tensors: the program's CUDA kernel (Tile::cuda's), compiled through the GPU's
+// kernel cache and launched on its stream with the operands' device addresses. Written host
+// tensors are copied to the GPU first; the trace already checked that every read is on it.
+#include <gizml/tile.h>
+
+#include <climits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/tensor_ops.h"
+#include "tile/run.h"
+
+namespace gizml::tile {
+
+void runOnGpu(tir::Kernel& k) {
+  gpuops::DevicePtr device;
+  for (const tir::Operand& o : k.operands)
+    if (o.tensor.onGpu()) device = o.tensor.storage()->gpu();
+  check(device != nullptr, "Tile::run: no operand on a GPU");
+  device->checkOpen();
+  const gizhw::gpu::Gpu gpu(device);
+  check(gpu.properties().vendor == gizhw::gpu::Vendor::Nvidia,
+        "Tile::run: tile programs run on NVIDIA GPUs (the generated kernel is CUDA), not on " + gpu.describe());
+
+  // Written host tensors go to the GPU (one copy per distinct view: two writes of one view land
+  // in one tensor).
+  std::vector<std::pair<Tensor, Tensor>> copies;
+  for (tir::Operand& o : k.operands) {
+    if (o.tensor.onGpu()) continue;
+    check(o.write, "Tile::run: a host tensor read by a GPU program");  // the trace checks this first
+    std::optional<Tensor> copy;
+    for (const auto& [host, onGpu] : copies)
+      if (host.storage() == o.tensor.storage() && host.offset() == o.tensor.offset() &&
+          host.shape() == o.tensor.shape() && host.strides() == o.tensor.strides())
+        copy = onGpu;
+    if (!copy) {
+      copy = o.tensor.on(gpu);
+      copies.emplace_back(o.tensor, *copy);
+    }
+    o.tensor = *copy;
+  }
+
+  const CudaKernel kernel = generateCuda(k);
+  if (kernel.blocks == 0) return;
+  check(kernel.blocks <= INT_MAX, "Tile::run: a grid of " + std::to_string(kernel.blocks) +
+                                      " points is more than a GPU launch takes");
+  const int optin = gpu.properties().sharedPerBlockOptin;
+  check(optin <= 0 || kernel.sharedBytes <= optin,
+        "Tile::run: the program needs " + std::to_string(kernel.sharedBytes) + " bytes of shared memory, " +
+            gpu.describe() + " gives a block at most " + std::to_string(optin) + " (use smaller blocks)");
+
+  std::vector<uint64_t> addresses;
+  addresses.reserve(k.operands.size());
+  for (const tir::Operand& o : k.operands) addresses.push_back(gpuops::address(o.tensor));
+  std::vector<void*> args;
+  for (uint64_t& a : addresses) args.push_back(&a);
+  gpu.kernel(kernel.source, kernel.name)
+      .launch({static_cast<unsigned>(kernel.blocks)}, {static_cast<unsigned>(kernel.threads)},
+              static_cast<size_t>(kernel.sharedBytes), gpu.stream(), args.data());
+}
+
+}  // namespace gizml::tile

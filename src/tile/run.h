@@ -1,0 +1,18 @@
+#pragma once
+// The backends behind Tile::run (src/tile/program.cpp): the CPU executor for host tensors, the
+// generated CUDA kernel for GPU tensors.
+#include "tile/ir.h"
+
+namespace gizml::tile {
+
+/// Runs the traced kernel on host tensors (src/tile/cpu_executor.cpp).
+void runOnCpu(const tir::Kernel& k);
+
+/// Runs the traced kernel on the GPU its operands are on (src/tile/gpu_run.cpp): written host
+/// tensors are first copied to that GPU (the kernel's operands are replaced by the copies).
+void runOnGpu(tir::Kernel& k);
+
+/// The CUDA kernel of a traced program (src/tile/cuda_codegen.cpp).
+CudaKernel generateCuda(const tir::Kernel& k);
+
+}  // namespace gizml::tile
