@@ -3,6 +3,7 @@
 // from what f32 would give); operations without an f64 path reject it.
 #include <gizml/netops.h>
 #include <gizml/tensor.h>
+#include <gizml/tile.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -304,4 +305,10 @@ TEST(F64, OperationsWithoutAnF64PathRejectIt) {
   expectError([&] { netops::groupNorm(T::ones({2, 3}), 1, T::ones({2}), T::ones({2}), 1e-5, false, DType::F64); },
               {"netops::groupNorm", "f64"});
   expectError([&] { netops::argmax(m); }, {"netops::argmax", "f64"});
+  // Tile programs hold no f64: reading, writing or making an F64 tile fails while tracing.
+  expectError([&] { Tile::run({1}, [&](Tile::Program& p) { p.read(m, {2, 3}); }); }, {"tile read", "f64"});
+  expectError([&] { Tile::run({1}, [&](Tile::Program& p) { p.write(m, {2, 3}); }); }, {"tile write", "f64"});
+  expectError([&] {
+    Tile::run({1}, [&](Tile::Program& p) { p.write(T::zeros({2, 3}), {2, 3}).put(p.zeros({2, 3}).cast(DType::F64), {0, 0}); });
+  }, {"tile cast", "f64"});
 }
