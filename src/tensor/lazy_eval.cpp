@@ -6,6 +6,7 @@
 // the size of the data is the result.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
@@ -349,13 +350,23 @@ void fillScalar(const Step& s, void* buffer) {
   }
 }
 
-// F64 runs on the CPU alone: an expression on a GPU with an F64 value is an Error.
-void rejectF64OnGpu(const Lazy::Node& node) {
-  check(node.dtype != DType::F64, std::string("elementwise (") +
-                                      (node.kind == Kind::Cast ? "cast" : node.kind == Kind::Unary ? opName(node.unaryOp)
-                                       : node.kind == Kind::Binary ? opName(node.binaryOp) : "value") +
-                                      ") on the GPU: dtype f64 runs only on the CPU");
-  for (const auto& input : node.inputs) rejectF64OnGpu(*input);
+// F64 runs on the CPU alone: an expression on a GPU with an F64 value is an Error. (Each node
+// once: a value read twice is one node.)
+void rejectF64OnGpu(const Lazy::Node& root) {
+  std::vector<const Lazy::Node*> pending = {&root};
+  std::unordered_set<const Lazy::Node*> seen = {&root};
+  while (!pending.empty()) {
+    const Lazy::Node& node = *pending.back();
+    pending.pop_back();
+    check(node.dtype != DType::F64, std::string("elementwise (") +
+                                        (node.kind == Kind::Cast     ? "cast"
+                                         : node.kind == Kind::Unary  ? opName(node.unaryOp)
+                                         : node.kind == Kind::Binary ? opName(node.binaryOp)
+                                                                     : "value") +
+                                        ") on the GPU: dtype f64 runs only on the CPU");
+    for (const auto& input : node.inputs)
+      if (seen.insert(input.get()).second) pending.push_back(input.get());
+  }
 }
 
 }  // namespace
