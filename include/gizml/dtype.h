@@ -7,14 +7,19 @@
 
 namespace gizml {
 
-enum class DType : uint8_t { F32, F16, BF16, I8, U8, I32, I64, Bool };
+// F64 is last so that the numbers of the others stay as they were. It computes in double on the
+// CPU only: GPU tensors, tile programs and the quantized LLM paths reject it (docs/tensor.md).
+enum class DType : uint8_t { F32, F16, BF16, I8, U8, I32, I64, Bool, F64 };
 
+/// The dtypes that every backend (the CPU and the GPUs) supports: all but F64.
 inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8,
                                        DType::U8,  DType::I32, DType::I64,  DType::Bool};
 
 size_t dtypeSize(DType t);
 const char* dtypeName(DType t);
-inline bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+inline bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+}
 inline bool isInteger(DType t) { return !isFloat(t) && t != DType::Bool; }
 
 /// The type of a binary operation's result (docs/tensor.md, "Type promotion").
@@ -23,7 +28,8 @@ DType promoteTypes(DType a, DType b);
 /// d as an f32 rounded to odd (toward zero, the last bit set when inexact): rounding that to
 /// F16/BF16 to nearest even gives d correctly rounded, where two roundings to nearest could not.
 float doubleToF32RoundToOdd(double d);
-/// d in dtype t's working f32 value: F16/BF16 rounded once from the double, F32 as is.
+/// d in dtype t's working f32 value: F16/BF16 rounded once from the double, F32 (and F64, whose
+/// working type is double: callers keep its doubles) as is.
 float doubleToWorkingF32(double d, DType t);
 
 // IEEE binary16 and bfloat16 conversions, rounding to nearest even; NaN stays NaN.

@@ -4,7 +4,9 @@
 // spec spells out (docs/netops.md). attention, cross entropy, layer norm (and their gradients)
 // and dropout run where their operands are, in the same steps on the CPU and a GPU (the same
 // bits); for the others a GPU operand is an Error naming the function until its GPU kernel
-// exists (no hidden copy to the host).
+// exists (no hidden copy to the host). F64 operands: layerNorm, layerNormGrad, crossEntropyLoss,
+// crossEntropyRows, crossEntropyGrad and dropout compute in f64 on the host (the same steps in
+// the same order); every other function here rejects F64 with an Error naming it.
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -22,21 +24,24 @@ Tensor affine(const Tensor& x, const Tensor& w, const Tensor& b, DType compute =
 
 /// Layer normalization over the last axis: (x - mean) rstd weight + bias, mean and var over the
 /// row (1/n, as torch) as in-order f32 sums, rstd = 1 / sqrt(var + eps). Returns {y (x's shape,
-/// F32), mean, rstd (x's shape less its last axis)}.
+/// F32), mean, rstd (x's shape less its last axis)}; all in f64 (F64 results) when an operand is F64.
 std::vector<Tensor> layerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 
 /// layerNorm's gradients {dx, dweight, dbias} from dy and layerNorm's mean and rstd:
 /// dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy weight; dweight, dbias add over rows in order.
+/// In f64 (F64 results) when an operand is F64.
 std::vector<Tensor> layerNormGrad(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                   const Tensor& rstd);
 
 /// Softmax cross-entropy of logits [rows, classes] against labels: each row's loss
 /// m + log(sum exp(x - m)) - x[label] (the sum in 16 lanes), their mean in f64 in row order
-/// (on the host: a GPU's rows are waited for).
+/// (on the host: a GPU's rows are waited for). F64 logits: every step in f64 (libm's exp, log).
 double crossEntropyLoss(const Tensor& logits, const std::vector<int64_t>& labels);
-/// Each row's loss of crossEntropyLoss, [rows] F32 where the logits are (on a GPU: no wait).
+/// Each row's loss of crossEntropyLoss, [rows] F32 where the logits are (on a GPU: no wait); F64
+/// for F64 logits.
 Tensor crossEntropyRows(const Tensor& logits, const std::vector<int64_t>& labels);
 /// (softmax - onehot) scale, [rows, classes] F32; the softmax is exp(x - m) times the f32 of 1/sum.
+/// F64 logits give F64, every step in f64.
 Tensor crossEntropyGrad(const Tensor& logits, const std::vector<int64_t>& labels, double scale);
 
 /// softmax(q kᵀ scale) v without the (tq, tk) scores: q [b, tq, d], k [b, tk, d], v [b, tk, e]
@@ -94,7 +99,7 @@ std::vector<int64_t> argmax(const Tensor& x);
 
 /// Tensor.dropout: x where word i of `key`'s uniform draw is at least p, times the f32 of
 /// 1 / (1 - p), else 0 (x's dtype). The same key gives the same mask, so a backward pass
-/// applies it again from the key.
+/// applies it again from the key. F64: x times the f64 of 1 / (1 - p), in f64.
 Tensor dropout(const Tensor& x, const Key& key, double p);
 
 }  // namespace gizml::netops

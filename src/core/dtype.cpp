@@ -10,7 +10,7 @@ size_t dtypeSize(DType t) {
     case DType::F32: case DType::I32: return 4;
     case DType::F16: case DType::BF16: return 2;
     case DType::I8: case DType::U8: case DType::Bool: return 1;
-    case DType::I64: return 8;
+    case DType::I64: case DType::F64: return 8;
   }
   throw Error("unknown dtype " + std::to_string(static_cast<int>(t)));
 }
@@ -25,13 +25,14 @@ const char* dtypeName(DType t) {
     case DType::I32: return "i32";
     case DType::I64: return "i64";
     case DType::Bool: return "bool";
+    case DType::F64: return "f64";
   }
   return "?";
 }
 
 namespace {
 // Rank within a kind: larger wins.
-int floatRank(DType t) { return t == DType::F32 ? 3 : 2; }  // F16 and BF16 rank alike
+int floatRank(DType t) { return t == DType::F64 ? 4 : t == DType::F32 ? 3 : 2; }  // F16 and BF16 rank alike
 int intBits(DType t) {
   switch (t) {
     case DType::I8: case DType::U8: return 8;

@@ -117,7 +117,10 @@ void wrapI64To(DType dst, int64_t* v, int64_t n) {
   }
 }
 
-void castF32ToI64(DType dst, const float* in, int64_t n, int64_t* out) {
+namespace {
+// A float to dst's integer: truncated toward zero, saturating at dst's range, NaN gives 0.
+template <class F>
+void floatToI64(DType dst, const F* in, int64_t n, int64_t* out) {
   const double lo = static_cast<double>(bounds(dst, false)), hi = static_cast<double>(bounds(dst, true));
   for (int64_t i = 0; i < n; ++i) {
     const double x = std::trunc(static_cast<double>(in[i]));
@@ -126,6 +129,38 @@ void castF32ToI64(DType dst, const float* in, int64_t n, int64_t* out) {
     else if (x >= hi) out[i] = bounds(dst, true);
     else out[i] = static_cast<int64_t>(x);
   }
+}
+}  // namespace
+
+void castF32ToI64(DType dst, const float* in, int64_t n, int64_t* out) { floatToI64(dst, in, n, out); }
+
+void loadF64(const void* base, int64_t stride, int64_t n, double* out) {
+  if (stride == 1) {
+    if (n > 0) std::memcpy(out, base, static_cast<size_t>(n) * 8);
+  } else {
+    gather<double>(base, stride, n, [&](int64_t i, double v) { out[i] = v; });
+  }
+}
+
+void castF32ToF64(const float* in, int64_t n, double* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i];
+}
+
+void castF64ToF32(DType dst, const double* in, int64_t n, float* out) {
+  switch (dst) {
+    case DType::F32: for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]); return;
+    case DType::F16: case DType::BF16: case DType::Bool:
+      for (int64_t i = 0; i < n; ++i) out[i] = doubleToWorkingF32(in[i], dst);
+      return;
+    default:
+      throw Error(std::string("castF64ToF32: ") + dtypeName(dst) + " does not work in f32");
+  }
+}
+
+void castF64ToI64(DType dst, const double* in, int64_t n, int64_t* out) { floatToI64(dst, in, n, out); }
+
+void castI64ToF64(const int64_t* in, int64_t n, double* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<double>(in[i]);
 }
 
 namespace {

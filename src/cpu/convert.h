@@ -1,14 +1,15 @@
 #pragma once
-// Loading elements of any dtype into the two working representations of elementwise code
-// (f32 for floats and bools, i64 for integers) and storing them back.
+// Loading elements of any dtype into the three working representations of elementwise code
+// (f32 for F32/F16/BF16 and bools, f64 for F64, i64 for integers) and storing them back.
 #include <gizml/dtype.h>
 
 #include <cstdint>
 
 namespace gizml::cpu {
 
-/// The working representation of a dtype: f32 (true) or i64 (false).
-inline bool worksInF32(DType t) { return isFloat(t) || t == DType::Bool; }
+/// The working representation of a dtype: f32, f64 (F64 alone) or i64 (the integers).
+inline bool worksInF64(DType t) { return t == DType::F64; }
+inline bool worksInF32(DType t) { return (isFloat(t) && !worksInF64(t)) || t == DType::Bool; }
 
 /// out[i] = element i of the run at base with `stride` elements between them (0 repeats one).
 void loadF32(DType src, const void* base, int64_t stride, int64_t n, float* out);
@@ -25,5 +26,17 @@ void wrapI64To(DType dst, int64_t* values, int64_t n);
 /// zero and saturate (NaN gives 0); anything to Bool is `!= 0`.
 void castF32ToI64(DType dst, const float* in, int64_t n, int64_t* out);
 void castI64ToF32(DType dst, const int64_t* in, int64_t n, float* out);
+
+/// F64 runs: loaded from and stored to F64 elements only (other dtypes come through casts).
+void loadF64(const void* base, int64_t stride, int64_t n, double* out);
+/// f32 working values (F32/F16/BF16/Bool) widened to f64: exact.
+void castF32ToF64(const float* in, int64_t n, double* out);
+/// f64 values to dst's f32 working values: F16/BF16 rounded once (through f32 rounded to odd),
+/// F32 to nearest even, Bool `!= 0`.
+void castF64ToF32(DType dst, const double* in, int64_t n, float* out);
+/// As castF32ToI64: truncation toward zero, saturating, NaN gives 0.
+void castF64ToI64(DType dst, const double* in, int64_t n, int64_t* out);
+/// Integers to f64, rounding to nearest even beyond 2^53.
+void castI64ToF64(const int64_t* in, int64_t n, double* out);
 
 }  // namespace gizml::cpu

@@ -30,4 +30,11 @@ void binaryI64(tensor::BinaryOp op, const int64_t* a, const int64_t* b, int64_t*
 void compareI64(tensor::BinaryOp op, const int64_t* a, const int64_t* b, float* y, int64_t n);
 void whereI64(const float* condition, const int64_t* a, const int64_t* b, int64_t* y, int64_t n);
 
+/// The same operations on f64 values (F64), scalar loops over libm in double: the rules of
+/// docs/tensor.md ("Computation") with every operation done in double. Comparisons give f32 0/1.
+void unaryF64(tensor::UnaryOp op, const double* x, double* y, int64_t n);
+void binaryF64(tensor::BinaryOp op, const double* a, const double* b, double* y, int64_t n);
+void compareF64(tensor::BinaryOp op, const double* a, const double* b, float* y, int64_t n);
+void whereF64(const float* condition, const double* a, const double* b, double* y, int64_t n);
+
 }  // namespace gizml::cpu

@@ -14,9 +14,10 @@ void Adam::step(std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
   check(params.size() == grads.size(), "Adam.step: " + std::to_string(params.size()) + " parameters but " +
                                            std::to_string(grads.size()) + " gradients");
   if (m_.empty()) {
-    for (const Tensor& p : params) {
-      m_.push_back(tensor::zeros(p.shape()));
-      v_.push_back(tensor::zeros(p.shape()));
+    for (const Tensor& p : params) {  // the moments in f32 (f64 for F64 parameters)
+      const DType moments = p.dtype() == DType::F64 ? DType::F64 : DType::F32;
+      m_.push_back(tensor::zeros(p.shape(), moments));
+      v_.push_back(tensor::zeros(p.shape(), moments));
     }
   }
   check(m_.size() == params.size(), "Adam.step: the number of parameters changed");

@@ -128,8 +128,9 @@ Value Graph::silu(Value x) {
 Value Graph::gelu(Value x) {
   const Tensor v = value(x);
   return state_->add(v.gelu(), {x}, [v](const Tensor& dy) {
-    // d/dx x Phi(x) = Phi(x) + x phi(x); Phi from erfc (no tensor erf yet), phi from exp.
-    const std::vector<float> xs = v.toFloats();
+    // d/dx x Phi(x) = Phi(x) + x phi(x); Phi from erfc (no tensor erf yet), phi from exp, in
+    // double from x's values (exact for every float dtype), then in dy's dtype.
+    const std::vector<double> xs = v.toDoubles();
     std::vector<double> d(xs.size());
     for (size_t i = 0; i < xs.size(); ++i) {
       const double z = xs[i];
@@ -251,7 +252,8 @@ Value Graph::crossEntropy(Value logits, const Tensor& labels) {
         "crossEntropy: labels of shape " + tensor::shapeText(labels.shape()) + " must be [" + std::to_string(z.shape()[0]) + "]");
   // netops checks the labels' range and computes the loss and its gradient (one implementation).
   const std::vector<int64_t> ids = labels.toInts();
-  const Tensor loss = tensor::scalar(netops::crossEntropyLoss(z, ids));
+  // The loss in f64 for F64 logits (crossEntropyLoss computes every step in f64 then), else F32.
+  const Tensor loss = tensor::scalar(netops::crossEntropyLoss(z, ids), z.dtype() == DType::F64 ? DType::F64 : DType::F32);
   return state_->add(loss, {logits}, [z, ids](const Tensor& dy) {
     // (softmax - onehot) / rows, times the loss's gradient.
     return Grads1{netops::crossEntropyGrad(z, ids, dy.item() / static_cast<double>(z.shape()[0]))};
@@ -296,15 +298,18 @@ Value Graph::embedding(Value table, const Tensor& ids) {
   outShape.push_back(t.shape()[1]);
   const Tensor out = t.indexSelect(0, flat).reshape(outShape);
   return state_->add(out, {table}, [t, flat](const Tensor& dy) {
-    // Rows of dy added into the rows they came from, in id order.
+    // Rows of dy added into the rows they came from, in id order: in f32 (f64 for an F64 table).
     const int64_t dim = t.shape()[1];
-    Tensor g = tensor::zeros(t.shape(), DType::F32);
-    const std::vector<float> rows = dy.reshape({flat.numel(), dim}).toFloats();
     const std::vector<int64_t> idx = flat.toInts();
-    float* out = g.data<float>();
-    for (size_t r = 0; r < idx.size(); ++r)
-      for (int64_t j = 0; j < dim; ++j) out[idx[r] * dim + j] += rows[r * static_cast<size_t>(dim) + static_cast<size_t>(j)];
-    return Grads1{g.cast(t.dtype())};
+    const Tensor rows = dy.reshape({flat.numel(), dim});
+    auto scatter = [&]<class R>(DType work, const std::vector<R>& values) {
+      Tensor g = tensor::zeros(t.shape(), work);
+      R* out = g.template data<R>();
+      for (size_t r = 0; r < idx.size(); ++r)
+        for (int64_t j = 0; j < dim; ++j) out[idx[r] * dim + j] += values[r * static_cast<size_t>(dim) + static_cast<size_t>(j)];
+      return g.cast(t.dtype());
+    };
+    return Grads1{t.dtype() == DType::F64 ? scatter(DType::F64, rows.toDoubles()) : scatter(DType::F32, rows.toFloats())};
   }, "embedding");
 }
 

@@ -8,7 +8,8 @@ namespace gizml::netops {
 
 Tensor affine(const Tensor& xIn, const Tensor& wIn, const Tensor& bIn, DType compute) {
   const char* fn = "affine";
-  check(isFloat(compute), detail::where(fn) + "compute dtype " + dtypeName(compute) + " is not a float type");
+  check(isFloat(compute) && compute != DType::F64,
+        detail::where(fn) + "compute dtype " + dtypeName(compute) + " is not F32, F16 or BF16");
   const Tensor x = detail::hostF32(fn, "x", xIn), w = detail::hostF32(fn, "w", wIn), b = detail::hostF32(fn, "b", bIn);
   detail::requireRank(fn, "x", x, 2, "[rows, in]");
   detail::requireRank(fn, "w", w, 2, "[out, in]");

@@ -13,7 +13,7 @@ Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Ten
   const char* fn = "groupNorm";
   const Tensor x = detail::hostF32(fn, "x", xIn), w = detail::hostF32(fn, "w", wIn), b = detail::hostF32(fn, "b", bIn);
   check(x.ndim() >= 1, detail::where(fn) + "x of shape " + tensor::shapeText(x.shape()) + " must be [c, ...]");
-  check(isFloat(dtype), detail::where(fn) + "dtype " + dtypeName(dtype) + " is not a float type");
+  check(isFloat(dtype) && dtype != DType::F64, detail::where(fn) + "dtype " + dtypeName(dtype) + " is not F32, F16 or BF16");
   check(eps >= 0.0, detail::where(fn) + "eps = " + std::to_string(eps) + " is negative");
   const int64_t c = x.shape()[0];
   detail::requireAtLeast(fn, "groups", groups, 1);

@@ -6,8 +6,22 @@ namespace gizml::netops::detail {
 std::string where(const char* fn) { return std::string("netops::") + fn + ": "; }
 
 Tensor floatOperand(const char* fn, const char* arg, const Tensor& t) {
+  check(t.dtype() != DType::F64, where(fn) + arg + " has dtype f64, which this operation does not support (it "
+                                                   "computes in f32; cast to f32 first)");
   check(isFloat(t.dtype()), where(fn) + arg + " has dtype " + dtypeName(t.dtype()) + ", not a float type");
   return t.cast(DType::F32).contiguous();
+}
+
+bool anyF64(std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands)
+    if (t->dtype() == DType::F64) return true;
+  return false;
+}
+
+Tensor hostF64(const char* fn, const char* arg, const Tensor& t) {
+  check(isFloat(t.dtype()), where(fn) + arg + " has dtype " + dtypeName(t.dtype()) + ", not a float type");
+  check(!t.onGpu(), where(fn) + arg + " is on " + t.device() + ": f64 runs only on the CPU");
+  return t.cast(DType::F64).contiguous();
 }
 
 Tensor hostF32(const char* fn, const char* arg, const Tensor& t) {

@@ -4,6 +4,7 @@
 #include <gizml/netops.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace gizml::netops::detail {
@@ -11,8 +12,15 @@ namespace gizml::netops::detail {
 /// "netops::<fn>: ": the prefix of every message.
 std::string where(const char* fn);
 
-/// The operand as a contiguous F32 tensor where it is (an Error naming it unless a float type).
+/// The operand as a contiguous F32 tensor where it is (an Error naming it unless a float type
+/// other than F64: the operations that compute in f64 check for it first, see anyF64).
 Tensor floatOperand(const char* fn, const char* arg, const Tensor& t);
+
+/// Whether any operand is F64: then the operations that support it compute in f64 (hostF64).
+bool anyF64(std::initializer_list<const Tensor*> operands);
+
+/// The operand as a contiguous F64 tensor on the host (an Error unless a float type on the host).
+Tensor hostF64(const char* fn, const char* arg, const Tensor& t);
 
 /// The operand as a contiguous F32 tensor on the host (itself when it already is one). A GPU
 /// operand is an Error naming the function: no GPU kernel yet and no hidden copy to the host.

@@ -23,7 +23,7 @@ void requireRank(const char* fn, const char* name, const Tensor& t, int64_t rank
 }
 
 Tensor f32Values(const char* fn, const char* name, const Tensor& t) {
-  check(isFloat(t.dtype()),
+  check(isFloat(t.dtype()) && t.dtype() != DType::F64,
         std::string(fn) + ": " + name + " must be a float tensor (F32, F16 or BF16), got " + dtypeName(t.dtype()));
   return t.cast(DType::F32).contiguous();
 }

@@ -30,7 +30,7 @@ Tensor patchRows(const Tensor& x, int64_t kh, int64_t kw, int64_t pad, int64_t r
   check(0 <= r0 && r0 <= r1 && r1 <= s.oh, std::string(fn) + ": rows r0 " + std::to_string(r0) + " to r1 " +
                                                std::to_string(r1) + " are not within the " + std::to_string(s.oh) +
                                                " output rows");
-  check(isFloat(dtype), std::string(fn) + ": dtype must be F32, F16 or BF16, got " + dtypeName(dtype));
+  check(isFloat(dtype) && dtype != DType::F64, std::string(fn) + ": dtype must be F32, F16 or BF16, got " + dtypeName(dtype));
   const Tensor xv = rows::f32Values(fn, "x", x);
   const float* xp = xv.data<float>();
   const int64_t cols = (r1 - r0) * s.ow;
@@ -56,7 +56,7 @@ Lazy lazyConv(const Tensor& w, const Tensor& x, int64_t kh, int64_t kw, int64_t 
   constexpr const char* fn = "lazyConv";
   rows::requireHost(fn, {{"w", &w}, {"x", &x}});
   const ConvShape s = checkConv(fn, x, kh, kw, pad);
-  check(isFloat(compute), std::string(fn) + ": compute must be F32, F16 or BF16, got " + dtypeName(compute));
+  check(isFloat(compute) && compute != DType::F64, std::string(fn) + ": compute must be F32, F16 or BF16, got " + dtypeName(compute));
   rows::requireRank(fn, "w", w, 2);
   check(w.size(1) == s.c * kh * kw, std::string(fn) + ": w has " + std::to_string(w.size(1)) +
                                         " inputs, x's patches have c kh kw = " + std::to_string(s.c * kh * kw));

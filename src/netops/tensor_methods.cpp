@@ -30,6 +30,19 @@ std::vector<int64_t> argmax(const Tensor& xIn) {
 
 Tensor dropout(const Tensor& xIn, const Key& key, double p) {
   check(p >= 0.0 && p < 1.0, detail::where("dropout") + "p = " + std::to_string(p) + " is outside [0, 1)");
+  if (xIn.dtype() == DType::F64) {  // the same mask; x times 1 / (1 - p) in f64
+    const Tensor x = detail::hostF64("dropout", "x", xIn);
+    const double keep = 1.0 / (1.0 - p);
+    const float dropBelow = static_cast<float>(p);
+    Tensor y = tensor::empty(x.shape(), DType::F64);
+    const double* px = x.data<double>();
+    double* py = y.data<double>();
+    core::parallelFor(x.numel(), 16384, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        py[i] = tensor::uniformWord(key, static_cast<uint64_t>(i)) >= dropBelow ? px[i] * keep : 0.0;
+    });
+    return y;
+  }
   const Tensor x = detail::floatOperand("dropout", "x", xIn);
   const float keep = static_cast<float>(1.0 / (1.0 - p)), dropBelow = static_cast<float>(p);
   if (x.onGpu()) {

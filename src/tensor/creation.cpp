@@ -2,6 +2,7 @@
 #include <gizml/tensor.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "cpu/convert.h"
 #include "tensor/shape_util.h"
@@ -24,7 +25,9 @@ Tensor tensor(const Shape& shape, const std::vector<double>& values, DType dtype
             std::to_string(values.size()) + " given");
   Tensor t = empty(shape, dtype);
   // Doubles go through the working representation of the dtype, as casts do.
-  if (cpu::worksInF32(dtype)) {
+  if (cpu::worksInF64(dtype)) {
+    if (n > 0) std::memcpy(t.rawData(), values.data(), values.size() * sizeof(double));
+  } else if (cpu::worksInF32(dtype)) {
     std::vector<float> f(values.size());
     for (size_t i = 0; i < values.size(); ++i) f[i] = doubleToWorkingF32(values[i], dtype);
     cpu::storeF32(dtype, f.data(), n, t.rawData());

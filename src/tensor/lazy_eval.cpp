@@ -6,6 +6,7 @@
 // the size of the data is the result.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
@@ -23,9 +24,14 @@ constexpr int64_t kBlock = 1024;  // elements per block: 4 KiB per f32 buffer
 // Results from this size up are written with streaming stores: beyond the last-level cache.
 constexpr int64_t kStreamBytes = int64_t{32} << 20;
 
+// The working representation of a step's values (cpu/convert.h).
+enum class Rep : uint8_t { F32, I64, F64 };
+
+Rep repOf(DType t) { return cpu::worksInF64(t) ? Rep::F64 : cpu::worksInF32(t) ? Rep::F32 : Rep::I64; }
+
 struct Step {
   const Lazy::Node* node = nullptr;  // a chain: its last operation
-  bool f32 = true;     // working representation: f32 (floats, bools) or i64
+  Rep rep = Rep::F32;  // working representation: f32 (F32/F16/BF16, bools), f64 (F64) or i64
   std::vector<int> inputs;
   std::vector<cpu::ChainOp> links;  // a chain: inputs[0] is its start, the others its operands
   const char* base = nullptr;  // Leaf: first element
@@ -75,7 +81,7 @@ int addSteps(const Lazy::Node* node, Program& program, std::unordered_map<const 
   if (auto it = index.find(node); it != index.end()) return it->second;
   Step step;
   step.node = node;
-  step.f32 = cpu::worksInF32(node->dtype);
+  step.rep = repOf(node->dtype);
   for (const auto& input : node->inputs) step.inputs.push_back(addSteps(input.get(), program, index));
   const int id = static_cast<int>(program.steps.size());
   if (node->kind == Kind::Leaf) program.leaves.push_back(id);
@@ -236,8 +242,11 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
   auto in = [&](int k) { return views[s.inputs[k]]; };
   auto inF = [&](int k) { return static_cast<const float*>(in(k)); };
   auto inI = [&](int k) { return static_cast<const int64_t*>(in(k)); };
+  auto inD = [&](int k) { return static_cast<const double*>(in(k)); };
   float* outF = static_cast<float*>(out);
   int64_t* outI = static_cast<int64_t*>(out);
+  double* outD = static_cast<double*>(out);
+  const Rep rep = s.rep;
   if (!s.links.empty()) {
     for (size_t k = 1; k < s.inputs.size(); ++k) w.operands[k - 1] = inF(static_cast<int>(k));
     const bool stream = w.stream && id + 1 == program.steps.size();
@@ -254,27 +263,34 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
       }
       const DType t = node.tensor.dtype();
       const char* base = s.base + offset * static_cast<int64_t>(dtypeSize(t));
-      if (t == DType::F32 && s.strides[rank - 1] == 1) views[id] = base;
-      else if (s.f32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
+      if ((t == DType::F32 || t == DType::F64) && s.strides[rank - 1] == 1) views[id] = base;
+      else if (rep == Rep::F32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
+      else if (rep == Rep::F64) cpu::loadF64(base, s.strides[rank - 1], n, outD);
       else cpu::loadI64(t, base, s.strides[rank - 1], n, outI);
       return;
     }
     case Kind::Scalar:
       return;  // filled once per task
     case Kind::Unary:
-      if (s.f32) {
+      if (rep == Rep::F32) {
         cpu::unaryF32(node.unaryOp, inF(0), outF, n);
         cpu::roundF32To(node.dtype, outF, n);
+      } else if (rep == Rep::F64) {
+        cpu::unaryF64(node.unaryOp, inD(0), outD, n);
       } else {
         cpu::unaryI64(node.unaryOp, inI(0), outI, n);
         cpu::wrapI64To(node.dtype, outI, n);
       }
       return;
     case Kind::Binary: {
-      const bool inputsF32 = program.steps[s.inputs[0]].f32;
-      if (isComparison(node.binaryOp) && !inputsF32) {
+      const Rep inputs = program.steps[s.inputs[0]].rep;
+      if (isComparison(node.binaryOp) && inputs == Rep::I64) {
         cpu::compareI64(node.binaryOp, inI(0), inI(1), outF, n);
-      } else if (s.f32) {
+      } else if (isComparison(node.binaryOp) && inputs == Rep::F64) {
+        cpu::compareF64(node.binaryOp, inD(0), inD(1), outF, n);
+      } else if (rep == Rep::F64) {
+        cpu::binaryF64(node.binaryOp, inD(0), inD(1), outD, n);
+      } else if (rep == Rep::F32) {
         const bool scalarFirst = program.steps[s.inputs[0]].node->kind == Kind::Scalar;
         const bool scalarSecond = program.steps[s.inputs[1]].node->kind == Kind::Scalar;
         if (scalarSecond || scalarFirst)  // the constant from a register (its buffer holds copies)
@@ -289,17 +305,24 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
       return;
     }
     case Kind::Where:
-      if (s.f32) cpu::whereF32(inF(0), inF(1), inF(2), outF, n);
+      if (rep == Rep::F32) cpu::whereF32(inF(0), inF(1), inF(2), outF, n);
+      else if (rep == Rep::F64) cpu::whereF64(inF(0), inD(1), inD(2), outD, n);
       else cpu::whereI64(inF(0), inI(1), inI(2), outI, n);
       return;
     case Kind::Cast: {
-      const bool fromF32 = program.steps[s.inputs[0]].f32;
-      if (fromF32 && s.f32) {
+      const Rep from = program.steps[s.inputs[0]].rep;
+      if (from == Rep::F64 || rep == Rep::F64) {
+        if (from == Rep::F64 && rep == Rep::F64) std::copy(inD(0), inD(0) + n, outD);
+        else if (from == Rep::F64 && rep == Rep::F32) cpu::castF64ToF32(node.dtype, inD(0), n, outF);
+        else if (from == Rep::F64) cpu::castF64ToI64(node.dtype, inD(0), n, outI);
+        else if (from == Rep::F32) cpu::castF32ToF64(inF(0), n, outD);
+        else cpu::castI64ToF64(inI(0), n, outD);
+      } else if (from == Rep::F32 && rep == Rep::F32) {
         std::copy(inF(0), inF(0) + n, outF);
         cpu::roundF32To(node.dtype, outF, n);
-      } else if (fromF32) {
+      } else if (from == Rep::F32) {
         cpu::castF32ToI64(node.dtype, inF(0), n, outI);
-      } else if (s.f32) {
+      } else if (rep == Rep::F32) {
         cpu::castI64ToF32(node.dtype, inI(0), n, outF);
       } else {
         std::copy(inI(0), inI(0) + n, outI);
@@ -311,7 +334,9 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
 }
 
 void fillScalar(const Step& s, void* buffer) {
-  if (s.f32) {
+  if (s.rep == Rep::F64) {
+    std::fill_n(static_cast<double*>(buffer), kBlock, s.node->value);
+  } else if (s.rep == Rep::F32) {
     const float v = doubleToWorkingF32(s.node->value, s.node->dtype);
     std::fill_n(static_cast<float*>(buffer), kBlock, v);
   } else {
@@ -325,10 +350,30 @@ void fillScalar(const Step& s, void* buffer) {
   }
 }
 
+// F64 runs on the CPU alone: an expression on a GPU with an F64 value is an Error. (Each node
+// once: a value read twice is one node.)
+void rejectF64OnGpu(const Lazy::Node& root) {
+  std::vector<const Lazy::Node*> pending = {&root};
+  std::unordered_set<const Lazy::Node*> seen = {&root};
+  while (!pending.empty()) {
+    const Lazy::Node& node = *pending.back();
+    pending.pop_back();
+    check(node.dtype != DType::F64, std::string("elementwise (") +
+                                        (node.kind == Kind::Cast     ? "cast"
+                                         : node.kind == Kind::Unary  ? opName(node.unaryOp)
+                                         : node.kind == Kind::Binary ? opName(node.binaryOp)
+                                                                     : "value") +
+                                        ") on the GPU: dtype f64 runs only on the CPU");
+    for (const auto& input : node.inputs)
+      if (seen.insert(input.get()).second) pending.push_back(input.get());
+  }
+}
+
 }  // namespace
 
 Tensor Lazy::eval() const {
   if (const auto gpu = gpuops::deviceOf(*node_, nullptr)) {  // leaves on a GPU: one generated kernel there
+    rejectF64OnGpu(*node_);
     Tensor out = gpuops::empty(node_->shape, node_->dtype, gpu);
     gpuops::evalLazy(*node_, out);
     return out;
@@ -343,7 +388,10 @@ void Lazy::evalInto(const Tensor& out) const {
   check(out.shape() == root.shape && out.dtype() == root.dtype && out.isContiguous(),
         "evalInto: the output must be a contiguous " + std::string(dtypeName(root.dtype)) + " tensor of shape " +
             shapeText(root.shape) + ", not " + dtypeName(out.dtype()) + " " + shapeText(out.shape()));
-  if (gpuops::deviceOf(root, &out)) return gpuops::evalLazy(root, out);
+  if (gpuops::deviceOf(root, &out)) {
+    rejectF64OnGpu(root);
+    return gpuops::evalLazy(root, out);
+  }
   if (out.numel() == 0) return;
 
   Program naive;
@@ -362,8 +410,9 @@ void Lazy::evalInto(const Tensor& out) const {
   for (const Step& s : program.steps) operands = std::max(operands, s.inputs.size());
   // An f32 result is computed straight into the output, bypassing the caches when it is larger
   // than they are (it would only evict the inputs, and the stores skip reading the lines first).
-  const bool direct = root.dtype == DType::F32 && root.kind != Kind::Scalar;
-  const bool stream = direct && out.numel() * outSize >= kStreamBytes;
+  // An f64 result likewise (without streaming stores: only chains, which are f32, stream).
+  const bool direct = (root.dtype == DType::F32 || root.dtype == DType::F64) && root.kind != Kind::Scalar;
+  const bool stream = direct && root.dtype == DType::F32 && out.numel() * outSize >= kStreamBytes;
 
   core::parallelFor(blocks, std::max<int64_t>(1, 32768 / kBlock), [&](int64_t begin, int64_t end) {
     Worker w;
@@ -385,7 +434,8 @@ void Lazy::evalInto(const Tensor& out) const {
       if (direct) w.views.back() = w.buffers.back() = dst;
       for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
       if (w.views.back() == dst) continue;
-      if (last.f32) cpu::storeF32(root.dtype, static_cast<const float*>(w.views.back()), n, dst);
+      if (last.rep == Rep::F32) cpu::storeF32(root.dtype, static_cast<const float*>(w.views.back()), n, dst);
+      else if (last.rep == Rep::F64) std::copy_n(static_cast<const double*>(w.views.back()), n, reinterpret_cast<double*>(dst));
       else cpu::storeI64(root.dtype, static_cast<const int64_t*>(w.views.back()), n, dst);
     }
     if (stream) cpu::streamFence();  // before the pool reports this range done

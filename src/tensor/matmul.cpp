@@ -2,6 +2,8 @@
 // (strided and transposed operands are read in place).
 #include <gizml/tensor.h>
 
+#include <algorithm>
+
 #include "core/thread_pool.h"
 #include "cpu/gemm.h"
 #include "gpu/tensor_ops.h"
@@ -18,6 +20,29 @@ void gemmI64(int64_t m, int64_t n, int64_t k, const int64_t* a, const int64_t* b
       for (int64_t j = 0; j < n; ++j)
         c[i * n + j] = static_cast<int64_t>(static_cast<uint64_t>(c[i * n + j]) + av * static_cast<uint64_t>(b[p * n + j]));
     }
+}
+
+// F64 products: C = A B for contiguous A [m, k], B [k, n], C [m, n]. Each C element is a sum
+// over k in increasing order, starting from +0, of the rounded products (no fma; docs/tensor.md).
+// Blocked so that a panel of B's rows (kBlockK x kBlockN doubles) stays in L2 while a block of
+// A's rows goes over it; each C element still takes its k terms in increasing order.
+void gemmF64(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
+  constexpr int64_t kBlockM = 32, kBlockN = 256, kBlockK = 128;
+  std::fill_n(c, m * n, 0.0);
+  const int64_t rowBlocks = (m + kBlockM - 1) / kBlockM;
+  core::parallelFor(rowBlocks, 1, [&](int64_t rb0, int64_t rb1) {
+    for (int64_t i0 = rb0 * kBlockM; i0 < std::min(m, rb1 * kBlockM); i0 += kBlockM)
+      for (int64_t j0 = 0; j0 < n; j0 += kBlockN)
+        for (int64_t p0 = 0; p0 < k; p0 += kBlockK)
+          for (int64_t i = i0; i < std::min(m, i0 + kBlockM); ++i) {
+            double* ci = c + i * n;
+            for (int64_t p = p0; p < std::min(k, p0 + kBlockK); ++p) {
+              const double aip = a[i * k + p];
+              const double* bp = b + p * n;
+              for (int64_t j = j0; j < std::min(n, j0 + kBlockN); ++j) ci[j] += aip * bp[j];
+            }
+          }
+  });
 }
 
 }  // namespace
@@ -51,7 +76,7 @@ Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
     if (bIn.ndim() == 1) r = r.squeeze(-1);
     return r;
   }
-  const DType work = isFloat(result) ? DType::F32 : DType::I64;
+  const DType work = result == DType::F64 ? DType::F64 : isFloat(result) ? DType::F32 : DType::I64;
   // Views broadcast to the batch; converted (a copy) only when not already in the working type.
   const Tensor av = (a.dtype() == work ? a : a.cast(work)).expand(aShape);
   const Tensor bv = (b.dtype() == work ? b : b.cast(work)).expand(bShape);
@@ -65,8 +90,8 @@ Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
     }
     return offset;
   };
-  Tensor ai, bi;  // integer operands, contiguous per batch
-  if (work == DType::I64) {
+  Tensor ai, bi;  // integer and f64 operands, contiguous per batch
+  if (work != DType::F32) {
     ai = av.contiguous();
     bi = bv.contiguous();
   }
@@ -75,6 +100,8 @@ Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
       cpu::sgemm(m, n, k, av.data<float>() + batchOffset(av, i), av.strides()[rank - 2], av.strides()[rank - 1],
                  bv.data<float>() + batchOffset(bv, i), bv.strides()[rank - 2], bv.strides()[rank - 1],
                  out.data<float>() + i * m * n, n, false);
+    } else if (work == DType::F64) {
+      gemmF64(m, n, k, ai.data<double>() + i * m * k, bi.data<double>() + i * k * n, out.data<double>() + i * m * n);
     } else {
       gemmI64(m, n, k, ai.data<int64_t>() + i * m * k, bi.data<int64_t>() + i * k * n, out.data<int64_t>() + i * m * n);
     }

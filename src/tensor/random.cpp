@@ -38,9 +38,19 @@ Block philox(uint64_t counter, uint64_t seed, uint32_t stream) {
 // 24 random bits to [0, 1).
 inline float unit(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1p-24f; }
 
-template <class F>
-Tensor draw(const Shape& shape, DType dtype, const char* what, F&& value) {
+// Element i is value(i) computed in f32 (F32/F16/BF16, rounded to the dtype after) or, for
+// F64, valueF64(i) in double from the same random bits.
+template <class F, class G>
+Tensor draw(const Shape& shape, DType dtype, const char* what, F&& value, G&& valueF64) {
   check(isFloat(dtype), std::string(what) + ": dtype " + dtypeName(dtype) + " is not a float type");
+  if (dtype == DType::F64) {
+    Tensor out = empty(shape, DType::F64);
+    double* p = out.data<double>();
+    core::parallelFor(out.numel(), 16384, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) p[i] = valueF64(static_cast<uint64_t>(i));
+    });
+    return out;
+  }
   Tensor out = empty(shape, DType::F32);
   float* p = out.data<float>();
   core::parallelFor(out.numel(), 16384, [&](int64_t begin, int64_t end) {
@@ -60,9 +70,8 @@ float uniformWord(const Key& key, uint64_t index) { return unit(philox(index, ke
 
 Tensor uniform(const Key& key, const Shape& shape, double low, double high, DType dtype) {
   const float lo = static_cast<float>(low), span = static_cast<float>(high - low);
-  return draw(shape, dtype, "uniform", [&](uint64_t i) {
-    return lo + span * uniformWord(key, i);
-  });
+  return draw(shape, dtype, "uniform", [&](uint64_t i) { return lo + span * uniformWord(key, i); },
+              [&](uint64_t i) { return low + (high - low) * static_cast<double>(uniformWord(key, i)); });
 }
 
 Tensor normal(const Key& key, const Shape& shape, double mean, double std, DType dtype) {
@@ -73,6 +82,10 @@ Tensor normal(const Key& key, const Shape& shape, double mean, double std, DType
     const float u1 = 1.0f - unit(b.v[0]), u2 = unit(b.v[1]);
     const float r = std::sqrt(-2.0f * std::log(u1));
     return m + s * r * std::cos(6.2831853071795865f * u2);
+  }, [&](uint64_t i) {
+    const Block b = philox(i, key.seed, 2);
+    const double u1 = 1.0 - static_cast<double>(unit(b.v[0])), u2 = unit(b.v[1]);
+    return mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   });
 }
 

@@ -1,8 +1,9 @@
 // Reductions along axes, softmax and cumsum. The reduced axes are moved last and the data
 // viewed as [rows, n] (copied only when that view is not contiguous); floats reduce in f32 in
-// the order of cpu/reduce.h, integers in i64.
+// the order of cpu/reduce.h, integers in i64, F64 in f64 in the same order.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
@@ -16,7 +17,7 @@ namespace {
 using cpu::ReduceOp;
 
 struct Rows {
-  Tensor data;     // contiguous [rows, n] in the working type (F32 or I64)
+  Tensor data;     // contiguous [rows, n] in the working type (F32, F64 or I64)
   int64_t rows = 1, n = 1;
   Shape outShape;  // the result's shape (keepdim honoured)
   Axes order;      // kept axes then reduced axes
@@ -39,7 +40,8 @@ Rows asRows(const Tensor& x, const Axes& axesIn, bool keepdim, const char* what)
     r.order.push_back(a);
     r.n *= x.shape()[a];
   }
-  const DType work = isFloat(x.dtype()) || x.dtype() == DType::Bool ? DType::F32 : DType::I64;
+  const DType work = x.dtype() == DType::F64 ? DType::F64
+                     : isFloat(x.dtype()) || x.dtype() == DType::Bool ? DType::F32 : DType::I64;
   Tensor permuted = x.permute(r.order);
   r.data = (permuted.dtype() == work ? permuted.contiguous() : permuted.cast(work)).reshape({r.rows, r.n});
   return r;
@@ -69,6 +71,52 @@ void reduceRowsF32(ReduceOp op, const float* x, int64_t rows, int64_t n, const f
     for (int64_t c = 1; c < chunks; ++c) total = cpu::combineF32(combine, total, partial[c]);
     out[r] = total;
   }
+}
+
+// F64: the order of cpu/reduce.h (docs/tensor.md) in double, one row at a time: chunks of
+// kReduceChunk values, 16 lanes in each (value i to lane i % 16, in increasing i, starting from 0,
+// or 1 for Prod), the lanes combined pairwise (l += l + 8, + 4, + 2, + 1), the chunks in order.
+// SumSquaredDiff adds (x - center) * (x - center). Max and Min are exact; NaN propagates.
+double combineF64(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::Prod: return a * b;
+    case ReduceOp::Max: return std::isnan(a) ? a : std::isnan(b) ? b : (a > b ? a : b);
+    case ReduceOp::Min: return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? a : b);
+    default: return a + b;
+  }
+}
+
+double reduceChunkF64(ReduceOp op, const double* x, int64_t n, double center) {
+  if (op == ReduceOp::Max || op == ReduceOp::Min) {
+    double acc = x[0];
+    for (int64_t i = 1; i < n; ++i) acc = combineF64(op, acc, x[i]);
+    return acc;
+  }
+  double lanes[16];
+  std::fill_n(lanes, 16, op == ReduceOp::Prod ? 1.0 : 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = x[i] - center;
+    double& lane = lanes[i % 16];
+    lane = op == ReduceOp::Prod ? lane * x[i] : op == ReduceOp::SumSquaredDiff ? lane + d * d : lane + x[i];
+  }
+  const ReduceOp combine = op == ReduceOp::SumSquaredDiff ? ReduceOp::Sum : op;
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) lanes[l] = combineF64(combine, lanes[l], lanes[l + width]);
+  return lanes[0];
+}
+
+double reduceF64(ReduceOp op, const double* x, int64_t n, double center = 0.0) {
+  double total = reduceChunkF64(op, x, std::min(n, cpu::kReduceChunk), center);
+  const ReduceOp combine = op == ReduceOp::SumSquaredDiff ? ReduceOp::Sum : op;
+  for (int64_t start = cpu::kReduceChunk; start < n; start += cpu::kReduceChunk)
+    total = combineF64(combine, total, reduceChunkF64(op, x + start, std::min(cpu::kReduceChunk, n - start), center));
+  return total;
+}
+
+void reduceRowsF64(ReduceOp op, const double* x, int64_t rows, int64_t n, const double* centers, double* out) {
+  core::parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) out[r] = reduceF64(op, x + r * n, n, centers ? centers[r] : 0.0);
+  });
 }
 
 int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
@@ -113,6 +161,12 @@ Tensor reduce(const Tensor& x, ReduceOp op, const Axes& axes, bool keepdim, DTyp
     }
     return out.reshape(r.outShape).cast(result);
   }
+  if (r.data.dtype() == DType::F64) {
+    Tensor out = empty({r.rows}, DType::F64);
+    if (r.n == 0) std::fill_n(out.data<double>(), r.rows, op == ReduceOp::Prod ? 1.0 : 0.0);
+    else reduceRowsF64(op, r.data.data<double>(), r.rows, r.n, nullptr, out.data<double>());
+    return out.reshape(r.outShape).cast(result);
+  }
   Tensor out = empty({r.rows}, DType::I64);
   reduceRowsI64(op, r.data.data<int64_t>(), r.rows, r.n, out.data<int64_t>());
   return out.reshape(r.outShape).cast(result);
@@ -132,14 +186,21 @@ Tensor argExtreme(const Tensor& x, int64_t axis, bool keepdim, bool isMax, const
   }
   Tensor out = empty({r.rows}, DType::I64);
   int64_t* o = out.data<int64_t>();
-  const bool floats = r.data.dtype() == DType::F32;
+  const DType work = r.data.dtype();
+  // The first extreme; a NaN counts as the extreme.
+  auto search = [&](const auto* v) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < r.n && !std::isnan(v[best]); ++i)
+      if (std::isnan(v[i]) || (isMax ? v[i] > v[best] : v[i] < v[best])) best = i;
+    return best;
+  };
   core::parallelFor(r.rows, 64, [&](int64_t b, int64_t e) {
     for (int64_t row = b; row < e; ++row) {
       int64_t best = 0;
-      if (floats) {
-        const float* v = r.data.data<float>() + row * r.n;
-        for (int64_t i = 1; i < r.n && !std::isnan(v[best]); ++i)
-          if (std::isnan(v[i]) || (isMax ? v[i] > v[best] : v[i] < v[best])) best = i;
+      if (work == DType::F32) {
+        best = search(r.data.data<float>() + row * r.n);
+      } else if (work == DType::F64) {
+        best = search(r.data.data<double>() + row * r.n);
       } else {
         const int64_t* v = r.data.data<int64_t>() + row * r.n;
         for (int64_t i = 1; i < r.n; ++i)
@@ -151,21 +212,28 @@ Tensor argExtreme(const Tensor& x, int64_t axis, bool keepdim, bool isMax, const
   return out.reshape(r.outShape);
 }
 
-// Runs body(row pointer in, row pointer out) over every row along axis of an f32 copy of x,
-// and gives the result in x's layout.
-// Which row operation a GPU runs for alongAxisF32.
+// Which row operation a GPU runs for alongAxis.
 enum class RowOp { Softmax, LogSoftmax, Cumsum };
 
+// Runs body(row pointer in, row pointer out, n) over every row along axis of a copy of x in
+// the working type (double for F64, else float: body is called with that pointer type), and
+// gives the result in x's layout.
 template <class F>
-Tensor alongAxisF32(const Tensor& x, int64_t axis, DType result, const char* what, RowOp rowOp, F&& body) {
+Tensor alongAxis(const Tensor& x, int64_t axis, DType result, const char* what, RowOp rowOp, F&& body) {
   const int64_t ax = normalizeAxis(axis, std::max<int64_t>(x.ndim(), 1), what);
-  if (x.ndim() == 0) return alongAxisF32(x.reshape({1}), 0, result, what, rowOp, body).reshape({});
+  if (x.ndim() == 0) return alongAxis(x.reshape({1}), 0, result, what, rowOp, body).reshape({});
   Axes order;
   for (int64_t i = 0; i < x.ndim(); ++i) if (i != ax) order.push_back(i);
   order.push_back(ax);
-  Rows r = asRows(x.permute(order).cast(DType::F32), {x.ndim() - 1}, true, what);
+  const DType work = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  Rows r = asRows(x.permute(order).cast(work), {x.ndim() - 1}, true, what);
   Tensor out;
-  if (const auto gpu = r.data.storage()->gpu()) {
+  if (work == DType::F64) {
+    out = empty({r.rows, r.n}, DType::F64);
+    core::parallelFor(r.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(r.n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) body(r.data.data<double>() + row * r.n, out.data<double>() + row * r.n, r.n);
+    });
+  } else if (const auto gpu = r.data.storage()->gpu()) {
     out = gpuops::empty({r.rows, r.n}, DType::F32, gpu);
     if (rowOp == RowOp::Cumsum) gpuops::cumsumRows(r.data, r.rows, r.n, out);
     else gpuops::softmaxRows(r.data, r.rows, r.n, rowOp == RowOp::LogSoftmax, out);
@@ -201,8 +269,9 @@ Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
   const Axes ax = normalizeAxes(axes, ndim(), "mean");
   int64_t n = 1;
   for (int64_t a : ax) n *= shape_[a];
-  // The f32 (or i64) sum divided by the count, in f32 (f64 for integer sums).
-  Tensor total = reduce(*this, ReduceOp::Sum, axes, keepdim, isFloat(dtype_) ? DType::F32 : DType::I64, "mean");
+  // The f32 (f64 for F64, or i64) sum divided by the count, in f32 (f64 for F64 and integer sums).
+  const DType sumWork = dtype_ == DType::F64 ? DType::F64 : isFloat(dtype_) ? DType::F32 : DType::I64;
+  Tensor total = reduce(*this, ReduceOp::Sum, axes, keepdim, sumWork, "mean");
   if (total.dtype() == DType::I64) {
     std::vector<double> v = total.toDoubles();  // f64 division (on the host for GPU tensors too)
     for (double& d : v) d = static_cast<double>(static_cast<float>(d / static_cast<double>(n)));
@@ -213,8 +282,21 @@ Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
 }
 
 Tensor Tensor::variance(const Axes& axes, bool keepdim, int64_t ddof) const {
-  Rows r = asRows(cast(DType::F32), axes, keepdim, "variance");
   check(ddof >= 0, "variance: ddof " + std::to_string(ddof) + " is negative");
+  if (dtype_ == DType::F64) {  // the same steps in f64
+    Rows r = asRows(*this, axes, keepdim, "variance");
+    Tensor means = empty({r.rows}, DType::F64), out = empty({r.rows}, DType::F64);
+    double* m = means.data<double>();
+    double* o = out.data<double>();
+    if (r.n > 0) {
+      reduceRowsF64(ReduceOp::Sum, r.data.data<double>(), r.rows, r.n, nullptr, m);
+      for (int64_t i = 0; i < r.rows; ++i) m[i] /= static_cast<double>(r.n);
+      reduceRowsF64(ReduceOp::SumSquaredDiff, r.data.data<double>(), r.rows, r.n, m, o);
+    }
+    for (int64_t i = 0; i < r.rows; ++i) o[i] = r.n - ddof > 0 ? o[i] / static_cast<double>(r.n - ddof) : NAN;
+    return out.reshape(r.outShape);
+  }
+  Rows r = asRows(cast(DType::F32), axes, keepdim, "variance");
   if (const auto gpu = r.data.storage()->gpu()) {
     Tensor out = gpuops::empty({r.rows}, DType::F32, gpu);
     gpuops::varianceRows(r.data, r.rows, r.n, ddof, out);
@@ -238,25 +320,41 @@ Tensor Tensor::argmin(int64_t axis, bool keepdim) const { return argExtreme(*thi
 
 Tensor Tensor::softmax(int64_t axis) const {
   // exp(x - max) over its sum (the order of cpu/reduce.h), each divided by the sum.
-  return alongAxisF32(*this, axis, meanType(dtype_), "softmax", RowOp::Softmax, [](const float* x, float* y, int64_t n) {
-    const float m = cpu::reduceF32(ReduceOp::Max, x, n);
-    std::vector<float> shifted(x, x + n);
-    for (float& v : shifted) v -= m;
-    cpu::unaryF32(UnaryOp::Exp, shifted.data(), y, n);
-    const float s = cpu::reduceF32(ReduceOp::Sum, y, n);
-    for (int64_t i = 0; i < n; ++i) y[i] /= s;
+  return alongAxis(*this, axis, meanType(dtype_), "softmax", RowOp::Softmax, []<class R>(const R* x, R* y, int64_t n) {
+    if constexpr (std::is_same_v<R, double>) {
+      const double m = reduceF64(ReduceOp::Max, x, n);
+      for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
+      const double s = reduceF64(ReduceOp::Sum, y, n);
+      for (int64_t i = 0; i < n; ++i) y[i] /= s;
+    } else {
+      const float m = cpu::reduceF32(ReduceOp::Max, x, n);
+      std::vector<float> shifted(x, x + n);
+      for (float& v : shifted) v -= m;
+      cpu::unaryF32(UnaryOp::Exp, shifted.data(), y, n);
+      const float s = cpu::reduceF32(ReduceOp::Sum, y, n);
+      for (int64_t i = 0; i < n; ++i) y[i] /= s;
+    }
   });
 }
 
 Tensor Tensor::logSoftmax(int64_t axis) const {
   // x - max - log(sum exp(x - max)).
-  return alongAxisF32(*this, axis, meanType(dtype_), "logSoftmax", RowOp::LogSoftmax, [](const float* x, float* y, int64_t n) {
-    const float m = cpu::reduceF32(ReduceOp::Max, x, n);
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
-    std::vector<float> e(static_cast<size_t>(n));
-    cpu::unaryF32(UnaryOp::Exp, y, e.data(), n);
-    const float logSum = std::log(cpu::reduceF32(ReduceOp::Sum, e.data(), n));
-    for (int64_t i = 0; i < n; ++i) y[i] -= logSum;
+  return alongAxis(*this, axis, meanType(dtype_), "logSoftmax", RowOp::LogSoftmax, []<class R>(const R* x, R* y, int64_t n) {
+    if constexpr (std::is_same_v<R, double>) {
+      const double m = reduceF64(ReduceOp::Max, x, n);
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
+      std::vector<double> e(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) e[i] = std::exp(y[i]);
+      const double logSum = std::log(reduceF64(ReduceOp::Sum, e.data(), n));
+      for (int64_t i = 0; i < n; ++i) y[i] -= logSum;
+    } else {
+      const float m = cpu::reduceF32(ReduceOp::Max, x, n);
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
+      std::vector<float> e(static_cast<size_t>(n));
+      cpu::unaryF32(UnaryOp::Exp, y, e.data(), n);
+      const float logSum = std::log(cpu::reduceF32(ReduceOp::Sum, e.data(), n));
+      for (int64_t i = 0; i < n; ++i) y[i] -= logSum;
+    }
   });
 }
 
@@ -283,9 +381,9 @@ Tensor Tensor::cumsum(int64_t axis) const {
         }
     return ndim() == 0 ? work.reshape({}) : work;
   }
-  // Floats: an f32 running sum in index order.
-  return alongAxisF32(*this, axis, dtype_, "cumsum", RowOp::Cumsum, [](const float* x, float* y, int64_t n) {
-    float s = 0.0f;
+  // Floats: an f32 running sum in index order (f64 for F64).
+  return alongAxis(*this, axis, dtype_, "cumsum", RowOp::Cumsum, []<class R>(const R* x, R* y, int64_t n) {
+    R s = 0;
     for (int64_t i = 0; i < n; ++i) y[i] = s += x[i];
   });
 }

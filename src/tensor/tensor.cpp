@@ -188,6 +188,8 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 
 Tensor Tensor::on(const gizhw::gpu::Gpu& gpu) const {
   check(!gpu.closed(), "on: GPU " + gpu.describe() + " was closed");
+  check(dtype_ != DType::F64, "on: a tensor of dtype f64 cannot go to GPU " + gpu.describe() +
+                                  ": f64 runs only on the CPU (cast it to f32 first)");
   if (storage_->gpu() == gpu.device()) return *this;
   return gpuops::toDevice(onGpu() ? host() : *this, gpu);
 }
@@ -211,7 +213,11 @@ double Tensor::item() const {
 std::vector<double> Tensor::toDoubles() const {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(numel()));
-  if (isFloat(dtype_) || dtype_ == DType::Bool) {
+  if (dtype_ == DType::F64) {
+    if (onGpu()) return host().toDoubles();
+    const Tensor c = contiguous();
+    out.assign(c.data<double>(), c.data<double>() + c.numel());
+  } else if (isFloat(dtype_) || dtype_ == DType::Bool) {
     for (float v : toFloats()) out.push_back(v);
   } else {
     for (int64_t v : toInts()) out.push_back(static_cast<double>(v));

@@ -16,6 +16,15 @@ std::string floatText(float v) {
   return std::string(buf, r.ptr);
 }
 
+// The shortest decimal that reads back as the same double.
+std::string doubleText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
 // The fewest significant digits whose f16/bf16 rounding is the value itself.
 std::string halfText(float v, DType t) {
   if (!std::isfinite(v)) return floatText(v);
@@ -32,6 +41,7 @@ std::string halfText(float v, DType t) {
 std::string elementText(DType t, double f, int64_t i) {
   switch (t) {
     case DType::F32: return floatText(static_cast<float>(f));
+    case DType::F64: return doubleText(f);
     case DType::F16: case DType::BF16: return halfText(static_cast<float>(f), t);
     case DType::Bool: return f != 0.0 ? "true" : "false";
     default: return std::to_string(i);
@@ -42,7 +52,10 @@ std::string elementText(DType t, double f, int64_t i) {
 
 std::string Tensor::text() const {
   const bool floats = isFloat(dtype_) || dtype_ == DType::Bool;
-  const std::vector<float> f = floats ? toFloats() : std::vector<float>{};
+  // F64 values as doubles; the other floats and bools through f32, which holds them exactly.
+  std::vector<double> f;
+  if (dtype_ == DType::F64) f = toDoubles();
+  else if (floats) for (float v : toFloats()) f.push_back(v);
   const std::vector<int64_t> ints = floats ? std::vector<int64_t>{} : toInts();
   auto element = [&](int64_t k) { return floats ? elementText(dtype_, f[k], 0) : elementText(dtype_, 0, ints[k]); };
   if (shape_.empty()) return element(0);

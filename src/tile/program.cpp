@@ -145,7 +145,7 @@ void checkDevices(const std::vector<tir::Operand>& operands, int added) {
 int addOperand(Builder& b, const Tensor& t, const Shape& block, double fill, bool write) {
   const char* op = write ? "tile write" : "tile read";
   const DType d = t.dtype();
-  check(isFloat(d) || d == DType::Bool, std::string(op) + " of a " + dtypeName(d) + shapeText(t.shape()) +
+  check((isFloat(d) && d != DType::F64) || d == DType::Bool, std::string(op) + " of a " + dtypeName(d) + shapeText(t.shape()) +
                                             " tensor: tiles hold f32, f16, bf16 or bool");
   check(block.size() == t.shape().size(),
         std::string(op) + " of " + dtypeName(d) + shapeText(t.shape()) + ": blocks " +

@@ -9,7 +9,7 @@ namespace {
 
 using tensor::shapeText;
 
-bool isTileDType(DType t) { return isFloat(t) || t == DType::Bool; }
+bool isTileDType(DType t) { return (isFloat(t) && t != DType::F64) || t == DType::Bool; }  // no f64 in tiles
 
 // Comparisons give Bool; arithmetic on two Bools counts them as 0 and 1 in F32 (tiles hold no
 // integers).
