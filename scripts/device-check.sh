@@ -19,12 +19,12 @@ root=$(pwd)
 if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
-  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile bench_gpu bench_tile_gpu \
-    example_02_gpu giz
+  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
+    example_02_gpu example_train_mlp giz
   rm -rf .device && mkdir -p .device/bin .device/lib
-  cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile \
+  cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile build/release/tests/test_grad \
     build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/example_02_gpu build/release/giz \
-    .device/bin/
+    build/release/example_train_mlp .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
   # have another libstdc++, Highway or GoogleTest, or none).
   for b in .device/bin/*; do
@@ -58,12 +58,13 @@ if [ -d .device/bin ]; then
 else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile bench_gpu bench_tile_gpu \
-      example_02_gpu ||
+    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
+      example_02_gpu example_train_mlp ||
     { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
-  cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile \
-    build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/example_02_gpu build/device/bin/
+  cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile build/device/tests/test_grad \
+    build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/example_02_gpu \
+    build/device/example_train_mlp build/device/bin/
   bin=$root/build/device/bin
 fi
 export XDG_CACHE_HOME=/tmp/gizml-device-cache
@@ -97,6 +98,16 @@ timeout 150 "$bin/test_tile" --gtest_filter='TileGpu.*:TileCpu.*' >"$out/test_ti
 status=$?
 tail -60 "$out/test_tile.txt"
 note "test_tile (GPU): exit $status, $(grep -c '^\[       OK \] TileGpu\.' "$out/test_tile.txt") TileGpu passed, $(grep '^\[  FAILED  \] TileGpu\.' "$out/test_tile.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] TileGpu\.' "$out/test_tile.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
+
+echo "== gradients on the GPU"
+timeout 120 "$bin/test_grad" --gtest_filter='GradGpu.*' >"$out/test_grad.txt" 2>&1
+note "test_grad (GPU): exit $?, $(grep -c '^\[       OK \] GradGpu' "$out/test_grad.txt") passed, $(grep -c '^\[  FAILED  \] GradGpu' "$out/test_grad.txt") failed"
+
+echo "== training on the GPU (the MLP's loss curve against the CPU's)"
+timeout 120 "$bin/example_train_mlp" >"$out/train_mlp.txt" 2>&1
+status=$?
+tail -4 "$out/train_mlp.txt"
+note "example_train_mlp (CPU and GPU): exit $status; $(grep '^on ' "$out/train_mlp.txt" | head -1)"
 
 echo "== GPU benchmarks"
 timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "grad/graph_state.h"
+
 namespace gizml::grad {
 
 using tensor::lazy;
@@ -16,8 +18,8 @@ void Adam::step(std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
   if (m_.empty()) {
     for (const Tensor& p : params) {  // the moments in f32 (f64 for F64 parameters)
       const DType moments = p.dtype() == DType::F64 ? DType::F64 : DType::F32;
-      m_.push_back(tensor::zeros(p.shape(), moments));
-      v_.push_back(tensor::zeros(p.shape(), moments));
+      m_.push_back(placedLike(tensor::zeros(p.shape(), moments), p));
+      v_.push_back(placedLike(tensor::zeros(p.shape(), moments), p));
     }
   }
   check(m_.size() == params.size(), "Adam.step: the number of parameters changed");

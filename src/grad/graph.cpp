@@ -31,6 +31,10 @@ Tensor unbroadcast(const Tensor& g, const Shape& shape) {
   return (axes.empty() ? g : g.sum(axes, true)).reshape(shape);
 }
 
+Tensor placedLike(const Tensor& t, const Tensor& like) {
+  return like.onGpu() ? t.on(gizhw::gpu::Gpu(like.storage()->gpu())) : t.host();
+}
+
 const Tensor& Grads::of(const Value& x) const {
   check(x.graph == graph_, "grads.of: the value belongs to another graph");
   check(x.id >= 0 && x.id < static_cast<int64_t>(grads_.size()), "grads.of: value " + std::to_string(x.id) + " does not exist");
@@ -62,7 +66,7 @@ Grads Graph::backward(Value y) {
                                        "; it must hold one element");
   auto& nodes = state_->nodes;
   std::vector<std::optional<Tensor>> pending(nodes.size());
-  pending[static_cast<size_t>(y.id)] = tensor::ones(result.value.shape(), result.value.dtype());
+  pending[static_cast<size_t>(y.id)] = placedLike(tensor::ones(result.value.shape(), result.value.dtype()), result.value);
   // Nodes are recorded in the order they were computed, so walking back visits each node after
   // every node that reads it.
   for (int64_t id = y.id; id >= 0; --id) {
@@ -86,7 +90,8 @@ Grads Graph::backward(Value y) {
   grads.grads_.resize(nodes.size());
   for (size_t id = 0; id < nodes.size(); ++id)
     if (nodes[id].isInput)
-      grads.grads_[id] = pending[id] ? *pending[id] : tensor::zeros(nodes[id].value.shape(), nodes[id].value.dtype());
+      grads.grads_[id] = pending[id] ? *pending[id]
+                                      : placedLike(tensor::zeros(nodes[id].value.shape(), nodes[id].value.dtype()), nodes[id].value);
   return grads;
 }
 

@@ -28,5 +28,7 @@ struct GraphState {
 
 /// g summed over the axes along which `shape` was broadcast to g's shape, then shaped as shape.
 Tensor unbroadcast(const Tensor& g, const Shape& shape);
+/// t where `like` is: on like's GPU, or in host memory (gradients live where their values do).
+Tensor placedLike(const Tensor& t, const Tensor& like);
 
 }  // namespace gizml::grad

@@ -136,7 +136,7 @@ Value Graph::gelu(Value x) {
       const double z = xs[i];
       d[i] = 0.5 * std::erfc(-z / std::sqrt(2.0)) + z * std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
     }
-    return Grads1{dy.mul(tensor::tensor(v.shape(), d, dy.dtype()))};
+    return Grads1{dy.mul(placedLike(tensor::tensor(v.shape(), d, dy.dtype()), dy))};
   }, "gelu");
 }
 
@@ -199,7 +199,7 @@ Value Graph::slice(Value x, int64_t axis, int64_t start, int64_t stop, int64_t s
   const Shape shape = v.shape();
   const DType dtype = v.dtype();
   return state_->add(v.slice(axis, start, stop, step), {x}, [=](const Tensor& dy) {
-    const Tensor g = tensor::zeros(shape, dtype);
+    const Tensor g = placedLike(tensor::zeros(shape, dtype), dy);
     tensor::assign(g.slice(axis, start, stop, step), dy);
     return Grads1{g};
   }, "slice");
@@ -253,7 +253,8 @@ Value Graph::crossEntropy(Value logits, const Tensor& labels) {
   // netops checks the labels' range and computes the loss and its gradient (one implementation).
   const std::vector<int64_t> ids = labels.toInts();
   // The loss in f64 for F64 logits (crossEntropyLoss computes every step in f64 then), else F32.
-  const Tensor loss = tensor::scalar(netops::crossEntropyLoss(z, ids), z.dtype() == DType::F64 ? DType::F64 : DType::F32);
+  const Tensor loss =
+      placedLike(tensor::scalar(netops::crossEntropyLoss(z, ids), z.dtype() == DType::F64 ? DType::F64 : DType::F32), z);
   return state_->add(loss, {logits}, [z, ids](const Tensor& dy) {
     // (softmax - onehot) / rows, times the loss's gradient.
     return Grads1{netops::crossEntropyGrad(z, ids, dy.item() / static_cast<double>(z.shape()[0]))};
@@ -309,7 +310,8 @@ Value Graph::embedding(Value table, const Tensor& ids) {
         for (int64_t j = 0; j < dim; ++j) out[idx[r] * dim + j] += values[r * static_cast<size_t>(dim) + static_cast<size_t>(j)];
       return g.cast(t.dtype());
     };
-    return Grads1{t.dtype() == DType::F64 ? scatter(DType::F64, rows.toDoubles()) : scatter(DType::F32, rows.toFloats())};
+    const Tensor g = t.dtype() == DType::F64 ? scatter(DType::F64, rows.toDoubles()) : scatter(DType::F32, rows.toFloats());
+    return Grads1{placedLike(g, dy)};
   }, "embedding");
 }
 
