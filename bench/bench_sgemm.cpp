@@ -11,34 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "best_of_alternating.h"
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
 #include "cpu/gemm.h"
-
-namespace {
-
-double seconds(const std::function<void()>& run) {
-  const auto t0 = std::chrono::steady_clock::now();
-  run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Best seconds per call of each: a warm-up, then alternating runs (so both see the same load
-// from the rest of the machine) until at least 3 each and 1 s in all.
-std::pair<double, double> bestSeconds(const std::function<void()>& ours, const std::function<void()>& theirs) {
-  ours();
-  theirs();
-  double bestOurs = 1e30, bestTheirs = 1e30, total = 0;
-  for (int i = 0; i < 3 || total < 1.0; ++i) {
-    const double s = seconds(ours), t = seconds(theirs);
-    bestOurs = std::min(bestOurs, s);
-    bestTheirs = std::min(bestTheirs, t);
-    total += s + t;
-  }
-  return {bestOurs, bestTheirs};
-}
-
-}  // namespace
 
 int main() {
   using gizml::cpu::sgemm;
@@ -64,7 +40,8 @@ int main() {
         [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n), int(s.k), 1.0f, a.data(),
                       int(s.k), b.data(), int(s.n), 0.0f, c.data(), int(s.n));
-        });
+        },
+        3, 1.0);
     const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
     char name[32];
     std::snprintf(name, sizeof name, "%ldx%ldx%ld", long(s.m), long(s.k), long(s.n));

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "best_of_alternating.h"
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
 
@@ -36,38 +37,8 @@ T::Tensor product(const T::Tensor& a, const T::Tensor& b, int64_t m, int64_t n) 
   })[0];
 }
 
-// Wall time, or with `cpu` the process's CPU time (with GIZML_THREADS=1, a measure of the work
-// that a busy machine disturbs less: time spent waiting for a core is not counted).
+// Wall time, or with `cpu` the process's CPU time (best_of_alternating.h).
 bool cpuTime = false;
-
-double now() {
-  if (!cpuTime) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
-double seconds(const std::function<void()>& run) {
-  const double t0 = now();
-  run();
-  return now() - t0;
-}
-
-// Best seconds per call of each: a warm-up, then alternating runs (so both see the same load
-// from the rest of the machine) until at least 5 each and `budget` seconds in all.
-std::pair<double, double> bestSeconds(const std::function<void()>& ours, const std::function<void()>& theirs,
-                                      double budget) {
-  ours();
-  theirs();
-  double bestOurs = 1e30, bestTheirs = 1e30, total = 0;
-  for (int i = 0; i < 5 || total < budget; ++i) {
-    const double s = seconds(ours), t = seconds(theirs);
-    bestOurs = std::min(bestOurs, s);
-    bestTheirs = std::min(bestTheirs, t);
-    total += s + t;
-  }
-  return {bestOurs, bestTheirs};
-}
 
 }  // namespace
 
@@ -96,7 +67,7 @@ int main(int argc, char** argv) {
                                                           int(s.n), int(s.k), 1.0f, a.data<float>(), int(s.k),
                                                           b.data<float>(), int(s.n), 0.0f, c.data(), int(s.n));
                                             },
-                                            budget);
+                                            5, budget, cpuTime ? cpuClock : wallClock);
     // The two agree up to the order of additions.
     double diff = 0;
     const float* g = got.data<float>();

@@ -12,28 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "gpu_timing.h"
+
 using namespace gizml;
 namespace gpu = gizhw::gpu;
-
-namespace {
-
-double medianMs(gpu::Gpu& g, int reps, const std::function<void()>& body) {
-  body();  // warm-up: compilation, module load
-  g.synchronize();
-  std::vector<double> times;
-  auto start = g.newEvent(), end = g.newEvent();
-  for (int i = 0; i < reps; ++i) {
-    start.record(g.stream());
-    body();
-    end.record(g.stream());
-    end.synchronize();
-    times.push_back(end.millisecondsSince(start));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   auto g = gpu::open();

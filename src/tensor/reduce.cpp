@@ -281,38 +281,38 @@ Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
   return lazy(total).div(Lazy(static_cast<double>(n))).cast(meanType(dtype_)).eval();
 }
 
+namespace {
+
+// The variance of each row on the host in V: the mean, then the sum of squared differences from
+// it, over n - ddof (NaN where that is not positive).
+template <class V>
+Tensor hostVariance(const Rows& r, int64_t ddof, void (*reduce)(ReduceOp, const V*, int64_t, int64_t, const V*, V*)) {
+  const DType dtype = std::is_same_v<V, double> ? DType::F64 : DType::F32;
+  Tensor means = empty({r.rows}, dtype), out = empty({r.rows}, dtype);
+  V* m = means.data<V>();
+  V* o = out.data<V>();
+  if (r.n > 0) {
+    reduce(ReduceOp::Sum, r.data.data<V>(), r.rows, r.n, nullptr, m);
+    for (int64_t i = 0; i < r.rows; ++i) m[i] /= static_cast<V>(r.n);
+    reduce(ReduceOp::SumSquaredDiff, r.data.data<V>(), r.rows, r.n, m, o);
+  }
+  const V denominator = static_cast<V>(r.n - ddof);
+  for (int64_t i = 0; i < r.rows; ++i) o[i] = r.n - ddof > 0 ? o[i] / denominator : static_cast<V>(NAN);
+  return out.reshape(r.outShape);
+}
+
+}  // namespace
+
 Tensor Tensor::variance(const Axes& axes, bool keepdim, int64_t ddof) const {
   check(ddof >= 0, "variance: ddof " + std::to_string(ddof) + " is negative");
-  if (dtype_ == DType::F64) {  // the same steps in f64
-    Rows r = asRows(*this, axes, keepdim, "variance");
-    Tensor means = empty({r.rows}, DType::F64), out = empty({r.rows}, DType::F64);
-    double* m = means.data<double>();
-    double* o = out.data<double>();
-    if (r.n > 0) {
-      reduceRowsF64(ReduceOp::Sum, r.data.data<double>(), r.rows, r.n, nullptr, m);
-      for (int64_t i = 0; i < r.rows; ++i) m[i] /= static_cast<double>(r.n);
-      reduceRowsF64(ReduceOp::SumSquaredDiff, r.data.data<double>(), r.rows, r.n, m, o);
-    }
-    for (int64_t i = 0; i < r.rows; ++i) o[i] = r.n - ddof > 0 ? o[i] / static_cast<double>(r.n - ddof) : NAN;
-    return out.reshape(r.outShape);
-  }
+  if (dtype_ == DType::F64) return hostVariance<double>(asRows(*this, axes, keepdim, "variance"), ddof, reduceRowsF64);
   Rows r = asRows(cast(DType::F32), axes, keepdim, "variance");
   if (const auto gpu = r.data.storage()->gpu()) {
     Tensor out = gpuops::empty({r.rows}, DType::F32, gpu);
     gpuops::varianceRows(r.data, r.rows, r.n, ddof, out);
     return out.reshape(r.outShape).cast(meanType(dtype_));
   }
-  Tensor means = empty({r.rows}, DType::F32), out = empty({r.rows}, DType::F32);
-  float* m = means.data<float>();
-  float* o = out.data<float>();
-  if (r.n > 0) {
-    reduceRowsF32(ReduceOp::Sum, r.data.data<float>(), r.rows, r.n, nullptr, m);
-    for (int64_t i = 0; i < r.rows; ++i) m[i] /= static_cast<float>(r.n);
-    reduceRowsF32(ReduceOp::SumSquaredDiff, r.data.data<float>(), r.rows, r.n, m, o);
-  }
-  const float denominator = static_cast<float>(r.n - ddof);
-  for (int64_t i = 0; i < r.rows; ++i) o[i] = r.n - ddof > 0 ? o[i] / denominator : NAN;
-  return out.reshape(r.outShape).cast(meanType(dtype_));
+  return hostVariance<float>(r, ddof, reduceRowsF32).cast(meanType(dtype_));
 }
 
 Tensor Tensor::argmax(int64_t axis, bool keepdim) const { return argExtreme(*this, axis, keepdim, true, "argmax"); }

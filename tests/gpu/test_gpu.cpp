@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/gpu_checks.h"
+
 using namespace gizml;
+using gizml::test::expectBits;
 
 namespace {
 
@@ -26,26 +29,6 @@ class Gpu : public ::testing::Test {
 
 T::Tensor random(uint64_t seed, const T::Shape& shape, DType dtype = DType::F32) {
   return T::normal(T::Key(seed), shape).cast(dtype);
-}
-
-// Bit equality of two tensors' values (NaN equal to NaN; -0 differs from +0).
-void expectBits(const T::Tensor& gpuResult, const T::Tensor& cpu, const std::string& what) {
-  ASSERT_TRUE(gpuResult.onGpu()) << what;
-  const T::Tensor g = gpuResult.host();
-  ASSERT_EQ(g.dtype(), cpu.dtype()) << what;
-  ASSERT_EQ(g.shape(), cpu.shape()) << what;
-  if (isFloat(cpu.dtype()) || cpu.dtype() == DType::Bool) {
-    const auto a = g.toFloats(), b = cpu.toFloats();
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-      uint32_t x, y;
-      std::memcpy(&x, &a[i], 4);
-      std::memcpy(&y, &b[i], 4);
-      ASSERT_EQ(x, y) << what << ": element " << i << " is " << a[i] << " on the GPU, " << b[i] << " on the CPU";
-    }
-  } else {
-    EXPECT_EQ(g.toInts(), cpu.toInts()) << what;
-  }
 }
 
 void expectClose(const T::Tensor& gpuResult, const T::Tensor& cpu, double tolerance, const std::string& what) {

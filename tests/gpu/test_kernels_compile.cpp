@@ -5,11 +5,9 @@
 #include <gizml/tensor.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
+#include "common/gpu_checks.h"
 #include "gpu/codegen.h"
 
 using namespace gizml;
@@ -24,24 +22,6 @@ void requireNvrtc() {
   if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
 }
 
-// Assembles PTX with ptxas (when the CUDA toolkit is installed) for the architecture.
-void assemble(const std::string& ptx, const std::string& arch, const std::string& what) {
-  const char* ptxas = "/usr/local/cuda/bin/ptxas";
-  if (!std::filesystem::exists(ptxas)) return;
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto file = dir / ("gizml_kernel_" + std::to_string(::getpid()) + ".ptx");
-  std::ofstream(file) << ptx;
-  const std::string command = std::string(ptxas) + " -arch=" + arch + " " + file.string() + " -o /dev/null 2>&1";
-  FILE* p = popen(command.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string output;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) output += buf;
-  const int status = pclose(p);
-  std::filesystem::remove(file);
-  EXPECT_EQ(status, 0) << "ptxas " << arch << " failed on " << what << ":\n" << output;
-}
-
 void compileEverywhere(const std::string& source, const std::string& what) {
   for (const char* arch : kArchs) {
     gpu::Compiled c;
@@ -53,7 +33,7 @@ void compileEverywhere(const std::string& source, const std::string& what) {
     }
     EXPECT_FALSE(c.ptx.empty()) << what;
     EXPECT_FALSE(c.cubin.empty()) << what;
-    assemble(c.ptx, arch, what);
+    test::assemblePtx(c.ptx, arch, what);
   }
 }
 

@@ -7,20 +7,15 @@
 #include <cstring>
 #include <functional>
 
+#include "programs.h"
+
 using namespace gizml;
 
 namespace {
 
 // The guide's product in bm x bn blocks with k blocks of bk.
 T::Tensor product(const T::Tensor& a, const T::Tensor& b, int64_t bm, int64_t bn, int64_t bk) {
-  const int64_t m = a.size(0), n = b.size(1);
-  return Tile::run({Tile::cdiv(m, bm), Tile::cdiv(n, bn)}, [&](Tile::Program& p) {
-    const auto i = p.id(0), j = p.id(1);
-    const auto A = p.read(a, {bm, bk}), B = p.read(b, {bk, bn});
-    const auto acc = p.fold(p.index(0), A.blocks(1), p.zeros({bm, bn}),
-                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
-    p.write(T::zeros({m, n}), {bm, bn}).put(acc, {i, j});
-  })[0];
+  return Tile::run(tileprog::productGrid(a, b, bm, bn), tileprog::product(a, b, bm, bn, bk))[0];
 }
 
 // Whether two tensors hold the same bits (NaNs of any payload count as equal).
@@ -221,15 +216,7 @@ TEST(TileCpu, BroadcastingRowsAndColumns) {
 TEST(TileCpu, ReductionsAlongEachAxis) {
   // Softmax of rows, and sums, maxima and minima along both axes, as the tensor reductions give.
   const auto x = T::normal(T::Key(10), {16, 40});
-  const auto out = Tile::run({1}, [&](Tile::Program& p) {
-    const auto a = p.read(x, {16, 40}).at({0, 0});
-    const auto e = (a - a.max(1)).exp();
-    p.write(T::zeros({16, 40}), {16, 40}).put(e / e.sum(1), {0, 0});
-    p.write(T::zeros({1, 40}), {1, 40}).put(a.sum(0), {0, 0});
-    p.write(T::zeros({16, 1}), {16, 1}).put(a.sum(-1), {0, 0});
-    p.write(T::zeros({1, 40}), {1, 40}).put(a.max(0), {0, 0});
-    p.write(T::zeros({16, 1}), {16, 1}).put(a.min(1), {0, 0});
-  });
+  const auto out = Tile::run({1}, tileprog::reductions(x));
   expectSameBits(out[0], x.softmax(1), "softmax");
   expectSameBits(out[1], x.sum({0}, true), "sum 0");
   expectSameBits(out[2], x.sum({1}, true), "sum 1");

@@ -6,12 +6,8 @@
 #include <gizhw/gpu.h>
 #include <gizml/tile.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-
+#include "common/gpu_checks.h"
 #include "programs.h"
 
 using namespace gizml;
@@ -74,24 +70,6 @@ std::string entryOf(const std::string& ptx, const std::string& name) {
   return ptx.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-const char* kPtxas = "/usr/local/cuda/bin/ptxas";
-
-// Assembles PTX with ptxas for the architecture.
-void assemble(const std::string& ptx, const std::string& arch) {
-  const char* ptxas = kPtxas;
-  const auto file = std::filesystem::temp_directory_path() / ("gizml_tile_" + std::to_string(::getpid()) + ".ptx");
-  std::ofstream(file) << ptx;
-  const std::string command = std::string(ptxas) + " -arch=" + arch + " " + file.string() + " -o /dev/null 2>&1";
-  FILE* p = popen(command.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string output;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) output += buf;
-  const int status = pclose(p);
-  std::filesystem::remove(file);
-  EXPECT_EQ(status, 0) << "ptxas " << arch << " failed on the tile kernels:\n" << output;
-}
-
 }  // namespace
 
 TEST(TileCuda, LaunchShapes) {
@@ -128,14 +106,14 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
     gpu::Compiled c;
     // Machine code from ptxas when the toolkit has it, else from NVRTC (which runs the same
     // assembler inside: doing both only doubles the time).
-    const bool ptxas = std::filesystem::exists(kPtxas);
+    const bool ptxas = test::havePtxas();
     try {
       c = gpu::compileCuda(all, arch, !ptxas);
     } catch (const Error& e) {
       ADD_FAILURE() << arch << ": " << e.what();
       continue;
     }
-    if (ptxas) assemble(c.ptx, arch);
+    if (ptxas) test::assemblePtx(c.ptx, arch, "the tile kernels");
     else EXPECT_FALSE(c.cubin.empty()) << arch;
     for (const auto& p : k) {
       const std::string entry = entryOf(c.ptx, p.kernel.name);

@@ -12,9 +12,11 @@
 #include <set>
 #include <string>
 
+#include "common/gpu_checks.h"
 #include "programs.h"
 
 using namespace gizml;
+using gizml::test::expectBits;
 
 namespace {
 
@@ -40,20 +42,6 @@ std::pair<std::vector<T::Tensor>, std::vector<T::Tensor>> both(const Tile::Grid&
   return {cpu, gpuOut};
 }
 
-void expectBits(const T::Tensor& gpuResult, const T::Tensor& cpu, const std::string& what) {
-  ASSERT_TRUE(gpuResult.onGpu()) << what;
-  const T::Tensor g = gpuResult.host();
-  ASSERT_EQ(g.shape(), cpu.shape()) << what;
-  ASSERT_EQ(g.dtype(), cpu.dtype()) << what;
-  const auto a = g.toFloats(), b = cpu.toFloats();
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-    uint32_t x, y;
-    std::memcpy(&x, &a[i], 4);
-    std::memcpy(&y, &b[i], 4);
-    ASSERT_EQ(x, y) << what << ": element " << i << " is " << a[i] << " on the GPU, " << b[i] << " on the CPU";
-  }
-}
 
 // |gpu - cpu| <= abs + rel |cpu| for every element.
 void expectClose(const T::Tensor& gpuResult, const T::Tensor& cpu, double abs, double rel, const std::string& what) {

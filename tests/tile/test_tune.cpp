@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "programs.h"
 #include "tile/tune.h"
 
 using namespace gizml;
@@ -21,14 +22,7 @@ namespace {
 
 // The guide's product in bm x bn blocks with k blocks of bk.
 T::Tensor product(const T::Tensor& a, const T::Tensor& b, const Tile::Config& c) {
-  const int64_t m = a.size(0), n = b.size(1), bm = c["bm"], bn = c["bn"], bk = c["bk"];
-  return Tile::run({Tile::cdiv(m, bm), Tile::cdiv(n, bn)}, [&](Tile::Program& p) {
-    const auto i = p.id(0), j = p.id(1);
-    const auto A = p.read(a, {bm, bk}), B = p.read(b, {bk, bn});
-    const auto acc = p.fold(p.index(0), A.blocks(1), p.zeros({bm, bn}),
-                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
-    p.write(T::zeros({m, n}), {bm, bn}).put(acc, {i, j});
-  })[0];
+  return Tile::run(tileprog::productGrid(a, b, c["bm"], c["bn"]), tileprog::product(a, b, c["bm"], c["bn"], c["bk"]))[0];
 }
 
 const std::vector<Tile::Config> kConfigs = {

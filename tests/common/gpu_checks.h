@@ -1,0 +1,59 @@
+#pragma once
+// Checks the GPU test suites share: ptxas over generated PTX, and bit equality of a GPU result
+// with the CPU's.
+#include <gizml/tensor.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace gizml::test {
+
+inline const char* kPtxas = "/usr/local/cuda/bin/ptxas";
+
+/// Whether the CUDA toolkit's ptxas is installed.
+inline bool havePtxas() { return std::filesystem::exists(kPtxas); }
+
+/// Assembles PTX with ptxas for `arch` (a test failure naming `what` when it fails); nothing
+/// where ptxas is absent.
+inline void assemblePtx(const std::string& ptx, const std::string& arch, const std::string& what) {
+  if (!havePtxas()) return;
+  const auto file = std::filesystem::temp_directory_path() / ("gizml_kernel_" + std::to_string(::getpid()) + ".ptx");
+  std::ofstream(file) << ptx;
+  const std::string command = std::string(kPtxas) + " -arch=" + arch + " " + file.string() + " -o /dev/null 2>&1";
+  FILE* p = popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string output;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) output += buf;
+  const int status = pclose(p);
+  std::filesystem::remove(file);
+  EXPECT_EQ(status, 0) << "ptxas " << arch << " failed on " << what << ":\n" << output;
+}
+
+/// Bit equality of a GPU result's values with the CPU's (NaN equal to NaN; -0 differs from +0).
+inline void expectBits(const T::Tensor& gpuResult, const T::Tensor& cpu, const std::string& what) {
+  ASSERT_TRUE(gpuResult.onGpu()) << what;
+  const T::Tensor g = gpuResult.host();
+  ASSERT_EQ(g.dtype(), cpu.dtype()) << what;
+  ASSERT_EQ(g.shape(), cpu.shape()) << what;
+  if (isFloat(cpu.dtype()) || cpu.dtype() == DType::Bool) {
+    const auto a = g.toFloats(), b = cpu.toFloats();
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+      uint32_t x, y;
+      std::memcpy(&x, &a[i], 4);
+      std::memcpy(&y, &b[i], 4);
+      ASSERT_EQ(x, y) << what << ": element " << i << " is " << a[i] << " on the GPU, " << b[i] << " on the CPU";
+    }
+  } else {
+    EXPECT_EQ(g.toInts(), cpu.toInts()) << what;
+  }
+}
+
+}  // namespace gizml::test
