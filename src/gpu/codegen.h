@@ -37,5 +37,7 @@ const std::string& netopsKernelSource();
 const std::string& preludeSource();
 /// The kernels of gizml::netops' language-model step (kernels/netops_rows.cu.inc), with the prelude.
 const std::string& netopsRowsKernelSource();
+/// The tensor-core and asynchronous-copy wrappers (kernels/mma.cu.inc), for kernels that include them.
+const std::string& mmaSource();
 
 }  // namespace gizhw::gpu

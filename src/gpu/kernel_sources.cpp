@@ -29,6 +29,13 @@ const std::string& netopsRowsKernelSource() {
   return source;
 }
 
+const std::string& mmaSource() {
+  static const std::string source =
+#include "gpu/kernels/mma.cu.inc"
+      ;
+  return source;
+}
+
 // netops' exp and log as text: netops/exp_log.inc is one source for the host and the GPU.
 #define GZ_SHARED(...) #__VA_ARGS__
 const std::string& netopsKernelSource() {

@@ -24,7 +24,7 @@ bool mmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out);
 
 /// The __device__ helpers of the tensor-core path (ldmatrix, mma.sync, cp.async; sm_80+),
 /// include-guarded.
-const char* mmaHelpers();
+std::string mmaHelpers();
 
 /// Halves of a padded [rows, cols] operand in shared memory: rows of cols + 8 halves, so that
 /// ldmatrix's eight 16-byte rows fall in different banks.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "gpu/codegen.h"
 #include "tile/cuda_codegen.h"
 
 namespace gizml::tile::cudagen {
@@ -25,39 +26,10 @@ bool mmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out) {
   return found;
 }
 
-const char* mmaHelpers() {
-  return R"(#ifndef GIZML_TILE_MMA_HELPERS
-#define GIZML_TILE_MMA_HELPERS
-// Tensor cores (sm_80+): ldmatrix from shared memory, mma.sync m16n8k16 with f32 accumulators,
-// cp.async copies of 16 bytes into shared memory.
-__device__ __forceinline__ unsigned gz_saddr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-// Four 8x8 matrices of halves; lanes 8i..8i+7 give the rows of matrix i.
-__device__ __forceinline__ void gz_ldsm_x4(unsigned a, unsigned* r) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
-}
-// Two 8x8 matrices, transposed: lane l gets rows 2(l%4), 2(l%4)+1 of column l/4.
-__device__ __forceinline__ void gz_ldsm_x2_trans(unsigned a, unsigned* r) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"(a) : "memory");
-}
-__device__ __forceinline__ void gz_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void gz_mma_f16(float* d, const unsigned* a, const unsigned* b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void gz_cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void gz_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void gz_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+std::string mmaHelpers() {
+  // The wrappers are shared with the netops kernels; the layout of a result tile is the tile's own.
+  return gizhw::gpu::mmaSource() + R"(#ifndef GIZML_TILE_MMA_LIN
+#define GIZML_TILE_MMA_LIN
 // The element of an mma result tile in register e of thread t (src/tile/cuda_codegen.h).
 __device__ __forceinline__ int gz_mma_lin(int t, int e, int cols, int wc, int fm, int fn) {
   const int lane = t & 31, warp = t >> 5, q = e & 3, j = (e >> 2) % fn, i = (e >> 2) / fn;
