@@ -400,7 +400,7 @@ Grammar Grammar::fromSchema(std::string_view schemaJson) {
   Json schema;
   try {
     schema = Json::parse(schemaJson);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse errors, and numbers out of range
     throw Error(std::string("grammar: the schema is not JSON: ") + e.what());
   }
   Builder b;
