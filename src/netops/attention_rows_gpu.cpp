@@ -95,11 +95,57 @@ void launchAttention(const char* fn, const Gpu& gpu, const Geometry& g, int64_t 
 
 uint64_t bytesAt(const Tensor& t, int64_t elements) { return gpuops::address(t) + static_cast<uint64_t>(elements) * 2; }
 
+template <class... Args>
+void launch(const Gpu& gpu, const char* name, Dim3 grid, unsigned threads, Args... args) {
+  void* params[] = {static_cast<void*>(&args)...};
+  gpu.kernel(gizhw::gpu::netopsAttentionRowsKernelSource(), name)
+      .launch(grid, Dim3{threads, 1, 1}, 0, gpu.stream(), params);
+}
+
+// The 8-bit path's passes (the kernel source's "the 8-bit path"): prepared q and k in F32, k's
+// mean over each group, q and smoothed k to INT8 per block of 64 rows, V to E4M3 per channel
+// (transposed), then the attention. The scratch tensors stay allocated until the queued kernels
+// that read them have run (the allocator is ordered on the stream).
+void attention8(const Gpu& gpu, const Tensor& qkv, int64_t n, int64_t heads, int64_t head, int64_t group, int64_t nq,
+                const Tensor& out, const HeadPrep* prep, int64_t half) {
+  const auto& device = qkv.storage()->gpu();
+  const int64_t hd = heads * head, blocks = (n + 63) / 64, npad = blocks * 64;
+  const int64_t groups = group > 0 ? (n + group - 1) / group : 1;
+  const Tensor pk = gpuops::empty({n, 2, hd}, DType::F32, device);
+  const Tensor mean = gpuops::empty({groups, hd}, DType::F32, device);
+  const Tensor qi = gpuops::empty({n, hd}, DType::I8, device), ki = gpuops::empty({n, hd}, DType::I8, device);
+  const Tensor qscale = gpuops::empty({blocks, heads}, DType::F32, device);
+  const Tensor kscale = gpuops::empty({blocks, heads}, DType::F32, device);
+  const Tensor vt = gpuops::empty({hd, npad}, DType::U8, device), vscale = gpuops::empty({hd}, DType::F32, device);
+  const int hs = static_cast<int>(heads), h = static_cast<int>(head);
+  const int64_t stride = qkv.strides()[0], threads = n * 2 * heads;
+  const uint64_t none = 0;
+  launch(gpu, "gz_ar8_prep", Dim3{static_cast<unsigned>((threads + kPlainThreads - 1) / kPlainThreads), 1, 1},
+         kPlainThreads, gpuops::address(qkv), stride, n, hs, h, gpuops::address(pk),
+         prep ? gpuops::address(prep->qw) : none, prep ? gpuops::address(prep->kw) : none,
+         prep && half > 0 ? gpuops::address(prep->cos) : none, prep && half > 0 ? gpuops::address(prep->sin) : none,
+         static_cast<int>(half), static_cast<float>(prep ? prep->eps : 0.0));
+  launch(gpu, "gz_ar8_kmean", Dim3{static_cast<unsigned>(groups), static_cast<unsigned>(heads), 1}, 128,
+         gpuops::address(pk), gpuops::address(mean), n, hs, h, group);
+  launch(gpu, "gz_ar8_quant", Dim3{static_cast<unsigned>(blocks), static_cast<unsigned>(heads), 2}, 128,
+         gpuops::address(pk), gpuops::address(mean), gpuops::address(qi), gpuops::address(ki),
+         gpuops::address(qscale), gpuops::address(kscale), n, hs, h, group);
+  launch(gpu, "gz_ar8_quant_v", Dim3{static_cast<unsigned>(heads), 1, 1}, 128, bytesAt(qkv, 2 * hd), stride,
+         gpuops::address(vt), gpuops::address(vscale), n, npad, hs, h);
+  launch(gpu, head == 64 ? "gz_ar8_attn64" : "gz_ar8_attn128",
+         Dim3{static_cast<unsigned>((nq + 63) / 64), static_cast<unsigned>(heads), 1}, kMmaThreads,
+         gpuops::address(qi), gpuops::address(ki), gpuops::address(vt), gpuops::address(qscale),
+         gpuops::address(kscale), gpuops::address(vscale), gpuops::address(out), out.strides()[0], n, nq, hs, group,
+         npad, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head))));
+}
+
 }  // namespace
 
-AttentionKernel attentionKernelFor(const gizhw::gpu::Properties& props, int64_t head) {
-  const bool mma = props.vendor == gizhw::gpu::Vendor::Nvidia && props.major >= 8;
-  return mma && (head == 64 || head == 128) ? AttentionKernel::Bf16Mma : AttentionKernel::Plain;
+AttentionKernel attentionKernelFor(const gizhw::gpu::Properties& props, int64_t head, bool quantized) {
+  const bool nvidia = props.vendor == gizhw::gpu::Vendor::Nvidia;
+  if (!nvidia || props.major < 8 || (head != 64 && head != 128)) return AttentionKernel::Plain;
+  const bool fp8 = props.major * 10 + props.minor >= 89;  // K.hasFp8Mma: Ada, Hopper and later
+  return quantized && fp8 ? AttentionKernel::Int8Fp8 : AttentionKernel::Bf16Mma;
 }
 
 void headPrepGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t heads, int64_t head, const HeadPrep& p,
@@ -127,10 +173,24 @@ void headPrepGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t heads, in
               Dim3{kPlainThreads, 1, 1}, 0, gpu.stream(), params);
 }
 
-void attentionRowsGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t heads, int64_t head, int64_t group,
-                      int64_t nq, const Tensor& out, const std::vector<HeadPrep>& prep, int64_t half) {
+void attentionRowsGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t heads, int64_t head, bool quantized,
+                      int64_t group, int64_t nq, const Tensor& out, const std::vector<HeadPrep>& prep, int64_t half) {
   requireBf16Rows(fn, "qkv", qkv, qkv, "qkv");
   requireBf16Rows(fn, "out", out, qkv, "qkv");
+  const Gpu gpu(qkv.storage()->gpu());
+  if (quantized && attentionKernelFor(gpu.properties(), head, true) == AttentionKernel::Int8Fp8 &&
+      gpuops::address(out) % 4 == 0 && out.strides()[0] % 2 == 0) {
+    if (!prep.empty()) {
+      requireF32On(fn, "prep.qw", prep[0].qw, qkv);
+      requireF32On(fn, "prep.kw", prep[0].kw, qkv);
+      if (half > 0) {
+        requireF32On(fn, "prep.cos", prep[0].cos, qkv);
+        requireF32On(fn, "prep.sin", prep[0].sin, qkv);
+      }
+    }
+    if (nq > 0) attention8(gpu, qkv, n, heads, head, group, nq, out, prep.empty() ? nullptr : &prep[0], half);
+    return;
+  }
   // The checks of prep's tensors come before anything is queued: a bad one leaves qkv as it was.
   if (!prep.empty()) headPrepGpu(fn, qkv, n, heads, head, prep[0], half, 0);
   const int64_t hd = heads * head;
@@ -145,8 +205,7 @@ void attentionRowsGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t head
   g.mode = 0;
   g.grid[2] = n;
   g.kernel[2] = group;
-  launchAttention(fn, Gpu(qkv.storage()->gpu()), g, heads, head,
-                  static_cast<float>(1.0 / std::sqrt(static_cast<double>(head))));
+  launchAttention(fn, gpu, g, heads, head, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head))));
 }
 
 void crossAttentionRowsGpu(const char* fn, const Tensor& q, const Tensor& kv, int64_t heads, int64_t head,

@@ -173,7 +173,7 @@ void headPrepInPlace(const Tensor& qkv, int64_t n, int64_t heads, int64_t head, 
   prepRows(fn, qkv.data<float>(), n, heads, head, p, row0);
 }
 
-void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool /*quantized: GPUs only*/, int64_t group,
+void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
                    const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
   constexpr const char* fn = "attentionRows";
   if (qkv.onGpu() || out.onGpu()) {
@@ -181,8 +181,7 @@ void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool /*quanti
     const int64_t nq = checkRowsArgs(fn, n, group, prep, queries);
     rows::requireShape(fn, "out", out, {nq, heads * head});
     const int64_t half = prep.empty() ? 0 : checkPrep(fn, prep[0], n, head, 0);
-    // quantized: the 8-bit path is not written yet; BF16 everywhere (docs/netops.md).
-    detail::attentionRowsGpu(fn, qkv, n, heads, head, group, nq, out, prep, half);
+    detail::attentionRowsGpu(fn, qkv, n, heads, head, quantized, group, nq, out, prep, half);
     return;
   }
   rows::requireHost(fn, {{"out", &out}});

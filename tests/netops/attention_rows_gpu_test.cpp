@@ -11,6 +11,10 @@
 //   rounding alone is 2^-9 of a value;
 // - with HeadPrep the GPU rounds the prepared q and k to BF16 in qkv (the host keeps them F32):
 //   3e-2.
+// - the 8-bit path (quantized, heads of 64/128, sm_89+): INT8 Q K^T per block of 64 rows (K less
+//   its mean), E4M3 P and V (3 mantissa bits: 2^-4 relative a weight or value, errors that mostly
+//   average out over the keys): kQuantTolerance = 8e-2, set before any run; the test prints
+//   the error it measures ("[ measured ]").
 // headPrepInPlace itself takes the host's steps in f32 and rounds once: the same bits as the host
 // on the same values, rounded to BF16.
 #include <gizml/netops_rows.h>
@@ -32,7 +36,7 @@ namespace gpu = gizhw::gpu;
 
 namespace {
 
-constexpr double kMmaTolerance = 2e-2, kPlainTolerance = 1e-2, kPrepTolerance = 3e-2;
+constexpr double kMmaTolerance = 2e-2, kPlainTolerance = 1e-2, kPrepTolerance = 3e-2, kQuantTolerance = 8e-2;
 
 // Random BF16 host values (the GPU gets a copy of these exact values).
 T::Tensor bf16Random(const T::Shape& shape, uint64_t seed, double scale = 1.0) {
@@ -181,6 +185,35 @@ TEST_F(NetopsAttentionRowsGpu, Neighborhood3dMatchesHost) {
   }
 }
 
+TEST_F(NetopsAttentionRowsGpu, QuantizedPathWithinItsTolerance) {
+  using N::detail::AttentionKernel;
+  if (N::detail::attentionKernelFor(gpu_->properties(), 64, true) != AttentionKernel::Int8Fp8)
+    GTEST_SKIP() << gpu_->describe() << " has no 8-bit matrix cores (sm_89+): quantized runs the BF16 path there";
+  struct Case {
+    int64_t heads, head, n, group, queries;
+    bool prep;
+  };
+  // K with a large mean (the outlier channels smoothing removes); groups; queries < n; HeadPrep
+  // applied in the quantizing pass, qkv left as it was.
+  for (const Case c : {Case{2, 64, 150, 0, 0, false}, Case{1, 128, 130, 50, 100, false}, Case{2, 64, 96, 0, 0, true}}) {
+    const std::string what = "8-bit, head " + std::to_string(c.head) + ", n " + std::to_string(c.n) + ", group " +
+                             std::to_string(c.group) + (c.prep ? ", HeadPrep" : "");
+    auto x = T::normal(T::Key(100 + c.head + c.n), {c.n, 3 * c.heads * c.head}, 0.0, 1.5);
+    const auto offset = T::normal(T::Key(101), {1, 3 * c.heads * c.head}, 0.0, 3.0);
+    const auto qkv = (T::lazy(x) + T::lazy(offset)).eval().cast(DType::BF16);
+    std::vector<N::HeadPrep> hostPrep, gpuPrep;
+    if (c.prep) {
+      hostPrep.push_back(prepFor(c.head, c.n, c.head / 2, false));
+      gpuPrep.push_back(prepFor(c.head, c.n, c.head / 2, true));
+    }
+    const auto want = N::attendedRows(qkv, c.heads, c.head, true, c.group, hostPrep, c.queries);
+    const auto dev = qkv.on(*gpu_);
+    const auto got = N::attendedRows(dev, c.heads, c.head, true, c.group, gpuPrep, c.queries);
+    expectClose(got, want, kQuantTolerance, what);
+    test::expectBits(dev, qkv, what + ": qkv unchanged");
+  }
+}
+
 TEST_F(NetopsAttentionRowsGpu, BadInputNamesTheArgument) {
   const auto qkv = bf16Random({8, 48}, 80).on(*gpu_);
   expectError([&] { N::attendedRows(T::ones({8, 48}).on(*gpu_), 2, 8, false, 0); }, {"attendedRows", "qkv", "BF16"});
@@ -220,6 +253,13 @@ TEST(NetopsAttentionRowsGpuChoice, TensorCoresForHeadsOf64And128OnSm80AndLater) 
   EXPECT_EQ(N::detail::attentionKernelFor(p, 64), AttentionKernel::Bf16Mma);
   EXPECT_EQ(N::detail::attentionKernelFor(p, 128), AttentionKernel::Bf16Mma);
   EXPECT_EQ(N::detail::attentionKernelFor(p, 96), AttentionKernel::Plain);
+  EXPECT_EQ(N::detail::attentionKernelFor(p, 64, true), AttentionKernel::Int8Fp8);
+  EXPECT_EQ(N::detail::attentionKernelFor(p, 96, true), AttentionKernel::Plain);
+  p.major = 8;
+  p.minor = 0;  // A100: no e4m3 product, quantized runs on BF16
+  EXPECT_EQ(N::detail::attentionKernelFor(p, 128, true), AttentionKernel::Bf16Mma);
+  p.minor = 9;  // Ada
+  EXPECT_EQ(N::detail::attentionKernelFor(p, 128, true), AttentionKernel::Int8Fp8);
   p.major = 7;
   EXPECT_EQ(N::detail::attentionKernelFor(p, 64), AttentionKernel::Plain);
   p.vendor = gpu::Vendor::Amd;
@@ -245,6 +285,13 @@ TEST(NetopsAttentionRowsGpuCompile, NvrtcAndPtxas) {
     EXPECT_NE(c.ptx.find("cp.async.cg.shared.global"), std::string::npos) << arch;
     for (const char* kernel : {"gz_ar_prep", "gz_ar_plain", "gz_ar_mma64", "gz_ar_mma128"})
       EXPECT_NE(c.ptx.find(std::string(".entry ") + kernel), std::string::npos) << arch << " " << kernel;
+    // The 8-bit path exists where the e4m3 product does (sm_89+): on sm_90a, not on sm_80.
+    const bool fp8 = std::string(arch) == "sm_90a";
+    EXPECT_EQ(c.ptx.find("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") != std::string::npos, fp8) << arch;
+    EXPECT_EQ(c.ptx.find("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") != std::string::npos, fp8) << arch;
+    for (const char* kernel : {"gz_ar8_prep", "gz_ar8_kmean", "gz_ar8_quant", "gz_ar8_quant_v", "gz_ar8_attn64",
+                               "gz_ar8_attn128"})
+      EXPECT_EQ(c.ptx.find(std::string(".entry ") + kernel + "(") != std::string::npos, fp8) << arch << " " << kernel;
     test::assemblePtx(c.ptx, arch, std::string("attention rows kernels, ") + arch);
   }
 }
