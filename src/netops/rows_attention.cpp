@@ -173,9 +173,11 @@ void headPrepInPlace(const Tensor& qkv, int64_t n, int64_t heads, int64_t head, 
   prepRows(fn, qkv.data<float>(), n, heads, head, p, row0);
 }
 
-void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
-                   const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
-  constexpr const char* fn = "attentionRows";
+namespace {
+
+// attentionRows, its errors naming fn (attentionRows or attendedRows).
+void attendInto(const char* fn, const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
+                const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
   if (qkv.onGpu() || out.onGpu()) {
     const int64_t n = checkQkv(fn, qkv, heads, head);
     const int64_t nq = checkRowsArgs(fn, n, group, prep, queries);
@@ -193,13 +195,20 @@ void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantize
   rows::storeValues(out, result.data());
 }
 
+}  // namespace
+
+void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
+                   const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
+  attendInto("attentionRows", qkv, heads, head, quantized, group, out, prep, queries);
+}
+
 Tensor attendedRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
                     const std::vector<HeadPrep>& prep, int64_t queries) {
   const int64_t n = checkQkv("attendedRows", qkv, heads, head);
   const tensor::Shape shape{queries > 0 ? std::min(queries, n) : n, heads * head};
   // Where qkv is: BF16 on a GPU, F32 on the host.
   Tensor out = qkv.onGpu() ? gpuops::empty(shape, DType::BF16, qkv.storage()->gpu()) : tensor::empty(shape);
-  attentionRows(qkv, heads, head, quantized, group, out, prep, queries);
+  attendInto("attendedRows", qkv, heads, head, quantized, group, out, prep, queries);
   return out;
 }
 

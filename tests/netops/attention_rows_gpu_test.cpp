@@ -5,15 +5,16 @@
 //
 // Tolerances, as a fraction of the largest |value| of the host result:
 // - tensor cores (heads of 64 and 128): P is rounded to BF16 for P V and the sums run in another
-//   order (tiles of 64 or 32 keys, f32 accumulate): 2e-2;
+//   order (tiles of 64 or 32 keys, f32 accumulate): 1e-2 (measured on the emulator: up to 3.5e-3);
 // - the plain kernel (other heads, AMD, pre-sm_80) takes the host's steps in the host's order;
-//   what differs is the GPU's expf and the output's rounding to BF16: 1e-2 is generous, the
-//   rounding alone is 2^-9 of a value;
+//   what differs is the GPU's expf and the output's rounding to BF16, at most 2^-8 of the largest
+//   |value|: 5e-3 (measured: 3.4e-3);
 // - with HeadPrep the GPU rounds the prepared q and k to BF16 in qkv (the host keeps them F32):
-//   3e-2.
+//   3e-2 (measured: 4.5e-3).
 // - the 8-bit path (quantized, heads of 64/128, sm_89+): INT8 Q K^T per block of 64 rows (K less
 //   its mean), E4M3 P and V (3 mantissa bits: 2^-4 relative a weight or value, errors that mostly
-//   average out over the keys): kQuantTolerance = 8e-2, set before any run; the test prints
+//   average out over the keys): 8e-2 (measured on the emulator: up to 4.3e-2, where the e4m3
+//   product accumulates in full f32; a GPU's FP8 accumulator keeps fewer bits). The test prints
 //   the error it measures ("[ measured ]").
 // headPrepInPlace itself takes the host's steps in f32 and rounds once: the same bits as the host
 // on the same values, rounded to BF16.
@@ -36,7 +37,7 @@ namespace gpu = gizhw::gpu;
 
 namespace {
 
-constexpr double kMmaTolerance = 2e-2, kPlainTolerance = 1e-2, kPrepTolerance = 3e-2, kQuantTolerance = 8e-2;
+constexpr double kMmaTolerance = 1e-2, kPlainTolerance = 5e-3, kPrepTolerance = 3e-2, kQuantTolerance = 8e-2;
 
 // Random BF16 host values (the GPU gets a copy of these exact values).
 T::Tensor bf16Random(const T::Shape& shape, uint64_t seed, double scale = 1.0) {
