@@ -132,6 +132,17 @@ TEST_F(NetopsAttentionRowsGpu, AttentionRowsIntoARowStridedOutput) {
   EXPECT_TRUE(std::all_of(left.begin(), left.end(), [](double x) { return x == 0.0; }));
 }
 
+TEST_F(NetopsAttentionRowsGpu, UnalignedRowsTakeThePlainKernel) {
+  // A view whose rows start one value apart from 16-byte boundaries (odd row stride): cp.async
+  // cannot stage it, so heads of 64 run on the plain kernel, to its tolerance.
+  const int64_t n = 40, heads = 1, head = 64, width = 3 * heads * head;
+  const auto wide = bf16Random({n, width + 1}, 6);
+  const auto qkv = wide.slice(1, 1, width + 1);
+  const auto want = N::attendedRows(qkv, heads, head, false, 0);
+  const auto got = N::attendedRows(wide.on(*gpu_).slice(1, 1, width + 1), heads, head, false, 0);
+  expectClose(got, want, kPlainTolerance, "unaligned rows");
+}
+
 TEST_F(NetopsAttentionRowsGpu, HeadPrepInPlaceGivesTheHostsBits) {
   const int64_t rows = 20, n = 13, heads = 2, head = 64, row0 = 5;
   for (int64_t half : {int64_t{0}, int64_t{32}, int64_t{16}}) {
