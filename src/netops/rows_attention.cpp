@@ -186,7 +186,6 @@ void attendInto(const char* fn, const Tensor& qkv, int64_t heads, int64_t head, 
     detail::attentionRowsGpu(fn, qkv, n, heads, head, quantized, group, nq, out, prep, half);
     return;
   }
-  rows::requireHost(fn, {{"out", &out}});
   int64_t n = 0, nq = 0;
   const std::vector<float> data = preparedRows(fn, qkv, heads, head, group, prep, queries, n, nq);
   rows::requireOutput(fn, "out", out, {nq, heads * head}, true);
