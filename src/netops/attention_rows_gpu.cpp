@@ -130,8 +130,12 @@ void attention8(const Gpu& gpu, const Tensor& qkv, int64_t n, int64_t heads, int
   launch(gpu, "gz_ar8_quant", Dim3{static_cast<unsigned>(blocks), static_cast<unsigned>(heads), 2}, 128,
          gpuops::address(pk), gpuops::address(mean), gpuops::address(qi), gpuops::address(ki),
          gpuops::address(qscale), gpuops::address(kscale), n, hs, h, group);
-  launch(gpu, "gz_ar8_quant_v", Dim3{static_cast<unsigned>(heads), 1, 1}, 128, bytesAt(qkv, 2 * hd), stride,
-         gpuops::address(vt), gpuops::address(vscale), n, npad, hs, h);
+  const Tensor vmax = gpuops::empty({hd}, DType::F32, device);  // the bits of each channel's max |v|
+  gpu.fill(gpuops::address(vmax), 0, static_cast<size_t>(hd) * 4, gpu.stream());
+  const Dim3 vGrid{static_cast<unsigned>(heads), static_cast<unsigned>(blocks), 1};
+  launch(gpu, "gz_ar8_vmax", vGrid, 128, bytesAt(qkv, 2 * hd), stride, gpuops::address(vmax), n, h);
+  launch(gpu, "gz_ar8_quant_v", vGrid, 128, bytesAt(qkv, 2 * hd), stride, gpuops::address(vmax), gpuops::address(vt),
+         gpuops::address(vscale), n, npad, h);
   launch(gpu, head == 64 ? "gz_ar8_attn64" : "gz_ar8_attn128",
          Dim3{static_cast<unsigned>((nq + 63) / 64), static_cast<unsigned>(heads), 1}, kMmaThreads,
          gpuops::address(qi), gpuops::address(ki), gpuops::address(vt), gpuops::address(qscale),

@@ -301,7 +301,7 @@ TEST(NetopsAttentionRowsGpuCompile, NvrtcAndPtxas) {
     const bool fp8 = std::string(arch) == "sm_90a";
     EXPECT_EQ(c.ptx.find("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") != std::string::npos, fp8) << arch;
     EXPECT_EQ(c.ptx.find("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") != std::string::npos, fp8) << arch;
-    for (const char* kernel : {"gz_ar8_prep", "gz_ar8_kmean", "gz_ar8_quant", "gz_ar8_quant_v", "gz_ar8_attn64",
+    for (const char* kernel : {"gz_ar8_prep", "gz_ar8_kmean", "gz_ar8_quant", "gz_ar8_vmax", "gz_ar8_quant_v", "gz_ar8_attn64",
                                "gz_ar8_attn128"})
       EXPECT_EQ(c.ptx.find(std::string(".entry ") + kernel + "(") != std::string::npos, fp8) << arch << " " << kernel;
     test::assemblePtx(c.ptx, arch, std::string("attention rows kernels, ") + arch);
