@@ -106,8 +106,9 @@ TEST_F(NetopsAttentionRowsGpu, AttendedRowsMatchHost) {
   };
   // Heads of 64 and 128 (tensor cores), 32 (the plain kernel); n not a multiple of 64; groups
   // that do and do not divide n and cut through the 64-query tiles; queries < n.
+  // Group 1: each row sees only itself (out = v, the sharpest mask); 300 rows: five key tiles.
   for (const Case c : {Case{2, 64, 150, 0, 0}, Case{2, 64, 150, 40, 100}, Case{1, 128, 97, 0, 77},
-                       Case{2, 32, 90, 50, 0}}) {
+                       Case{2, 32, 90, 50, 0}, Case{1, 64, 70, 1, 0}, Case{1, 64, 300, 0, 0}}) {
     const std::string what = "heads " + std::to_string(c.heads) + " x " + std::to_string(c.head) + ", n " +
                              std::to_string(c.n) + ", group " + std::to_string(c.group) + ", queries " +
                              std::to_string(c.queries);
