@@ -15,7 +15,9 @@ namespace gizhw::gpu {
 const std::string& netopsAttentionRowsKernelSource() {
   static const std::string source = preludeSource() + mmaSource() +
 #include "gpu/kernels/netops_attention_rows.cu.inc"
-      ;
+      + std::string(
+#include "gpu/kernels/netops_attention8.cu.inc"
+      );
   return source;
 }
 
