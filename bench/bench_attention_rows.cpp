@@ -1,7 +1,7 @@
 // attentionRows (BF16 tensor cores, and the 8-bit path where the GPU has it) and neighborhood3d on
 // the GPU, in TFLOP/s of the attention's two products (4 n^2 heads head for full attention). No
-// anchor runs here: torch's scaled_dot_product_attention on the same shapes is the one to put
-// beside it on a GPU machine. Times are medians of CUDA-event timings after a warm-up (which
+// anchor runs in this program: scripts/device-check.sh runs torch's scaled_dot_product_attention
+// (flash backend) on the same shapes beside it and prints the ratios. Times are medians of CUDA-event timings after a warm-up (which
 // compiles the kernels). Without a GPU it says so and exits 0; `--quick` runs the small shapes.
 #include <gizhw/gpu.h>
 #include <gizml/netops_rows.h>
@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
         std::printf("attentionRows %s heads %lld x %lld, n %lld: %.3f ms, %.1f TFLOP/s\n",
                     quantized ? "8-bit" : "BF16 ", static_cast<long long>(heads), static_cast<long long>(head),
                     static_cast<long long>(n), ms, flops / ms * 1e-9);
+        std::printf("RESULT attention_rows_%s_h%lld_n%lld_tflops %.2f\n", quantized ? "int8" : "bf16",
+                    static_cast<long long>(head), static_cast<long long>(n), flops / ms * 1e-9);
       }
     }
   }
