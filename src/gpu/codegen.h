@@ -39,5 +39,8 @@ const std::string& preludeSource();
 const std::string& netopsRowsKernelSource();
 /// The tensor-core and asynchronous-copy wrappers (kernels/mma.cu.inc), for kernels that include them.
 const std::string& mmaSource();
+/// netops' convolution and pooling kernels (kernels/netops_conv.cu.inc) with the prelude and the
+/// tensor-core wrappers; defined in src/netops/conv_gpu.cpp.
+const std::string& netopsConvKernelSource();
 
 }  // namespace gizhw::gpu
