@@ -126,6 +126,11 @@ Tensor implicitConvGpu(const Tensor& w, const Tensor& x, int64_t batches, int64_
   const int64_t o = w.shape()[0], pixels = oh * ow;
   Tensor out = emptyOn(x, {batches, o, pixels});
   if (out.numel() == 0) return out;
+  // The kernel indexes patches in 32 bits.
+  constexpr int64_t kInt = int64_t{1} << 31;
+  check(c * kh * kw < kInt && pixels < kInt && o < kInt,
+        "netops::lazyConv: c kh kw = " + std::to_string(c * kh * kw) + ", o = " + std::to_string(o) + " or oh ow = " +
+            std::to_string(pixels) + " exceeds 2^31 - 1, the implicit product's 32-bit indexes");
   const int64_t tilesN = (pixels + kTileN - 1) / kTileN, tilesM = (o + kTileM - 1) / kTileM;
   check(tilesN < (int64_t{1} << 31) && tilesM <= 65535 && batches <= 65535,
         "netops::lazyConv: " + std::to_string(o) + " outputs x " + std::to_string(pixels) + " pixels x " +
