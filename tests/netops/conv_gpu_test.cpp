@@ -241,7 +241,7 @@ TEST_F(NetopsConvGpu, BadInputOnTheGpuNamesTheArgument) {
               {"patchRows", "x has dtype"});
   expectError([&] { N::lazyConv(on(T::ones({4, 17})), x3, 3, 3, 1, DType::BF16); }, {"lazyConv", "w has 17 inputs"});
   expectError([&] { N::lazyConv(T::ones({4, 18}), x3, 3, 3, 1, DType::BF16); }, {"lazyConv", "two devices"});
-  expectError([&] { N::lazyConv(on(T::ones({4, 18})), x3, 7, 3, 1, DType::BF16); }, {"lazyConv", "does not fit"});
+  expectError([&] { N::lazyConv(on(T::ones({4, 18})), x3, 9, 3, 1, DType::BF16); }, {"lazyConv", "does not fit"});
   expectError([&] { N::lazyConv3(on(T::ones({4, 27})), on(T::ones({3, 2, 4, 8}))); }, {"lazyConv3", "expected 27 c"});
   expectError([&] { N::lazyConv3(on(T::ones({4, 54})), on(T::ones({2, 2, 4, 8}))); }, {"lazyConv3", "frames"});
 }
