@@ -79,6 +79,11 @@ TEST_F(NetopsConvGpu, Im2colAndCol2imGiveTheHostsBits) {
     test::expectBits(N::col2im(on(c2), k.n, k.c, k.h, k.w, k.kh, k.kw, k.stride, k.pad),
                      N::col2im(c2, k.n, k.c, k.h, k.w, k.kh, k.kw, k.stride, k.pad), "col2im of " + what);
   }
+  // No images: empty results of the right shapes, nothing launched.
+  const auto none = T::zeros({0, 2, 4, 4});
+  test::expectBits(N::im2col(on(none), 3, 3, 1, 1), N::im2col(none, 3, 3, 1, 1), "im2col of no images");
+  test::expectBits(N::col2im(on(T::zeros({0, 18})), 0, 2, 4, 4, 3, 3, 1, 1), N::col2im(T::zeros({0, 18}), 0, 2, 4, 4, 3, 3, 1, 1),
+                   "col2im of no images");
   // A non-contiguous F16 operand is read as F32 on the GPU, as on the host.
   const auto x = randomTensor({2, 5, 4, 3}, 13).permute({0, 3, 2, 1}).cast(DType::F16);
   test::expectBits(N::im2col(on(x), 2, 2, 1, 0), N::im2col(x, 2, 2, 1, 0), "im2col of an f16 view");
@@ -141,6 +146,8 @@ TEST_F(NetopsConvGpu, PoolingAndItsGradientGiveTheHostsBits) {
   v[61] = 0.0;
   x = T::tensor(x.shape(), v);
   const auto dx = on(x);
+  // One window over the whole plane.
+  test::expectBits(N::pool2d(dx, 7, 1, false), N::pool2d(x, 7, 1, false), "max pool of one 7 x 7 window");
   for (int64_t size : {1, 2, 3})
     for (int64_t stride : {1, 2, 3})
       for (bool average : {false, true}) {
