@@ -43,5 +43,8 @@ const std::string& mmaSource();
 /// netops_attention8.cu.inc) with the prelude and the mma wrappers; defined in
 /// src/netops/attention_rows_gpu.cpp.
 const std::string& netopsAttentionRowsKernelSource();
+/// netops' convolution and pooling kernels (kernels/netops_conv.cu.inc) with the prelude and the
+/// tensor-core wrappers; defined in src/netops/conv_gpu.cpp.
+const std::string& netopsConvKernelSource();
 
 }  // namespace gizhw::gpu
