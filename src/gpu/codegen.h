@@ -39,5 +39,8 @@ const std::string& preludeSource();
 const std::string& netopsRowsKernelSource();
 /// The tensor-core and asynchronous-copy wrappers (kernels/mma.cu.inc), for kernels that include them.
 const std::string& mmaSource();
+/// netops' norm, ConvRot INT8-row and groupNorm kernels (kernels/netops_norm.cu.inc) after
+/// netopsKernelSource(); defined in src/netops/norm_gpu.cpp.
+const std::string& netopsNormKernelSource();
 
 }  // namespace gizhw::gpu
