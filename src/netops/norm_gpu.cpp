@@ -29,12 +29,21 @@ using gizhw::gpu::Gpu;
 
 constexpr int64_t kThreads = 256;
 
+// Threads a block of the row statistics: a warp, so that a few thousand rows (a thread each)
+// still spread over every multiprocessor.
+constexpr int64_t kStatThreads = 32;
+
 template <class... Args>
-void launch(const Tensor& on, const char* name, Dim3 grid, Args... args) {
+void launchWith(int64_t threads, const Tensor& on, const char* name, Dim3 grid, Args... args) {
   const Gpu gpu(on.storage()->gpu());
   void* params[] = {static_cast<void*>(&args)...};
   gpu.kernel(gizhw::gpu::netopsNormKernelSource(), name)
-      .launch(grid, {static_cast<unsigned>(kThreads), 1, 1}, 0, gpu.stream(), params);
+      .launch(grid, {static_cast<unsigned>(threads), 1, 1}, 0, gpu.stream(), params);
+}
+
+template <class... Args>
+void launch(const Tensor& on, const char* name, Dim3 grid, Args... args) {
+  launchWith(kThreads, on, name, grid, args...);
 }
 
 // Enough blocks for `work` threads, at most 32 a multiprocessor (the kernels stride over the rest).
@@ -57,8 +66,9 @@ int isBf16(const Tensor& t) { return t.dtype() == DType::BF16 ? 1 : 0; }
 Tensor rowStats(const Tensor& x, double eps, bool centered, const Tensor* map, int64_t limit) {
   const int64_t rows = x.size(0), width = x.size(1);
   Tensor stats = gpuops::empty({rows, 2}, DType::F32, x.storage()->gpu());
-  launch(x, "gz_nn_row_stats", Dim3{static_cast<unsigned>((rows + kThreads - 1) / kThreads), 1, 1}, at(x), isBf16(x),
-         rows, width, static_cast<float>(eps), int{centered}, map ? at(*map) : uint64_t{0}, limit, at(stats));
+  launchWith(kStatThreads, x, "gz_nn_row_stats", Dim3{static_cast<unsigned>((rows + kStatThreads - 1) / kStatThreads), 1, 1},
+             at(x), isBf16(x), rows, width, static_cast<float>(eps), int{centered}, map ? at(*map) : uint64_t{0}, limit,
+             at(stats));
   return stats;
 }
 
