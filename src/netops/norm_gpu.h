@@ -46,7 +46,7 @@ void int8RowsInto(const char* fn, const std::optional<Modulated>& m, const Tenso
 /// x (F32, in place) += (y's row over its RMS times w) times gate's row map[r].
 void gatedNormAdd(const char* fn, const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate,
                   const Tensor& map, double eps);
-/// PixelNorm of x ([frames, c, pixels]) into out (x's dtype; may be x).
+/// PixelNorm of x ([frames, c, pixels], BF16 or F32) into out (contiguous, x's dtype; may be x).
 void pixelNorm(const char* fn, const Tensor& x, double eps, bool act, const Tensor& out);
 /// groupNorm's F32 result of x ([c, ...] F32 contiguous on a GPU), w and b ([c] F32).
 Tensor groupNorm(const Tensor& x, int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act);

@@ -75,6 +75,11 @@ TEST_F(NetopsNormGpu, PixelNormHasTheHostsBits) {
       auto inPlace = on(x);  // out may be x
       N::pixelNormInto(inPlace, 1e-6, act, inPlace);
       test::expectBits(inPlace, want, "pixelNormInto in place");
+      const auto base = bf16Values({2, 37, 5}, 21, 2.0).cast(dt);  // x a transposed view
+      auto wantView = T::zeros({2, 5, 37}, dt), outView = on(T::zeros({2, 5, 37}, dt));
+      N::pixelNormInto(base.transpose(1, 2), 1e-6, act, wantView);
+      N::pixelNormInto(on(base).transpose(1, 2), 1e-6, act, outView);
+      test::expectBits(outView, wantView, "pixelNormInto of a view");
     }
 }
 
