@@ -34,6 +34,9 @@ struct Properties {
   /// The compiler target: "sm_90a" on compute capability 9.0, else "sm_XY"; empty on AMD (hipRTC
   /// compiles for the current device).
   std::string arch;
+  /// The host GPU emulator (GIZML_GPU_EMULATOR=1): kernels run on the CPU, thousands of times
+  /// slower than a GPU, so tests may take smaller shapes there.
+  bool emulated = false;
 };
 
 class Device;  // the shared state behind a Gpu (src/gpu/device.h)

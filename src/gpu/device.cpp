@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpu/emulator/emulator.h"
+
 namespace gizhw::gpu {
 namespace {
 
@@ -25,6 +27,12 @@ const DriverApi* driver(std::string* why) {
   static const DriverApi* loaded = [] () -> const DriverApi* {
     static DriverApi api;
     std::string tried;
+    // GIZML_GPU_EMULATOR=1: the host emulator instead of any real driver (src/gpu/emulator).
+    if (emulator::requested()) {
+      if (emulator::loadDriver(api, tried) && api.init(0) == 0) return &api;
+      reason = "GPU emulator: " + tried;
+      return nullptr;
+    }
     if (loadCudaDriver(api, tried) || (tried += "; ", loadHipDriver(api, tried))) {
       const int r = api.init(0);
       if (r == 0) return &api;
@@ -59,6 +67,7 @@ Device::Device(const DriverApi& driverApi, int ordinal) : api(driverApi) {
   Properties& p = properties;
   p.vendor = api.vendor;
   p.ordinal = ordinal;
+  p.emulated = api.emulator;
   char name[256] = {};
   check(api.deviceGetName(name, sizeof name - 1, handle), "cuDeviceGetName");
   p.name = name;
@@ -133,13 +142,13 @@ Handle Device::function(const std::string& source, const std::string& name) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = functions_.find(memoryKey); it != functions_.end()) return it->second;
   }
-  const std::string version = compilerVersion(properties.vendor);
+  const std::string version = api.emulator ? emulator::compilerVersion() : compilerVersion(properties.vendor);
   const std::string key = hashText(source + "\n" + properties.arch + "\n" + properties.name + "\n" + version +
                                    "\ndriver " + std::to_string(properties.driverVersion));
   std::vector<char> image;
   if (!cacheLoad(key, image)) {
     std::string used;
-    image = compileForDevice(source, properties, used);
+    image = api.emulator ? emulator::compile(source, properties) : compileForDevice(source, properties, used);
     cacheStore(key, image);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -18,6 +18,7 @@ struct DriverApi {
   Vendor vendor = Vendor::Nvidia;
   std::string library;  // the file dlopen found
   void* dl = nullptr;
+  bool emulator = false;  // the host GPU emulator (src/gpu/emulator): kernels compile with the host compiler
 
   int (*init)(unsigned flags) = nullptr;
   int (*driverGetVersion)(int* version) = nullptr;

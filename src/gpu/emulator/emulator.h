@@ -1,0 +1,35 @@
+#pragma once
+// The host GPU emulator (GIZML_GPU_EMULATOR=1): a driver table whose "GPU" runs the CUDA kernel
+// sources on the host. Kernels are compiled by the host compiler with a prelude of CUDA's
+// built-ins (compile.cpp), loaded with dlopen, and run block after block with every CUDA thread
+// a fiber (runner.cpp); memory is host memory, streams run work at once (emulator_driver.cpp).
+// docs/architecture.md, "The GPU emulator", says what it checks and what it cannot.
+#include <string>
+#include <vector>
+
+#include "gpu/driver_api.h"
+
+namespace gizhw::gpu::emulator {
+
+/// Whether GIZML_GPU_EMULATOR asks for the emulator (set and not "0").
+bool requested();
+/// Fills `api` with the emulator's driver; false (with why) when the configuration is bad.
+bool loadDriver(DriverApi& api, std::string& why);
+
+/// The compiler's identity for the kernel cache key ("emulator g++ (Debian 12.2.0-14) 12.2.0").
+std::string compilerVersion();
+/// The shared object (bytes) of a kernel source for the emulated device of `properties`: the
+/// prelude, the source with its __shared__ declarations rewritten, a trampoline per kernel.
+/// A compile error is a gizml::Error with the compiler's first lines.
+std::vector<char> compile(const std::string& source, const Properties& properties);
+
+/// The rewritten source (without the prelude) and its kernels' names: exposed for the tests.
+std::string translate(const std::string& source, std::vector<std::string>& kernels);
+
+// Sizes the prelude and the runner agree on.
+constexpr unsigned kDynamicSharedBytes = 232448;     // the most any architecture opts in to (9.0)
+constexpr unsigned kStaticSharedBytes = 1u << 20;    // the arena (a launch may use at most 48 KB)
+constexpr unsigned kStaticSharedLimit = 48 * 1024;   // CUDA's limit on static __shared__ memory
+constexpr unsigned kDynamicSharedOffset = 1u << 20;  // shared offsets of dynamic memory start here
+
+}  // namespace gizhw::gpu::emulator

@@ -1,0 +1,407 @@
+// The emulator's driver table: the CUDA driver API's calls (the same numbers: attributes, error
+// codes) over host memory. Device addresses are host pointers; streams run work at once (a copy
+// or launch is done when the call returns); events record steady_clock times. Allocations beyond
+// the emulated memory size (8 GiB, or GIZML_GPU_EMULATOR_MEMORY) fail with out-of-memory, so the
+// allocator's recovery runs.
+#include <dlfcn.h>
+#include <elf.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "gpu/emulator/emulator.h"
+#include "gpu/emulator/runner.h"
+
+namespace gizhw::gpu::emulator {
+namespace {
+
+// CUDA's codes (cuda.h's CUresult).
+constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidImage = 200, kNotFound = 500,
+              kNotReady = 600, kLaunchFailed = 719;
+
+struct Config {
+  int major = 8, minor = 9;
+  uint64_t memory = 8ull << 30;
+  int sharedOptin = 101376;  // 99 KB (8.9); 8.0: 163 KB, 9.0: 227 KB
+};
+Config gConfig;
+
+// The detail of the last failure on this thread (getErrorString gives it for that code).
+thread_local int tLastCode = 0;
+thread_local std::string tLastText;
+int fail(int code, std::string text) {
+  tLastCode = code;
+  tLastText = std::move(text);
+  return code;
+}
+
+std::mutex gMemoryMutex;
+std::map<uint64_t, size_t> gAllocations;  // address -> bytes
+uint64_t gUsed = 0;
+
+// Whether [address, address + bytes) lies in one allocation.
+bool inDevice(uint64_t address, size_t bytes) {
+  std::lock_guard<std::mutex> lock(gMemoryMutex);
+  auto it = gAllocations.upper_bound(address);
+  if (it == gAllocations.begin()) return false;
+  --it;
+  return address >= it->first && address + bytes <= it->first + it->second;
+}
+
+int badRange(const char* call, uint64_t address, size_t bytes) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s: [0x%llx, +%zu) is not inside one device allocation", call,
+                static_cast<unsigned long long>(address), bytes);
+  return fail(kInvalidValue, buf);
+}
+
+int init(unsigned) { return kSuccess; }
+int driverGetVersion(int* v) {
+  *v = 12000;  // the CUDA driver API version the emulated calls follow
+  return kSuccess;
+}
+int deviceGetCount(int* c) {
+  *c = 1;
+  return kSuccess;
+}
+int deviceGet(int* d, int ordinal) {
+  if (ordinal != 0) return fail(kInvalidValue, "the emulator has one device");
+  *d = 0;
+  return kSuccess;
+}
+int deviceGetName(char* name, int length, int) {
+  std::snprintf(name, static_cast<size_t>(length), "%s", "gizml GPU emulator (host)");
+  return kSuccess;
+}
+int deviceGetAttribute(int* value, int attribute, int) {
+  switch (attribute) {
+    case 75: *value = gConfig.major; return kSuccess;
+    case 76: *value = gConfig.minor; return kSuccess;
+    case 16: *value = 4; return kSuccess;                 // multiprocessors
+    case 38: *value = 4 << 20; return kSuccess;           // L2 bytes
+    case 10: *value = 32; return kSuccess;                // warp size
+    case 97: *value = gConfig.sharedOptin; return kSuccess;
+    default: return fail(kInvalidValue, "attribute " + std::to_string(attribute) + " is not emulated");
+  }
+}
+int deviceTotalMem(size_t* bytes, int) {
+  *bytes = gConfig.memory;
+  return kSuccess;
+}
+int gContext = 0;
+int primaryCtxRetain(Handle* context, int) {
+  *context = &gContext;
+  return kSuccess;
+}
+int primaryCtxRelease(int) { return kSuccess; }
+int ctxSetCurrent(Handle) { return kSuccess; }
+
+// The image is the shared object's bytes; its length is where its section headers end.
+int moduleLoadData(Handle* module, const void* image) {
+  const auto* e = static_cast<const Elf64_Ehdr*>(image);
+  if (std::memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || e->e_ident[EI_CLASS] != ELFCLASS64)
+    return fail(kInvalidImage, "not an emulator kernel image (a shared object)");
+  const size_t bytes = e->e_shoff + static_cast<size_t>(e->e_shnum) * e->e_shentsize;
+  std::string path = (std::filesystem::temp_directory_path() / "gizml-emu-XXXXXX.so").string();
+  const int fd = mkstemps(path.data(), 3);
+  if (fd < 0) return fail(kInvalidImage, "cannot write a temporary file for the kernel image");
+  const bool written = ::write(fd, image, bytes) == static_cast<ssize_t>(bytes);
+  ::close(fd);
+  void* dl = written ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  const std::string why = written ? (dl ? "" : dlerror()) : "cannot write the kernel image";
+  std::filesystem::remove(path);  // mapped: the file is no longer needed
+  if (!dl) return fail(kInvalidImage, "dlopen of the kernel image failed: " + why);
+  auto m = std::make_unique<Module>();
+  m->dl = dl;
+  m->ctx = static_cast<GzEmuCtx**>(dlsym(dl, "gz_emu_ctx"));
+  m->dynamicShared = static_cast<unsigned char*>(dlsym(dl, "gz_emu_dynamic"));
+  m->staticShared = static_cast<unsigned char*>(dlsym(dl, "gz_emu_static"));
+  m->staticUsed = static_cast<unsigned*>(dlsym(dl, "gz_emu_static_used"));
+  if (!m->ctx || !m->dynamicShared || !m->staticShared || !m->staticUsed) {
+    dlclose(dl);
+    return fail(kInvalidImage, "the kernel image lacks the emulator prelude's symbols");
+  }
+  *module = m.release();
+  return kSuccess;
+}
+int moduleUnload(Handle module) {
+  auto* m = static_cast<Module*>(module);
+  dlclose(m->dl);
+  delete m;
+  return kSuccess;
+}
+int moduleGetFunction(Handle* function, Handle module, const char* name) {
+  auto* m = static_cast<Module*>(module);
+  void* entry = dlsym(m->dl, (std::string(name) + "__gz_emu").c_str());
+  if (!entry)
+    return fail(kNotFound, std::string("no extern \"C\" __global__ kernel named ") + name + " in the module");
+  auto f = std::make_unique<Function>();
+  f->module = m;
+  f->entry = reinterpret_cast<void (*)(void**)>(entry);
+  f->name = name;
+  *function = f.get();
+  m->functions.push_back(std::move(f));
+  return kSuccess;
+}
+int funcSetAttribute(Handle function, int attribute, int value) {
+  if (attribute != 8) return fail(kInvalidValue, "function attribute " + std::to_string(attribute) + " is not emulated");
+  if (value < 0 || value > gConfig.sharedOptin)
+    return fail(kInvalidValue, "MAX_DYNAMIC_SHARED_SIZE_BYTES " + std::to_string(value) + " is more than the device's " +
+                                   std::to_string(gConfig.sharedOptin));
+  static_cast<Function*>(function)->maxDynamicShared = static_cast<unsigned>(value);
+  return kSuccess;
+}
+
+int launchKernel(Handle function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                 unsigned sharedBytes, Handle, void** params, void** extra) {
+  auto* f = static_cast<Function*>(function);
+  // The limits a GPU enforces at launch.
+  const uint64_t threads = static_cast<uint64_t>(bx) * by * bz;
+  if (extra) return fail(kInvalidValue, "launch: `extra` parameters are not emulated");
+  if (!gx || !gy || !gz || !bx || !by || !bz || threads > 1024 || bz > 64 || gy > 65535 || gz > 65535)
+    return fail(kInvalidValue, "launch of " + f->name + ": grid " + std::to_string(gx) + "x" + std::to_string(gy) + "x" +
+                                   std::to_string(gz) + ", block " + std::to_string(bx) + "x" + std::to_string(by) +
+                                   "x" + std::to_string(bz) + " is outside CUDA's limits");
+  if (sharedBytes > f->maxDynamicShared)
+    return fail(kInvalidValue, "launch of " + f->name + ": " + std::to_string(sharedBytes) +
+                                   " bytes of dynamic shared memory without cuFuncSetAttribute raising the " +
+                                   std::to_string(f->maxDynamicShared) + " allowed");
+  LaunchShape shape;
+  shape.grid[0] = gx, shape.grid[1] = gy, shape.grid[2] = gz;
+  shape.block[0] = bx, shape.block[1] = by, shape.block[2] = bz;
+  shape.sharedBytes = sharedBytes;
+  shape.sharedOptin = static_cast<unsigned>(gConfig.sharedOptin);
+  const std::string error = run(*f, shape, params);
+  if (!error.empty()) return fail(kLaunchFailed, error);
+  return kSuccess;
+}
+
+int memAlloc(DevicePtr* address, size_t bytes) {
+  if (bytes == 0) return fail(kInvalidValue, "cuMemAlloc of 0 bytes");
+  {
+    std::lock_guard<std::mutex> lock(gMemoryMutex);
+    if (bytes > gConfig.memory - gUsed) return kOutOfMemory;
+    gUsed += bytes;
+  }
+  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!p) {
+    std::lock_guard<std::mutex> lock(gMemoryMutex);
+    gUsed -= bytes;
+    return kOutOfMemory;
+  }
+  std::memset(p, 0xff, bytes);  // NaN bytes: a read of memory never written shows
+  std::lock_guard<std::mutex> lock(gMemoryMutex);
+  gAllocations[reinterpret_cast<uint64_t>(p)] = bytes;
+  *address = reinterpret_cast<uint64_t>(p);
+  return kSuccess;
+}
+int memFree(DevicePtr address) {
+  std::lock_guard<std::mutex> lock(gMemoryMutex);
+  auto it = gAllocations.find(address);
+  if (it == gAllocations.end()) return fail(kInvalidValue, "cuMemFree of an address that was not allocated");
+  gUsed -= it->second;
+  gAllocations.erase(it);
+  std::free(reinterpret_cast<void*>(address));
+  return kSuccess;
+}
+int memGetInfo(size_t* freeBytes, size_t* total) {
+  std::lock_guard<std::mutex> lock(gMemoryMutex);
+  *freeBytes = gConfig.memory - gUsed;
+  *total = gConfig.memory;
+  return kSuccess;
+}
+int memHostAlloc(void** pointer, size_t bytes, unsigned) {
+  *pointer = std::malloc(bytes ? bytes : 1);
+  return *pointer ? kSuccess : kOutOfMemory;
+}
+int memFreeHost(void* pointer) {
+  std::free(pointer);
+  return kSuccess;
+}
+int memcpyHtoD(DevicePtr dst, const void* src, size_t bytes, Handle) {
+  if (!inDevice(dst, bytes)) return badRange("cuMemcpyHtoD", dst, bytes);
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return kSuccess;
+}
+int memcpyDtoH(void* dst, DevicePtr src, size_t bytes, Handle) {
+  if (!inDevice(src, bytes)) return badRange("cuMemcpyDtoH", src, bytes);
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return kSuccess;
+}
+int memcpyDtoD(DevicePtr dst, DevicePtr src, size_t bytes, Handle) {
+  if (!inDevice(dst, bytes)) return badRange("cuMemcpyDtoD (destination)", dst, bytes);
+  if (!inDevice(src, bytes)) return badRange("cuMemcpyDtoD (source)", src, bytes);
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  return kSuccess;
+}
+int memsetD8(DevicePtr dst, unsigned char value, size_t bytes, Handle) {
+  if (!inDevice(dst, bytes)) return badRange("cuMemsetD8", dst, bytes);
+  std::memset(reinterpret_cast<void*>(dst), value, bytes);
+  return kSuccess;
+}
+int streamCreate(Handle* stream, unsigned) {
+  *stream = new int(0);
+  return kSuccess;
+}
+int streamDestroy(Handle stream) {
+  delete static_cast<int*>(stream);
+  return kSuccess;
+}
+int streamSynchronize(Handle) { return kSuccess; }  // work ran at its call
+
+struct Event {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at;
+};
+int eventCreate(Handle* event, unsigned) {
+  *event = new Event;
+  return kSuccess;
+}
+int eventDestroy(Handle event) {
+  delete static_cast<Event*>(event);
+  return kSuccess;
+}
+int eventRecord(Handle event, Handle) {
+  auto* e = static_cast<Event*>(event);
+  e->recorded = true;
+  e->at = std::chrono::steady_clock::now();
+  return kSuccess;
+}
+int eventSynchronize(Handle) { return kSuccess; }
+int eventElapsedTime(float* ms, Handle start, Handle end) {
+  const auto *a = static_cast<Event*>(start), *b = static_cast<Event*>(end);
+  if (!a->recorded || !b->recorded) return fail(kNotReady, "an event was never recorded");
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return kSuccess;
+}
+
+int getErrorName(int error, const char** name) {
+  switch (error) {
+    case kSuccess: *name = "CUDA_SUCCESS"; break;
+    case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case kOutOfMemory: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; break;
+    case kNotReady: *name = "CUDA_ERROR_NOT_READY"; break;
+    case kLaunchFailed: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    default: *name = "CUDA_ERROR_UNKNOWN";
+  }
+  return kSuccess;
+}
+int getErrorString(int error, const char** text) {
+  if (error == tLastCode && !tLastText.empty()) {
+    *text = tLastText.c_str();
+    return kSuccess;
+  }
+  switch (error) {
+    case kSuccess: *text = "no error"; break;
+    case kInvalidValue: *text = "invalid argument"; break;
+    case kOutOfMemory: *text = "out of memory (the emulated device's memory size)"; break;
+    case kInvalidImage: *text = "device kernel image is invalid"; break;
+    case kNotFound: *text = "named symbol not found"; break;
+    case kNotReady: *text = "device not ready"; break;
+    case kLaunchFailed: *text = "unspecified launch failure"; break;
+    default: *text = "unknown error";
+  }
+  return kSuccess;
+}
+
+// "8G", "512M", "1000000": bytes.
+bool parseBytes(const char* text, uint64_t& out) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || v <= 0) return false;
+  double scale = 1;
+  if (*end == 'K' || *end == 'k') scale = 1024.0, ++end;
+  else if (*end == 'M' || *end == 'm') scale = 1024.0 * 1024, ++end;
+  else if (*end == 'G' || *end == 'g') scale = 1024.0 * 1024 * 1024, ++end;
+  if (*end == 'i' || *end == 'B') ++end;
+  if (*end == 'B') ++end;
+  if (*end) return false;
+  out = static_cast<uint64_t>(v * scale);
+  return true;
+}
+
+}  // namespace
+
+bool requested() {
+  const char* v = std::getenv("GIZML_GPU_EMULATOR");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+bool loadDriver(DriverApi& api, std::string& why) {
+  if (const char* arch = std::getenv("GIZML_GPU_EMULATOR_ARCH"); arch && *arch) {
+    const std::string a = arch;
+    if (a == "80") gConfig = {8, 0, gConfig.memory, 166912};
+    else if (a == "89") gConfig = {8, 9, gConfig.memory, 101376};
+    else if (a == "90") gConfig = {9, 0, gConfig.memory, 232448};
+    else {
+      why = "GIZML_GPU_EMULATOR_ARCH=" + a + ": the emulator knows 80, 89 and 90";
+      return false;
+    }
+  }
+  if (const char* memory = std::getenv("GIZML_GPU_EMULATOR_MEMORY"); memory && *memory) {
+    if (!parseBytes(memory, gConfig.memory)) {
+      why = std::string("GIZML_GPU_EMULATOR_MEMORY=") + memory + ": not a size (bytes, or with K, M or G)";
+      return false;
+    }
+  }
+  api.vendor = Vendor::Nvidia;
+  api.library = "gizml GPU emulator";
+  api.dl = nullptr;
+  api.emulator = true;
+  api.prefix = "cuda";  // an NVIDIA device as far as naming goes: cuda:0
+  api.init = init;
+  api.driverGetVersion = driverGetVersion;
+  api.deviceGetCount = deviceGetCount;
+  api.deviceGet = deviceGet;
+  api.deviceGetName = deviceGetName;
+  api.deviceGetAttribute = deviceGetAttribute;
+  api.deviceTotalMem = deviceTotalMem;
+  api.primaryCtxRetain = primaryCtxRetain;
+  api.primaryCtxRelease = primaryCtxRelease;
+  api.ctxSetCurrent = ctxSetCurrent;
+  api.moduleLoadData = moduleLoadData;
+  api.moduleUnload = moduleUnload;
+  api.moduleGetFunction = moduleGetFunction;
+  api.funcSetAttribute = funcSetAttribute;
+  api.launchKernel = launchKernel;
+  api.memAlloc = memAlloc;
+  api.memFree = memFree;
+  api.memGetInfo = memGetInfo;
+  api.memHostAlloc = memHostAlloc;
+  api.memFreeHost = memFreeHost;
+  api.memcpyHtoDAsync = memcpyHtoD;
+  api.memcpyDtoHAsync = memcpyDtoH;
+  api.memcpyDtoDAsync = memcpyDtoD;
+  api.memsetD8Async = memsetD8;
+  api.streamCreate = streamCreate;
+  api.streamDestroy = streamDestroy;
+  api.streamSynchronize = streamSynchronize;
+  api.eventCreate = eventCreate;
+  api.eventDestroy = eventDestroy;
+  api.eventRecord = eventRecord;
+  api.eventSynchronize = eventSynchronize;
+  api.eventElapsedTime = eventElapsedTime;
+  api.getErrorName = getErrorName;
+  api.getErrorString = getErrorString;
+  api.attrComputeMajor = 75;
+  api.attrComputeMinor = 76;
+  api.attrMultiprocessors = 16;
+  api.attrL2Bytes = 38;
+  api.attrWarpSize = 10;
+  api.attrSharedOptin = 97;
+  api.funcAttrMaxDynamicShared = 8;
+  api.errorOutOfMemory = kOutOfMemory;
+  api.streamNonBlocking = 1;
+  api.hostAllocPortable = 1;
+  return true;
+}
+
+}  // namespace gizhw::gpu::emulator

@@ -1,0 +1,415 @@
+// The block runner: each CUDA thread a fiber (ucontext), run until it finishes or parks at a
+// barrier or a warp collective; a parked fiber runs again once its barrier releases. A block
+// whose fibers all wait and none can be released (threads at different barriers, a warp
+// collective naming a lane that exited) ends the launch with an error instead of hanging.
+#include "gpu/emulator/runner.h"
+
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "gpu/emulator/emulator.h"
+
+namespace gizhw::gpu::emulator {
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;  // a fiber's stack (a guard page below it)
+constexpr size_t kPage = 4096;
+constexpr int kSlotWords = 33 * 8;          // a warp exchange: 32 lanes x 8 words + the participants
+
+struct Copy {
+  void* dst;
+  const void* src;
+  unsigned bytes;
+};
+
+enum class State { Ready, AtBarrier, AtWarp, Done };
+
+// Switching between fibers: on x86-64 a few instructions saving the callee-saved registers
+// (swapcontext also saves the signal mask, a system call per switch: 50x slower, and a block of
+// 256 threads with a shuffle loop switches millions of times); elsewhere ucontext.
+#if defined(__x86_64__)
+#define GZ_EMU_FAST_SWITCH 1
+extern "C" void gz_emu_switch(void** save, void* next);
+asm(R"(
+.text
+.globl gz_emu_switch
+.hidden gz_emu_switch
+.type gz_emu_switch,@function
+gz_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size gz_emu_switch, .-gz_emu_switch
+)");
+#endif
+
+struct Fiber {
+#if defined(GZ_EMU_FAST_SWITCH)
+  void* sp = nullptr;  // the saved stack pointer while parked
+#else
+  ucontext_t context;
+#endif
+  void* stack = nullptr;
+  GzEmuThread thread{};
+  State state = State::Ready;
+  int line = 0;        // the __syncthreads it waits at
+  unsigned mask = 0;   // the warp collective's mask it waits in
+  std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
+  std::vector<Copy> open;                 // cp.async copies not yet committed
+};
+
+struct Warp {
+  unsigned existing = 0, live = 0, arrived = 0;
+  unsigned generation = 0;
+  const char* what = "";
+  unsigned long long slots[2 * kSlotWords];
+};
+
+// The launch in progress (launches are serialized by kLaunchMutex).
+struct Run {
+  const Function* function = nullptr;
+  const LaunchShape* shape = nullptr;
+  void** params = nullptr;
+  Module* module = nullptr;
+  GzEmuCtx ctx{};
+  std::vector<Warp> warps;
+  unsigned threads = 0, live = 0, atBarrier = 0;
+  Fiber* current = nullptr;
+#if defined(GZ_EMU_FAST_SWITCH)
+  void* scheduler = nullptr;
+#else
+  ucontext_t scheduler;
+#endif
+  std::string error;
+};
+
+std::mutex kLaunchMutex;
+Run* g = nullptr;
+// Fibers and their stacks, kept between launches (a stack is mapped once).
+std::vector<std::unique_ptr<Fiber>> gFibers;
+
+std::string where(const Fiber* f) {
+  char buf[160];
+  const GzEmuDim3& b = g->ctx.block;
+  if (f)
+    std::snprintf(buf, sizeof buf, " (block %u,%u,%u, thread %u,%u,%u)", b.x, b.y, b.z, f->thread.tid.x, f->thread.tid.y,
+                  f->thread.tid.z);
+  else
+    std::snprintf(buf, sizeof buf, " (block %u,%u,%u)", b.x, b.y, b.z);
+  return buf;
+}
+
+void setError(const std::string& what, const Fiber* f) {
+  if (g->error.empty()) g->error = "kernel " + g->function->name + ": " + what + where(f);
+}
+
+// Back to the scheduler; returns when the fiber is resumed.
+void park() {
+#if defined(GZ_EMU_FAST_SWITCH)
+  gz_emu_switch(&g->current->sp, g->scheduler);
+#else
+  swapcontext(&g->current->context, &g->scheduler);
+#endif
+}
+
+// Resumes fiber f from the scheduler; returns when it parks or ends.
+void resume(Fiber& f) {
+#if defined(GZ_EMU_FAST_SWITCH)
+  gz_emu_switch(&g->scheduler, f.sp);
+#else
+  swapcontext(&g->scheduler, &f.context);
+#endif
+}
+
+[[noreturn]] void failHere(const std::string& message) {
+  setError(message, g->current);
+  g->current->state = State::Done;  // never resumed: the launch ends
+  park();
+  std::abort();  // unreachable
+}
+
+// Releases the block barrier once every live thread waits at it (all at one __syncthreads).
+void checkBarrier() {
+  if (g->atBarrier == 0 || g->atBarrier != g->live) return;
+  const Fiber* first = nullptr;
+  for (unsigned i = 0; i < g->threads; ++i) {
+    Fiber& f = *gFibers[i];
+    if (f.state != State::AtBarrier) continue;
+    if (!first) {
+      first = &f;
+    } else if (f.line != first->line) {
+      setError("threads wait at different __syncthreads (line " + std::to_string(first->line) + " of thread " +
+                   std::to_string(first->thread.linear) + ", line " + std::to_string(f.line) + " of thread " +
+                   std::to_string(f.thread.linear) + "): a barrier in divergent code",
+               nullptr);
+      return;
+    }
+  }
+  for (unsigned i = 0; i < g->threads; ++i)
+    if (gFibers[i]->state == State::AtBarrier) gFibers[i]->state = State::Ready;
+  g->atBarrier = 0;
+}
+
+// Releases a warp collective once every existing lane of its mask arrived; a lane of the mask
+// that exited can never arrive: an error.
+void checkWarp(unsigned w) {
+  Warp& warp = g->warps[w];
+  if (!warp.arrived) return;
+  const unsigned firstLane = static_cast<unsigned>(__builtin_ctz(warp.arrived));
+  const Fiber& first = *gFibers[w * 32 + firstLane];
+  const unsigned need = first.mask & warp.existing;
+  if (need & ~warp.live) {
+    const unsigned lane = static_cast<unsigned>(__builtin_ctz(need & ~warp.live));
+    setError(std::string(warp.what) + " with mask 0x" + [&] {
+      char b[16];
+      std::snprintf(b, sizeof b, "%08x", first.mask);
+      return std::string(b);
+    }() + " waits for lane " + std::to_string(lane) + " of warp " + std::to_string(w) + ", which has exited", &first);
+    return;
+  }
+  if ((warp.arrived & need) != need) return;
+  warp.slots[(warp.generation & 1) * kSlotWords + 256] = need;
+  ++warp.generation;
+  warp.arrived &= ~need;
+  for (unsigned l = 0; l < 32; ++l)
+    if ((need >> l) & 1) gFibers[w * 32 + l]->state = State::Ready;
+}
+
+// ---- the callbacks of GzEmuCtx -----------------------------------------------------------------
+
+void cbBarrier(int line) {
+  Fiber& f = *g->current;
+  f.state = State::AtBarrier;
+  f.line = line;
+  ++g->atBarrier;
+  checkBarrier();
+  park();
+}
+
+unsigned long long* cbWarpSlots() {
+  Warp& w = g->warps[g->current->thread.warp];
+  return w.slots + (w.generation & 1) * kSlotWords;
+}
+
+void cbWarpSync(unsigned mask, const char* what) {
+  Fiber& f = *g->current;
+  const unsigned lane = f.thread.lane;
+  if (!((mask >> lane) & 1)) failHere(std::string(what) + ": the calling lane is not in the mask");
+  Warp& w = g->warps[f.thread.warp];
+  if (w.arrived && gFibers[f.thread.warp * 32 + __builtin_ctz(w.arrived)]->mask != mask)
+    failHere(std::string(what) + ": lanes of one warp wait in collectives with different masks");
+  f.state = State::AtWarp;
+  f.mask = mask;
+  w.arrived |= 1u << lane;
+  w.what = what;
+  checkWarp(f.thread.warp);
+  park();
+}
+
+unsigned cbActiveMask() { return g->warps[g->current->thread.warp].live; }
+
+void cbFail(const char* message) { failHere(message); }
+
+void cbCpAsync(void* dst, const void* src, unsigned bytes) { g->current->open.push_back({dst, src, bytes}); }
+void cbCpCommit() {
+  Fiber& f = *g->current;
+  f.groups.push_back(std::move(f.open));
+  f.open.clear();
+}
+void cbCpWait(int pending) {
+  Fiber& f = *g->current;
+  while (static_cast<int>(f.groups.size()) > pending) {
+    for (const Copy& c : f.groups.front()) std::memcpy(c.dst, c.src, c.bytes);
+    f.groups.erase(f.groups.begin());
+  }
+}
+
+unsigned char* cbSharedAddress(unsigned offset, unsigned bytes, const char* what) {
+  const Module& m = *g->module;
+  if (offset + static_cast<uint64_t>(bytes) <= *m.staticUsed) return m.staticShared + offset;
+  if (offset >= kDynamicSharedOffset && offset - kDynamicSharedOffset + static_cast<uint64_t>(bytes) <= g->shape->sharedBytes)
+    return m.dynamicShared + (offset - kDynamicSharedOffset);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s: shared address 0x%x (%u bytes) is outside the block's shared memory", what, offset,
+                bytes);
+  failHere(buf);
+}
+
+unsigned cbSharedOffset(const void* p, const char* what) {
+  const Module& m = *g->module;
+  const auto* b = static_cast<const unsigned char*>(p);
+  if (b >= m.staticShared && b < m.staticShared + *m.staticUsed) return static_cast<unsigned>(b - m.staticShared);
+  if (b >= m.dynamicShared && b <= m.dynamicShared + g->shape->sharedBytes)
+    return kDynamicSharedOffset + static_cast<unsigned>(b - m.dynamicShared);
+  failHere(std::string(what) + ": the pointer is not in the block's shared memory");
+}
+
+// A fiber's life: the kernel, then its end (cp.async copies left, releases it may allow).
+void fiberMain() {
+  Fiber& f = *g->current;
+  g->function->entry(g->params);
+  f.state = State::Done;
+  if (!f.groups.empty() || !f.open.empty())
+    setError("a thread ended with cp.async copies never waited for (" + std::to_string(f.groups.size()) +
+                 " committed groups, " + std::to_string(f.open.size()) + " uncommitted copies)",
+             &f);
+  --g->live;
+  Warp& w = g->warps[f.thread.warp];
+  w.live &= ~(1u << f.thread.lane);
+  checkBarrier();
+  checkWarp(f.thread.warp);
+#if defined(GZ_EMU_FAST_SWITCH)
+  park();  // never resumed
+  std::abort();
+#endif
+  // Returning resumes the scheduler (uc_link).
+}
+
+Fiber& fiber(unsigned i) {
+  while (gFibers.size() <= i) {
+    auto f = std::make_unique<Fiber>();
+    void* m = mmap(nullptr, kStackBytes + kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw Error("GPU emulator: cannot map a fiber stack");
+    mprotect(m, kPage, PROT_NONE);  // a stack overflow faults instead of corrupting a neighbour
+    f->stack = static_cast<char*>(m) + kPage;
+#if !defined(GZ_EMU_FAST_SWITCH)
+    getcontext(&f->context);
+#endif
+    gFibers.push_back(std::move(f));
+  }
+  return *gFibers[i];
+}
+
+std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
+  Run& r = *g;
+  const LaunchShape& s = *r.shape;
+  r.ctx.block = {bx, by, bz};
+  // Shared memory starts as NaN bytes in every block: a read before any write shows.
+  Module& m = *r.module;
+  std::memset(m.staticShared, 0xff, *m.staticUsed);
+  std::memset(m.dynamicShared, 0xff, s.sharedBytes);
+  r.live = r.threads;
+  r.atBarrier = 0;
+  for (unsigned w = 0; w < r.warps.size(); ++w) {
+    const unsigned lanes = std::min(32u, r.threads - w * 32);
+    Warp& warp = r.warps[w];
+    warp.existing = warp.live = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+    warp.arrived = 0;
+    warp.generation = 0;
+  }
+  for (unsigned i = 0; i < r.threads; ++i) {
+    Fiber& f = fiber(i);
+    f.thread.tid = {i % s.block[0], (i / s.block[0]) % s.block[1], i / (s.block[0] * s.block[1])};
+    f.thread.linear = i;
+    f.thread.lane = i % 32;
+    f.thread.warp = i / 32;
+    f.state = State::Ready;
+    f.groups.clear();
+    f.open.clear();
+#if defined(GZ_EMU_FAST_SWITCH)
+    // A new stack as gz_emu_switch leaves a parked one: six saved registers, then the address
+    // it returns to (fiberMain, entered with the stack 16-byte aligned less 8 as after a call).
+    auto* top = reinterpret_cast<void**>(static_cast<char*>(f.stack) + kStackBytes);
+    top[-1] = nullptr;
+    top[-2] = reinterpret_cast<void*>(&fiberMain);
+    for (int k = 3; k <= 8; ++k) top[-k] = nullptr;
+    f.sp = top - 8;
+#else
+    f.context.uc_stack.ss_sp = f.stack;
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = &r.scheduler;
+    makecontext(&f.context, fiberMain, 0);
+#endif
+  }
+  unsigned done = 0;
+  while (done < r.threads) {
+    bool ran = false;
+    for (unsigned i = 0; i < r.threads; ++i) {
+      Fiber& f = *gFibers[i];
+      if (f.state != State::Ready) continue;
+      r.current = &f;
+      r.ctx.thread = &f.thread;
+      resume(f);
+      ran = true;
+      if (!r.error.empty()) return r.error;
+      if (f.state == State::Done) ++done;
+    }
+    if (!r.error.empty()) return r.error;
+    if (!ran && done < r.threads) {
+      unsigned atBarrier = 0, atWarp = 0;
+      for (unsigned i = 0; i < r.threads; ++i) {
+        atBarrier += gFibers[i]->state == State::AtBarrier;
+        atWarp += gFibers[i]->state == State::AtWarp;
+      }
+      setError("the block can never finish: " + std::to_string(atBarrier) + " threads wait at __syncthreads, " +
+                   std::to_string(atWarp) + " in warp collectives, " + std::to_string(r.threads - r.live) +
+                   " exited (a barrier or collective in divergent code)",
+               nullptr);
+      return r.error;
+    }
+  }
+  if (*m.staticUsed > kStaticSharedLimit)
+    return "kernel " + r.function->name + ": " + std::to_string(*m.staticUsed) +
+           " bytes of static __shared__ memory, more than CUDA's 48 KB";
+  if (*m.staticUsed + static_cast<uint64_t>(s.sharedBytes) > s.sharedOptin)
+    return "kernel " + r.function->name + ": " + std::to_string(*m.staticUsed) + " bytes of static and " +
+           std::to_string(s.sharedBytes) + " of dynamic shared memory, more than the device's " +
+           std::to_string(s.sharedOptin) + " a block";
+  return "";
+}
+
+}  // namespace
+
+std::string run(const Function& f, const LaunchShape& shape, void** params) {
+  std::lock_guard<std::mutex> lock(kLaunchMutex);
+  Run r;
+  r.function = &f;
+  r.shape = &shape;
+  r.params = params;
+  r.module = f.module;
+  r.threads = shape.block[0] * shape.block[1] * shape.block[2];
+  r.warps.resize((r.threads + 31) / 32);
+  r.ctx.blockDim = {shape.block[0], shape.block[1], shape.block[2]};
+  r.ctx.gridDim = {shape.grid[0], shape.grid[1], shape.grid[2]};
+  r.ctx.dynamicBytes = shape.sharedBytes;
+  r.ctx.barrier = cbBarrier;
+  r.ctx.warpSlots = cbWarpSlots;
+  r.ctx.warpSync = cbWarpSync;
+  r.ctx.activeMask = cbActiveMask;
+  r.ctx.fail = cbFail;
+  r.ctx.cpAsync = cbCpAsync;
+  r.ctx.cpCommit = cbCpCommit;
+  r.ctx.cpWait = cbCpWait;
+  r.ctx.sharedAddress = cbSharedAddress;
+  r.ctx.sharedOffset = cbSharedOffset;
+  *f.module->ctx = &r.ctx;
+  g = &r;
+  struct Reset {
+    ~Reset() { g = nullptr; }
+  } reset;
+  for (unsigned z = 0; z < shape.grid[2]; ++z)
+    for (unsigned y = 0; y < shape.grid[1]; ++y)
+      for (unsigned x = 0; x < shape.grid[0]; ++x) {
+        std::string e = runBlock(x, y, z);
+        if (!e.empty()) return e;
+      }
+  return "";
+}
+
+}  // namespace gizhw::gpu::emulator
