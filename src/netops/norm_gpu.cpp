@@ -103,9 +103,9 @@ void requireGpuOutput(const char* fn, const char* name, const Tensor& t, std::in
   bool ok = false;
   for (DType d : dtypes) {
     ok = ok || t.dtype() == d;
-    std::string name = dtypeName(d);  // "bf16" -> "BF16", as the host's messages name dtypes
-    for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    names += (names.empty() ? "" : " or ") + name;
+    std::string upper = dtypeName(d);  // "bf16" -> "BF16", as the host's messages name dtypes
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    names += (names.empty() ? "" : " or ") + upper;
   }
   check(ok, std::string(fn) + ": " + name + " must be " + names + " on a GPU, got " + dtypeName(t.dtype()));
   check(t.isContiguous(), std::string(fn) + ": " + name + " must be contiguous (it is written in place)");
