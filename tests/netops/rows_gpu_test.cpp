@@ -233,9 +233,6 @@ TEST_F(NetopsRowsGpu, HostChecksBeforeLaunching) {
 
 TEST_F(NetopsRowsGpu, HostFunctionsNameTheGpuOperand) {
   const auto x = T::ones({2, 256}), w = T::ones({256}), mod = T::zeros({1, 256}), map = T::zeros({2});
-  expectError([&] { N::attendedRows(T::ones({2, 48}).on(*gpu_), 2, 8, false, 0); }, {"attendedRows", "qkv is on cuda"});
-  expectError([&] { N::neighborhood3d(T::ones({8, 48}).on(*gpu_), {2, 2, 2}, {1, 1, 1}, 2, 1.0); },
-              {"neighborhood3d", "qkv is on cuda"});
   expectError([&] { N::lazyConv(T::ones({2, 9}), T::ones({1, 3, 3}).on(*gpu_), 3, 3, 1, DType::F32); },
               {"lazyConv", "x is on cuda"});
 }
