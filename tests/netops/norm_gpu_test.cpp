@@ -219,6 +219,20 @@ TEST_F(NetopsNormGpu, ArgmaxAgreesWithTheHost) {
   EXPECT_EQ(N::argmax(on(x.reshape({2, 2, 1001}))), want);
 }
 
+TEST_F(NetopsNormGpu, NoRowsQueueNothing) {
+  const auto q = N::int8Rows(on(T::zeros({0, 256}, DType::BF16)));
+  EXPECT_EQ(q[0].shape(), (T::Shape{0, 256}));
+  EXPECT_EQ(q[1].shape(), (T::Shape{0, 1}));
+  const auto m = modulation(0, 8, 22);
+  EXPECT_EQ(N::modulatedNorm(on(T::zeros({0, 8})), on(m.w), on(m.shift), on(m.scale), on(m.map), 1e-6).shape(),
+            (T::Shape{0, 8}));
+  auto out = on(T::zeros({0, 3, 4}));
+  N::pixelNormInto(out, 1e-6, true, out);
+  EXPECT_TRUE(N::argmax(on(T::zeros({0, 5}))).empty());
+  EXPECT_EQ(N::groupNorm(on(T::zeros({4, 0})), 2, on(T::ones({4})), on(T::zeros({4})), 1e-5).shape(),
+            (T::Shape{4, 0}));
+}
+
 TEST_F(NetopsNormGpu, BadInputNamesTheArgument) {
   const auto x = on(bf16Values({2, 256}, 20)), m = on(T::zeros({2})), mod = on(T::zeros({1, 256}));
   const auto w = on(T::ones({256}));
