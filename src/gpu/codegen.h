@@ -46,5 +46,8 @@ const std::string& netopsAttentionRowsKernelSource();
 /// netops' convolution and pooling kernels (kernels/netops_conv.cu.inc) with the prelude and the
 /// tensor-core wrappers; defined in src/netops/conv_gpu.cpp.
 const std::string& netopsConvKernelSource();
+/// netops' norm, ConvRot INT8-row and groupNorm kernels (kernels/netops_norm.cu.inc) after
+/// netopsKernelSource(); defined in src/netops/norm_gpu.cpp.
+const std::string& netopsNormKernelSource();
 
 }  // namespace gizhw::gpu
