@@ -6,8 +6,10 @@
 // Spec: ../shared/spec/002_c8711ad8767f6397.txt (gizml:netops); notes in docs/netops.md ("The rows part").
 //
 // Host tensors are F32 (BF16 host tensors are read as their F32 values); the host computes
-// exactly in F32 in the orders documented per function. The functions taking a Gpu and device
-// addresses run only on a GPU.
+// exactly in F32 in the orders documented per function. Each function runs where its operands are:
+// on a GPU with the spec's GPU dtypes (mostly BF16; docs/netops.md says which give the host's
+// bits and the tolerances of the rest). The functions taking a Gpu and device addresses run only
+// on a GPU.
 #include <gizhw/gpu.h>
 #include <gizml/tensor.h>
 
@@ -59,13 +61,14 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, int64_t heads, int64_
 /// NATTEN's na3d (dilation 1, not causal) over qkv ([T H W, 3 heads head], rows in (t, h, w)
 /// order): each query attends the keys of a window of kernel [kt, kh, kw] (each odd) around it,
 /// shifted inward at the grid's edges and clipped to the axis length; scores q . k times scale.
-/// Returns [T H W, heads head].
+/// Returns [T H W, heads head] (F32 on the host, BF16 on a GPU).
 Tensor neighborhood3d(const Tensor& qkv, const std::vector<int64_t>& grid, const std::vector<int64_t>& kernel,
                       int64_t heads, double scale);
 
 /// AdaLN: each row of x ([rows, width]) over its RMS (centered: less its mean, over its standard
 /// deviation), times w ([width]), times 1 + scale and plus shift of its modulation row map[r]
-/// (map: [rows] F32 row indexes into shift and scale, [modulation rows, width]).
+/// (map: [rows] F32 row indexes into shift and scale, [modulation rows, width]). F32 on the host,
+/// BF16 on a GPU.
 Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                      double eps, bool centered = false);
 /// modulatedNorm into y ([rows, width], F32 or BF16).
@@ -78,7 +81,7 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
 /// ConvRot's activation rows: each 256 values of x ([rows, width], width a multiple of 256) times
 /// the regular Hadamard matrix over 16, y in F32; s = max |y| / 127 a row (/ 7 for 4 bits; at
 /// least 1e-30); q = y / s to nearest even within [-128, 127] ([-8, 7]). Returns [q, s]: q the
-/// integers as F32 [rows, width], s [rows, 1] F32.
+/// integers [rows, width] (F32 on the host, I8 on a GPU), s [rows, 1] F32.
 std::vector<Tensor> int8Rows(const Tensor& x, int64_t bits = 8);
 /// int8Rows into q ([rows, width], I8 or F32) and s ([rows, 1] F32). `bits` (8 or 4) is an
 /// argument here: this library has no I4 dtype, 4-bit codes go to I8 or F32.
