@@ -20,11 +20,11 @@ if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
   cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
-    bench_attention_rows example_02_gpu example_train_mlp giz
+    bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz
   rm -rf .device && mkdir -p .device/bin .device/lib
   cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile build/release/tests/test_grad \
     build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/bench/bench_attention_rows \
-    build/release/example_02_gpu build/release/giz \
+    build/release/bench/bench_netops_gpu build/release/example_02_gpu build/release/giz \
     build/release/example_train_mlp .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
   # have another libstdc++, Highway or GoogleTest, or none).
@@ -60,12 +60,12 @@ else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
-      bench_attention_rows example_02_gpu example_train_mlp ||
+      bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp ||
     { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
   cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile build/device/tests/test_grad \
     build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/bench/bench_attention_rows \
-    build/device/example_02_gpu \
+    build/device/bench/bench_netops_gpu build/device/example_02_gpu \
     build/device/example_train_mlp build/device/bin/
   bin=$root/build/device/bin
 fi
@@ -150,6 +150,33 @@ for head in 64 128; do
       [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT attention_rows_${kind}_h${head}_n${n}_ratio_to_sdpa $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
     done
   done
+done
+
+echo "== lazyConv (implicit GEMM) and the row kernels"
+timeout 120 "$bin/bench_netops_gpu" 2>&1 | tee "$out/bench_netops_gpu.txt"
+grep '^RESULT' "$out/bench_netops_gpu.txt" | tee -a "$results"
+
+echo "== torch conv2d anchor (cuDNN, BF16), the same shapes"
+timeout 120 python3 - <<'PY' 2>&1 | tee -a "$results"
+import torch
+torch.backends.cudnn.benchmark = True
+for c, h, w in ((512, 64, 64), (512, 128, 128), (256, 256, 256), (128, 512, 512)):
+    x = torch.randn(1, c, h, w, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(c, c, 3, 3, device="cuda", dtype=torch.bfloat16) * 0.02
+    for _ in range(3): torch.nn.functional.conv2d(x, k, padding=1)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); torch.nn.functional.conv2d(x, k, padding=1); e.record(); e.synchronize()
+        times.append(s.elapsed_time(e))
+    ms = sorted(times)[len(times) // 2]
+    print(f"RESULT torch_conv2d_c{c}_{h}x{w}_tflops {2 * c * c * 9 * h * w / ms / 1e9:.2f}")
+PY
+for shape in c512_64x64 c512_128x128 c256_256x256 c128_512x512; do
+  ours=$(awk -v k="lazyconv_${shape}_tflops" '$2 == k {print $3}' "$results")
+  theirs=$(awk -v k="torch_conv2d_${shape}_tflops" '$2 == k {print $3}' "$results")
+  [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT lazyconv_${shape}_ratio_to_cudnn $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
 done
 
 echo "== torch.matmul BF16 anchor"

@@ -92,7 +92,16 @@ int64_t Tensor::numel() const { return elementCount(shape_); }
 
 int64_t Tensor::size(int64_t axis) const { return shape_[normalizeAxis(axis, ndim(), "size")]; }
 
-bool Tensor::isContiguous() const { return strides_ == contiguousStrides(shape_); }
+bool Tensor::isContiguous() const {
+  // An axis of size 1 is never stepped along, so its stride does not matter (a reshape that adds
+  // one keeps whatever stride the view rule gives it).
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= std::max<int64_t>(shape_[i], 1);  // as contiguousStrides
+  }
+  return true;
+}
 
 void* Tensor::rawData() const {
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(dtypeSize(dtype_));

@@ -33,6 +33,19 @@ TEST(Views, TransposeThenReshapeCopiesOnlyWhenNeeded) {
   EXPECT_EQ(r.text(), "[0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]");
 }
 
+TEST(Views, AxesOfSizeOneKeepAViewContiguous) {
+  // A reshape that adds an axis of size 1 gives it the view rule's stride, not the contiguous
+  // one; no element is ever stepped to along it, so the view is still contiguous (as torch says).
+  const auto x = iota({4, 6});
+  for (const Shape& s : {Shape{1, 4, 6}, Shape{4, 1, 6}, Shape{4, 6, 1}, Shape{1, 24}}) {
+    const auto v = x.reshape(s);
+    EXPECT_EQ(v.storage(), x.storage());
+    EXPECT_TRUE(v.isContiguous()) << tensor::shapeText(s);
+  }
+  EXPECT_FALSE(x.transpose(0, 1).reshape({6, 1, 4}).isContiguous());
+  EXPECT_TRUE(iota({3, 0}).isContiguous());
+}
+
 TEST(Views, PermuteAndContiguous) {
   auto x = iota({2, 3, 4});
   auto p = x.permute({2, 0, 1});
