@@ -175,7 +175,8 @@ TEST_F(Emulator, CompileErrorsNameTheCompilerMessage) {
   }
 }
 
-TEST_F(Emulator, TranslatesSharedDeclarationsAndFindsKernels) {
+// No device needed: runs in every build.
+TEST(EmulatorTranslation, SharedDeclarationsAndKernelNames) {
   std::vector<std::string> kernels;
   const std::string out = gpu::emulator::translate(
       "// __shared__ in a comment; stays\n"
