@@ -200,6 +200,7 @@ std::string mmaKernels() {
   return "typedef unsigned short u16;\n" + gpu::mmaSource() + R"(
 // A [16][16] and B [16][8] (both row major) through shared memory and ldmatrix, one mma.
 extern "C" __global__ void emu_mma16(const u16* a, const u16* b, float* d, int f16) {
+#ifdef GIZML_HAVE_MMA
   __shared__ __align__(16) u16 As[16][16];
   __shared__ __align__(16) u16 Bs[16][8];
   const int lane = threadIdx.x;
@@ -215,10 +216,12 @@ extern "C" __global__ void emu_mma16(const u16* a, const u16* b, float* d, int f
   else gz_mma_bf16(acc, ra, rb);
   const int g = lane / 4, c = lane % 4;
   for (int e = 0; e < 4; ++e) d[(g + 8 * (e / 2)) * 8 + 2 * c + e % 2] = acc[e];
+#endif
 }
 // 8-bit products: A [16][32], B given as [8][32] (n major), registers read as the PTX ISA lays
 // them out (mma.cu.inc's header).
 extern "C" __global__ void emu_mma8(const unsigned char* a, const unsigned char* bt, void* d, int e4m3) {
+#ifdef GIZML_HAVE_MMA
   const int lane = threadIdx.x, g = lane / 4, c = lane % 4;
   unsigned ra[4], rb[2];
   for (int i = 0; i < 4; ++i) {
@@ -241,9 +244,11 @@ extern "C" __global__ void emu_mma8(const unsigned char* a, const unsigned char*
     gz_mma_s8(acc, ra, rb);
     for (int e = 0; e < 4; ++e) ((int*)d)[(g + 8 * (e / 2)) * 8 + 2 * c + e % 2] = acc[e];
   }
+#endif
 }
 // 32 threads copy 128 floats to dynamic shared memory with cp.async; `wait` 0 never waits.
 extern "C" __global__ void emu_cp_async(const float* x, float* out, int wait) {
+#ifdef GIZML_HAVE_MMA
   extern __shared__ __align__(16) float sh[];
   const int t = threadIdx.x;
   gz_cp_async16(gz_saddr(sh + 4 * t), x + 4 * t);
@@ -252,6 +257,7 @@ extern "C" __global__ void emu_cp_async(const float* x, float* out, int wait) {
   if (wait) gz_cp_async_wait<0>();
   __syncthreads();
   for (int i = 0; i < 4; ++i) out[32 + 4 * t + i] = sh[(4 * t + 4 * 7 + i) % 128];
+#endif
 }
 )";
 }
@@ -275,6 +281,7 @@ float e4m3ToFloat(uint8_t b) {
 }
 
 TEST_F(Emulator, MmaHalvesMatchAScalarProduct) {
+  if (g().properties().major < 8) GTEST_SKIP() << "no tensor cores or cp.async below 8.0";
   for (int f16 : {0, 1}) {
     std::vector<uint16_t> a(256), b(128);
     // Values of a few bits (exact in both formats): 1 + i/8 style, signs mixed.
@@ -312,6 +319,7 @@ TEST_F(Emulator, MmaHalvesMatchAScalarProduct) {
 }
 
 TEST_F(Emulator, MmaEightBitMatchesAScalarProduct) {
+  if (g().properties().major < 8) GTEST_SKIP() << "no tensor cores or cp.async below 8.0";
   std::vector<uint8_t> a(16 * 32), bt(8 * 32);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>((i * 73 + 11) % 251);
   for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<uint8_t>((i * 29 + 5) % 253);
@@ -348,6 +356,7 @@ TEST_F(Emulator, MmaEightBitMatchesAScalarProduct) {
 }
 
 TEST_F(Emulator, CpAsyncLandsAtTheWaitAndMissingWaitsAreErrors) {
+  if (g().properties().major < 8) GTEST_SKIP() << "no tensor cores or cp.async below 8.0";
   std::vector<float> x(128);
   for (int i = 0; i < 128; ++i) x[i] = static_cast<float>(i);
   auto bx = upload(x);

@@ -338,11 +338,13 @@ bool requested() {
 bool loadDriver(DriverApi& api, std::string& why) {
   if (const char* arch = std::getenv("GIZML_GPU_EMULATOR_ARCH"); arch && *arch) {
     const std::string a = arch;
-    if (a == "80") gConfig = {8, 0, gConfig.memory, 166912};
+    // 75 (Turing: no GIZML_HAVE_MMA) runs the kernels' plain paths, as AMD and older GPUs do.
+    if (a == "75") gConfig = {7, 5, gConfig.memory, 65536};
+    else if (a == "80") gConfig = {8, 0, gConfig.memory, 166912};
     else if (a == "89") gConfig = {8, 9, gConfig.memory, 101376};
     else if (a == "90") gConfig = {9, 0, gConfig.memory, 232448};
     else {
-      why = "GIZML_GPU_EMULATOR_ARCH=" + a + ": the emulator knows 80, 89 and 90";
+      why = "GIZML_GPU_EMULATOR_ARCH=" + a + ": the emulator knows 75, 80, 89 and 90";
       return false;
     }
   }
