@@ -134,6 +134,20 @@ extern "C" __global__ void emu_stuck(float* out) {
   EXPECT_EQ(launchError(kBasics, "emu_basics", 0, 0, {}).find("outside CUDA's limits") != std::string::npos, true);
 }
 
+TEST_F(Emulator, KernelsWrittenThroughMacros) {
+  // The source is preprocessed before the emulator looks for kernels and __shared__ arrays.
+  const std::string source =
+      "#define GZ_K(NAME, V) extern \"C\" __global__ void NAME(float* out) { \\\n"
+      "  __shared__ float s[32]; s[threadIdx.x] = V; __syncthreads(); out[threadIdx.x] = s[31 - threadIdx.x]; }\n"
+      "GZ_K(emu_macro_a, 1.0f)\n"
+      "GZ_K(emu_macro_b, (float)threadIdx.x)\n";
+  auto b = g().allocate(32 * sizeof(float));
+  uint64_t a = b.address();
+  g().kernel(source, "emu_macro_b").launch({1}, {32}, 0, g().stream(), {&a});
+  const auto out = download<float>(b, 32);
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], static_cast<float>(31 - t));
+}
+
 TEST_F(Emulator, SharedMemoryStartsAsNaNInEveryBlock) {
   const std::string source = R"(
 extern "C" __global__ void emu_poison(float* out) {

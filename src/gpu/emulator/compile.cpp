@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -111,10 +112,11 @@ std::string rewriteShared(const std::string& declaration, bool dynamic) {
     d.erase(at, close + 1 - at);
   }
   d = trim(d);
-  if (d.find_first_of(",=(") != std::string::npos)
+  const size_t bracket = d.find('[');
+  // Array bounds may hold any constant expression; the rest is a type and one name.
+  if (d.substr(0, bracket).find_first_of(",=(") != std::string::npos || d.find('=') != std::string::npos)
     throw Error("GPU emulator: unsupported __shared__ declaration (one variable, no initializer): __shared__ " +
                 declaration);
-  const size_t bracket = d.find('[');
   const std::string head = trim(d.substr(0, bracket));
   const std::string dims = bracket == std::string::npos ? "" : d.substr(bracket);
   size_t nameStart = head.size();
@@ -199,21 +201,21 @@ std::string compilerVersion() {
 }
 
 std::vector<char> compile(const std::string& source, const Properties& properties) {
-  std::vector<std::string> kernels;
-  const std::string body = translate(source, kernels);
-  std::ostringstream text;
-  text << "#define GZ_EMU_ARCH " << properties.major * 10 + properties.minor << "\n"
-       << "#define GZ_EMU_DYNAMIC_BYTES " << kDynamicSharedBytes << "\n"
-       << "#define GZ_EMU_STATIC_BYTES " << kStaticSharedBytes << "\n"
-       << kPrelude[0] << kAbi << kPrelude[1] << kMma << "#line 1 \"kernel.cu\"\n"
-       << body << "\n";
-  for (const std::string& k : kernels)
-    text << "extern \"C\" void " << k << "__gz_emu(void** p) { gz_emu_call(" << k << ", p); }\n";
+  const int arch = properties.major * 10 + properties.minor;
+  std::ostringstream defines;
+  defines << "#define GZ_EMU_ARCH " << arch << "\n"
+          << "#define GZ_EMU_DYNAMIC_BYTES " << kDynamicSharedBytes << "\n"
+          << "#define GZ_EMU_STATIC_BYTES " << kStaticSharedBytes << "\n";
+  // What mma.inc defines, known to the kernel source's own #if tests when it is preprocessed.
+  std::string macros = defines.str() + "#define GIZML_MMA_HELPERS 1\n";
+  if (arch >= 80) macros += "#define GIZML_HAVE_MMA 1\n";
+  if (arch >= 89) macros += "#define GIZML_HAVE_MMA_E4M3 1\n";
 
+  static std::atomic<unsigned> counter{0};  // one folder per compilation, threads included
   std::error_code ec;
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("gizml-emu-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()) + "-" +
-                    std::to_string(reinterpret_cast<uintptr_t>(&text) & 0xffff));
+                   ("gizml-emu-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" +
+                    std::to_string(std::rand()));
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("GPU emulator: cannot create " + dir.string() + ": " + ec.message());
   struct Cleanup {
@@ -223,13 +225,32 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
       std::filesystem::remove_all(dir, e);
     }
   } cleanup{dir};
+  // The kernel source is preprocessed first (its own macros expanded, #if tests decided), so that
+  // kernels and __shared__ declarations written through macros are found; line markers keep
+  // the compiler's messages and __syncthreads' lines on the source's lines.
+  const auto raw = dir / "kernel.cu", pre = dir / "kernel.ii";
+  std::ofstream(raw) << macros << "#line 1 \"kernel.cu\"\n" << source << "\n";
+  std::string output;
+  if (run(compilerCommand() + " -E -x c++ -std=c++20 -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " + pre.string() + " " +
+              raw.string(),
+          output) != 0)
+    throw Error("GPU emulator: " + compilerCommand() + " failed to preprocess the kernel source:\n" +
+                firstLines(output, 30));
+  std::ifstream preIn(pre);
+  const std::string expanded((std::istreambuf_iterator<char>(preIn)), std::istreambuf_iterator<char>());
+  std::vector<std::string> kernels;
+  const std::string body = translate(expanded, kernels);
+  std::ostringstream text;
+  text << defines.str() << kPrelude[0] << kAbi << kPrelude[1] << kMma << body << "\n";
+  for (const std::string& k : kernels)
+    text << "extern \"C\" void " << k << "__gz_emu(void** p) { gz_emu_call(" << k << ", p); }\n";
   const auto cpp = dir / "kernel.cpp", so = dir / "kernel.so";
   std::ofstream(cpp) << text.str();
   const std::string command = compilerCommand() +
                               " -std=c++20 -O1 -ffp-contract=off -fno-fast-math -fno-strict-aliasing -w -shared "
                               "-fPIC -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " +
                               so.string() + " " + cpp.string();
-  std::string output;
+  output.clear();
   if (run(command, output) != 0)
     throw Error("GPU emulator: " + compilerCommand() + " failed to compile the kernel source:\n" +
                 firstLines(output, 30));
