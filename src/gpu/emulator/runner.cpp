@@ -33,7 +33,7 @@ enum class State { Ready, AtBarrier, AtWarp, Done };
 // Switching between fibers: on x86-64 a few instructions saving the callee-saved registers
 // (swapcontext also saves the signal mask, a system call per switch: 50x slower, and a block of
 // 256 threads with a shuffle loop switches millions of times); elsewhere ucontext.
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(GZ_EMU_UCONTEXT)  // -DGZ_EMU_UCONTEXT tries the portable path
 #define GZ_EMU_FAST_SWITCH 1
 extern "C" void gz_emu_switch(void** save, void* next);
 asm(R"(
