@@ -130,6 +130,12 @@ extern "C" __global__ void emu_stuck(float* out) {
   EXPECT_NE(e.find("exited"), std::string::npos) << e;
   e = launchError(source, "emu_stuck", 64, 0, {&a});
   EXPECT_NE(e.find("can never finish"), std::string::npos) << e;
+  // More threads than the kernel's __launch_bounds__: refused, as a GPU refuses it.
+  e = launchError("extern \"C\" __global__ void __launch_bounds__((16 * 2), 1) emu_bounded(float* out) {}",
+                  "emu_bounded", 64, 0, {&a});
+  EXPECT_NE(e.find("__launch_bounds__ of 32"), std::string::npos) << e;
+  e = launchError(source, "emu_stuck", 64, 0, {&a});
+  EXPECT_NE(e.find("can never finish"), std::string::npos) << e;
   // The device still works after a failed launch.
   EXPECT_EQ(launchError(kBasics, "emu_basics", 0, 0, {}).find("outside CUDA's limits") != std::string::npos, true);
 }

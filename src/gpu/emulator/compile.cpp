@@ -16,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "gpu/device.h"
 #include "gpu/emulator/emulator.h"
 
 namespace gizhw::gpu::emulator {
@@ -133,7 +134,8 @@ std::string rewriteShared(const std::string& declaration, bool dynamic) {
 
 }  // namespace
 
-std::string translate(const std::string& source, std::vector<std::string>& kernels) {
+std::string translate(const std::string& source, std::vector<std::string>& kernels,
+                      std::vector<std::string>* launchBounds) {
   const std::string code = codeOnly(source);
   std::string out;
   out.reserve(source.size() + 4096);
@@ -145,14 +147,22 @@ std::string translate(const std::string& source, std::vector<std::string>& kerne
       while (back > 0 && std::isspace(static_cast<unsigned char>(source[back - 1]))) --back;
       const bool externC = back >= 3 && source.compare(back - 3, 3, "\"C\"") == 0;
       size_t k = i + 10;
+      std::string launchBound;  // __launch_bounds__'s first argument: the most threads a block may have
       auto skipSpace = [&] { while (k < code.size() && std::isspace(static_cast<unsigned char>(code[k]))) ++k; };
       for (int guard = 0; guard < 4; ++guard) {
         skipSpace();
         if (wordAt(code, k, "void")) {
           k += 4;
         } else if (wordAt(code, k, "__launch_bounds__")) {
-          k = code.find(')', k);
-          k = k == std::string::npos ? code.size() : k + 1;
+          size_t open = code.find('(', k), at = open, argEnd = std::string::npos;
+          for (int depth = 0; at < code.size(); ++at) {
+            if (code[at] == '(') ++depth;
+            if (code[at] == ',' && depth == 1 && argEnd == std::string::npos) argEnd = at;
+            if (code[at] == ')' && --depth == 0) break;
+          }
+          if (open != std::string::npos && at < code.size())
+            launchBound = source.substr(open + 1, std::min(argEnd, at) - open - 1);
+          k = at < code.size() ? at + 1 : code.size();
         }
       }
       skipSpace();
@@ -160,7 +170,10 @@ std::string translate(const std::string& source, std::vector<std::string>& kerne
       while (e < code.size() && identChar(code[e])) ++e;
       size_t paren = e;
       while (paren < code.size() && std::isspace(static_cast<unsigned char>(code[paren]))) ++paren;
-      if (externC && e > k && paren < code.size() && code[paren] == '(') kernels.push_back(source.substr(k, e - k));
+      if (externC && e > k && paren < code.size() && code[paren] == '(') {
+        kernels.push_back(source.substr(k, e - k));
+        if (launchBounds) launchBounds->push_back(launchBound);
+      }
       continue;
     }
     if (!wordAt(code, i, "__shared__")) continue;
@@ -195,7 +208,13 @@ std::string compilerVersion() {
   std::call_once(once, [] {
     std::string output;
     const int status = run(compilerCommand() + " --version", output);
-    version = "emulator " + compilerCommand() + " " + (status == 0 ? output.substr(0, output.find('\n')) : "unknown");
+    // The prelude's text is part of the key: an image built against another prelude (another
+    // GzEmuCtx layout) must never be loaded from the cache. kFormat counts changes to what the
+    // compile step generates around the source (the rewrites, trampolines, bound symbols).
+    constexpr int kFormat = 2;
+    const std::string prelude = std::string(kPrelude[0]) + kAbi + kPrelude[1] + kMma;
+    version = "emulator " + compilerCommand() + " " + (status == 0 ? output.substr(0, output.find('\n')) : "unknown") +
+              " format " + std::to_string(kFormat) + " prelude " + hashText(prelude);
   });
   return version;
 }
@@ -238,12 +257,17 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
                 firstLines(output, 30));
   std::ifstream preIn(pre);
   const std::string expanded((std::istreambuf_iterator<char>(preIn)), std::istreambuf_iterator<char>());
-  std::vector<std::string> kernels;
-  const std::string body = translate(expanded, kernels);
+  std::vector<std::string> kernels, bounds;
+  const std::string body = translate(expanded, kernels, &bounds);
   std::ostringstream text;
   text << defines.str() << kPrelude[0] << kAbi << kPrelude[1] << kMma << body << "\n";
-  for (const std::string& k : kernels)
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const std::string& k = kernels[i];
     text << "extern \"C\" void " << k << "__gz_emu(void** p) { gz_emu_call(" << k << ", p); }\n";
+    // The launch checks a block against the kernel's __launch_bounds__, as a GPU does.
+    if (!bounds[i].empty())
+      text << "extern \"C\" const unsigned " << k << "__gz_emu_bounds = (unsigned)(" << bounds[i] << ");\n";
+  }
   const auto cpp = dir / "kernel.cpp", so = dir / "kernel.so";
   std::ofstream(cpp) << text.str();
   const std::string command = compilerCommand() +
