@@ -20,10 +20,11 @@ if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
   cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
-    example_02_gpu example_train_mlp giz
+    bench_attention_rows example_02_gpu example_train_mlp giz
   rm -rf .device && mkdir -p .device/bin .device/lib
   cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile build/release/tests/test_grad \
-    build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/example_02_gpu build/release/giz \
+    build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/bench/bench_attention_rows \
+    build/release/example_02_gpu build/release/giz \
     build/release/example_train_mlp .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
   # have another libstdc++, Highway or GoogleTest, or none).
@@ -59,11 +60,12 @@ else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
-      example_02_gpu example_train_mlp ||
+      bench_attention_rows example_02_gpu example_train_mlp ||
     { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
   cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile build/device/tests/test_grad \
-    build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/example_02_gpu \
+    build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/bench/bench_attention_rows \
+    build/device/example_02_gpu \
     build/device/example_train_mlp build/device/bin/
   bin=$root/build/device/bin
 fi
@@ -87,7 +89,7 @@ tail -80 "$out/test_gpu.txt"
 note "test_gpu: exit $status, $(grep -c '^\[       OK \]' "$out/test_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] [A-Za-z]*\.' "$out/test_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
 
 echo "== netops on the GPU (the same bits as the host where the reference says so)"
-timeout 180 "$bin/test_netops" --gtest_filter='NetopsGpu.*:NetopsRowsGpu.*:NetopsBadInput.Gpu*' \
+timeout 180 "$bin/test_netops" --gtest_filter='*Gpu*' \
   >"$out/test_netops.txt" 2>&1
 status=$?
 tail -40 "$out/test_netops.txt"
@@ -116,6 +118,39 @@ grep '^RESULT' "$out/bench_gpu.txt" | tee -a "$results"
 echo "== tile product benchmark (BF16, tensor cores)"
 timeout 120 "$bin/bench_tile_gpu" 2>&1 | tee "$out/bench_tile_gpu.txt"
 grep '^RESULT' "$out/bench_tile_gpu.txt" | tee -a "$results"
+
+echo "== attentionRows (BF16 tensor cores, 8-bit) and neighborhood3d"
+timeout 150 "$bin/bench_attention_rows" 2>&1 | tee "$out/bench_attention_rows.txt"
+grep '^RESULT' "$out/bench_attention_rows.txt" | tee -a "$results"
+
+echo "== torch scaled_dot_product_attention anchor (flash backend), the same shapes"
+timeout 150 python3 - <<'PY' 2>&1 | tee -a "$results"
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+heads = 24
+for head in (64, 128):
+    for n in (1024, 4096, 16384):
+        q, k, v = (torch.randn(1, heads, n, head, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            for _ in range(3): torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(10):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(); torch.nn.functional.scaled_dot_product_attention(q, k, v); e.record(); e.synchronize()
+                times.append(s.elapsed_time(e))
+        ms = sorted(times)[len(times) // 2]
+        print(f"RESULT torch_sdpa_h{head}_n{n}_tflops {4 * n * n * heads * head / ms / 1e9:.2f}")
+PY
+for head in 64 128; do
+  for n in 1024 4096 16384; do
+    theirs=$(awk -v k="torch_sdpa_h${head}_n${n}_tflops" '$2 == k {print $3}' "$results")
+    for kind in bf16 int8; do
+      ours=$(awk -v k="attention_rows_${kind}_h${head}_n${n}_tflops" '$2 == k {print $3}' "$results")
+      [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT attention_rows_${kind}_h${head}_n${n}_ratio_to_sdpa $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+    done
+  done
+done
 
 echo "== torch.matmul BF16 anchor"
 timeout 120 python3 - <<'PY' 2>&1 | tee -a "$results"

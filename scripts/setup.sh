@@ -24,7 +24,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, openai" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, openai, jsonschema" 2>/dev/null; then
   .venv/bin/pip install -q -r tests/reference/requirements.txt
 fi
 # The small real models of the slow tests (tests/reference/models.txt).

@@ -2,6 +2,7 @@
 // gizml::llm: language models. Converting a Hugging Face folder or a GGUF file into our
 // quantized format (docs/format.md), once; loading it; generating with an Engine.
 #include <gizml/error.h>
+#include <gizml/grammar.h>
 #include <gizml/tokenizer.h>
 
 #include <cstdint>
@@ -57,6 +58,12 @@ struct Sampling {
   double repetitionPenalty = 1.0;
   /// -1: none; n >= 0: each token's log probability and the n most likely, in Progress/Result.
   int logprobs = -1;
+  /// When set, only tokens whose bytes the grammar allows next, and the end of the turn only once
+  /// the text is a whole sentence of it (needs the engine's tokenizer).
+  std::shared_ptr<const grammar::Grammar> grammar;
+  /// The grammar applies from the token after the first generated `after` on (a reasoning
+  /// model's </think>); -1: from the first token.
+  TokenId after = -1;
 };
 Sampling greedy();
 Sampling sample(double temperature, int topK = 0, double topP = 1.0, uint64_t seed = 0);

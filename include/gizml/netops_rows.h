@@ -43,7 +43,9 @@ void headPrepInPlace(const Tensor& qkv, int64_t n, int64_t heads, int64_t head, 
 /// Full attention of every head of qkv ([n, 3 heads head]) into out ([queries or n, heads head]):
 /// softmax(q k^T / sqrt(head)) v per head, the keys of each group of `group` rows alone (0: all
 /// rows; the last group may be shorter). `prep` (none or one HeadPrep) prepares q and k first
-/// (on the host on a copy: qkv is not changed). `queries` > 0: only the first `queries` rows ask.
+/// (on the host on a copy, and in the 8-bit path's quantizing pass: qkv is not changed; on a GPU's
+/// BF16 path in place in qkv first, as the reference says). `queries` > 0: only the first
+/// `queries` rows ask.
 /// `quantized` selects the 8-bit path on GPUs; the host is exact in F32 and ignores it.
 void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group, const Tensor& out,
                    const std::vector<HeadPrep>& prep = {}, int64_t queries = 0);

@@ -36,6 +36,9 @@ class Tokenizer {
   TokenId tokenToId(std::string_view token) const;
   /// The vocabulary's spelling of id; throws gizml::Error when id is out of range.
   const std::string& idToToken(TokenId id) const;
+  /// The bytes token id adds inside a text (no start-of-text space rule; raw bytes, which may be
+  /// part of a UTF-8 character).
+  std::string pieceBytes(TokenId id) const;
   bool isSpecial(TokenId id) const;
   size_t vocabSize() const;
   TokenId bos() const;  // -1 when the model has none

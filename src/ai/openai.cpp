@@ -188,6 +188,26 @@ std::vector<TokenId> completionPrompt(const Json& body, const Target& target) {
   return out;
 }
 
+// response_format: text (no grammar), json_object, or json_schema's schema.
+std::shared_ptr<const grammar::Grammar> responseGrammar(const Json& format) {
+  if (!format.is_object()) bad("response_format", "expected an object, got " + typeName(format));
+  const Json* type = field(format, "type");
+  if (!type || !type->is_string()) bad("response_format", "needs a type: text, json_object or json_schema");
+  if (*type == "text") return nullptr;
+  if (*type == "json_object") return std::make_shared<const grammar::Grammar>(grammar::Grammar::anyObject());
+  if (*type != "json_schema")
+    bad("response_format", "type '" + type->get<std::string>() + "' is not text, json_object or json_schema");
+  const Json* wrapper = field(format, "json_schema");
+  if (!wrapper || !wrapper->is_object()) bad("response_format", "json_schema needs an object {\"name\", \"schema\"}");
+  const Json* schema = field(*wrapper, "schema");
+  if (!schema) bad("response_format", "json_schema.schema is required");
+  try {
+    return std::make_shared<const grammar::Grammar>(grammar::Grammar::fromSchema(schema->dump()));
+  } catch (const Error& e) {
+    bad("response_format", std::string("json_schema.schema: ") + e.what());
+  }
+}
+
 // Sampling, limits and stops: the fields the two endpoints share.
 void readSampling(const Json& body, bool chat, Generation& g) {
   llm::Sampling& s = g.request.sampling;
@@ -246,10 +266,7 @@ void readSampling(const Json& body, bool chat, Generation& g) {
 
   if (const Json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty()))
     bad("logit_bias", "is not supported");
-  if (const Json* format = field(body, "response_format")) {
-    if (!format->is_object() || format->value("type", Json("text")) != "text")
-      bad("response_format", "only {\"type\": \"text\"} is supported");
-  }
+  if (const Json* format = field(body, "response_format")) s.grammar = responseGrammar(*format);
   g.stream = boolean(body, "stream").value_or(false);
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object()) bad("stream_options", "expected an object, got " + typeName(*options));
@@ -372,6 +389,9 @@ Generation parseGeneration(const std::string& text, bool chat, const std::vector
         g.request.marks.push_back(end);
     g.reasoning = true;
     g.inReasoning = endsInThink(target.model->tokenizer(), g.request.prompt);
+    // A reasoning model thinks freely; the response format holds from its </think> on.
+    if (g.inReasoning && g.request.sampling.grammar)
+      g.request.sampling.after = target.model->tokenizer().tokenToId("</think>");
   } else {
     if (field(body, "messages")) bad("messages", "is not a field of completions (use prompt, or /v1/chat/completions)");
     if (boolean(body, "echo").value_or(false)) bad("echo", "is not supported");

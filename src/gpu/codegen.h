@@ -39,5 +39,15 @@ const std::string& preludeSource();
 const std::string& netopsRowsKernelSource();
 /// The tensor-core and asynchronous-copy wrappers (kernels/mma.cu.inc), for kernels that include them.
 const std::string& mmaSource();
+/// Attention over packed BF16 rows (kernels/netops_attention_rows.cu.inc, its 8-bit path in
+/// netops_attention8.cu.inc) with the prelude and the mma wrappers; defined in
+/// src/netops/attention_rows_gpu.cpp.
+const std::string& netopsAttentionRowsKernelSource();
+/// netops' convolution and pooling kernels (kernels/netops_conv.cu.inc) with the prelude and the
+/// tensor-core wrappers; defined in src/netops/conv_gpu.cpp.
+const std::string& netopsConvKernelSource();
+/// netops' norm, ConvRot INT8-row and groupNorm kernels (kernels/netops_norm.cu.inc) after
+/// netopsKernelSource(); defined in src/netops/norm_gpu.cpp.
+const std::string& netopsNormKernelSource();
 
 }  // namespace gizhw::gpu

@@ -1,9 +1,12 @@
 // GroupNorm, channel first: each group's mean and variance summed in f64 in element order (a
 // GPU sums slices in f32 and adds them in f64; the host adds in f64 throughout), then each
-// element ((x - mean) rstd) w + b in f32, SiLU when asked.
+// element ((x - mean) rstd) w + b in f32, SiLU when asked (x / (1 + gz_exp(-x)), the GPU's exp).
+// GPU operands: src/netops/norm_gpu.cpp, normgpu::kGroupSlices slices a group.
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "netops/exp_log.h"
+#include "netops/norm_gpu.h"
 #include "netops/operand.h"
 
 namespace gizml::netops {
@@ -11,7 +14,9 @@ namespace gizml::netops {
 Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Tensor& bIn, double eps, bool act,
                  DType dtype) {
   const char* fn = "groupNorm";
-  const Tensor x = detail::hostF32(fn, "x", xIn), w = detail::hostF32(fn, "w", wIn), b = detail::hostF32(fn, "b", bIn);
+  const bool onGpu = normgpu::gpuOf("netops::groupNorm", {{"x", &xIn}, {"w", &wIn}, {"b", &bIn}}) != nullptr;
+  const auto operand = onGpu ? detail::floatOperand : detail::hostF32;
+  const Tensor x = operand(fn, "x", xIn), w = operand(fn, "w", wIn), b = operand(fn, "b", bIn);
   check(x.ndim() >= 1, detail::where(fn) + "x of shape " + tensor::shapeText(x.shape()) + " must be [c, ...]");
   check(isFloat(dtype) && dtype != DType::F64, detail::where(fn) + "dtype " + dtypeName(dtype) + " is not F32, F16 or BF16");
   check(eps >= 0.0, detail::where(fn) + "eps = " + std::to_string(eps) + " is negative");
@@ -21,6 +26,10 @@ Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Ten
                              std::to_string(c) + " channels of x");
   detail::requireShape(fn, "w", w, {c});
   detail::requireShape(fn, "b", b, {c});
+  if (onGpu) {
+    const Tensor y = normgpu::groupNorm(x, groups, w, b, eps, act);
+    return dtype == DType::F32 ? y : y.cast(dtype);
+  }
   const int64_t pixels = c == 0 ? 0 : x.numel() / c, perGroup = c / groups * pixels;
   Tensor y = tensor::empty(x.shape());
   const float *px = x.data<float>(), *pw = w.data<float>(), *pb = b.data<float>();
@@ -38,7 +47,7 @@ Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Ten
       for (int64_t i = 0; i < perGroup; ++i) {
         const int64_t ch = g * (c / groups) + i / pixels;
         const float v = (in[i] - mu) * rstd * pw[ch] + pb[ch];
-        py[g * perGroup + i] = act ? v / (1.0f + std::exp(-v)) : v;
+        py[g * perGroup + i] = act ? v / (1.0f + detail::gz_exp(-v)) : v;
       }
     }
   });

@@ -1,6 +1,8 @@
 // Patches for convolutions as one matmul (im2col, im2col1d) and their adjoints (col2im,
-// col2im1d), which add each element's patch entries in increasing window offset.
+// col2im1d), which add each element's patch entries in increasing window offset. GPU operands run
+// the same steps in netops_conv.cu.inc (conv_gpu.cpp), after the same checks.
 #include "core/thread_pool.h"
+#include "netops/conv_gpu.h"
 #include "netops/operand.h"
 #include "netops/windows.h"
 
@@ -8,11 +10,13 @@ namespace gizml::netops {
 
 Tensor im2col(const Tensor& xIn, int64_t kh, int64_t kw, int64_t stride, int64_t pad) {
   const char* fn = "im2col";
-  const Tensor x = detail::hostF32(fn, "x", xIn);
+  const bool gpu = detail::onGpu(fn, {&xIn});
+  const Tensor x = detail::f32Operand(fn, "x", xIn, gpu);
   detail::requireRank(fn, "x", x, 4, "[n, c, h, w]");
   const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t oh = detail::windowCount(fn, "kh", h, kh, stride, pad, 1);
   const int64_t ow = detail::windowCount(fn, "kw", w, kw, stride, pad, 1);
+  if (gpu) return detail::im2colGpu(x, kh, kw, stride, pad, oh, ow);
   const int64_t width = c * kh * kw;
   Tensor cols = tensor::empty({n * oh * ow, width});
   const float* px = x.data<float>();
@@ -36,7 +40,8 @@ Tensor im2col(const Tensor& xIn, int64_t kh, int64_t kw, int64_t stride, int64_t
 Tensor col2im(const Tensor& colsIn, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t stride,
               int64_t pad) {
   const char* fn = "col2im";
-  const Tensor cols = detail::hostF32(fn, "cols", colsIn);
+  const bool gpu = detail::onGpu(fn, {&colsIn});
+  const Tensor cols = detail::f32Operand(fn, "cols", colsIn, gpu);
   detail::requireAtLeast(fn, "n", n, 0);
   detail::requireAtLeast(fn, "c", c, 1);
   detail::requireAtLeast(fn, "h", h, 1);
@@ -44,6 +49,7 @@ Tensor col2im(const Tensor& colsIn, int64_t n, int64_t c, int64_t h, int64_t w, 
   const int64_t oh = detail::windowCount(fn, "kh", h, kh, stride, pad, 1);
   const int64_t ow = detail::windowCount(fn, "kw", w, kw, stride, pad, 1);
   detail::requireShape(fn, "cols", cols, {n * oh * ow, c * kh * kw});
+  if (gpu) return detail::col2imGpu(cols, n, c, h, w, kh, kw, stride, pad, oh, ow);
   Tensor x = tensor::empty({n, c, h, w});
   const float* pc = cols.data<float>();
   float* px = x.data<float>();
@@ -73,7 +79,8 @@ Tensor col2im(const Tensor& colsIn, int64_t n, int64_t c, int64_t h, int64_t w, 
 Tensor im2col1d(const Tensor& xIn, int64_t k, int64_t stride, int64_t pad, int64_t dilation, int64_t first,
                 int64_t count) {
   const char* fn = "im2col1d";
-  const Tensor x = detail::hostF32(fn, "x", xIn);
+  const bool gpu = detail::onGpu(fn, {&xIn});
+  const Tensor x = detail::f32Operand(fn, "x", xIn, gpu);
   detail::requireRank(fn, "x", x, 2, "[t, c]");
   const int64_t t = x.shape()[0], c = x.shape()[1];
   const int64_t ot = detail::windowCount(fn, "k", t, k, stride, pad, dilation);
@@ -82,6 +89,7 @@ Tensor im2col1d(const Tensor& xIn, int64_t k, int64_t stride, int64_t pad, int64
   const int64_t rows = count < 0 ? ot - first : count;
   check(first + rows <= ot, detail::where(fn) + "count = " + std::to_string(count) + " from row " +
                                 std::to_string(first) + " passes the " + std::to_string(ot) + " output rows");
+  if (gpu) return detail::im2col1dGpu(x, k, stride, pad, dilation, first, rows);
   Tensor cols = tensor::empty({rows, c * k});
   const float* px = x.data<float>();
   float* pc = cols.data<float>();
@@ -100,7 +108,8 @@ Tensor im2col1d(const Tensor& xIn, int64_t k, int64_t stride, int64_t pad, int64
 
 Tensor col2im1d(const Tensor& colsIn, int64_t c, int64_t length, int64_t k, int64_t stride, int64_t pad) {
   const char* fn = "col2im1d";
-  const Tensor cols = detail::hostF32(fn, "cols", colsIn);
+  const bool gpu = detail::onGpu(fn, {&colsIn});
+  const Tensor cols = detail::f32Operand(fn, "cols", colsIn, gpu);
   detail::requireRank(fn, "cols", cols, 2, "[n, c k]");
   detail::requireAtLeast(fn, "c", c, 1);
   detail::requireAtLeast(fn, "k", k, 1);
@@ -109,6 +118,7 @@ Tensor col2im1d(const Tensor& colsIn, int64_t c, int64_t length, int64_t k, int6
   detail::requireAtLeast(fn, "length", length, 0);
   const int64_t n = cols.shape()[0];
   detail::requireShape(fn, "cols", cols, {n, c * k});
+  if (gpu) return detail::col2im1dGpu(cols, c, length, k, stride, pad);
   Tensor out = tensor::empty({length, c});
   const float* pc = cols.data<float>();
   float* po = out.data<float>();

@@ -1,9 +1,12 @@
 // 2-D max and mean pooling without padding, and their gradient: windows are read in order
 // (i, then j); the gradient scatters each window's share in window order (oy, then ox), which
-// adds every element's terms over the windows holding it in increasing order.
+// adds every element's terms over the windows holding it in increasing order. On a GPU a thread
+// an output (pool2d) or an input element (pool2dGrad) takes the same terms in the same order
+// (netops_conv.cu.inc), so both give the same bits.
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "netops/conv_gpu.h"
 #include "netops/operand.h"
 #include "netops/windows.h"
 
@@ -37,12 +40,15 @@ int64_t windowMax(const float* plane, const PoolDims& s, int64_t size, int64_t s
 
 Tensor pool2d(const Tensor& xIn, int64_t size, int64_t stride, bool average) {
   const char* fn = "pool2d";
-  const Tensor x = detail::hostF32(fn, "x", xIn);
+  const bool gpu = detail::onGpu(fn, {&xIn});
+  const Tensor x = detail::f32Operand(fn, "x", xIn, gpu);
   const PoolDims s = checkedDims(fn, x, size, stride);
-  Tensor y = tensor::empty({x.shape()[0], x.shape()[1], s.oh, s.ow});
+  const float inv = static_cast<float>(1.0 / static_cast<double>(size * size));
+  const tensor::Shape shape{x.shape()[0], x.shape()[1], s.oh, s.ow};
+  if (gpu) return detail::poolGpu(x, {s.planes, s.h, s.w, s.oh, s.ow, size, stride}, average, inv, shape);
+  Tensor y = tensor::empty(shape);
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  const float inv = static_cast<float>(1.0 / static_cast<double>(size * size));
   core::parallelFor(s.planes, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* plane = px + p * s.h * s.w;
@@ -65,13 +71,15 @@ Tensor pool2d(const Tensor& xIn, int64_t size, int64_t stride, bool average) {
 
 Tensor pool2dGrad(const Tensor& dyIn, const Tensor& xIn, int64_t size, int64_t stride, bool average) {
   const char* fn = "pool2dGrad";
-  const Tensor dy = detail::hostF32(fn, "dy", dyIn), x = detail::hostF32(fn, "x", xIn);
+  const bool gpu = detail::onGpu(fn, {&dyIn, &xIn});
+  const Tensor dy = detail::f32Operand(fn, "dy", dyIn, gpu), x = detail::f32Operand(fn, "x", xIn, gpu);
   const PoolDims s = checkedDims(fn, x, size, stride);
   detail::requireShape(fn, "dy", dy, {x.shape()[0], x.shape()[1], s.oh, s.ow});
+  const float count = static_cast<float>(size * size);
+  if (gpu) return detail::poolGradGpu(dy, x, {s.planes, s.h, s.w, s.oh, s.ow, size, stride}, average, count);
   Tensor dx = tensor::zeros(x.shape());
   const float *px = x.data<float>(), *pdy = dy.data<float>();
   float* pdx = dx.data<float>();
-  const float count = static_cast<float>(size * size);
   core::parallelFor(s.planes, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* plane = px + p * s.h * s.w;

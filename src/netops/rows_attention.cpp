@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "core/thread_pool.h"
+#include "gpu/tensor_ops.h"
+#include "netops/attention_rows_gpu.h"
 #include "netops/rows_common.h"
 
 namespace gizml::netops {
@@ -61,25 +63,31 @@ int64_t checkQkv(const char* fn, const Tensor& qkv, int64_t heads, int64_t head)
   return qkv.size(0);
 }
 
-// Applies p to the q and k heads of n rows of data (rows 3 heads head apart), in place.
-void prepRows(const char* fn, float* data, int64_t n, int64_t heads, int64_t head, const HeadPrep& p, int64_t row0) {
-  rows::requireHost(fn, {{"prep.qw", &p.qw}, {"prep.kw", &p.kw}, {"prep.cos", &p.cos}, {"prep.sin", &p.sin}});
+// Checks p for n rows of heads of `head` from sequence row row0; its rotary half (0: none).
+int64_t checkPrep(const char* fn, const HeadPrep& p, int64_t n, int64_t head, int64_t row0) {
   rows::requireShape(fn, "prep.qw", p.qw, {head});
   rows::requireShape(fn, "prep.kw", p.kw, {head});
   check(p.eps >= 0.0, std::string(fn) + ": prep.eps must not be negative");
-  int64_t half = 0;
-  Tensor cosv, sinv;
   // Default (0-d) or zero-width cos and sin: no rotary.
   const bool rotary = !(p.cos.ndim() == 0 && p.sin.ndim() == 0) && (p.cos.numel() != 0 || p.sin.numel() != 0);
-  if (rotary) {
-    rows::requireRank(fn, "prep.cos", p.cos, 2);
-    rows::requireShape(fn, "prep.sin", p.sin, p.cos.shape());
-    half = p.cos.size(1);
-    check(2 * half <= head, std::string(fn) + ": prep.cos turns pairs of 2 x " + std::to_string(half) +
-                                " values, more than a head of " + std::to_string(head));
-    check(row0 >= 0 && row0 + n <= p.cos.size(0),
-          std::string(fn) + ": rows " + std::to_string(row0) + " to " + std::to_string(row0 + n) +
-              " need that many rows of prep.cos, which has " + std::to_string(p.cos.size(0)));
+  if (!rotary) return 0;
+  rows::requireRank(fn, "prep.cos", p.cos, 2);
+  rows::requireShape(fn, "prep.sin", p.sin, p.cos.shape());
+  const int64_t half = p.cos.size(1);
+  check(2 * half <= head, std::string(fn) + ": prep.cos turns pairs of 2 x " + std::to_string(half) +
+                              " values, more than a head of " + std::to_string(head));
+  check(row0 >= 0 && row0 + n <= p.cos.size(0),
+        std::string(fn) + ": rows " + std::to_string(row0) + " to " + std::to_string(row0 + n) +
+            " need that many rows of prep.cos, which has " + std::to_string(p.cos.size(0)));
+  return half;
+}
+
+// Applies p to the q and k heads of n rows of data (rows 3 heads head apart), in place.
+void prepRows(const char* fn, float* data, int64_t n, int64_t heads, int64_t head, const HeadPrep& p, int64_t row0) {
+  rows::requireHost(fn, {{"prep.qw", &p.qw}, {"prep.kw", &p.kw}, {"prep.cos", &p.cos}, {"prep.sin", &p.sin}});
+  const int64_t half = checkPrep(fn, p, n, head, row0);
+  Tensor cosv, sinv;
+  if (half > 0) {
     cosv = rows::f32Values(fn, "prep.cos", p.cos);
     sinv = rows::f32Values(fn, "prep.sin", p.sin);
   }
@@ -128,16 +136,21 @@ void attendRows(const float* data, int64_t n, int64_t heads, int64_t head, int64
   });
 }
 
+// Checks group, queries and prep for n rows; the number of query rows.
+int64_t checkRowsArgs(const char* fn, int64_t n, int64_t group, const std::vector<HeadPrep>& prep, int64_t queries) {
+  check(group >= 0, std::string(fn) + ": group must not be negative, got " + std::to_string(group));
+  check(queries >= 0 && queries <= n, std::string(fn) + ": queries " + std::to_string(queries) +
+                                          " is not within the " + std::to_string(n) + " rows");
+  check(prep.size() <= 1, std::string(fn) + ": prep holds at most one HeadPrep, got " + std::to_string(prep.size()));
+  return queries > 0 ? queries : n;
+}
+
 // The checked, prepared copy of qkv's rows and the number of query rows.
 std::vector<float> preparedRows(const char* fn, const Tensor& qkv, int64_t heads, int64_t head, int64_t group,
                                 const std::vector<HeadPrep>& prep, int64_t queries, int64_t& n, int64_t& nq) {
   rows::requireHost(fn, {{"qkv", &qkv}});
   n = checkQkv(fn, qkv, heads, head);
-  check(group >= 0, std::string(fn) + ": group must not be negative, got " + std::to_string(group));
-  check(queries >= 0 && queries <= n, std::string(fn) + ": queries " + std::to_string(queries) +
-                                          " is not within the " + std::to_string(n) + " rows");
-  check(prep.size() <= 1, std::string(fn) + ": prep holds at most one HeadPrep, got " + std::to_string(prep.size()));
-  nq = queries > 0 ? queries : n;
+  nq = checkRowsArgs(fn, n, group, prep, queries);
   const Tensor values = rows::f32Values(fn, "qkv", qkv);
   std::vector<float> data(values.data<float>(), values.data<float>() + qkv.numel());
   if (!prep.empty()) prepRows(fn, data.data(), n, heads, head, prep[0], 0);
@@ -148,19 +161,31 @@ std::vector<float> preparedRows(const char* fn, const Tensor& qkv, int64_t heads
 
 void headPrepInPlace(const Tensor& qkv, int64_t n, int64_t heads, int64_t head, const HeadPrep& p, int64_t row0) {
   constexpr const char* fn = "headPrepInPlace";
-  rows::requireHost(fn, {{"qkv", &qkv}});
   const int64_t count = checkQkv(fn, qkv, heads, head);
-  rows::requireOutput(fn, "qkv", qkv, qkv.shape(), false);
   check(n >= 0 && n <= count, std::string(fn) + ": n " + std::to_string(n) + " is not within qkv's " +
                                   std::to_string(count) + " rows");
   check(row0 >= 0, std::string(fn) + ": row0 must not be negative, got " + std::to_string(row0));
+  if (qkv.onGpu()) {
+    detail::headPrepGpu(fn, qkv, n, heads, head, p, checkPrep(fn, p, n, head, row0), row0);
+    return;
+  }
+  rows::requireOutput(fn, "qkv", qkv, qkv.shape(), false);
   prepRows(fn, qkv.data<float>(), n, heads, head, p, row0);
 }
 
-void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool /*quantized: GPUs only*/, int64_t group,
-                   const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
-  constexpr const char* fn = "attentionRows";
-  rows::requireHost(fn, {{"out", &out}});
+namespace {
+
+// attentionRows, its errors naming fn (attentionRows or attendedRows).
+void attendInto(const char* fn, const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
+                const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
+  if (qkv.onGpu() || out.onGpu()) {
+    const int64_t n = checkQkv(fn, qkv, heads, head);
+    const int64_t nq = checkRowsArgs(fn, n, group, prep, queries);
+    rows::requireShape(fn, "out", out, {nq, heads * head});
+    const int64_t half = prep.empty() ? 0 : checkPrep(fn, prep[0], n, head, 0);
+    detail::attentionRowsGpu(fn, qkv, n, heads, head, quantized, group, nq, out, prep, half);
+    return;
+  }
   int64_t n = 0, nq = 0;
   const std::vector<float> data = preparedRows(fn, qkv, heads, head, group, prep, queries, n, nq);
   rows::requireOutput(fn, "out", out, {nq, heads * head}, true);
@@ -169,18 +194,25 @@ void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool /*quanti
   rows::storeValues(out, result.data());
 }
 
+}  // namespace
+
+void attentionRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
+                   const Tensor& out, const std::vector<HeadPrep>& prep, int64_t queries) {
+  attendInto("attentionRows", qkv, heads, head, quantized, group, out, prep, queries);
+}
+
 Tensor attendedRows(const Tensor& qkv, int64_t heads, int64_t head, bool quantized, int64_t group,
                     const std::vector<HeadPrep>& prep, int64_t queries) {
-  rows::requireHost("attendedRows", {{"qkv", &qkv}});
   const int64_t n = checkQkv("attendedRows", qkv, heads, head);
-  Tensor out = tensor::empty({queries > 0 ? std::min(queries, n) : n, heads * head});
-  attentionRows(qkv, heads, head, quantized, group, out, prep, queries);
+  const tensor::Shape shape{queries > 0 ? std::min(queries, n) : n, heads * head};
+  // Where qkv is: BF16 on a GPU, F32 on the host.
+  Tensor out = qkv.onGpu() ? gpuops::empty(shape, DType::BF16, qkv.storage()->gpu()) : tensor::empty(shape);
+  attendInto("attendedRows", qkv, heads, head, quantized, group, out, prep, queries);
   return out;
 }
 
 void crossAttentionRows(const Tensor& q, const Tensor& kv, int64_t heads, int64_t head, const Tensor& out) {
   constexpr const char* fn = "crossAttentionRows";
-  rows::requireHost(fn, {{"q", &q}, {"kv", &kv}, {"out", &out}});
   checkHeads(fn, heads, head);
   const int64_t hd = heads * head;
   rows::requireRank(fn, "q", q, 2);
@@ -191,6 +223,12 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, int64_t heads, int64_
                                   " wide, but 2 heads head = " + std::to_string(2 * hd));
   check(kv.size(0) > 0, std::string(fn) + ": kv has no rows (no keys to attend)");
   const int64_t nq = q.size(0), nk = kv.size(0);
+  if (q.onGpu() || kv.onGpu() || out.onGpu()) {
+    rows::requireShape(fn, "out", out, {nq, hd});
+    detail::crossAttentionRowsGpu(fn, q, kv, heads, head, out);
+    return;
+  }
+  rows::requireHost(fn, {{"q", &q}, {"kv", &kv}, {"out", &out}});
   rows::requireOutput(fn, "out", out, {nq, hd}, true);
   const Tensor qv = rows::f32Values(fn, "q", q), kvv = rows::f32Values(fn, "kv", kv);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head)));
@@ -213,7 +251,6 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, int64_t heads, int64_
 Tensor neighborhood3d(const Tensor& qkv, const std::vector<int64_t>& grid, const std::vector<int64_t>& kernel,
                       int64_t heads, double scale) {
   constexpr const char* fn = "neighborhood3d";
-  rows::requireHost(fn, {{"qkv", &qkv}});
   check(grid.size() == 3, std::string(fn) + ": grid must be [T, H, W], got " + std::to_string(grid.size()) + " values");
   check(kernel.size() == 3,
         std::string(fn) + ": kernel must be [kt, kh, kw], got " + std::to_string(kernel.size()) + " values");
@@ -232,6 +269,7 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<int64_t>& grid, const
         std::string(fn) + ": qkv's rows are " + std::to_string(qkv.size(1)) + " wide, not 3 heads head for heads " +
             std::to_string(heads));
   const int64_t head = qkv.size(1) / (3 * heads), hd = heads * head;
+  if (qkv.onGpu()) return detail::neighborhood3dGpu(fn, qkv, grid, kernel, heads, head, static_cast<float>(scale));
   const Tensor values = rows::f32Values(fn, "qkv", qkv);
   const float* data = values.data<float>();
   // Each axis' window: the kernel clipped to the axis, centred, shifted inward at the edges.

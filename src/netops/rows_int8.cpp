@@ -1,5 +1,6 @@
 // ConvRot's INT8 (and 4-bit) activation rows on the host: each group of 256 values times the
-// regular Hadamard matrix over 16, a scale a row, codes rounded to nearest even.
+// regular Hadamard matrix over 16, a scale a row, codes rounded to nearest even. GPU operands go
+// to one fused kernel (src/netops/norm_gpu.cpp) that takes the same steps, with the same bits.
 #include <algorithm>
 #include <cmath>
 
@@ -13,7 +14,8 @@ constexpr int64_t kGroup = 256;
 // v (256 values) times H = H4 (x) H4 (x) H4 (x) H4 / 16, H4 the regular Hadamard matrix
 // [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] (symmetric, rows summing to 2): four radix-4
 // stages over the index's base-4 digits, lowest first, each halving (exact), so the F32 result
-// has one fixed order of additions. The GPU kernel (gz_nr_hadamard_rows) takes the same steps.
+// has one fixed order of additions. The GPU kernels (gz_nr_hadamard_rows, gz_nn_hadamard256)
+// take the same steps.
 void regularHadamard256(float* v) {
   for (int64_t step = 1; step < kGroup; step *= 4)
     for (int64_t base = 0; base < kGroup; base += 4 * step)
@@ -75,9 +77,15 @@ int64_t checkedWidth(const char* fn, const Tensor& x) {
 
 void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bits) {
   constexpr const char* fn = "int8RowsInto";
-  rows::requireHost(fn, {{"x", &x}});
+  const bool gpu = normgpu::gpuOf(fn, {{"x", &x}, {"q", &q}, {"s", &s}}) != nullptr;
   requireBits(fn, bits);
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
+  if (gpu) {
+    rows::requireShape(fn, "q", q, {count, width});
+    rows::requireShape(fn, "s", s, {count, 1});
+    normgpu::int8RowsInto(fn, std::nullopt, normgpu::rowsOperand(fn, "x", x), std::nullopt, q, s, bits);
+    return;
+  }
   requireQuantOutputs(fn, q, s, count, width);
   const Tensor xv = rows::f32Values(fn, "x", x);
   std::vector<float> values(xv.data<float>(), xv.data<float>() + count * width);
@@ -87,10 +95,12 @@ void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bit
 
 std::vector<Tensor> int8Rows(const Tensor& x, int64_t bits) {
   constexpr const char* fn = "int8Rows";
-  rows::requireHost(fn, {{"x", &x}});
+  const auto gpu = normgpu::gpuOf(fn, {{"x", &x}});
   requireBits(fn, bits);
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
-  Tensor q = tensor::empty({count, width}), s = tensor::empty({count, 1});
+  // On a GPU the codes are I8 (also for 4 bits: this library has no I4 dtype), on the host F32.
+  Tensor q = gpu ? gpuops::empty({count, width}, DType::I8, gpu) : tensor::empty({count, width});
+  Tensor s = gpu ? gpuops::empty({count, 1}, DType::F32, gpu) : tensor::empty({count, 1});
   int8RowsInto(x, q, s, bits);
   return {q, s};
 }
@@ -99,7 +109,19 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
                            const Tensor& map, double eps, const std::optional<Tensor>& y, const Tensor& q,
                            const Tensor& s, bool centered, int64_t bits) {
   constexpr const char* fn = "modulatedInt8RowsInto";
+  const Tensor& yOrX = y ? *y : x;  // no y: x stands in, so the device check names only real operands
+  const bool gpu = normgpu::gpuOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map},
+                                      {y ? "y" : "x", &yOrX}, {"q", &q}, {"s", &s}}) != nullptr;
   requireBits(fn, bits);
+  if (gpu) {
+    const normgpu::Modulated m = rows::modulatedGpu(fn, x, w, shift, scale, map, eps, centered);
+    const int64_t width = checkedWidth(fn, x), count = x.size(0);
+    rows::requireShape(fn, "q", q, {count, width});
+    rows::requireShape(fn, "s", s, {count, 1});
+    if (y) rows::requireShape(fn, "y", *y, x.shape());
+    normgpu::int8RowsInto(fn, m, m.x, y, q, s, bits);
+    return;
+  }
   std::vector<float> values = rows::modulatedRows(fn, x, w, shift, scale, map, eps, centered);
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
   requireQuantOutputs(fn, q, s, count, width);

@@ -3,15 +3,18 @@
 
 #include "core/thread_pool.h"
 #include "netops/gpu_kernels.h"
+#include "netops/norm_gpu.h"
 #include "netops/operand.h"
 #include "tensor/random.h"
 
 namespace gizml::netops {
 
 std::vector<int64_t> argmax(const Tensor& xIn) {
-  const Tensor x = detail::hostF32("argmax", "x", xIn);
+  // On a GPU: argmaxInto's kernel (gz_nr_argmax: the same rule), a block a row.
+  const Tensor x = (xIn.onGpu() ? detail::floatOperand : detail::hostF32)("argmax", "x", xIn);
   check(x.ndim() >= 1 && x.shape().back() > 0,
         detail::where("argmax") + "x of shape " + tensor::shapeText(x.shape()) + " has no rows to search");
+  if (x.onGpu()) return normgpu::argmax(x);
   const int64_t width = x.shape().back(), rows = x.numel() / width;
   std::vector<int64_t> best(static_cast<size_t>(rows));
   const float* px = x.data<float>();

@@ -344,7 +344,9 @@ TEST_F(ServerTest, BadRequestsNameWhatIsWrong) {
            {"temperature", "hot"}, {"temperature", -1}, {"top_p", 2}, {"n", 2}, {"max_tokens", 0},
            {"max_tokens", 1.5}, {"stop", 3}, {"stop", json::array({""})}, {"top_k", "many"},
            {"presence_penalty", 5}, {"logit_bias", {{"1", 2}}}, {"tools", "none"}, {"tool_choice", "required"},
-           {"reasoning_effort", "extreme"}, {"top_logprobs", 3}, {"response_format", {{"type", "json_object"}}},
+           {"reasoning_effort", "extreme"}, {"top_logprobs", 3}, {"response_format", {{"type", "yaml"}}},
+           {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "a"}}}}}}},
+           {"response_format", "json"},
            {"messages", "hi"}, {"messages", json::array()}}) {
     const ApiFailure f = chatWith(field, value);
     EXPECT_EQ(f.status, 400) << field << " " << value;
@@ -388,6 +390,36 @@ TEST_F(ServerTest, BadRequestsNameWhatIsWrong) {
   const json clipped = post(port, "/v1/completions", {{"model", "other"}, {"prompt", "Hi"}, {"max_tokens", 1000}}).json();
   EXPECT_EQ(clipped["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(clipped["usage"]["total_tokens"], 64);
+}
+
+TEST_F(ServerTest, ResponseFormatHoldsTheAnswerToItsGrammar) {
+  const json schema = json::parse(R"({"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}, "required": ["city", "days"], "additionalProperties": false})");
+  const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "trip"}, {"schema", schema}}}};
+  // An answer the schema admits comes back as the model wrote it.
+  test.setScript("{\"city\": \"Paris\", \"days\": 3}");
+  json request = userChat("Plan a trip", 60);
+  request["response_format"] = format;
+  json body = post(port, "/v1/chat/completions", request).json();
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "{\"city\": \"Paris\", \"days\": 3}");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  // One it does not admit is steered: the text begins as the grammar requires.
+  test.setScript("Sure! Here it is: {\"city\": \"Paris\"}");
+  body = post(port, "/v1/chat/completions", request).json();
+  const std::string content = body["choices"][0]["message"]["content"];
+  EXPECT_EQ(content.rfind("{", 0), 0u) << content;
+  if (body["choices"][0]["finish_reason"] == "stop") {
+    const json value = json::parse(content);
+    EXPECT_TRUE(value["city"].is_string() && value["days"].is_number_integer()) << content;
+  }
+  // json_object and text.
+  request["response_format"] = {{"type", "json_object"}};
+  test.setScript("[1, 2]");
+  body = post(port, "/v1/chat/completions", request).json();
+  EXPECT_EQ(body["choices"][0]["message"]["content"].get<std::string>().rfind("{", 0), 0u);
+  request["response_format"] = {{"type", "text"}};
+  body = post(port, "/v1/chat/completions", request).json();
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "[1, 2]");
 }
 
 TEST_F(ServerTest, ToolsReachTheTemplateAndCallsComeBack) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
+#include "common/expect_error.h"
 #include "fake_model.h"
 #include "llm_test_util.h"
 
@@ -14,10 +16,11 @@ using gizml::llm::fake::fakeLogits;
 namespace {
 
 // What greedy decoding of the fake model gives, computed without the engine.
-std::vector<TokenId> greedyReference(std::vector<TokenId> seq, int64_t limit, const std::vector<TokenId>& ends = {}) {
+std::vector<TokenId> greedyReference(std::vector<TokenId> seq, int64_t limit, const std::vector<TokenId>& ends = {},
+                                     int64_t vocab = 32) {
   std::vector<TokenId> out;
   while (static_cast<int64_t>(out.size()) < limit) {
-    const std::vector<float> row = fakeLogits(seq, 32);
+    const std::vector<float> row = fakeLogits(seq, vocab);
     const auto token = static_cast<TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
     out.push_back(token);
     seq.push_back(token);
@@ -180,4 +183,94 @@ TEST_F(EngineTest, AFailedPassEndsItsRequestsOnly) {
   expectError([&] { engine.advance(); }, {"forward failed"});
   EXPECT_EQ(engine.running(), 0);
   EXPECT_EQ(engine.generate({request({1, 2}, 5)})[0].tokens, greedyReference({1, 2}, 5));
+}
+
+namespace {
+
+// Greedy decoding under a grammar, computed without the engine: at each step the argmax of the
+// tokens whose bytes the matcher accepts (the end of the turn once the text is whole).
+std::vector<TokenId> grammarReference(std::vector<TokenId> seq, int64_t limit, int64_t vocab, const Tokenizer& t,
+                                      const gizml::grammar::Grammar& g, TokenId end) {
+  gizml::grammar::Matcher m(g);
+  std::vector<TokenId> out;
+  while (static_cast<int64_t>(out.size()) < limit) {
+    const std::vector<float> row = fakeLogits(seq, vocab);
+    TokenId best = -1;
+    for (TokenId id = 0; id < vocab; ++id) {
+      const bool ok = id == end ? m.complete() : !t.isSpecial(id) && m.accepts(t.pieceBytes(id));
+      if (ok && (best < 0 || row[static_cast<size_t>(id)] > row[static_cast<size_t>(best)])) best = id;
+    }
+    out.push_back(best);
+    seq.push_back(best);
+    if (best == end) break;
+    m.advance(t.pieceBytes(best));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(EngineGrammar, GreedyFollowsTheGrammarAndEndsTheTurnWhenWhole) {
+  // Qwen3's byte-level vocabulary spells ids 0..93 as the ASCII characters 33..126.
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  auto model = std::make_shared<FakeModel>(128);
+  const TokenId end = 100;
+  auto grammar = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})"));
+  Engine engine(model, tokenizer, {end}, 2, 128);
+  for (const std::vector<TokenId>& prompt : {std::vector<TokenId>{4}, std::vector<TokenId>{58, 17}}) {
+    Request r = request(prompt, 80);
+    r.sampling.grammar = grammar;
+    const Result result = engine.generate({r})[0];
+    EXPECT_EQ(result.tokens, grammarReference(prompt, 80, 128, *tokenizer, *grammar, end));
+    ASSERT_EQ(result.finish, Finish::EndOfTurn);
+    const std::string text = tokenizer->decode(std::vector<TokenId>(result.tokens.begin(), result.tokens.end() - 1));
+    const auto value = nlohmann::json::parse(text);  // the reference parser
+    ASSERT_TRUE(value.is_array()) << text;
+    EXPECT_GE(value.size(), 1u);
+    EXPECT_LE(value.size(), 3u);
+    for (const auto& v : value) EXPECT_TRUE(v.is_number_integer()) << text;
+  }
+}
+
+TEST(EngineGrammar, SampledTextIsWholeAndTheGrammarStartsAfterItsToken) {
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  auto model = std::make_shared<FakeModel>(128);
+  const TokenId end = 100;
+  auto grammar = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+  Engine engine(model, tokenizer, {end}, 2, 256);
+  int whole = 0;
+  for (uint64_t seed : {1, 2, 3}) {
+    Request r = request({7}, 200);
+    r.sampling = sample(1.0, 0, 1.0, seed);
+    r.sampling.grammar = grammar;
+    const Result result = engine.generate({r})[0];
+    if (result.finish != Finish::EndOfTurn) continue;  // a long object may meet the limit
+    ++whole;
+    const std::string text = tokenizer->decode(std::vector<TokenId>(result.tokens.begin(), result.tokens.end() - 1));
+    EXPECT_TRUE(nlohmann::json::parse(text).is_object()) << text;
+  }
+  EXPECT_GE(whole, 1);
+  // Free until the first `after` token, then constrained.
+  const std::vector<TokenId> free = greedyReference({4}, 12, {}, 128);
+  Request r = request({4}, 60);
+  r.sampling.grammar = std::make_shared<const gizml::grammar::Grammar>(
+      gizml::grammar::Grammar::fromSchema(R"({"type": "array", "items": {"type": "integer"}, "maxItems": 2})"));
+  r.sampling.after = free[2];
+  const Result result = engine.generate({r})[0];
+  ASSERT_GT(result.tokens.size(), 3u);
+  const size_t at = static_cast<size_t>(std::find(free.begin(), free.end(), free[2]) - free.begin());
+  EXPECT_EQ(std::vector<TokenId>(result.tokens.begin(), result.tokens.begin() + static_cast<std::ptrdiff_t>(at) + 1),
+            std::vector<TokenId>(free.begin(), free.begin() + static_cast<std::ptrdiff_t>(at) + 1));
+  ASSERT_EQ(result.finish, Finish::EndOfTurn);
+  const std::string rest = tokenizer->decode(
+      std::vector<TokenId>(result.tokens.begin() + static_cast<std::ptrdiff_t>(at) + 1, result.tokens.end() - 1));
+  EXPECT_TRUE(nlohmann::json::parse(rest).is_array()) << rest;
+}
+
+TEST(EngineGrammar, AGrammarNeedsTheTokenizer) {
+  Engine engine(std::make_shared<FakeModel>(), nullptr, {}, 1, 64);
+  Request r = request({4}, 5);
+  r.sampling.grammar = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+  expectError([&] { engine.generate({r}); }, {"grammar", "tokenizer"});
 }

@@ -230,17 +230,3 @@ TEST_F(NetopsRowsGpu, HostChecksBeforeLaunching) {
   expectError([&] { N::rowNormRopeInto(*gpu_, a, 8, 2, 8, 4, T::ones({7}).on(*gpu_), 1e-6); },
               {"rowNormRopeInto", "w", "[7]"});
 }
-
-TEST_F(NetopsRowsGpu, HostFunctionsNameTheGpuOperand) {
-  const auto x = T::ones({2, 256}), w = T::ones({256}), mod = T::zeros({1, 256}), map = T::zeros({2});
-  expectError([&] { N::modulatedNorm(x.on(*gpu_), w, mod, mod, map, 1e-6); }, {"modulatedNorm", "x is on cuda"});
-  expectError([&] { N::modulatedNorm(x, w, mod.on(*gpu_), mod, map, 1e-6); }, {"modulatedNorm", "shift is on cuda"});
-  expectError([&] { N::int8Rows(x.on(*gpu_)); }, {"int8Rows", "x is on cuda"});
-  expectError([&] { N::attendedRows(T::ones({2, 48}).on(*gpu_), 2, 8, false, 0); }, {"attendedRows", "qkv is on cuda"});
-  expectError([&] { N::neighborhood3d(T::ones({8, 48}).on(*gpu_), {2, 2, 2}, {1, 1, 1}, 2, 1.0); },
-              {"neighborhood3d", "qkv is on cuda"});
-  expectError([&] { N::lazyConv(T::ones({2, 9}), T::ones({1, 3, 3}).on(*gpu_), 3, 3, 1, DType::F32); },
-              {"lazyConv", "x is on cuda"});
-  auto out = T::zeros({2, 256}).on(*gpu_);
-  expectError([&] { N::pixelNormInto(T::ones({1, 2, 256}), 1e-6, false, out); }, {"pixelNormInto", "out is on cuda"});
-}

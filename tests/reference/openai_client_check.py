@@ -5,9 +5,11 @@ usage: openai_client_check.py GIZ BUILD_DIR REPO_ROOT
 Converts scripts/default-model.sh's GGUF once into BUILD_DIR/real_models/smollm2_4bits (into a
 folder of its own, renamed into place, as tests/slow/real_model_test.cpp does), serves it on a
 free port of 127.0.0.1 and checks models.list, chat.completions.create whole and streamed (the
-deltas of a greedy request make its whole answer), completions.create and the client's errors.
+deltas of a greedy request make its whole answer), completions.create, a response_format
+json_schema answer (validated by the `jsonschema` package) and the client's errors.
 Exits 77 (CTest's skip) when the `openai` package or the model is not installed.
 """
+import json
 import os
 import pathlib
 import shutil
@@ -46,9 +48,10 @@ def converted(giz, build, root):
 def main():
     giz, build, root = sys.argv[1:4]
     try:
+        import jsonschema
         import openai
     except ImportError:
-        skip("the openai package is not installed (pip install -r tests/reference/requirements.txt)")
+        skip("the openai or jsonschema package is not installed (pip install -r tests/reference/requirements.txt)")
     folder = converted(giz, build, root)
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     server = subprocess.Popen([giz, "serve", str(folder), "--port", "0", "--slots", "2", "--context", "512"],
@@ -95,6 +98,17 @@ def main():
         assert completion.object == "text_completion" and completion.choices[0].text, completion
         assert len(completion.choices[0].logprobs.tokens) == completion.usage.completion_tokens
 
+        schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                                   "age": {"type": "integer"}, "city": {"type": "string", "maxLength": 40}},
+                  "required": ["name", "age"], "additionalProperties": False}
+        structured = client.chat.completions.create(
+            model="smollm2_4bits", max_tokens=120, temperature=0,
+            messages=[{"role": "user", "content": "Invent a person. Answer in JSON with name, age and city."}],
+            response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema}})
+        answer = structured.choices[0].message.content
+        assert structured.choices[0].finish_reason == "stop", (structured.choices[0].finish_reason, answer)
+        jsonschema.validate(json.loads(answer), schema)
+
         try:
             client.chat.completions.create(model="no-such-model", messages=messages)
             raise AssertionError("an unknown model was served")
@@ -105,7 +119,8 @@ def main():
             raise AssertionError("a bad temperature was taken")
         except openai.BadRequestError as e:
             assert "temperature" in str(e), e
-        print("openai client: models, chat (whole, streamed), completions and errors agree with giz serve")
+        print("openai client: models, chat (whole, streamed), completions, json_schema and errors agree with giz serve")
+        print("structured answer:", answer)
     finally:
         server.send_signal(signal.SIGTERM)
         try:

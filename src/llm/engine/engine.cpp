@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
 #include "llm/models/language_model.h"
 
@@ -41,6 +42,7 @@ struct Running {
   std::vector<TokenId> generated;
   std::optional<StreamDecoder> decoder;  // only with stop strings
   std::string text;
+  std::optional<GrammarConstraint> grammar;  // only with a grammar
 };
 
 size_t commonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
@@ -58,6 +60,7 @@ struct Engine::Impl {
   std::vector<Slot> slots;
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
+  std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
 
   void validate(const Request& r) const {
     check(!r.prompt.empty(), "request: the prompt is empty");
@@ -76,6 +79,7 @@ struct Engine::Impl {
             "request: mark " + std::to_string(r.marks[i]) + " is not an ascending length within the prompt's " +
                 std::to_string(r.prompt.size()) + " tokens");
     check(r.stop.empty() || tokenizer, "request: stop strings need the engine's tokenizer");
+    check(!r.sampling.grammar || tokenizer, "request: a grammar needs the engine's tokenizer");
   }
 
   // The free slot holding the longest start of prompt (a chat's earlier turns), else any.
@@ -159,8 +163,10 @@ struct Engine::Impl {
     slot.held.insert(slot.held.end(), r.toFeed.begin(), r.toFeed.end());
     const Sampling& s = r.request.sampling;
     applyPenalties(row, s, r.request.prompt, r.generated);
+    if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
     const uint64_t index = r.generated.size();
     const TokenId token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
+    if (r.grammar) r.grammar->accept(token, *grammarTokens);
     if (s.logprobs >= 0) p.logprobs.push_back(logprobOf(row, token, s.logprobs));
     r.generated.push_back(token);
     p.tokens.push_back(token);
@@ -226,6 +232,10 @@ int Engine::add(const Request& request) {
   for (size_t mark : request.marks)
     if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
   if (!request.stop.empty()) r.decoder.emplace(*m.tokenizer, true);
+  if (request.sampling.grammar) {
+    if (!m.grammarTokens) m.grammarTokens = std::make_unique<GrammarTokens>(*m.tokenizer, m.endOfTurn);
+    r.grammar.emplace(request.sampling);
+  }
   const int id = m.nextId++;
   m.running.emplace(id, std::move(r));
   return id;

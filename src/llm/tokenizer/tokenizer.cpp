@@ -215,6 +215,15 @@ const std::string& Tokenizer::idToToken(TokenId id) const {
   return impl_->vocab.tokens[static_cast<size_t>(id)];
 }
 
+std::string Tokenizer::pieceBytes(TokenId id) const {
+  check(id >= 0 && static_cast<size_t>(id) < impl_->vocab.tokens.size(),
+        "tokenizer: token id " + std::to_string(id) + " out of range");
+  std::string bytes;
+  bool atStart = false;
+  impl_->appendPiece(bytes, id, false, atStart);
+  return bytes;
+}
+
 bool Tokenizer::isSpecial(TokenId id) const {
   return id >= 0 && static_cast<size_t>(id) < impl_->vocab.special.size() && impl_->vocab.special[static_cast<size_t>(id)];
 }
