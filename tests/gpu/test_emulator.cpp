@@ -154,6 +154,29 @@ TEST_F(Emulator, KernelsWrittenThroughMacros) {
   for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], static_cast<float>(31 - t));
 }
 
+TEST_F(Emulator, EachModuleHasItsOwnSharedMemory) {
+  // Two modules with the same template holding a __shared__ array: each must use its own block
+  // shared memory (g++ makes a template's static locals process-wide unique objects unless told
+  // not to; the second module then used the first one's memory).
+  if (g().properties().major < 8) GTEST_SKIP() << "gz_saddr needs 8.0";
+  const std::string common = gpu::mmaSource() + R"(
+template <int N> __device__ unsigned emu_offset() {
+  __shared__ float s[N];
+  s[threadIdx.x] = 1.0f;
+  return gz_saddr(s + threadIdx.x);
+}
+)";
+  auto b = g().allocate(32 * sizeof(unsigned));
+  uint64_t a = b.address();
+  for (const char* name : {"emu_unique_a", "emu_unique_b"}) {
+    const std::string source = common + "extern \"C\" __global__ void " + name +
+                               "(unsigned* out) { out[threadIdx.x] = emu_offset<32>(); }\n";
+    EXPECT_EQ(launchError(source, name, 32, 0, {&a}), "") << name;
+    const auto offsets = download<unsigned>(b, 32);
+    for (unsigned t = 1; t < 32; ++t) EXPECT_EQ(offsets[t], offsets[0] + 4 * t) << name;
+  }
+}
+
 TEST_F(Emulator, SharedMemoryStartsAsNaNInEveryBlock) {
   const std::string source = R"(
 extern "C" __global__ void emu_poison(float* out) {

@@ -211,7 +211,7 @@ std::string compilerVersion() {
     // The prelude's text is part of the key: an image built against another prelude (another
     // GzEmuCtx layout) must never be loaded from the cache. kFormat counts changes to what the
     // compile step generates around the source (the rewrites, trampolines, bound symbols).
-    constexpr int kFormat = 2;
+    constexpr int kFormat = 3;
     const std::string prelude = std::string(kPrelude[0]) + kAbi + kPrelude[1] + kMma;
     version = "emulator " + compilerCommand() + " " + (status == 0 ? output.substr(0, output.find('\n')) : "unknown") +
               " format " + std::to_string(kFormat) + " prelude " + hashText(prelude);
@@ -270,9 +270,13 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
   }
   const auto cpp = dir / "kernel.cpp", so = dir / "kernel.so";
   std::ofstream(cpp) << text.str();
+  // -fno-gnu-unique: a template's or inline function's static locals (the __shared__ references)
+  // are otherwise STB_GNU_UNIQUE, bound to the first module that defines them in the whole process
+  // even under RTLD_LOCAL: a second module holding the same kernel template then used the first
+  // one's shared memory, unmapped once that module was unloaded (a crash the tests found).
   const std::string command = compilerCommand() +
                               " -std=c++20 -O1 -ffp-contract=off -fno-fast-math -fno-strict-aliasing -w -shared "
-                              "-fPIC -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " +
+                              "-fPIC -fno-gnu-unique -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " +
                               so.string() + " " + cpp.string();
   output.clear();
   if (run(command, output) != 0)
