@@ -14,7 +14,7 @@ ctest --preset release -j "$jobs"
 
 cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize -j "$jobs"
-ctest --preset sanitize -j "$jobs" -LE slow
+ctest --preset sanitize -j "$jobs" -LE "slow|emulator"
 
 cmake --preset clang -DGIZML_BENCH=OFF -DCMAKE_CXX_FLAGS=-Werror >/dev/null
 cmake --build --preset clang -j "$jobs"

@@ -14,7 +14,7 @@ const std::string& preludeSource() {
 const std::string& fixedKernelSource() {
   static const std::string source = preludeSource() +
 #include "gpu/kernels/reduce.cu.inc"
-      + std::string(
+      + mmaSource() + std::string(
 #include "gpu/kernels/matmul.cu.inc"
       ) + std::string(
 #include "gpu/kernels/copy.cu.inc"

@@ -146,6 +146,22 @@ void assign(const Tensor& dst, const Tensor& src) {
   }
   // A strided destination: compute the values, then walk dst's strides element by element.
   const Tensor values = value.eval();
+  if (dst.onGpu()) {
+    // On a GPU (found by the GPU emulator: grad's slice gradient wrote a GPU view through host
+    // pointers): rows of contiguous elements at one stride, as a slice of a row-major tensor
+    // is, copied by the GPU's row copy.
+    std::vector<int64_t> sizes, strides;  // without the axes of length 1
+    for (int64_t d = 0; d < dst.ndim(); ++d)
+      if (dst.shape()[d] != 1) sizes.push_back(dst.shape()[d]), strides.push_back(dst.strides()[d]);
+    const size_t n = sizes.size();
+    bool rows = n >= 1 && strides[n - 1] == 1;
+    for (size_t d = 0; rows && d + 2 < n; ++d) rows = strides[d] == strides[d + 1] * sizes[d + 1];
+    check(rows, "assign: a GPU destination must be rows of contiguous elements at one stride (a slice of a row-major "
+                "tensor); copy it to the host for other layouts");
+    const int64_t row = n ? sizes[n - 1] : 1, outer = values.numel() / std::max<int64_t>(row, 1);
+    gpuops::copyRows(dst, 0, n >= 2 ? strides[n - 2] : row, values, row, outer, row);
+    return;
+  }
   const size_t size = dtypeSize(dst.dtype());
   const char* from = static_cast<const char*>(values.rawData());
   char* to = static_cast<char*>(dst.rawData());

@@ -46,6 +46,14 @@ void runOnGpu(tir::Kernel& k) {
   if (kernel.blocks == 0) return;
   check(kernel.blocks <= INT_MAX, "Tile::run: a grid of " + std::to_string(kernel.blocks) +
                                       " points is more than a GPU launch takes");
+  // F16/BF16 products run on the tensor cores with no fma fallback in the generated source: a
+  // GPU below 8.0 cannot compile them (found by the GPU emulator at GIZML_GPU_EMULATOR_ARCH=75).
+  // The helpers' guard macro marks a source that uses them (cudagen::mmaHelpers).
+  const bool tensorCores = kernel.source.find("GIZML_TILE_MMA_LIN") != std::string::npos;
+  check(!tensorCores || gpu.properties().major >= 8,
+        "Tile::run: the program's F16/BF16 products use tensor cores (mma.sync, compute capability 8.0 or later); " +
+            gpu.describe() + " is " + std::to_string(gpu.properties().major) + "." +
+            std::to_string(gpu.properties().minor));
   const int optin = gpu.properties().sharedPerBlockOptin;
   check(optin <= 0 || kernel.sharedBytes <= optin,
         "Tile::run: the program needs " + std::to_string(kernel.sharedBytes) + " bytes of shared memory, " +

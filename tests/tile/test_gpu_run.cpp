@@ -77,6 +77,7 @@ TEST_F(TileGpu, ProductF32BitsEqual) {
 }
 
 TEST_F(TileGpu, ProductBf16OnTensorCoresWithinTolerance) {
+  if (gpu().properties().major < 8) GTEST_SKIP() << "tensor cores need compute capability 8.0 (TensorCoresBelow80AreAnError)";
   // BF16 operands: mma.sync with f32 accumulators, in the hardware's order of additions. Products
   // of BF16 values are exact in f32, so the difference is the order (and the tensor cores'
   // accumulation): at most 1e-3 + 1e-4 |x| for these sums of 333 terms of magnitude <= 1.
@@ -91,6 +92,7 @@ TEST_F(TileGpu, ProductBf16OnTensorCoresWithinTolerance) {
 }
 
 TEST_F(TileGpu, ProductF16AlignedPipelineWithinTolerance) {
+  if (gpu().properties().major < 8) GTEST_SKIP() << "tensor cores need compute capability 8.0 (TensorCoresBelow80AreAnError)";
   // Shapes whose rows are 16-byte aligned: the pipeline's 16-byte cp.async path; F16 operands.
   const auto a = T::uniform(T::Key(5), {512, 256}, -1, 1, DType::F16),
              b = T::uniform(T::Key(6), {256, 384}, -1, 1, DType::F16);
@@ -102,7 +104,22 @@ TEST_F(TileGpu, ProductF16AlignedPipelineWithinTolerance) {
   }
 }
 
+TEST_F(TileGpu, TensorCoresBelow80AreAnError) {
+  // The generated F16/BF16 product has no fma fallback: below 8.0 (GIZML_GPU_EMULATOR_ARCH=75,
+  // or an older GPU) Tile::run says so instead of failing in the compiler.
+  if (gpu().properties().major >= 8) GTEST_SKIP() << "this GPU has tensor cores";
+  const auto a = T::uniform(T::Key(3), {64, 32}, -1, 1, DType::BF16), b = T::uniform(T::Key(4), {32, 64}, -1, 1, DType::BF16);
+  try {
+    (void)both(tileprog::productGrid(a, b, 64, 64), [](const auto& t) { return tileprog::product(t[0], t[1], 64, 64, 32); },
+               {a, b}, gpu());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor cores"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TileGpu, ProductOfCastTilesWithinTolerance) {
+  if (gpu().properties().major < 8) GTEST_SKIP() << "tensor cores need compute capability 8.0 (TensorCoresBelow80AreAnError)";
   // F32 tensors cast to BF16 tiles in the program: the tensor cores from registers.
   const auto c = T::uniform(T::Key(7), {200, 136}, -1, 1), d = T::uniform(T::Key(8), {136, 96}, -1, 1);
   const auto [cpu, g] = both(tileprog::productGrid(c, d, 64, 32),

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "gpu/device.h"
 #include "gpu/emulator/emulator.h"
 
 namespace gizhw::gpu::emulator {
@@ -111,10 +113,11 @@ std::string rewriteShared(const std::string& declaration, bool dynamic) {
     d.erase(at, close + 1 - at);
   }
   d = trim(d);
-  if (d.find_first_of(",=(") != std::string::npos)
+  const size_t bracket = d.find('[');
+  // Array bounds may hold any constant expression; the rest is a type and one name.
+  if (d.substr(0, bracket).find_first_of(",=(") != std::string::npos || d.find('=') != std::string::npos)
     throw Error("GPU emulator: unsupported __shared__ declaration (one variable, no initializer): __shared__ " +
                 declaration);
-  const size_t bracket = d.find('[');
   const std::string head = trim(d.substr(0, bracket));
   const std::string dims = bracket == std::string::npos ? "" : d.substr(bracket);
   size_t nameStart = head.size();
@@ -131,7 +134,8 @@ std::string rewriteShared(const std::string& declaration, bool dynamic) {
 
 }  // namespace
 
-std::string translate(const std::string& source, std::vector<std::string>& kernels) {
+std::string translate(const std::string& source, std::vector<std::string>& kernels,
+                      std::vector<std::string>* launchBounds) {
   const std::string code = codeOnly(source);
   std::string out;
   out.reserve(source.size() + 4096);
@@ -143,14 +147,22 @@ std::string translate(const std::string& source, std::vector<std::string>& kerne
       while (back > 0 && std::isspace(static_cast<unsigned char>(source[back - 1]))) --back;
       const bool externC = back >= 3 && source.compare(back - 3, 3, "\"C\"") == 0;
       size_t k = i + 10;
+      std::string launchBound;  // __launch_bounds__'s first argument: the most threads a block may have
       auto skipSpace = [&] { while (k < code.size() && std::isspace(static_cast<unsigned char>(code[k]))) ++k; };
       for (int guard = 0; guard < 4; ++guard) {
         skipSpace();
         if (wordAt(code, k, "void")) {
           k += 4;
         } else if (wordAt(code, k, "__launch_bounds__")) {
-          k = code.find(')', k);
-          k = k == std::string::npos ? code.size() : k + 1;
+          size_t open = code.find('(', k), at = open, argEnd = std::string::npos;
+          for (int depth = 0; at < code.size(); ++at) {
+            if (code[at] == '(') ++depth;
+            if (code[at] == ',' && depth == 1 && argEnd == std::string::npos) argEnd = at;
+            if (code[at] == ')' && --depth == 0) break;
+          }
+          if (open != std::string::npos && at < code.size())
+            launchBound = source.substr(open + 1, std::min(argEnd, at) - open - 1);
+          k = at < code.size() ? at + 1 : code.size();
         }
       }
       skipSpace();
@@ -158,7 +170,10 @@ std::string translate(const std::string& source, std::vector<std::string>& kerne
       while (e < code.size() && identChar(code[e])) ++e;
       size_t paren = e;
       while (paren < code.size() && std::isspace(static_cast<unsigned char>(code[paren]))) ++paren;
-      if (externC && e > k && paren < code.size() && code[paren] == '(') kernels.push_back(source.substr(k, e - k));
+      if (externC && e > k && paren < code.size() && code[paren] == '(') {
+        kernels.push_back(source.substr(k, e - k));
+        if (launchBounds) launchBounds->push_back(launchBound);
+      }
       continue;
     }
     if (!wordAt(code, i, "__shared__")) continue;
@@ -193,27 +208,33 @@ std::string compilerVersion() {
   std::call_once(once, [] {
     std::string output;
     const int status = run(compilerCommand() + " --version", output);
-    version = "emulator " + compilerCommand() + " " + (status == 0 ? output.substr(0, output.find('\n')) : "unknown");
+    // The prelude's text is part of the key: an image built against another prelude (another
+    // GzEmuCtx layout) must never be loaded from the cache. kFormat counts changes to what the
+    // compile step generates around the source (the rewrites, trampolines, bound symbols).
+    constexpr int kFormat = 3;
+    const std::string prelude = std::string(kPrelude[0]) + kAbi + kPrelude[1] + kMma;
+    version = "emulator " + compilerCommand() + " " + (status == 0 ? output.substr(0, output.find('\n')) : "unknown") +
+              " format " + std::to_string(kFormat) + " prelude " + hashText(prelude);
   });
   return version;
 }
 
 std::vector<char> compile(const std::string& source, const Properties& properties) {
-  std::vector<std::string> kernels;
-  const std::string body = translate(source, kernels);
-  std::ostringstream text;
-  text << "#define GZ_EMU_ARCH " << properties.major * 10 + properties.minor << "\n"
-       << "#define GZ_EMU_DYNAMIC_BYTES " << kDynamicSharedBytes << "\n"
-       << "#define GZ_EMU_STATIC_BYTES " << kStaticSharedBytes << "\n"
-       << kPrelude[0] << kAbi << kPrelude[1] << kMma << "#line 1 \"kernel.cu\"\n"
-       << body << "\n";
-  for (const std::string& k : kernels)
-    text << "extern \"C\" void " << k << "__gz_emu(void** p) { gz_emu_call(" << k << ", p); }\n";
+  const int arch = properties.major * 10 + properties.minor;
+  std::ostringstream defines;
+  defines << "#define GZ_EMU_ARCH " << arch << "\n"
+          << "#define GZ_EMU_DYNAMIC_BYTES " << kDynamicSharedBytes << "\n"
+          << "#define GZ_EMU_STATIC_BYTES " << kStaticSharedBytes << "\n";
+  // What mma.inc defines, known to the kernel source's own #if tests when it is preprocessed.
+  std::string macros = defines.str() + "#define GIZML_MMA_HELPERS 1\n";
+  if (arch >= 80) macros += "#define GIZML_HAVE_MMA 1\n";
+  if (arch >= 89) macros += "#define GIZML_HAVE_MMA_E4M3 1\n";
 
+  static std::atomic<unsigned> counter{0};  // one folder per compilation, threads included
   std::error_code ec;
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("gizml-emu-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()) + "-" +
-                    std::to_string(reinterpret_cast<uintptr_t>(&text) & 0xffff));
+                   ("gizml-emu-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" +
+                    std::to_string(std::rand()));
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("GPU emulator: cannot create " + dir.string() + ": " + ec.message());
   struct Cleanup {
@@ -223,13 +244,41 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
       std::filesystem::remove_all(dir, e);
     }
   } cleanup{dir};
+  // The kernel source is preprocessed first (its own macros expanded, #if tests decided), so that
+  // kernels and __shared__ declarations written through macros are found; line markers keep
+  // the compiler's messages and __syncthreads' lines on the source's lines.
+  const auto raw = dir / "kernel.cu", pre = dir / "kernel.ii";
+  std::ofstream(raw) << macros << "#line 1 \"kernel.cu\"\n" << source << "\n";
+  std::string output;
+  if (run(compilerCommand() + " -E -x c++ -std=c++20 -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " + pre.string() + " " +
+              raw.string(),
+          output) != 0)
+    throw Error("GPU emulator: " + compilerCommand() + " failed to preprocess the kernel source:\n" +
+                firstLines(output, 30));
+  std::ifstream preIn(pre);
+  const std::string expanded((std::istreambuf_iterator<char>(preIn)), std::istreambuf_iterator<char>());
+  std::vector<std::string> kernels, bounds;
+  const std::string body = translate(expanded, kernels, &bounds);
+  std::ostringstream text;
+  text << defines.str() << kPrelude[0] << kAbi << kPrelude[1] << kMma << body << "\n";
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const std::string& k = kernels[i];
+    text << "extern \"C\" void " << k << "__gz_emu(void** p) { gz_emu_call(" << k << ", p); }\n";
+    // The launch checks a block against the kernel's __launch_bounds__, as a GPU does.
+    if (!bounds[i].empty())
+      text << "extern \"C\" const unsigned " << k << "__gz_emu_bounds = (unsigned)(" << bounds[i] << ");\n";
+  }
   const auto cpp = dir / "kernel.cpp", so = dir / "kernel.so";
   std::ofstream(cpp) << text.str();
+  // -fno-gnu-unique: a template's or inline function's static locals (the __shared__ references)
+  // are otherwise STB_GNU_UNIQUE, bound to the first module that defines them in the whole process
+  // even under RTLD_LOCAL: a second module holding the same kernel template then used the first
+  // one's shared memory, unmapped once that module was unloaded (a crash the tests found).
   const std::string command = compilerCommand() +
                               " -std=c++20 -O1 -ffp-contract=off -fno-fast-math -fno-strict-aliasing -w -shared "
-                              "-fPIC -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " +
+                              "-fPIC -fno-gnu-unique -DGIZML_CUDA=1 -DGIZML_EMU=1 -o " +
                               so.string() + " " + cpp.string();
-  std::string output;
+  output.clear();
   if (run(command, output) != 0)
     throw Error("GPU emulator: " + compilerCommand() + " failed to compile the kernel source:\n" +
                 firstLines(output, 30));

@@ -23,8 +23,10 @@ std::string compilerVersion();
 /// A compile error is a gizml::Error with the compiler's first lines.
 std::vector<char> compile(const std::string& source, const Properties& properties);
 
-/// The rewritten source (without the prelude) and its kernels' names: exposed for the tests.
-std::string translate(const std::string& source, std::vector<std::string>& kernels);
+/// The rewritten source (without the prelude), its kernels' names and, when asked, each one's
+/// __launch_bounds__ thread limit (an expression; empty when none): exposed for the tests.
+std::string translate(const std::string& source, std::vector<std::string>& kernels,
+                      std::vector<std::string>* launchBounds = nullptr);
 
 // Sizes the prelude and the runner agree on.
 constexpr unsigned kDynamicSharedBytes = 232448;     // the most any architecture opts in to (9.0)

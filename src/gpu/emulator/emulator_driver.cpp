@@ -145,6 +145,8 @@ int moduleGetFunction(Handle* function, Handle module, const char* name) {
   f->module = m;
   f->entry = reinterpret_cast<void (*)(void**)>(entry);
   f->name = name;
+  if (const auto* bound = static_cast<const unsigned*>(dlsym(m->dl, (std::string(name) + "__gz_emu_bounds").c_str())))
+    f->maxThreads = *bound;
   *function = f.get();
   m->functions.push_back(std::move(f));
   return kSuccess;
@@ -168,6 +170,9 @@ int launchKernel(Handle function, unsigned gx, unsigned gy, unsigned gz, unsigne
     return fail(kInvalidValue, "launch of " + f->name + ": grid " + std::to_string(gx) + "x" + std::to_string(gy) + "x" +
                                    std::to_string(gz) + ", block " + std::to_string(bx) + "x" + std::to_string(by) +
                                    "x" + std::to_string(bz) + " is outside CUDA's limits");
+  if (threads > f->maxThreads)
+    return fail(kInvalidValue, "launch of " + f->name + ": a block of " + std::to_string(threads) +
+                                   " threads, more than its __launch_bounds__ of " + std::to_string(f->maxThreads));
   if (sharedBytes > f->maxDynamicShared)
     return fail(kInvalidValue, "launch of " + f->name + ": " + std::to_string(sharedBytes) +
                                    " bytes of dynamic shared memory without cuFuncSetAttribute raising the " +
@@ -338,11 +343,13 @@ bool requested() {
 bool loadDriver(DriverApi& api, std::string& why) {
   if (const char* arch = std::getenv("GIZML_GPU_EMULATOR_ARCH"); arch && *arch) {
     const std::string a = arch;
-    if (a == "80") gConfig = {8, 0, gConfig.memory, 166912};
+    // 75 (Turing: no GIZML_HAVE_MMA) runs the kernels' plain paths, as AMD and older GPUs do.
+    if (a == "75") gConfig = {7, 5, gConfig.memory, 65536};
+    else if (a == "80") gConfig = {8, 0, gConfig.memory, 166912};
     else if (a == "89") gConfig = {8, 9, gConfig.memory, 101376};
     else if (a == "90") gConfig = {9, 0, gConfig.memory, 232448};
     else {
-      why = "GIZML_GPU_EMULATOR_ARCH=" + a + ": the emulator knows 80, 89 and 90";
+      why = "GIZML_GPU_EMULATOR_ARCH=" + a + ": the emulator knows 75, 80, 89 and 90";
       return false;
     }
   }

@@ -7,7 +7,9 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -31,7 +33,7 @@ enum class State { Ready, AtBarrier, AtWarp, Done };
 // Switching between fibers: on x86-64 a few instructions saving the callee-saved registers
 // (swapcontext also saves the signal mask, a system call per switch: 50x slower, and a block of
 // 256 threads with a shuffle loop switches millions of times); elsewhere ucontext.
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(GZ_EMU_UCONTEXT)  // -DGZ_EMU_UCONTEXT tries the portable path
 #define GZ_EMU_FAST_SWITCH 1
 extern "C" void gz_emu_switch(void** save, void* next);
 asm(R"(
@@ -90,6 +92,7 @@ struct Run {
   GzEmuCtx ctx{};
   std::vector<Warp> warps;
   unsigned threads = 0, live = 0, atBarrier = 0;
+  std::vector<unsigned> order;  // the order fibers run in between barriers (GIZML_GPU_EMULATOR_SCHEDULE)
   Fiber* current = nullptr;
 #if defined(GZ_EMU_FAST_SWITCH)
   void* scheduler = nullptr;
@@ -340,8 +343,8 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
   unsigned done = 0;
   while (done < r.threads) {
     bool ran = false;
-    for (unsigned i = 0; i < r.threads; ++i) {
-      Fiber& f = *gFibers[i];
+    for (unsigned k = 0; k < r.threads; ++k) {
+      Fiber& f = *gFibers[r.order[k]];
       if (f.state != State::Ready) continue;
       r.current = &f;
       r.ctx.thread = &f.thread;
@@ -385,6 +388,24 @@ std::string run(const Function& f, const LaunchShape& shape, void** params) {
   r.module = f.module;
   r.threads = shape.block[0] * shape.block[1] * shape.block[2];
   r.warps.resize((r.threads + 31) / 32);
+  // Threads run in index order unless GIZML_GPU_EMULATOR_SCHEDULE says "reverse" or "shuffle":
+  // a kernel whose result changes with the order has a race (a read of another thread's write
+  // with no barrier between), which one fixed order would hide.
+  r.order.resize(r.threads);
+  for (unsigned i = 0; i < r.threads; ++i) r.order[i] = i;
+  static const std::string schedule = [] {
+    const char* v = std::getenv("GIZML_GPU_EMULATOR_SCHEDULE");
+    return std::string(v ? v : "");
+  }();
+  if (schedule == "reverse") {
+    std::reverse(r.order.begin(), r.order.end());
+  } else if (schedule == "shuffle") {
+    static uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (unsigned i = r.threads; i > 1; --i) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      std::swap(r.order[i - 1], r.order[(seed >> 33) % i]);
+    }
+  }
   r.ctx.blockDim = {shape.block[0], shape.block[1], shape.block[2]};
   r.ctx.gridDim = {shape.grid[0], shape.grid[1], shape.grid[2]};
   r.ctx.dynamicBytes = shape.sharedBytes;

@@ -18,6 +18,7 @@ struct Function {
   void (*entry)(void**) = nullptr;  // the kernel's trampoline
   std::string name;
   unsigned maxDynamicShared = 48 * 1024;  // raised by cuFuncSetAttribute, as on a GPU
+  unsigned maxThreads = 1024;             // __launch_bounds__'s limit, when the kernel gives one
 };
 
 /// A loaded kernel shared object and the symbols of its prelude.
