@@ -1,7 +1,8 @@
 #pragma once
 // Which tokens a grammar allows next: the tokens' bytes in a trie, walked once with the parse
 // stacks (a branch ends where no stack takes its byte), remembered for each set of stacks a
-// text reaches (JSON comes back to the same few: inside a string, after a comma, ...).
+// text reaches (JSON comes back to the same few: inside a string, after a comma, ...). A walk
+// steps each distinct set of stacks on each byte once (TokenMask::States).
 #include <gizml/grammar.h>
 
 #include <map>
@@ -24,7 +25,8 @@ class TokenMask {
     std::vector<std::pair<unsigned char, int32_t>> children;
     std::vector<int32_t> tokens;  // the tokens whose bytes end here
   };
-  void walk(const Rules& rules, int32_t node, const std::vector<Matcher::Stack>& stacks, std::vector<bool>& out) const;
+  class States;
+  void walk(States& states, int32_t node, int32_t state, std::vector<bool>& out) const;
 
   std::vector<Node> nodes_;
   size_t vocab_ = 0;
