@@ -43,10 +43,11 @@ class TokenMask::States {
 
   // The state after byte b from state s; -1 when no stack takes b.
   int32_t next(int32_t s, unsigned char b) {
-    int32_t& to = steps_[static_cast<size_t>(s)][b];
+    int32_t to = steps_[static_cast<size_t>(s)][b];
     if (to == kUnknown) {
       const std::vector<Matcher::Stack> after = advanceStacks(rules_, sets_[static_cast<size_t>(s)], b);
-      to = after.empty() ? -1 : id(after);
+      to = after.empty() ? -1 : id(after);  // may add a row to steps_: index it again after
+      steps_[static_cast<size_t>(s)][b] = to;
     }
     return to;
   }
