@@ -17,13 +17,9 @@ namespace gpu = gizhw::gpu;
 namespace N = gizml::netops;
 
 int main(int argc, char** argv) {
-  auto g = gpu::open();
-  if (!g) {
-    std::printf("bench_attention_rows: no GPU found, nothing to measure\n");
-    return 0;
-  }
+  auto g = benchmarkGpu("bench_attention_rows");
+  if (!g) return 0;
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  std::printf("device: %s\n", g->describe().c_str());
   const int64_t heads = quick ? 2 : 24;
   for (int64_t head : {int64_t{64}, int64_t{128}}) {
     for (int64_t n : quick ? std::vector<int64_t>{256} : std::vector<int64_t>{1024, 4096, 16384}) {

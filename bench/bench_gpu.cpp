@@ -16,14 +16,9 @@ using namespace gizml;
 namespace gpu = gizhw::gpu;
 
 int main(int argc, char** argv) {
-  auto g = gpu::open();
-  if (!g) {
-    std::printf("bench_gpu: no GPU found, nothing to measure\n");
-    return 0;
-  }
+  auto g = benchmarkGpu("bench_gpu");
+  if (!g) return 0;
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  std::printf("device: %s, %d SMs, %.1f GiB\n", g->describe().c_str(), g->properties().multiprocessors,
-              static_cast<double>(g->properties().memoryBytes) / (1 << 30));
   const int64_t n = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);  // 1 GiB of f32 (64 MiB quick)
   const auto x = T::uniform(T::Key(1), {n}, -1, 1).on(*g), y = T::uniform(T::Key(2), {n}, -1, 1).on(*g);
   g->synchronize();

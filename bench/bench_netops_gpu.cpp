@@ -20,13 +20,9 @@ namespace gpu = gizhw::gpu;
 namespace N = gizml::netops;
 
 int main(int argc, char** argv) {
-  auto g = gpu::open();
-  if (!g) {
-    std::printf("bench_netops_gpu: no GPU found, nothing to measure\n");
-    return 0;
-  }
+  auto g = benchmarkGpu("bench_netops_gpu");
+  if (!g) return 0;
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  std::printf("device: %s\n", g->describe().c_str());
 
   // VAE decoder convolutions: channels x (height x width), 3x3 pad 1, channels in = out.
   struct Conv {

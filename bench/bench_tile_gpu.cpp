@@ -102,13 +102,9 @@ void rowPrograms(gpu::Gpu& g, bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto g = gpu::open();
-  if (!g) {
-    std::printf("bench_tile_gpu: no GPU found, nothing to measure\n");
-    return 0;
-  }
+  auto g = benchmarkGpu("bench_tile_gpu");
+  if (!g) return 0;
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  std::printf("device: %s\n", g->describe().c_str());
   for (int64_t n : quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{4096, 8192}) {
     const auto a = T::normal(T::Key(3), {n, n}).cast(DType::BF16).on(*g);
     const auto b = T::normal(T::Key(4), {n, n}).cast(DType::BF16).on(*g);

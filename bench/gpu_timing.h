@@ -4,7 +4,9 @@
 #include <gizhw/gpu.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
+#include <optional>
 #include <vector>
 
 inline double medianMs(gizhw::gpu::Gpu& g, int reps, const std::function<void()>& body) {
@@ -21,4 +23,16 @@ inline double medianMs(gizhw::gpu::Gpu& g, int reps, const std::function<void()>
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+/// The GPU a benchmark runs on, its description printed; none (and a line saying so) without one.
+inline std::optional<gizhw::gpu::Gpu> benchmarkGpu(const char* program) {
+  auto g = gizhw::gpu::open();
+  if (!g) {
+    std::printf("%s: no GPU found, nothing to measure\n", program);
+    return g;
+  }
+  std::printf("device: %s, %d SMs, %.1f GiB\n", g->describe().c_str(), g->properties().multiprocessors,
+              static_cast<double>(g->properties().memoryBytes) / (1 << 30));
+  return g;
 }

@@ -54,17 +54,8 @@ bool loadCudaDriver(DriverApi& api, std::string& why) {
   api.vendor = Vendor::Nvidia;
   api.dl = dl;
   api.prefix = "cuda";
-  // cuda.h's numbers: CU_DEVICE_ATTRIBUTE_*, CU_FUNC_ATTRIBUTE_*, CUDA_ERROR_OUT_OF_MEMORY.
-  api.attrComputeMajor = 75;
-  api.attrComputeMinor = 76;
-  api.attrMultiprocessors = 16;
-  api.attrL2Bytes = 38;
-  api.attrWarpSize = 10;
-  api.attrSharedOptin = 97;
-  api.funcAttrMaxDynamicShared = 8;
-  api.errorOutOfMemory = 2;
-  api.streamNonBlocking = 1;
-  api.hostAllocPortable = 1;
+  // cuda.h's numbers (CU_DEVICE_ATTRIBUTE_*, CU_FUNC_ATTRIBUTE_*, CUDA_ERROR_OUT_OF_MEMORY) are
+  // DriverApi's defaults.
   return true;
 }
 

@@ -59,7 +59,7 @@ struct DriverApi {
   int (*getErrorName)(int error, const char** name) = nullptr;    // CUDA style (HIP adapted)
   int (*getErrorString)(int error, const char** text) = nullptr;
 
-  // The vendor's numbers for what we ask.
+  // The vendor's numbers for what we ask; the defaults are cuda.h's (HIP sets its own).
   int attrComputeMajor = 75, attrComputeMinor = 76, attrMultiprocessors = 16, attrL2Bytes = 38,
       attrWarpSize = 10, attrSharedOptin = 97;
   int funcAttrMaxDynamicShared = 8;

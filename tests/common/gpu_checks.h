@@ -1,6 +1,7 @@
 #pragma once
-// Checks the GPU test suites share: ptxas over generated PTX, and bit equality of a GPU result
-// with the CPU's.
+// What the GPU test suites share: a fixture that opens the GPU (or skips), ptxas over generated
+// PTX, and bit equality of a GPU result with the CPU's.
+#include <gizhw/gpu.h>
 #include <gizml/tensor.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,9 +11,24 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace gizml::test {
+
+/// A suite of GPU tests: each test gets the first GPU (a real one, or the host emulator under
+/// GIZML_GPU_EMULATOR=1) and is skipped where there is none.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gpu_ = gizhw::gpu::open();
+    if (!gpu_) GTEST_SKIP() << "no GPU found (no libcuda.so.1 / libamdhip64.so with a device, no GIZML_GPU_EMULATOR=1)";
+  }
+  gizhw::gpu::Gpu& gpu() { return *gpu_; }
+  /// t copied to the GPU.
+  T::Tensor on(const T::Tensor& t) const { return t.on(*gpu_); }
+  std::optional<gizhw::gpu::Gpu> gpu_;
+};
 
 inline const char* kPtxas = "/usr/local/cuda/bin/ptxas";
 

@@ -15,17 +15,7 @@ using gizml::test::expectBits;
 
 namespace {
 
-class Gpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    gpu_ = gizhw::gpu::open();
-    if (!gpu_) {
-      GTEST_SKIP() << "no GPU found (no libcuda.so.1 / libamdhip64.so with a device): GPU test skipped";
-    }
-  }
-  gizhw::gpu::Gpu& gpu() { return *gpu_; }
-  std::optional<gizhw::gpu::Gpu> gpu_;
-};
+class Gpu : public gizml::test::GpuTest {};
 
 T::Tensor random(uint64_t seed, const T::Shape& shape, DType dtype = DType::F32) {
   return T::normal(T::Key(seed), shape).cast(dtype);

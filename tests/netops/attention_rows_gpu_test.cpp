@@ -69,12 +69,8 @@ double toleranceFor(const gpu::Gpu& g, int64_t head) {
              : kPlainTolerance;
 }
 
-class NetopsAttentionRowsGpu : public ::testing::Test {
+class NetopsAttentionRowsGpu : public gizml::test::GpuTest {
  protected:
-  void SetUp() override {
-    gpu_ = gpu::open();
-    if (!gpu_) GTEST_SKIP() << "no GPU found (no libcuda.so.1 / libamdhip64.so with a device, no GIZML_GPU_EMULATOR=1)";
-  }
   N::HeadPrep prepFor(int64_t head, int64_t rows, int64_t half, bool onGpu) const {
     N::HeadPrep p;
     p.qw = T::normal(T::Key(91), {head}, 1.0, 0.2);
@@ -95,7 +91,6 @@ class NetopsAttentionRowsGpu : public ::testing::Test {
     }
     return p;
   }
-  std::optional<gpu::Gpu> gpu_;
 };
 
 }  // namespace

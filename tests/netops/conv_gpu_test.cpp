@@ -35,15 +35,7 @@ std::string label(const char* fn, std::initializer_list<int64_t> args) {
   return s;
 }
 
-class NetopsConvGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    gpu_ = gpu::open();
-    if (!gpu_) GTEST_SKIP() << "no GPU found (no libcuda.so.1 / libamdhip64.so with a device): GPU test skipped";
-  }
-  T::Tensor on(const T::Tensor& t) const { return t.on(*gpu_); }
-  std::optional<gpu::Gpu> gpu_;
-};
+class NetopsConvGpu : public gizml::test::GpuTest {};
 
 // BF16 products against the host's F32: each operand rounds to BF16 (relative error <= 2^-9), so
 // each product moves by at most about 2^-8 of |w p|, and the sum by 2^-8 of S = sum |w| |p| (the

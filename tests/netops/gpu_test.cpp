@@ -6,18 +6,13 @@
 #include <bit>
 #include <optional>
 
+#include "common/gpu_checks.h"
+
 using namespace gizml;
 
 namespace {
 
-class NetopsGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    gpu_ = gizhw::gpu::open();
-    if (!gpu_) GTEST_SKIP() << "no GPU found: GPU test skipped";
-  }
-  std::optional<gizhw::gpu::Gpu> gpu_;
-};
+class NetopsGpu : public gizml::test::GpuTest {};
 
 T::Tensor randomTensor(uint64_t seed, const T::Shape& shape, double spread = 2.0) {
   return T::uniform(T::Key(seed), shape, -spread, spread);
@@ -78,4 +73,5 @@ TEST_F(NetopsGpu, CrossEntropyRowsGiveTheHostsBits) {
   }
 }
 
-}  // namespace
+}  // namespace#include "common/gpu_checks.h"
+

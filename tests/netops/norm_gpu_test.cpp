@@ -32,15 +32,7 @@ namespace gpu = gizhw::gpu;
 
 namespace {
 
-class NetopsNormGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    gpu_ = gpu::open();
-    if (!gpu_) GTEST_SKIP() << "no GPU found (no libcuda.so.1 / libamdhip64.so with a device): GPU test skipped";
-  }
-  T::Tensor on(const T::Tensor& t) const { return t.on(*gpu_); }
-  std::optional<gpu::Gpu> gpu_;
-};
+class NetopsNormGpu : public gizml::test::GpuTest {};
 
 // Normal values rounded to BF16 (as BF16, or as their F32 values with asF32).
 T::Tensor bf16Values(const T::Shape& shape, uint64_t seed, double scale = 1.0, double mean = 0.0, bool asF32 = false) {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 
+#include "common/gpu_checks.h"
 #include "common/expect_error.h"
 #include "gpu/tensor_ops.h"
 
@@ -21,17 +22,12 @@ namespace gpu = gizhw::gpu;
 
 namespace {
 
-class NetopsRowsGpu : public ::testing::Test {
+class NetopsRowsGpu : public gizml::test::GpuTest {
  protected:
-  void SetUp() override {
-    gpu_ = gpu::open();
-    if (!gpu_) GTEST_SKIP() << "no GPU found (no libcuda.so.1 / libamdhip64.so with a device): GPU test skipped";
-  }
   T::Tensor upload(const T::Shape& shape, const std::vector<float>& v) const {
     return T::tensor(shape, std::vector<double>(v.begin(), v.end())).on(*gpu_);
   }
   static uint64_t at(const T::Tensor& t) { return gpuops::address(t); }
-  std::optional<gpu::Gpu> gpu_;
 };
 
 std::vector<float> randomFloats(size_t n, uint64_t seed, double scale = 1.0) {

@@ -20,15 +20,7 @@ using gizml::test::expectBits;
 
 namespace {
 
-class TileGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    gpu_ = gizhw::gpu::open();
-    if (!gpu_) GTEST_SKIP() << "no GPU found (no libcuda.so.1 with a device): tile GPU test skipped";
-  }
-  gizhw::gpu::Gpu& gpu() { return *gpu_; }
-  std::optional<gizhw::gpu::Gpu> gpu_;
-};
+class TileGpu : public gizml::test::GpuTest {};
 
 // Runs body over the host tensors on the CPU and over their GPU copies on the GPU (the bodies
 // read the tensors they were made with: `make` builds one from given tensors).

@@ -398,16 +398,8 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.eventElapsedTime = eventElapsedTime;
   api.getErrorName = getErrorName;
   api.getErrorString = getErrorString;
-  api.attrComputeMajor = 75;
-  api.attrComputeMinor = 76;
-  api.attrMultiprocessors = 16;
-  api.attrL2Bytes = 38;
-  api.attrWarpSize = 10;
-  api.attrSharedOptin = 97;
-  api.funcAttrMaxDynamicShared = 8;
+  // The attribute and flag numbers are CUDA's (DriverApi's defaults); the error code is ours.
   api.errorOutOfMemory = kOutOfMemory;
-  api.streamNonBlocking = 1;
-  api.hostAllocPortable = 1;
   return true;
 }
 
