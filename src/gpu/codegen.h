@@ -39,6 +39,9 @@ const std::string& preludeSource();
 const std::string& netopsRowsKernelSource();
 /// The tensor-core and asynchronous-copy wrappers (kernels/mma.cu.inc), for kernels that include them.
 const std::string& mmaSource();
+/// The sm_90a wrapper gz_wgmma<n, f16> (declared in mma.cu.inc) for one N (a multiple of 8 in
+/// [8, 256]): the instruction names each of its n / 2 accumulator registers.
+std::string wgmmaSource(int n, bool f16);
 /// Attention over packed BF16 rows (kernels/netops_attention_rows.cu.inc, its 8-bit path in
 /// netops_attention8.cu.inc) with the prelude and the mma wrappers; defined in
 /// src/netops/attention_rows_gpu.cpp.
