@@ -133,10 +133,11 @@ class Codegen {
     std::string head = "  const int t = threadIdx.x;\n";
     const int64_t bytes = pipelineBytes_ + generalWords_ * 4;
     if (bytes) {
-      head += "  extern __shared__ __align__(16) float gz_smem[];\n";
+      // Aligned for the swizzle atoms of tensor-core operands (cudagen::SharedBlock).
+      head += "  extern __shared__ __align__(1024) float gz_smem[];\n";
       if (generalWords_) head += "  float* const gz_s = gz_smem + " + std::to_string(pipelineBytes_ / 4) + ";\n";
       if (usesHalves_) head += "  unsigned short* const gz_h = (unsigned short*)gz_s;\n";
-      if (pipelineBytes_) head += "  unsigned short* const gz_pipe = (unsigned short*)gz_smem;\n";
+      if (pipelineBytes_) head += "  unsigned char* const gz_pipe = (unsigned char*)gz_smem;\n";
     }
 
     CudaKernel out;
@@ -270,8 +271,8 @@ class Codegen {
         p.loadA = la;
         p.loadB = lb;
         const Shape &a = value(op.args[0]).shape, &b = value(op.args[1]).shape;
-        p.aBytes = cudagen::paddedBytes(a[0], a[1]);
-        p.stageBytes = p.aBytes + cudagen::paddedBytes(b[0], b[1]);
+        p.aBytes = cudagen::sharedBlock(a[0], a[1]).bytes();
+        p.stageBytes = p.aBytes + cudagen::sharedBlock(b[0], b[1]).bytes();
         p.offset = pipelineBytes_;
         pipelineBytes_ += p.stageBytes * k_.stages;
         pipelines_[static_cast<int>(i)] = p;
@@ -330,15 +331,17 @@ class Codegen {
     forRegisters(layout(id), "if (L >= 0) gz_s[" + std::to_string(base) + " + L] = " + v(id) + "[e];");
   }
 
-  // Value id ([rows, cols], F16/BF16 values) as 2-byte halves in padded shared memory from half `base`.
+  // Value id ([rows, cols], F16/BF16 values) as 2-byte halves in shared memory from half `base`,
+  // laid out as cudagen::sharedBlock says.
   void toSharedHalves(int id, int64_t base) {
     const Shape& s = value(id).shape;
+    const cudagen::SharedBlock block = cudagen::sharedBlock(s[0], s[1]);
     usesHalves_ = true;
-    needWords((base + s[0] * cudagen::pitchHalves(s[1])) / 2);
+    needWords((base * 2 + block.bytes()) / 4);
     const std::string bits = (value(id).dtype == DType::F16 ? "gz_f2h(" : "gz_f2bf(") + v(id) + "[e])";
-    forRegisters(layout(id), "if (L >= 0) gz_h[" + std::to_string(base) + " + L / " + std::to_string(s[1]) + " * " +
-                                 std::to_string(cudagen::pitchHalves(s[1])) + " + L % " + std::to_string(s[1]) +
-                                 "] = " + bits + ";");
+    const std::string cols = std::to_string(s[1]);
+    forRegisters(layout(id), "if (L >= 0) gz_h[" + std::to_string(base) + " + gz_swz(L / " + cols + ", L % " + cols +
+                                 " / 8, " + block.swizzleArgs() + ") / 2 + L % 8] = " + bits + ";");
   }
 
   // Value id in layout `to` of shape `toShape`: itself when it is already there, else a new
@@ -429,15 +432,15 @@ class Codegen {
     line("const long long gz_k = " + iteration + ";");
     line("if (gz_k < " + end + ") {");
     ++depth_;
-    line("unsigned short* const gz_buf = gz_pipe + (" + std::to_string(p.offset) + "LL + (gz_k - " + start + ") % " +
-         std::to_string(k_.stages) + " * " + std::to_string(p.stageBytes) + "LL) / 2;");
+    line("unsigned char* const gz_buf = gz_pipe + " + std::to_string(p.offset) + "LL + (gz_k - " + start + ") % " +
+         std::to_string(k_.stages) + " * " + std::to_string(p.stageBytes) + "LL;");
     for (int which = 0; which < 2; ++which) {
       const tir::Op& load = k_.ops[static_cast<size_t>(which == 0 ? p.loadA : p.loadB)];
       const tir::Operand& o = k_.operands[static_cast<size_t>(load.operand)];
       const std::string row0 = indexAt(load.args[0], begin.result, "gz_k") + " * " + std::to_string(o.block[0]) + "LL";
       const std::string col0 = indexAt(load.args[1], begin.result, "gz_k") + " * " + std::to_string(o.block[1]) + "LL";
       lines(cudagen::copyBlockAsync(o, "t" + std::to_string(load.operand), row0, col0,
-                                    which == 0 ? "gz_buf" : "(gz_buf + " + std::to_string(p.aBytes / 2) + ")", threads_));
+                                    which == 0 ? "gz_buf" : "(gz_buf + " + std::to_string(p.aBytes) + ")", threads_));
     }
     --depth_;
     line("}");
@@ -468,7 +471,7 @@ class Codegen {
       } else {
         line("__syncthreads();");
         toSharedHalves(op.args[0], 0);
-        const int64_t bBase = cudagen::paddedBytes(a[0], a[1]) / 2;
+        const int64_t bBase = cudagen::sharedBlock(a[0], a[1]).bytes() / 2;
         toSharedHalves(op.args[1], bBase);
         line("__syncthreads();");
         sa = "gz_saddr(gz_h)";

@@ -26,20 +26,32 @@ bool mmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out);
 /// include-guarded.
 std::string mmaHelpers();
 
-/// Halves of a padded [rows, cols] operand in shared memory: rows of cols + 8 halves, so that
-/// ldmatrix's eight 16-byte rows fall in different banks.
-inline int64_t pitchHalves(int64_t cols) { return cols + 8; }
-inline int64_t paddedBytes(int64_t rows, int64_t cols) { return rows * pitchHalves(cols) * 2; }
+/// How a [rows, cols] block of 2-byte values (cols a multiple of 8) lies in shared memory: column
+/// panels of `chunks` 16-byte chunks a row (the largest power of two up to 8 dividing cols / 8),
+/// panel after panel, and in each the chunks of a row XOR-swizzled by the row's address bits
+/// (gz_swz in mmaHelpers). ldmatrix's eight row addresses of one chunk column then fall in eight
+/// different bank groups, and a panel is wgmma's 128-, 64- or 32-byte swizzle atom for 8, 4 or 2
+/// chunks (no swizzle for 1).
+struct SharedBlock {
+  int64_t rows = 0, cols = 0;
+  int chunks = 1;
+  /// The bytes it takes, rounded up to 1024 so that the next block starts on an atom boundary.
+  int64_t bytes() const { return (rows * cols * 2 + 1023) / 1024 * 1024; }
+  int64_t panelBytes() const { return rows * chunks * 16; }
+  /// gz_swz's arguments after the row and the chunk.
+  std::string swizzleArgs() const { return std::to_string(rows) + ", " + std::to_string(chunks); }
+};
+SharedBlock sharedBlock(int64_t rows, int64_t cols);
 
 /// The CUDA statements (one line each, no indentation) of the warp-level product
 /// `acc[...] += A B` over K (a multiple of 16): A [m][K] at shared address expression `sa`, B
-/// [K][n] at `sb`, both padded; `acc` is a register array in layout l; f16 chooses the
+/// [K][n] at `sb`, both laid out as sharedBlock says; `acc` is a register array in layout l; f16 chooses the
 /// instruction's operand type (else bf16).
 std::string mmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const std::string& sb, const std::string& acc,
                     bool f16);
 
-/// The statements copying a [R, C] block of a 2-byte tensor (C a multiple of 8) into padded
-/// shared memory at `dst` (an unsigned short* expression): 16-byte cp.async where the 8 elements
+/// The statements copying a [R, C] block of a 2-byte tensor (C a multiple of 8) into shared
+/// memory at `dst` (an unsigned char* expression) as sharedBlock(R, C) lays it out: 16-byte cp.async where the 8 elements
 /// are inside the tensor, contiguous and aligned, else plain loads with zeros outside. `row0`
 /// and `col0` are the block's first element; `tensor` the parameter's name.
 std::string copyBlockAsync(const tir::Operand& o, const std::string& tensor, const std::string& row0,

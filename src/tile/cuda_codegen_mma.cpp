@@ -1,5 +1,5 @@
 // The tensor-core pieces of Tile::cuda: mma.sync m16n8k16 (f32 accumulators) fed by ldmatrix
-// from padded shared memory, and the cp.async block copies of the p.stages pipeline.
+// from swizzled shared memory, and the cp.async block copies of the p.stages pipeline.
 #include <algorithm>
 #include <cstdlib>
 
@@ -37,14 +37,27 @@ __device__ __forceinline__ int gz_mma_lin(int t, int e, int cols, int wc, int fm
   const int col = (warp % wc) * fn * 8 + j * 8 + (lane & 3) * 2 + (q & 1);
   return row * cols + col;
 }
+// The byte offset of 16-byte chunk `chunk` of row r in a block of `rows` rows laid out as
+// cudagen::SharedBlock says: panels of w chunks a row, XOR-swizzled by address bits 7.. (wgmma's
+// swizzle modes: bits [4, 4 + log2 w) ^= bits [7, 7 + log2 w)).
+__device__ __forceinline__ unsigned gz_swz(int r, int chunk, int rows, int w) {
+  const unsigned off = (unsigned)((chunk / w) * rows * w * 16 + r * w * 16 + (chunk % w) * 16);
+  return off ^ (((off >> 7) & (unsigned)(w - 1)) << 4);
+}
 #endif
 )";
+}
+
+SharedBlock sharedBlock(int64_t rows, int64_t cols) {
+  SharedBlock b{rows, cols, 1};
+  while (b.chunks < 8 && (cols / 8) % (2 * b.chunks) == 0) b.chunks *= 2;
+  return b;
 }
 
 std::string mmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const std::string& sb, const std::string& acc,
                     bool f16) {
   const std::string fm = std::to_string(l.fm), fn = std::to_string(l.fn);
-  const std::string pa = std::to_string(pitchHalves(K)), pb = std::to_string(pitchHalves(l.cols));
+  const std::string swA = sharedBlock(l.rows, K).swizzleArgs(), swB = sharedBlock(K, l.cols).swizzleArgs();
   std::string s;
   s += "{\n";
   s += "  const int lane = t & 31, warp = t >> 5;\n";
@@ -56,12 +69,12 @@ std::string mmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const 
   s += "    unsigned af[" + fm + "][4], bf[" + fn + "][2];\n";
   // A fragment i: rows wm0 + 16i + (lane % 16), k kk + (lane / 16) 8: matrices a0..a3.
   s += "    #pragma unroll\n";
-  s += "    for (int i = 0; i < " + fm + "; ++i) gz_ldsm_x4(gz_sa + (unsigned)(((wm0 + i * 16 + (lane & 15)) * " + pa +
-       " + kk + (lane >> 4) * 8) * 2), af[i]);\n";
+  s += "    for (int i = 0; i < " + fm + "; ++i) gz_ldsm_x4(gz_sa + gz_swz(wm0 + i * 16 + (lane & 15), kk / 8 + (lane >> 4), " +
+       swA + "), af[i]);\n";
   // B fragment j: k rows kk + (lane % 16), columns wn0 + 8j: b0 (k 0..7), b1 (k 8..15), transposed.
   s += "    #pragma unroll\n";
-  s += "    for (int j = 0; j < " + fn + "; ++j) gz_ldsm_x2_trans(gz_sb + (unsigned)(((kk + (lane & 15)) * " + pb +
-       " + wn0 + j * 8) * 2), bf[j]);\n";
+  s += "    for (int j = 0; j < " + fn + "; ++j) gz_ldsm_x2_trans(gz_sb + gz_swz(kk + (lane & 15), wn0 / 8 + j, " + swB +
+       "), bf[j]);\n";
   s += "    #pragma unroll\n";
   s += "    for (int i = 0; i < " + fm + "; ++i) {\n";
   s += "      #pragma unroll\n";
@@ -77,7 +90,7 @@ std::string copyBlockAsync(const tir::Operand& o, const std::string& tensor, con
                            const std::string& col0, const std::string& dst, int threads) {
   const int64_t R = o.block[0], C = o.block[1], H = o.tensor.shape()[0], W = o.tensor.shape()[1];
   const int64_t s0 = o.tensor.strides()[0], s1 = o.tensor.strides()[1];
-  const std::string chunks = std::to_string(C / 8), pitch = std::to_string(pitchHalves(C));
+  const std::string chunks = std::to_string(C / 8), swizzle = sharedBlock(R, C).swizzleArgs();
   // 16-byte copies need 8 contiguous elements at 16-byte aligned addresses: unit column stride,
   // a row stride of a multiple of 8 elements and an aligned first element (checked at run time).
   const bool stridesAllow = s1 == 1 && s0 % 8 == 0;
@@ -90,7 +103,7 @@ std::string copyBlockAsync(const tir::Operand& o, const std::string& tensor, con
   s += "  for (int v = t; v < " + std::to_string(R * C / 8) + "; v += " + std::to_string(threads) + ") {\n";
   s += "    const int r = v / " + chunks + ", c = v % " + chunks + " * 8;\n";
   s += "    const long long gr = gz_r0 + r, gc = gz_c0 + c;\n";
-  s += "    unsigned short* d = " + dst + " + r * " + pitch + " + c;\n";
+  s += "    unsigned short* d = (unsigned short*)(" + dst + " + gz_swz(r, c / 8, " + swizzle + "));\n";
   s += "    if (gz_vec && gr >= 0 && gr < " + std::to_string(H) + "LL && gc >= 0 && gc + 8 <= " + std::to_string(W) +
        "LL) {\n";
   s += "      gz_cp_async16(gz_saddr(d), gz_src + gr * " + std::to_string(s0) + "LL + gc);\n";

@@ -88,11 +88,11 @@ TEST(TileCuda, LaunchShapes) {
   }
   EXPECT_NE(k[1].kernel.source.find("__syncthreads();"), std::string::npos);
   EXPECT_NE(k[2].kernel.source.find("u16* __restrict__ t1"), std::string::npos);
-  // The bf16 product: padded operands (128 x 40 + 32 x 136 halves) for the tensor cores; the
-  // accumulator stays in the fragments' registers and is stored from them.
-  EXPECT_EQ(k[4].kernel.sharedBytes, (128 * 40 + 32 * 136) * 2);
+  // The bf16 product: swizzled operands (128 x 32 + 32 x 128 halves, no padding) for the tensor
+  // cores; the accumulator stays in the fragments' registers and is stored from them.
+  EXPECT_EQ(k[4].kernel.sharedBytes, (128 * 32 + 32 * 128) * 2);
   // Three stages of those, and nothing else.
-  EXPECT_EQ(k[5].kernel.sharedBytes, 3 * (128 * 40 + 32 * 136) * 2);
+  EXPECT_EQ(k[5].kernel.sharedBytes, 3 * (128 * 32 + 32 * 128) * 2);
   EXPECT_NE(k[5].kernel.source.find("3-stage cp.async pipeline"), std::string::npos);
 }
 
