@@ -415,4 +415,222 @@ TEST_F(Emulator, CpAsyncLandsAtTheWaitAndMissingWaitsAreErrors) {
   EXPECT_NE(e.find("never waited for"), std::string::npos) << e;
 }
 
+// ---- Hopper's wgmma (GIZML_GPU_EMULATOR_ARCH=90) ------------------------------------------------
+
+// 128 threads scatter A (64 x 32) and B (32 x n) into dynamic shared memory at the byte offsets
+// the host computed (offA, offB), then run two k steps of wgmma (the second accumulating) with
+// the descriptors geo gives (per step: A's start, LBO, SBO, then B's). `misuse` makes the kernel
+// break a rule: 1 no wait, 2 threads 64..127 use another A descriptor, 3 an operand overwritten
+// before the wait, 4 a swizzled A starting off its atom, 5 an operand in static shared memory.
+std::string wgmmaKernel() {
+  std::string s = "typedef unsigned short u16;\n" + gpu::mmaSource();
+  for (int n : {8, 64, 256})
+    for (bool f16 : {false, true}) s += gpu::wgmmaSource(n, f16);
+  return s + R"(
+template <int N>
+__device__ void emu_wgmma_step(float* acc, unsigned long long a, unsigned long long b, int scaleD, int f16) {
+#ifdef GIZML_HAVE_WGMMA
+  if (f16) gz_wgmma<N, true>(acc, a, b, scaleD);
+  else gz_wgmma<N, false>(acc, a, b, scaleD);
+#endif
+}
+extern "C" __global__ void emu_wgmma(const u16* a, const u16* b, const unsigned* offA, const unsigned* offB,
+                                     const unsigned* geo, int swizzle, int n, int f16, int scaleFirst,
+                                     float* before, float* d, int misuse) {
+#ifdef GIZML_HAVE_WGMMA
+  extern __shared__ __align__(1024) unsigned char sh[];
+  __shared__ __align__(1024) u16 fixed[64 * 16];
+  const int t = threadIdx.x;
+  for (int i = t; i < 64 * 32; i += blockDim.x) *(u16*)(sh + offA[i]) = a[i];
+  for (int i = t; i < 32 * n; i += blockDim.x) *(u16*)(sh + offB[i]) = b[i];
+  __syncthreads();
+  float acc[128];
+  for (int i = 0; i < n / 2; ++i) acc[i] = (float)((t + 3 * i) % 5) - 2.0f;
+  gz_fence_proxy_async();
+  gz_wgmma_fence();
+  for (int step = 0; step < 2; ++step) {
+    const unsigned* g = geo + 6 * step;
+    unsigned startA = g[0];
+    if (misuse == 2 && t >= 64) startA += 16;
+    if (misuse == 4) startA += 128;
+    const unsigned saddrA = misuse == 5 ? gz_saddr(fixed) : gz_saddr(sh + startA);
+    const unsigned long long da = gz_wgmma_desc(saddrA, g[1], g[2], swizzle);
+    const unsigned long long db = gz_wgmma_desc(gz_saddr(sh + g[3]), g[4], g[5], swizzle);
+    const int scaleD = step == 0 ? scaleFirst : 1;
+    if (n == 8) emu_wgmma_step<8>(acc, da, db, scaleD, f16);
+    else if (n == 64) emu_wgmma_step<64>(acc, da, db, scaleD, f16);
+    else emu_wgmma_step<256>(acc, da, db, scaleD, f16);
+  }
+  gz_wgmma_commit();
+  for (int i = 0; i < n / 2; ++i) before[t * 128 + i] = acc[i];  // in flight: the old values
+  if (misuse == 3) {
+    __syncthreads();
+    if (t == 0) *(u16*)(sh + offA[0]) ^= 0x4000;
+  }
+  if (misuse != 1) gz_wgmma_wait<0>();
+  for (int i = 0; i < n / 2; ++i) d[t * 128 + i] = acc[i];
+#endif
+}
+)";
+}
+
+// An exact binary16 encoding of a small integer.
+uint16_t f16Bits(int v) {
+  if (v == 0) return 0;
+  const int a = std::abs(v);
+  int e = 0;
+  while ((a >> e) > 1) ++e;
+  return static_cast<uint16_t>((v < 0 ? 0x8000 : 0) | ((e + 15) << 10) | (((a << 10) >> e) & 0x3ff));
+}
+
+// The PTX ISA's shared memory layouts ("Shared Memory Matrix Layout", "Matrix Descriptor
+// Format"), written here as rows and 16-byte chunks. Swizzle width w = 16 bytes (none), 32, 64
+// or 128. A swizzled tile is made of atoms of 8 rows of w bytes on a multiple of 8 w; in row r
+// of an atom, the 16-byte chunk c of the row is stored at chunk c ^ (r w / 128) % (w / 16), since
+// the hardware XORs address bits 4.. with bits 7.. .
+unsigned swizzled(unsigned row, unsigned byteInRow, unsigned w) {
+  if (w == 16) return byteInRow;
+  const unsigned chunk = byteInRow / 16, phase = (row * w / 128) % (w / 16);
+  return (chunk ^ phase) * 16 + byteInRow % 16;
+}
+struct WgmmaLayout {
+  std::vector<uint32_t> offA, offB;  // byte offsets of A[m][k] (64 x 32) and B[k][n] (32 x n)
+  uint32_t geo[12];                  // per k step: A start, LBO, SBO, B start, LBO, SBO
+};
+// K-major A: without swizzling, 8 x 8 core matrices of 128 contiguous bytes (row r at 16 r),
+// the 8 row groups side by side (SBO = 128), then the next 8 k at LBO = 1024. Swizzled: rows of w
+// bytes holding w / 2 consecutive k, 8-row atoms (SBO = 8 w apart), the next w / 2 k in the next
+// column of atoms; a k step of 16 moves the start 32 bytes along the row or to the next column.
+// MN-major B: without swizzling, core matrices of 8 k rows x 8 n (row k at 16 k), n chunks side
+// by side (SBO = 128), the next 8 k at LBO = n / 8 * 128. Swizzled: rows (one k each) of w bytes
+// holding w / 2 consecutive n, 8-row atoms with the next w / 2 n at LBO = 8 w, the next 8 k at
+// SBO = (atoms across n) 8 w.
+WgmmaLayout wgmmaLayout(int n, unsigned w) {
+  WgmmaLayout L;
+  L.offA.resize(64 * 32);
+  L.offB.resize(32 * n);
+  const uint32_t bBase = 64 * 32 * 2 * 2;  // past A, a multiple of 1024
+  if (w == 16) {
+    for (unsigned m = 0; m < 64; ++m)
+      for (unsigned k = 0; k < 32; ++k) L.offA[m * 32 + k] = (k / 8) * 1024 + (m / 8) * 128 + (m % 8) * 16 + (k % 8) * 2;
+    const uint32_t lboB = n / 8 * 128;
+    for (unsigned k = 0; k < 32; ++k)
+      for (unsigned c = 0; c < static_cast<unsigned>(n); ++c)
+        L.offB[k * n + c] = bBase + (k / 8) * lboB + (c / 8) * 128 + (k % 8) * 16 + (c % 8) * 2;
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t g[6] = {s * 2048u, 1024, 128, bBase + 2 * s * lboB, lboB, 128};
+      std::copy(g, g + 6, L.geo + 6 * s);
+    }
+    return L;
+  }
+  const unsigned perRow = w / 2, atom = 8 * w;
+  for (unsigned m = 0; m < 64; ++m)
+    for (unsigned k = 0; k < 32; ++k)
+      L.offA[m * 32 + k] = (k / perRow) * 8 * atom + (m / 8) * atom + (m % 8) * w + swizzled(m % 8, (k % perRow) * 2, w);
+  const unsigned atomsN = (static_cast<unsigned>(n) + perRow - 1) / perRow;
+  for (unsigned k = 0; k < 32; ++k)
+    for (unsigned c = 0; c < static_cast<unsigned>(n); ++c)
+      L.offB[k * n + c] =
+          bBase + (k / 8) * atomsN * atom + (c / perRow) * atom + (k % 8) * w + swizzled(k % 8, (c % perRow) * 2, w);
+  for (unsigned s = 0; s < 2; ++s) {
+    const unsigned k0 = 16 * s;
+    const uint32_t g[6] = {(k0 / perRow) * 8 * atom + (k0 % perRow) * 2, 0, atom,
+                           bBase + 2 * s * atomsN * atom, atom, atomsN * atom};
+    std::copy(g, g + 6, L.geo + 6 * s);
+  }
+  return L;
+}
+
+class EmulatorWgmma : public Emulator {
+ protected:
+  void SetUp() override {
+    Emulator::SetUp();
+    if (IsSkipped()) return;
+    if (g().properties().major < 9) GTEST_SKIP() << "wgmma needs 9.0 (GIZML_GPU_EMULATOR_ARCH=90)";
+  }
+  struct Result {
+    std::vector<float> before, d;
+    std::string error;
+  };
+  // Runs emu_wgmma; the inputs are small integers, so every product and sum is exact.
+  Result run(int n, int swizzle, bool f16, int scaleFirst, int misuse = 0, unsigned threads = 128) {
+    static const unsigned kWidth[4] = {16, 128, 64, 32};
+    const WgmmaLayout L = wgmmaLayout(n, kWidth[swizzle]);
+    std::vector<uint16_t> a(64 * 32), b(32 * n);
+    for (int m = 0; m < 64; ++m)
+      for (int k = 0; k < 32; ++k) {
+        const int v = (m * 7 + k * 3) % 9 - 4;
+        a[m * 32 + k] = f16 ? f16Bits(v) : bf16Bits(v);
+      }
+    for (int k = 0; k < 32; ++k)
+      for (int c = 0; c < n; ++c) {
+        const int v = (k * 5 + c * 11) % 7 - 3;
+        b[k * n + c] = f16 ? f16Bits(v) : bf16Bits(v);
+      }
+    const uint32_t shared = *std::max_element(L.offB.begin(), L.offB.end()) + 2;
+    auto ba = upload(a), bb = upload(b), boa = upload(L.offA), bob = upload(L.offB),
+         bg = upload(std::vector<uint32_t>(L.geo, L.geo + 12));
+    auto bbefore = g().allocate(128 * 128 * sizeof(float)), bd = g().allocate(128 * 128 * sizeof(float));
+    uint64_t pa = ba.address(), pb = bb.address(), poa = boa.address(), pob = bob.address(), pg = bg.address(),
+             pbefore = bbefore.address(), pd = bd.address();
+    int sw = swizzle, nn = n, half = f16, sc = scaleFirst, mis = misuse;
+    Result r;
+    r.error = launchError(wgmmaKernel(), "emu_wgmma", threads, shared,
+                          {&pa, &pb, &poa, &pob, &pg, &sw, &nn, &half, &sc, &pbefore, &pd, &mis});
+    if (r.error.empty()) {
+      r.before = download<float>(bbefore, 128 * 128);
+      r.d = download<float>(bd, 128 * 128);
+    }
+    return r;
+  }
+  static uint16_t bf16Bits(int v) {
+    const float f = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);  // exact: small integers have 8 significant bits at most
+  }
+};
+
+TEST_F(EmulatorWgmma, ProductsMatchAScalarProductInEveryLayout) {
+  for (bool f16 : {false, true})
+    for (int n : {8, 64, 256})
+      for (int swizzle : {0, 3, 2, 1})
+        for (int scaleFirst : {0, 1}) {
+          const Result r = run(n, swizzle, f16, scaleFirst);
+          const std::string what = std::string(f16 ? "f16" : "bf16") + " n " + std::to_string(n) + " swizzle " +
+                                   std::to_string(swizzle) + " scaleD " + std::to_string(scaleFirst);
+          ASSERT_EQ(r.error, "") << what;
+          int wrong = 0;
+          for (int t = 0; t < 128; ++t)
+            for (int i = 0; i < n / 2; ++i) {
+              // The m64nNk16 D fragment: warp w holds rows 16 w..16 w + 15; register 4 j + q of
+              // lane l is row 16 w + l / 4 + 8 (q / 2), column 8 j + 2 (l % 4) + q % 2.
+              const int w = t / 32, l = t % 32, j = i / 4, q = i % 4;
+              const int row = 16 * w + l / 4 + 8 * (q / 2), col = 8 * j + 2 * (l % 4) + q % 2;
+              const float init = static_cast<float>((t + 3 * i) % 5) - 2.0f;
+              float s = scaleFirst ? init : 0.0f;
+              for (int k = 0; k < 32; ++k)
+                s = std::fma(static_cast<float>((row * 7 + k * 3) % 9 - 4), static_cast<float>((k * 5 + col * 11) % 7 - 3), s);
+              EXPECT_EQ(r.before[t * 128 + i], init) << what << ": d before the wait, thread " << t << " reg " << i;
+              if (r.d[t * 128 + i] != s && ++wrong <= 5)
+                ADD_FAILURE() << what << ": thread " << t << " reg " << i << " (row " << row << ", col " << col
+                              << "): " << r.d[t * 128 + i] << ", expected " << s;
+            }
+          EXPECT_EQ(wrong, 0) << what;
+        }
+}
+
+TEST_F(EmulatorWgmma, MisuseIsAnError) {
+  auto expectError = [&](const std::string& error, const std::string& part, const char* what) {
+    EXPECT_NE(error.find(part), std::string::npos) << what << ": " << error;
+  };
+  expectError(run(64, 1, false, 0, 1).error, "wgmma operations never waited for", "a missing wait");
+  expectError(run(64, 1, false, 0, 0, 64).error, "is incomplete", "64 threads");
+  expectError(run(64, 1, false, 0, 2).error, "the warpgroup's threads disagree", "a non-uniform descriptor");
+  expectError(run(64, 1, false, 0, 3).error, "changed between the wgmma and the wgmma.wait_group",
+              "an operand overwritten in flight");
+  expectError(run(64, 1, false, 0, 4).error, "not aligned to 1024 bytes", "a swizzle atom off its repeat");
+  expectError(run(64, 0, false, 0, 5).error, "not in dynamic shared memory", "a static __shared__ operand");
+}
+
 }  // namespace

@@ -224,11 +224,13 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
   std::ostringstream defines;
   defines << "#define GZ_EMU_ARCH " << arch << "\n"
           << "#define GZ_EMU_DYNAMIC_BYTES " << kDynamicSharedBytes << "\n"
-          << "#define GZ_EMU_STATIC_BYTES " << kStaticSharedBytes << "\n";
+          << "#define GZ_EMU_STATIC_BYTES " << kStaticSharedBytes << "\n"
+          << "#define GZ_EMU_DYNAMIC_OFFSET " << kDynamicSharedOffset << "u\n";
   // What mma.inc defines, known to the kernel source's own #if tests when it is preprocessed.
   std::string macros = defines.str() + "#define GIZML_MMA_HELPERS 1\n";
   if (arch >= 80) macros += "#define GIZML_HAVE_MMA 1\n";
   if (arch >= 89) macros += "#define GIZML_HAVE_MMA_E4M3 1\n";
+  if (arch >= 90) macros += "#define GIZML_HAVE_WGMMA 1\n";  // emulated 9.0 is sm_90a
 
   static std::atomic<unsigned> counter{0};  // one folder per compilation, threads included
   std::error_code ec;

@@ -33,5 +33,12 @@ constexpr unsigned kDynamicSharedBytes = 232448;     // the most any architectur
 constexpr unsigned kStaticSharedBytes = 1u << 20;    // the arena (a launch may use at most 48 KB)
 constexpr unsigned kStaticSharedLimit = 48 * 1024;   // CUDA's limit on static __shared__ memory
 constexpr unsigned kDynamicSharedOffset = 1u << 20;  // shared offsets of dynamic memory start here
+// Swizzled shared memory (wgmma's descriptors) works on absolute address bits, so both regions
+// start on 1024 bytes (the largest swizzle's repeat), as `extern __shared__ __align__(1024)` does
+// on a GPU; the static arena starts at offset 0 and the prelude aligns both buffers to 1024.
+// A wgmma descriptor holds address bits [4, 18): the dynamic region's base is a multiple of 2^18,
+// so those bits are the offset into the dynamic buffer (which is smaller than 2^18 bytes).
+static_assert(kDynamicSharedOffset % (1u << 18) == 0 && kDynamicSharedBytes <= (1u << 18) &&
+              kStaticSharedBytes <= kDynamicSharedOffset);
 
 }  // namespace gizhw::gpu::emulator

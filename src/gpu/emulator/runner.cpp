@@ -21,6 +21,7 @@ namespace {
 constexpr size_t kStackBytes = 256 * 1024;  // a fiber's stack (a guard page below it)
 constexpr size_t kPage = 4096;
 constexpr int kSlotWords = 33 * 8;          // a warp exchange: 32 lanes x 8 words + the participants
+constexpr int kGroupSlotWords = 128 * 4;    // a warpgroup exchange: 128 threads x 4 words
 
 struct Copy {
   void* dst;
@@ -28,7 +29,7 @@ struct Copy {
   unsigned bytes;
 };
 
-enum class State { Ready, AtBarrier, AtWarp, Done };
+enum class State { Ready, AtBarrier, AtWarp, AtGroup, Done };
 
 // Switching between fibers: on x86-64 a few instructions saving the callee-saved registers
 // (swapcontext also saves the signal mask, a system call per switch: 50x slower, and a block of
@@ -74,6 +75,8 @@ struct Fiber {
   unsigned mask = 0;   // the warp collective's mask it waits in
   std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
   std::vector<Copy> open;                 // cp.async copies not yet committed
+  std::vector<std::vector<GzEmuWgmma>> wgGroups;  // committed wgmma groups, oldest first
+  std::vector<GzEmuWgmma> wgOpen;                 // wgmma operations not yet committed
 };
 
 struct Warp {
@@ -81,6 +84,13 @@ struct Warp {
   unsigned generation = 0;
   const char* what = "";
   unsigned long long slots[2 * kSlotWords];
+};
+
+// A warpgroup (warps 4g..4g+3) in a warpgroup collective (wgmma.mma_async): its exchange rows,
+// double-buffered like a warp's, and how many of its threads arrived.
+struct Group {
+  unsigned arrived = 0, generation = 0;
+  unsigned long long slots[2 * kGroupSlotWords];
 };
 
 // The launch in progress (launches are serialized by kLaunchMutex).
@@ -91,6 +101,7 @@ struct Run {
   Module* module = nullptr;
   GzEmuCtx ctx{};
   std::vector<Warp> warps;
+  std::vector<Group> groups;
   unsigned threads = 0, live = 0, atBarrier = 0;
   std::vector<unsigned> order;  // the order fibers run in between barriers (GIZML_GPU_EMULATOR_SCHEDULE)
   Fiber* current = nullptr;
@@ -194,6 +205,27 @@ void checkWarp(unsigned w) {
     if ((need >> l) & 1) gFibers[w * 32 + l]->state = State::Ready;
 }
 
+// Releases warpgroup w's collective once its 128 threads arrived; one of them that exited can
+// never arrive: an error.
+void checkGroup(unsigned w) {
+  Group& group = g->groups[w];
+  if (!group.arrived) return;
+  for (unsigned i = 128 * w; i < 128 * w + 128; ++i) {
+    if (gFibers[i]->state != State::Done) continue;
+    const Fiber* waiting = nullptr;
+    for (unsigned k = 128 * w; k < 128 * w + 128 && !waiting; ++k)
+      if (gFibers[k]->state == State::AtGroup) waiting = gFibers[k].get();
+    setError("a warpgroup collective (wgmma) waits for thread " + std::to_string(i) + " of warpgroup " +
+                 std::to_string(w) + ", which has exited: all 128 threads of the warpgroup must take part",
+             waiting);
+    return;
+  }
+  if (group.arrived != 128) return;
+  ++group.generation;
+  group.arrived = 0;
+  for (unsigned i = 128 * w; i < 128 * w + 128; ++i) gFibers[i]->state = State::Ready;
+}
+
 // ---- the callbacks of GzEmuCtx -----------------------------------------------------------------
 
 void cbBarrier(int line) {
@@ -225,6 +257,29 @@ void cbWarpSync(unsigned mask, const char* what) {
   park();
 }
 
+unsigned long long* cbGroupSlots() {
+  const unsigned w = g->current->thread.linear / 128;
+  if (w >= g->groups.size()) return nullptr;  // an incomplete warpgroup: cbGroupSync fails it
+  Group& group = g->groups[w];
+  return group.slots + (group.generation & 1) * kGroupSlotWords;
+}
+
+// wgmma.mma_async is .sync.aligned over the warpgroup: the thread parks until the warpgroup's
+// 128 threads (warps 4w..4w+3 of the block) arrived. A block whose threads end inside the
+// warpgroup cannot run it.
+void cbGroupSync(const char* what) {
+  Fiber& f = *g->current;
+  const unsigned w = f.thread.linear / 128;
+  if (w >= g->groups.size())
+    failHere(std::string(what) + ": the warpgroup of threads " + std::to_string(128 * w) + ".." +
+             std::to_string(128 * w + 127) + " is incomplete (the block has " + std::to_string(g->threads) +
+             " threads): all 128 threads of 4 whole warps must take part");
+  f.state = State::AtGroup;
+  ++g->groups[w].arrived;
+  checkGroup(w);
+  park();
+}
+
 unsigned cbActiveMask() { return g->warps[g->current->thread.warp].live; }
 
 void cbFail(const char* message) { failHere(message); }
@@ -240,6 +295,32 @@ void cbCpWait(int pending) {
   while (static_cast<int>(f.groups.size()) > pending) {
     for (const Copy& c : f.groups.front()) std::memcpy(c.dst, c.src, c.bytes);
     f.groups.erase(f.groups.begin());
+  }
+}
+
+// wgmma operations: queued in the thread's open group, committed, and handed back to the kernel
+// (which lands them in the accumulator registers) at the wgmma.wait_group that covers them.
+void cbWgmmaIssue(const GzEmuWgmma* op) { g->current->wgOpen.push_back(*op); }
+// The newest operation still in flight on the accumulator d: the next one on d adds to its result.
+const GzEmuWgmma* cbWgmmaPending(const float* d) {
+  Fiber& f = *g->current;
+  for (auto it = f.wgOpen.rbegin(); it != f.wgOpen.rend(); ++it)
+    if (it->d == d) return &*it;
+  for (auto group = f.wgGroups.rbegin(); group != f.wgGroups.rend(); ++group)
+    for (auto it = group->rbegin(); it != group->rend(); ++it)
+      if (it->d == d) return &*it;
+  return nullptr;
+}
+void cbWgmmaCommit() {
+  Fiber& f = *g->current;
+  f.wgGroups.push_back(std::move(f.wgOpen));
+  f.wgOpen.clear();
+}
+void cbWgmmaWait(int pending, void (*land)(const GzEmuWgmma* op)) {
+  Fiber& f = *g->current;
+  while (static_cast<int>(f.wgGroups.size()) > pending) {
+    for (const GzEmuWgmma& op : f.wgGroups.front()) land(&op);  // may fail the launch (and not return)
+    f.wgGroups.erase(f.wgGroups.begin());
   }
 }
 
@@ -272,11 +353,17 @@ void fiberMain() {
     setError("a thread ended with cp.async copies never waited for (" + std::to_string(f.groups.size()) +
                  " committed groups, " + std::to_string(f.open.size()) + " uncommitted copies)",
              &f);
+  if (!f.wgGroups.empty() || !f.wgOpen.empty())
+    setError("a thread ended with wgmma operations never waited for (" + std::to_string(f.wgGroups.size()) +
+                 " committed groups, " + std::to_string(f.wgOpen.size()) +
+                 " uncommitted operations): a wgmma.wait_group is missing",
+             &f);
   --g->live;
   Warp& w = g->warps[f.thread.warp];
   w.live &= ~(1u << f.thread.lane);
   checkBarrier();
   checkWarp(f.thread.warp);
+  if (f.thread.linear / 128 < g->groups.size()) checkGroup(f.thread.linear / 128);
 #if defined(GZ_EMU_FAST_SWITCH)
   park();  // never resumed
   std::abort();
@@ -316,6 +403,7 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
     warp.arrived = 0;
     warp.generation = 0;
   }
+  for (Group& group : r.groups) group.arrived = group.generation = 0;
   for (unsigned i = 0; i < r.threads; ++i) {
     Fiber& f = fiber(i);
     f.thread.tid = {i % s.block[0], (i / s.block[0]) % s.block[1], i / (s.block[0] * s.block[1])};
@@ -325,6 +413,8 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
     f.state = State::Ready;
     f.groups.clear();
     f.open.clear();
+    f.wgGroups.clear();
+    f.wgOpen.clear();
 #if defined(GZ_EMU_FAST_SWITCH)
     // A new stack as gz_emu_switch leaves a parked one: six saved registers, then the address
     // it returns to (fiberMain, entered with the stack 16-byte aligned less 8 as after a call).
@@ -355,13 +445,15 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
     }
     if (!r.error.empty()) return r.error;
     if (!ran && done < r.threads) {
-      unsigned atBarrier = 0, atWarp = 0;
+      unsigned atBarrier = 0, atWarp = 0, atGroup = 0;
       for (unsigned i = 0; i < r.threads; ++i) {
         atBarrier += gFibers[i]->state == State::AtBarrier;
         atWarp += gFibers[i]->state == State::AtWarp;
+        atGroup += gFibers[i]->state == State::AtGroup;
       }
       setError("the block can never finish: " + std::to_string(atBarrier) + " threads wait at __syncthreads, " +
-                   std::to_string(atWarp) + " in warp collectives, " + std::to_string(r.threads - r.live) +
+                   std::to_string(atWarp) + " in warp collectives, " + std::to_string(atGroup) +
+                   " in warpgroup collectives (wgmma), " + std::to_string(r.threads - r.live) +
                    " exited (a barrier or collective in divergent code)",
                nullptr);
       return r.error;
@@ -388,6 +480,7 @@ std::string run(const Function& f, const LaunchShape& shape, void** params) {
   r.module = f.module;
   r.threads = shape.block[0] * shape.block[1] * shape.block[2];
   r.warps.resize((r.threads + 31) / 32);
+  r.groups.resize(r.threads / 128);  // whole warpgroups only: threads past the last one cannot run wgmma
   // Threads run in index order unless GIZML_GPU_EMULATOR_SCHEDULE says "reverse" or "shuffle":
   // a kernel whose result changes with the order has a race (a read of another thread's write
   // with no barrier between), which one fixed order would hide.
@@ -419,6 +512,12 @@ std::string run(const Function& f, const LaunchShape& shape, void** params) {
   r.ctx.cpWait = cbCpWait;
   r.ctx.sharedAddress = cbSharedAddress;
   r.ctx.sharedOffset = cbSharedOffset;
+  r.ctx.groupSlots = cbGroupSlots;
+  r.ctx.groupSync = cbGroupSync;
+  r.ctx.wgmmaIssue = cbWgmmaIssue;
+  r.ctx.wgmmaPending = cbWgmmaPending;
+  r.ctx.wgmmaCommit = cbWgmmaCommit;
+  r.ctx.wgmmaWait = cbWgmmaWait;
   *f.module->ctx = &r.ctx;
   g = &r;
   struct Reset {
