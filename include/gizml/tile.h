@@ -192,7 +192,8 @@ std::vector<Tensor> run(const Grid& grid, const Body& body);
 std::string ir(const Grid& grid, const Body& body);
 
 /// The CUDA C++ kernel for a program, with what a launch needs. It compiles with NVRTC alone (no
-/// CUDA headers); a product of F16/BF16 tiles uses the tensor cores and needs sm_80 or later.
+/// CUDA headers); a product of F16/BF16 tiles uses the tensor cores and needs sm_80 or later
+/// (wgmma and sm_90a where the target is 9.0 and the product's shape suits it).
 struct CudaKernel {
   std::string source;
   std::string name;       // the extern "C" kernel's name
@@ -202,8 +203,9 @@ struct CudaKernel {
 };
 /// Generates the kernel for body on grid; its parameters are the tensors of p.read and p.write
 /// in the order of those calls (element pointers, offsets applied: float for F32, the 16 bits
-/// of F16/BF16 as u16, unsigned char for Bool).
-CudaKernel cuda(const Grid& grid, const Body& body);
+/// of F16/BF16 as u16, unsigned char for Bool). `arch` is the target GPU's compute capability as
+/// major * 10 + minor (Tile::run passes its GPU's).
+CudaKernel cuda(const Grid& grid, const Body& body, int arch = 80);
 
 // ---- Tuning (docs/tile.md, "Tuning"): the fastest configuration per kernel and tensor shapes.
 

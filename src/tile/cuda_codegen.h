@@ -11,9 +11,13 @@ namespace gizml::tile::cudagen {
 /// each holding fm x fn fragments of 16 x 8 (4 f32 registers a thread per fragment). Register
 /// e = ((i fn) + j) 4 + q of lane l in warp w is element
 ///   row = (w / wc) fm 16 + i 16 + l / 4 + (q / 2) 8,  col = (w % wc) fn 8 + j 8 + (l % 4) 2 + q % 2.
+///
+/// A wgmma layout (Hopper) has wc = 1 and row = (w / 4) fm 64 + i 64 + (w % 4) 16 + l / 4 + (q / 2) 8
+/// instead: warpgroup w / 4 holds fm slabs of 64 rows, each an m64nNk16 result with N = cols.
 struct MmaLayout {
   int64_t rows = 0, cols = 0;
   int wr = 1, wc = 1, fm = 1, fn = 1;
+  bool wgmma = false;
   int64_t regs() const { return int64_t{fm} * fn * 4; }
   bool operator==(const MmaLayout&) const = default;
 };
@@ -21,6 +25,10 @@ struct MmaLayout {
 /// The tensor-core layout of a [rows, cols] product over `warps` warps, when one tiles it
 /// exactly (rows a multiple of 16 per warp row, cols of 8 per warp column); false otherwise.
 bool mmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out);
+
+/// The wgmma layout of a [rows, cols] product over `warps` warps: whole warpgroups, rows a multiple
+/// of 64 a warpgroup, cols a multiple of 16 up to 256 (one instruction spans them); false otherwise.
+bool wgmmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out);
 
 /// The __device__ helpers of the tensor-core path (ldmatrix, mma.sync, cp.async; sm_80+),
 /// include-guarded.
@@ -49,6 +57,13 @@ SharedBlock sharedBlock(int64_t rows, int64_t cols);
 /// instruction's operand type (else bf16).
 std::string mmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const std::string& sb, const std::string& acc,
                     bool f16);
+
+/// As mmaLoop, on Hopper's warpgroup instructions (sm_90a): for each k step of 16 and slab of 64
+/// rows one gz_wgmma reading A (K-major) and B (N-major) from shared memory through descriptors of
+/// their swizzle atoms; then waits for them. The caller has fenced the operands' stores for the
+/// async proxy (gz_fence_proxy_async) before the barrier that publishes them.
+std::string wgmmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const std::string& sb, const std::string& acc,
+                      bool f16);
 
 /// The statements copying a [R, C] block of a 2-byte tensor (C a multiple of 8) into shared
 /// memory at `dst` (an unsigned char* expression) as sharedBlock(R, C) lays it out: 16-byte cp.async where the 8 elements

@@ -26,14 +26,21 @@ bool mmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out) {
   return found;
 }
 
+bool wgmmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out) {
+  if (warps % 4 != 0 || rows % (16 * warps) != 0 || cols % 16 != 0 || cols > 256) return false;
+  out = MmaLayout{rows, cols, warps, 1, static_cast<int>(rows / (16 * warps)), static_cast<int>(cols / 8), true};
+  return true;
+}
+
 std::string mmaHelpers() {
   // The wrappers are shared with the netops kernels; the layout of a result tile is the tile's own.
   return gizhw::gpu::mmaSource() + R"(#ifndef GIZML_TILE_MMA_LIN
 #define GIZML_TILE_MMA_LIN
 // The element of an mma result tile in register e of thread t (src/tile/cuda_codegen.h).
-__device__ __forceinline__ int gz_mma_lin(int t, int e, int cols, int wc, int fm, int fn) {
+__device__ __forceinline__ int gz_mma_lin(int t, int e, int cols, int wc, int fm, int fn, bool wg) {
   const int lane = t & 31, warp = t >> 5, q = e & 3, j = (e >> 2) % fn, i = (e >> 2) / fn;
-  const int row = (warp / wc) * fm * 16 + i * 16 + (lane >> 2) + (q >> 1) * 8;
+  const int row = (wg ? (warp >> 2) * fm * 64 + i * 64 + (warp & 3) * 16 : (warp / wc) * fm * 16 + i * 16) +
+                  (lane >> 2) + (q >> 1) * 8;
   const int col = (warp % wc) * fn * 8 + j * 8 + (lane & 3) * 2 + (q & 1);
   return row * cols + col;
 }
@@ -82,6 +89,43 @@ std::string mmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const 
        " + j) * 4, af[i], bf[j]);\n";
   s += "    }\n";
   s += "  }\n";
+  s += "}\n";
+  return s;
+}
+
+namespace {
+// wgmma's swizzle mode for panels of `chunks` 16-byte chunks a row: 1 128-byte, 2 64-byte, 3 32-byte.
+int swizzleMode(int chunks) { return chunks == 8 ? 1 : chunks == 4 ? 2 : 3; }
+}  // namespace
+
+std::string wgmmaLoop(const MmaLayout& l, int64_t K, const std::string& sa, const std::string& sb, const std::string& acc,
+                      bool f16) {
+  const SharedBlock a = sharedBlock(l.rows, K), b = sharedBlock(K, l.cols);
+  const auto num = [](int64_t x) { return std::to_string(x); };
+  std::string s;
+  s += "{\n";
+  s += "  const int warp = t >> 5;\n";
+  s += "  const unsigned gz_sa = " + sa + " + (unsigned)((warp >> 2) * " + num(l.fm * 64 * a.chunks * 16) + "), gz_sb = " +
+       sb + ";\n";
+  s += "  gz_wgmma_fence();\n";
+  // A, K-major: a slab's 64 rows of its panel, rows of a.chunks chunks, 8-row groups SBO apart; a k
+  // step of 16 is two chunks inside one panel (LBO, the next panel, is not used). The start
+  // address moves by whole chunks and the hardware swizzles the address it forms, as gz_swz does.
+  // B, N-major: k rows from kk; its N atoms (panels of b.chunks 8 columns) LBO apart, 8-row groups
+  // of k SBO apart.
+  for (int64_t kk = 0; kk < K; kk += 16) {
+    const int64_t aStart = (kk / 8 / a.chunks) * a.panelBytes() + (kk / 8 % a.chunks) * 16;
+    const std::string db = "gz_wgmma_desc(gz_sb + " + num(kk * b.chunks * 16) + "u, " + num(b.panelBytes()) + "u, " +
+                           num(8 * b.chunks * 16) + "u, " + num(swizzleMode(b.chunks)) + ")";
+    for (int i = 0; i < l.fm; ++i) {
+      const std::string da = "gz_wgmma_desc(gz_sa + " + num(aStart + i * 64 * a.chunks * 16) + "u, " + num(a.panelBytes()) +
+                             "u, " + num(8 * a.chunks * 16) + "u, " + num(swizzleMode(a.chunks)) + ")";
+      s += "  gz_wgmma<" + num(l.cols) + ", " + (f16 ? "true" : "false") + ">(" + acc + " + " +
+           num(int64_t{i} * l.fn * 4) + ", " + da + ", " + db + ", 1);\n";
+    }
+  }
+  s += "  gz_wgmma_commit();\n";
+  s += "  gz_wgmma_wait<0>();\n";
   s += "}\n";
   return s;
 }

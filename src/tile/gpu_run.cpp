@@ -42,7 +42,7 @@ void runOnGpu(tir::Kernel& k) {
     o.tensor = *copy;
   }
 
-  const CudaKernel kernel = generateCuda(k);
+  const CudaKernel kernel = generateCuda(k, gpu.properties().major * 10 + gpu.properties().minor);
   if (kernel.blocks == 0) return;
   check(kernel.blocks <= INT_MAX, "Tile::run: a grid of " + std::to_string(kernel.blocks) +
                                       " points is more than a GPU launch takes");

@@ -12,7 +12,8 @@ void runOnCpu(const tir::Kernel& k);
 /// tensors are first copied to that GPU (the kernel's operands are replaced by the copies).
 void runOnGpu(tir::Kernel& k);
 
-/// The CUDA kernel of a traced program (src/tile/cuda_codegen.cpp).
-CudaKernel generateCuda(const tir::Kernel& k);
+/// The CUDA kernel of a traced program for a GPU of compute capability `arch` (major * 10 + minor;
+/// src/tile/cuda_codegen.cpp).
+CudaKernel generateCuda(const tir::Kernel& k, int arch);
 
 }  // namespace gizml::tile

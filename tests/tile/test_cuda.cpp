@@ -18,10 +18,12 @@ namespace {
 struct Program {
   const char* what;
   Tile::CudaKernel kernel;
-  const char* mma = nullptr;  // the mma.sync instruction its PTX must hold (none: must hold no mma)
+  // The tensor-core instruction its PTX must hold, mma.sync or wgmma (none: must hold no mma).
+  const char* mma = nullptr;
   // A p.stages pipeline: its PTX waits for cp.async groups, and (`copies`) copies 16 bytes with
   // cp.async where rows are aligned (odd row strides take plain loads: no cp.async.cg).
   bool pipeline = false, copies = false;
+  bool hopper = false;  // generated for 9.0 (Tile::cuda's arch 90): compiled for sm_90a only
 };
 
 std::vector<Program> programs() {
@@ -36,6 +38,8 @@ std::vector<Program> programs() {
   static const auto at = T::zeros({19, 45}).transpose(0, 1), bt = T::zeros({19, 23});
   const char* bf16 = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
   const char* f16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  const char* wgBf16 = "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16";
+  const char* wgF16 = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16";
   using tileprog::product;
   using tileprog::productGrid;
   return {
@@ -50,6 +54,15 @@ std::vector<Program> programs() {
        f16, true, true},
       {"f32 tensors cast to bf16 tiles for the product",
        Tile::cuda(productGrid(c, d, 64, 32), product(c, d, 64, 32, 32, 2, DType::BF16)), bf16},
+      // For Hopper: warpgroup products where the shape suits them (whole warpgroups), else mma.sync.
+      {"the product, bf16, on 9.0", Tile::cuda(productGrid(a16, b16, 128, 128), product(a16, b16, 128, 128, 32), 90),
+       wgBf16, false, false, true},
+      {"the product, bf16, 3 stages, on 9.0",
+       Tile::cuda(productGrid(a16, b16, 128, 128), product(a16, b16, 128, 128, 32, 3), 90), wgBf16, true, false, true},
+      {"the product, f16 64 x 64 blocks, 2 stages, on 9.0",
+       Tile::cuda(productGrid(ah, bh, 64, 64), product(ah, bh, 64, 64, 32, 2), 90), wgF16, true, true, true},
+      {"a product of one warp on 9.0 (mma.sync)",
+       Tile::cuda(productGrid(c, d, 32, 32), product(c, d, 32, 32, 32, 2, DType::BF16), 90), bf16, false, false, true},
       // The other programs of the CPU tests (tests/tile/test_cpu.cpp).
       {"every unary and binary operation", Tile::cuda(tileprog::everyOperationGrid(x37), tileprog::everyOperation(x37, x37))},
       {"broadcasting rows and columns", Tile::cuda({1}, tileprog::broadcasting(x, row, col))},
@@ -100,9 +113,11 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
   std::string version, why;
   if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
   const auto k = programs();
-  std::string all;
-  for (const auto& p : k) all += p.kernel.source;
   for (const char* arch : {"sm_80", "sm_90a"}) {
+    const bool hopper = std::string(arch) == "sm_90a";
+    std::string all;
+    for (const auto& p : k)
+      if (hopper || !p.hopper) all += p.kernel.source;
     gpu::Compiled c;
     // Machine code from ptxas when the toolkit has it, else from NVRTC (which runs the same
     // assembler inside: doing both only doubles the time).
@@ -116,9 +131,16 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
     if (ptxas) test::assemblePtx(c.ptx, arch, "the tile kernels");
     else EXPECT_FALSE(c.cubin.empty()) << arch;
     for (const auto& p : k) {
+      if (p.hopper && !hopper) continue;
       const std::string entry = entryOf(c.ptx, p.kernel.name);
       ASSERT_FALSE(entry.empty()) << arch << ": no entry " << p.kernel.name << " for " << p.what;
-      if (p.mma) {
+      if (p.mma && std::string(p.mma).starts_with("wgmma")) {
+        // Operands published to the async proxy, the products waited for before their results are read.
+        for (const char* needed : {p.mma, "fence.proxy.async.shared::cta", "wgmma.fence.sync.aligned",
+                                   "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0"})
+          EXPECT_NE(entry.find(needed), std::string::npos) << arch << ": " << p.what << " has no " << needed;
+        EXPECT_EQ(entry.find("mma.sync"), std::string::npos) << arch << ": " << p.what;
+      } else if (p.mma) {
         EXPECT_NE(entry.find(p.mma), std::string::npos) << arch << ": " << p.what << " has no " << p.mma;
         EXPECT_NE(entry.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos) << arch << ": " << p.what;
         EXPECT_NE(entry.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"), std::string::npos) << arch << ": " << p.what;
@@ -126,6 +148,14 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
         EXPECT_EQ(entry.find("mma.sync"), std::string::npos) << arch << ": " << p.what;
       }
       EXPECT_EQ(entry.find("cp.async.wait_group") != std::string::npos, p.pipeline) << arch << ": " << p.what;
+      if (p.what == k[1].what || p.what == k[4].what) {
+        // Aligned rows move as vectors: the f32 product's 4-wide loads, both products' stores
+        // (4-wide from the blocked layout, column pairs from the mma fragments).
+        if (p.what == k[1].what)
+          EXPECT_TRUE(entry.find("ld.global.nc.v4") != std::string::npos || entry.find("ld.global.v4") != std::string::npos)
+              << arch << ": " << p.what;
+        EXPECT_NE(entry.find("st.global.v"), std::string::npos) << arch << ": " << p.what;
+      }
       EXPECT_EQ(entry.find("cp.async.cg.shared.global") != std::string::npos, p.copies) << arch << ": " << p.what;
     }
   }
