@@ -7,6 +7,7 @@
 #include <gizml/tile.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -220,4 +221,34 @@ TEST_F(TileGpu, MasksAndTransposedViews) {
   });
   ASSERT_TRUE(e[0].onGpu());
   EXPECT_EQ(e[0].host().text(), "[1, 1, 1]");
+}
+
+TEST_F(TileGpu, TuneOnGpuTensorsKeepsAConfigurationForThem) {
+  if (gpu().properties().major < 8) GTEST_SKIP() << "tensor cores need compute capability 8.0 (TensorCoresBelow80AreAnError)";
+  // Block sizes and stages of the BF16 product on GPU tensors: every configuration gives the CPU's
+  // product (within the tensor-core tolerance), one is kept for the GPU key and not for the host's.
+  Tile::clearTunings();
+  const auto a = T::uniform(T::Key(15), {256, 128}, -1, 1, DType::BF16),
+             b = T::uniform(T::Key(16), {128, 192}, -1, 1, DType::BF16);
+  const auto ga = a.on(gpu()), gb = b.on(gpu());
+  const auto cpu = Tile::run(tileprog::productGrid(a, b, 64, 64), tileprog::product(a, b, 64, 64, 32))[0];
+  const std::vector<Tile::Config> configs = {{{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}},
+                                             {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}},
+                                             {{"bm", 64}, {"bn", 32}, {"bk", 64}, {"stages", 1}}};
+  std::set<std::string> ran;
+  const auto runWith = [&](const Tile::Config& c) {
+    ran.insert(c.text());
+    const auto out = Tile::run(tileprog::productGrid(ga, gb, c["bm"], c["bn"]),
+                               tileprog::product(ga, gb, c["bm"], c["bn"], c["bk"], static_cast<int>(c["stages"])));
+    expectClose(out[0], cpu, 2e-2, 1e-2, c.text());
+    return out;
+  };
+  const auto out = Tile::tune("bf16_product", configs, {ga, gb}, runWith);
+  EXPECT_EQ(ran.size(), configs.size());
+  expectClose(out[0], cpu, 2e-2, 1e-2, "tuned");
+  const auto kept = Tile::tuned("bf16_product", {ga, gb});
+  ASSERT_TRUE(kept);
+  EXPECT_NE(std::find(configs.begin(), configs.end(), *kept), configs.end());
+  EXPECT_FALSE(Tile::tuned("bf16_product", {a, b}));  // the host tensors are another key
+  Tile::clearTunings();
 }
