@@ -188,8 +188,9 @@ int64_t cdiv(int64_t a, int64_t b);
 std::vector<Tensor> run(const Grid& grid, const Body& body);
 
 /// The program as the compiler sees it: the operations with the type and GPU layout of each
-/// value (which threads and registers hold it, what goes through shared memory).
-std::string ir(const Grid& grid, const Body& body);
+/// value (which threads and registers hold it, what goes through shared memory), as Tile::cuda
+/// generates it for a GPU of compute capability `arch` (major * 10 + minor).
+std::string ir(const Grid& grid, const Body& body, int arch = 80);
 
 /// The CUDA C++ kernel for a program, with what a launch needs. It compiles with NVRTC alone (no
 /// CUDA headers); a product of F16/BF16 tiles uses the tensor cores and needs sm_80 or later

@@ -161,6 +161,41 @@ class Codegen {
     return out;
   }
 
+  // Where value id's registers are, for Tile::ir.
+  std::string layoutText(int id) const {
+    const tir::Value& val = value(id);
+    if (val.index) return "";
+    const tir::Op* d = definer(id);
+    if (d && d->kind == tir::Kind::Load && pipelinedLoad(defOp_[static_cast<size_t>(id)]))
+      return "no registers: the pipeline's cp.async copies into shared memory";
+    const ValueLayout& l = layout(id);
+    if (!l.mma) return l.blocked.text();
+    const cudagen::MmaLayout& t = l.tc;
+    if (t.wgmma)
+      return "wgmma fragments: " + std::to_string(warps_ / 4) + (warps_ == 4 ? " warpgroup, " : " warpgroups, ") +
+             "each " + std::to_string(t.fm) + " x m64n" + std::to_string(t.cols) + " (" + std::to_string(t.regs()) +
+             " registers a thread)";
+    return "mma.sync fragments: warps " + std::to_string(t.wr) + "x" + std::to_string(t.wc) + ", each " +
+           std::to_string(t.fm) + "x" + std::to_string(t.fn) + " of m16n8 (" + std::to_string(t.regs()) +
+           " registers a thread)";
+  }
+
+  // What op `at` puts in shared memory, for Tile::ir (empty: nothing).
+  std::string sharedNote(int at) const {
+    const tir::Op& op = k_.ops[static_cast<size_t>(at)];
+    if (op.kind != tir::Kind::Dot || !layout(op.result).mma) return stagingNote(k_, op);
+    const Shape &a = value(op.args[0]).shape, &b = value(op.args[1]).shape;
+    const auto block = [](const Shape& s) {
+      const cudagen::SharedBlock sb = cudagen::sharedBlock(s[0], s[1]);
+      return tensor::shapeText(s) + (sb.chunks == 1 ? "" : " (" + std::to_string(sb.chunks * 16) + "-byte swizzle)");
+    };
+    const std::string operands = block(a) + " + " + block(b) + " 16-bit";
+    const std::string unit = layout(op.result).tc.wgmma ? "; wgmma reads them through descriptors" : "; ldmatrix";
+    if (pipelineOfDot(at))
+      return "operands through " + std::to_string(k_.stages) + " stages of shared memory " + operands + unit;
+    return "operands in shared memory " + operands + unit;
+  }
+
  private:
   // A fold whose product reads its two operands straight from tensors, through n buffers of
   // shared memory filled ahead by cp.async (p.stages(n), n >= 2).
@@ -728,6 +763,15 @@ class Codegen {
 }  // namespace
 
 CudaKernel generateCuda(const tir::Kernel& k, int arch) { return Codegen(k, arch).generate(); }
+
+CudaPlan planCuda(const tir::Kernel& k, int arch) {
+  Codegen g(k, arch);
+  CudaPlan plan;
+  plan.kernel = g.generate();
+  for (size_t id = 0; id < k.values.size(); ++id) plan.valueLayouts.push_back(g.layoutText(static_cast<int>(id)));
+  for (size_t i = 0; i < k.ops.size(); ++i) plan.opNotes.push_back(g.sharedNote(static_cast<int>(i)));
+  return plan;
+}
 
 CudaKernel cuda(const Grid& grid, const Body& body, int arch) { return generateCuda(trace(grid, body), arch); }
 

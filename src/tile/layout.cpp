@@ -32,30 +32,24 @@ int warpsFor(const tir::Kernel& k) {
   return static_cast<int>(std::clamp<int64_t>(largest / 1024, 1, 8));
 }
 
-Staging staging(const tir::Kernel& k, const tir::Op& op) {
+std::string stagingNote(const tir::Kernel& k, const tir::Op& op) {
   const auto& shapeOf = [&](int id) -> const Shape& { return k.values[static_cast<size_t>(id)].shape; };
-  Staging s;
+  std::string note;
   switch (op.kind) {
     case tir::Kind::Binary: case tir::Kind::Where:
       for (int a : op.args)
-        if (shapeOf(a) != shapeOf(op.result)) {
-          s.words = std::max(s.words, tir::elementCount(shapeOf(a)));
-          s.note += (s.note.empty() ? "" : ", ") + std::string("%").append(std::to_string(a));
-        }
-      if (s.words) s.note += " broadcast through shared memory";
+        if (shapeOf(a) != shapeOf(op.result))
+          note += (note.empty() ? "" : ", ") + std::string("%").append(std::to_string(a));
+      if (!note.empty()) note += " broadcast through shared memory";
       break;
-    case tir::Kind::Reduce:
-      s.words = tir::elementCount(shapeOf(op.args[0]));
-      s.note = std::string("%").append(std::to_string(op.args[0])) + " through shared memory";
-      break;
+    case tir::Kind::Reduce: note = std::string("%").append(std::to_string(op.args[0])) + " through shared memory"; break;
     case tir::Kind::Dot:
-      s.words = tir::elementCount(shapeOf(op.args[0])) + tir::elementCount(shapeOf(op.args[1]));
-      s.note = "operands in shared memory " + tensor::shapeText(shapeOf(op.args[0])) + " + " +
-               tensor::shapeText(shapeOf(op.args[1]));
+      note = "operands in shared memory " + tensor::shapeText(shapeOf(op.args[0])) + " + " +
+             tensor::shapeText(shapeOf(op.args[1]));
       break;
     default: break;
   }
-  return s;
+  return note;
 }
 
 }  // namespace gizml::tile

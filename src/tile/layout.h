@@ -32,11 +32,8 @@ Layout blockedLayout(const Shape& shape, int threads);
 /// Warps per block: one per 1024 elements of the largest tile, 1 to 8.
 int warpsFor(const tir::Kernel& k);
 
-/// The f32 words of shared memory op passes its operands through (0: none), and what for.
-struct Staging {
-  int64_t words = 0;
-  std::string note;
-};
-Staging staging(const tir::Kernel& k, const tir::Op& op);
+/// What op passes through shared memory on the GPU, as Tile::ir says it (empty: nothing); a
+/// tensor-core product's operands are the CUDA generator's to describe.
+std::string stagingNote(const tir::Kernel& k, const tir::Op& op);
 
 }  // namespace gizml::tile

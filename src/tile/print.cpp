@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "tile/layout.h"
+#include "tile/run.h"
 
 namespace gizml::tile {
 namespace {
@@ -34,16 +34,16 @@ struct Line {
 
 }  // namespace
 
-std::string ir(const Grid& grid, const Body& body) {
+std::string ir(const Grid& grid, const Body& body, int arch) {
   const tir::Kernel k = trace(grid, body);
-  const int threads = 32 * warpsFor(k);
-  int64_t sharedWords = 0;
-  for (const tir::Op& op : k.ops) sharedWords = std::max(sharedWords, staging(k, op).words);
+  // The layouts and shared memory are the CUDA generator's own for that GPU.
+  const CudaPlan plan = planCuda(k, arch);
+  const int threads = plan.kernel.threads;
 
   std::string out = "tile program: grid " + shapeText(k.grid) + ", " + std::to_string(threads / 32) +
                     (threads == 32 ? " warp" : " warps") + " (" + std::to_string(threads) +
                     " threads), " + std::to_string(k.stages) + (k.stages == 1 ? " stage" : " stages") +
-                    ", shared memory " + std::to_string(sharedWords * 4) + " bytes\n";
+                    ", shared memory " + std::to_string(plan.kernel.sharedBytes) + " bytes\n";
   for (size_t i = 0; i < k.operands.size(); ++i) {
     const tir::Operand& o = k.operands[i];
     out += std::string("  t").append(std::to_string(i)) + " = " + (o.write ? "write " : "read ") +
@@ -54,7 +54,8 @@ std::string ir(const Grid& grid, const Body& body) {
 
   std::vector<Line> lines;
   int depth = 1;
-  for (const tir::Op& op : k.ops) {
+  for (size_t at = 0; at < k.ops.size(); ++at) {
+    const tir::Op& op = k.ops[at];
     const auto operand = std::string("t").append(std::to_string(op.operand));
     std::string text;
     switch (op.kind) {
@@ -91,9 +92,8 @@ std::string ir(const Grid& grid, const Body& body) {
       const tir::Value& v = k.values[static_cast<size_t>(typed)];
       line.type = tir::typeText(v);
       line.layout = v.index ? "uniform, " + std::to_string(v.lo) + ".." + std::to_string(v.hi)
-                            : blockedLayout(v.shape, threads).text();
-      const Staging s = staging(k, op);
-      if (!s.note.empty()) line.layout += "; " + s.note;
+                            : plan.valueLayouts[static_cast<size_t>(typed)];
+      if (!plan.opNotes[at].empty()) line.layout += "; " + plan.opNotes[at];
     }
     lines.push_back(line);
     if (op.kind == tir::Kind::FoldBegin) ++depth;

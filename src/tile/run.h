@@ -1,6 +1,9 @@
 #pragma once
 // The backends behind Tile::run (src/tile/program.cpp): the CPU executor for host tensors, the
 // generated CUDA kernel for GPU tensors.
+#include <string>
+#include <vector>
+
 #include "tile/ir.h"
 
 namespace gizml::tile {
@@ -15,5 +18,13 @@ void runOnGpu(tir::Kernel& k);
 /// The CUDA kernel of a traced program for a GPU of compute capability `arch` (major * 10 + minor;
 /// src/tile/cuda_codegen.cpp).
 CudaKernel generateCuda(const tir::Kernel& k, int arch);
+
+/// The generator's decisions for Tile::ir: the kernel, each value's register layout as text
+/// (empty for index values) and each op's use of shared memory (empty: none).
+struct CudaPlan {
+  CudaKernel kernel;
+  std::vector<std::string> valueLayouts, opNotes;
+};
+CudaPlan planCuda(const tir::Kernel& k, int arch);
 
 }  // namespace gizml::tile

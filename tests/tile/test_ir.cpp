@@ -60,3 +60,45 @@ TEST(TileIr, ProductFoldsTheDotIntoItsAccumulator) {
       "  store t2[%0, %1], %11\n"
       );
 }
+
+TEST(TileIr, TensorCoreProductsShowTheGeneratorsLayouts) {
+  // The BF16 product with 3 stages: mma.sync fragments on 8.0, wgmma's on 9.0; the operands go
+  // through the pipeline's swizzled shared memory (3 x (8 + 8) KiB) and hold no registers. The
+  // zeros keep the blocked layout (a constant, refilled into the fragments at the fold).
+  const auto a = T::zeros({1000, 336}, DType::BF16), b = T::zeros({336, 784}, DType::BF16);
+  const auto body = [&](Tile::Program& p) {
+    p.stages(3);
+    const auto i = p.id(0), j = p.id(1);
+    const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
+    const auto zero = p.index(0);
+    const auto count = A.blocks(1);
+    const auto acc = p.fold(zero, count, p.zeros({128, 128}),
+                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
+    p.write(T::zeros({1000, 784}), {128, 128}).put(acc, {i, j});
+  };
+  const std::string head =
+      "tile program: grid [8, 7], 8 warps (256 threads), 3 stages, shared memory 49152 bytes\n"
+      "  t0 = read bf16[1000, 336] strides [336, 1] in blocks [128, 32], fill 0\n"
+      "  t1 = read bf16[336, 784] strides [784, 1] in blocks [32, 128], fill 0\n"
+      "  t2 = write f32[1000, 784] strides [784, 1] in blocks [128, 128]\n";
+  EXPECT_EQ(Tile::ir({8, 7}, body, 80),
+      head +
+      "  %0 = id 0                                : index          uniform, 0..7\n"
+      "  %1 = id 1                                : index          uniform, 0..6\n"
+      "  %2 = index 0                             : index          uniform, 0..0\n"
+      "  %3 = index 11                            : index          uniform, 11..11\n"
+      "  %4 = full 0                              : f32[128, 128]  threads 8x32 of 256, each 16x4\n"
+      "  fold %5 from %2 count %3, acc %6 = %4 {  : f32[128, 128]  mma.sync fragments: warps 2x4, each 4x4 of m16n8 (64 registers a thread)\n"
+      "    %7 = load t0[%0, %5]                   : bf16[128, 32]  no registers: the pipeline's cp.async copies into shared memory\n"
+      "    %8 = load t1[%5, %1]                   : bf16[32, 128]  no registers: the pipeline's cp.async copies into shared memory\n"
+      "    %10 = dot %7, %8, acc %6               : f32[128, 128]  mma.sync fragments: warps 2x4, each 4x4 of m16n8 (64 registers a thread); operands through 3 stages of shared memory [128, 32] (64-byte swizzle) + [32, 128] (128-byte swizzle) 16-bit; ldmatrix\n"
+      "  } %11 = yield %10                        : f32[128, 128]  mma.sync fragments: warps 2x4, each 4x4 of m16n8 (64 registers a thread)\n"
+      "  store t2[%0, %1], %11\n");
+  const std::string hopper = Tile::ir({8, 7}, body, 90);
+  EXPECT_EQ(hopper.substr(0, head.size()), head);
+  EXPECT_NE(hopper.find("%10 = dot %7, %8, acc %6               : f32[128, 128]  wgmma fragments: 2 warpgroups, each 1 x "
+                        "m64n128 (64 registers a thread); operands through 3 stages of shared memory [128, 32] (64-byte "
+                        "swizzle) + [32, 128] (128-byte swizzle) 16-bit; wgmma reads them through descriptors\n"),
+            std::string::npos)
+      << hopper;
+}
