@@ -16,6 +16,7 @@ cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize -j "$jobs"
 ctest --preset sanitize -j "$jobs" -LE "slow|emulator"
 
-cmake --preset clang -DGIZML_BENCH=OFF -DCMAKE_CXX_FLAGS=-Werror >/dev/null
+# A warning check: clang's warnings come from its front end, so -O0 finds the same ones faster.
+cmake --preset clang -DGIZML_BENCH=OFF -DCMAKE_CXX_FLAGS=-Werror "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" >/dev/null
 cmake --build --preset clang -j "$jobs"
 echo "all tests passed"
