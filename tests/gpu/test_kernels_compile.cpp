@@ -74,6 +74,39 @@ TEST(KernelsCompile, FixedKernels) {
   EXPECT_NE(c.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
 }
 
+// The TMA and mbarrier wrappers (sm_90a only): a kernel using each one assembles, and the
+// instructions are really in its PTX.
+TEST(KernelsCompile, TmaWrappers) {
+  requireNvrtc();
+  const std::string source = gpu::mmaSource() + R"(
+extern "C" __global__ void tma_check(const void* map, float* out) {
+#ifdef GIZML_HAVE_TMA
+  extern __shared__ __align__(1024) unsigned char sh[];
+  __shared__ __align__(8) unsigned long long bars[2];
+  const unsigned bar = gz_saddr(&bars[0]);
+  if (threadIdx.x == 0) {
+    gz_mbar_init(bar, 1);
+    gz_mbar_init(gz_saddr(&bars[1]), blockDim.x);
+    gz_fence_mbar_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    gz_mbar_arrive_expect(bar, 64 * 128);
+    gz_tma_load_2d(gz_saddr(sh), map, (int)blockIdx.x * 64, -3, bar);
+  }
+  gz_mbar_wait(bar, 0);
+  out[threadIdx.x] = (float)sh[threadIdx.x];
+#endif
+}
+)";
+  compileEverywhere(source, "the TMA wrappers");
+  const auto c = gpu::compileCuda(source, "sm_90a", false);
+  for (const char* instruction : {"mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+                                  "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
+                                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"})
+    EXPECT_NE(c.ptx.find(instruction), std::string::npos) << instruction;
+}
+
 TEST(KernelsCompile, NetopsKernels) {
   requireNvrtc();
   compileEverywhere(gpu::netopsKernelSource(), "netops' kernels (attention, cross entropy rows)");
