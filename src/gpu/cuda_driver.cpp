@@ -51,6 +51,8 @@ bool loadCudaDriver(DriverApi& api, std::string& why) {
     dlclose(dl);
     return false;
   }
+  // Optional: drivers before CUDA 12 have no tensor maps (tensorMap2d then says so).
+  api.tensorMapEncodeTiled = reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(dlsym(dl, "cuTensorMapEncodeTiled"));
   api.vendor = Vendor::Nvidia;
   api.dl = dl;
   api.prefix = "cuda";

@@ -58,6 +58,13 @@ struct DriverApi {
   int (*eventElapsedTime)(float* milliseconds, Handle start, Handle end) = nullptr;
   int (*getErrorName)(int error, const char** name) = nullptr;    // CUDA style (HIP adapted)
   int (*getErrorString)(int error, const char** text) = nullptr;
+  // cuTensorMapEncodeTiled (CUDA 12+, compute capability 9.0+): fills the 128-byte CUtensorMap a
+  // TMA copy reads; the enums (CUtensorMapDataType, ...) are ints. Optional: null when the driver
+  // lacks it, and on HIP.
+  int (*tensorMapEncodeTiled)(void* tensorMap, int dataType, uint32_t rank, void* globalAddress,
+                              const uint64_t* globalDim, const uint64_t* globalStrides, const uint32_t* boxDim,
+                              const uint32_t* elementStrides, int interleave, int swizzle, int l2Promotion,
+                              int oobFill) = nullptr;
 
   // The vendor's numbers for what we ask; the defaults are cuda.h's (HIP sets its own).
   int attrComputeMajor = 75, attrComputeMinor = 76, attrMultiprocessors = 16, attrL2Bytes = 38,
