@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "gpu/codegen.h"
 #include "gpu/emulator/emulator.h"
+#include "gpu/tensor_map.h"
 
 namespace {
 
@@ -631,6 +633,186 @@ TEST_F(EmulatorWgmma, MisuseIsAnError) {
               "an operand overwritten in flight");
   expectError(run(64, 1, false, 0, 4).error, "not aligned to 1024 bytes", "a swizzle atom off its repeat");
   expectError(run(64, 0, false, 0, 5).error, "not in dynamic shared memory", "a static __shared__ operand");
+}
+
+// ---- Hopper's TMA and mbarriers (GIZML_GPU_EMULATOR_ARCH=90) ----------------------------------
+
+// Thread 0 initializes two mbarriers (one arrival each) and, in each of two rounds (phases 0 and
+// 1 of both barriers), expects the bytes of that round's loads, issues them and reads the first
+// load's destination before any wait (the old contents); every thread waits on both barriers, and
+// at the end the dynamic shared memory is copied out. A load is 6 ints: map, c0, c1, shared offset,
+// barrier, round. `misuse`: 1 no arrive.expect_tx on barrier 1 in round 0, 2 a destination 16
+// bytes off its alignment, 3 barrier 1 expects 16 bytes more than its copies bring.
+const char* kTmaKernel = R"(
+extern "C" __global__ void emu_tma(const unsigned char* maps, const int* loads, int count, unsigned sharedBytes,
+                                   unsigned char* out, unsigned char* early, int misuse) {
+#ifdef GIZML_HAVE_TMA
+  extern __shared__ __align__(1024) unsigned char sh[];
+  __shared__ __align__(8) unsigned long long bars[2];
+  const unsigned t = threadIdx.x;
+  if (t == 0) {
+    for (int b = 0; b < 2; ++b) gz_mbar_init(gz_saddr(&bars[b]), 1);
+    gz_fence_mbar_init();
+  }
+  __syncthreads();
+  for (int round = 0; round < 2; ++round) {
+    if (t == 0)
+      for (int b = 0; b < 2; ++b) {
+        unsigned bytes = misuse == 3 && b == 1 ? 16 : 0;
+        for (int i = 0; i < count; ++i) {
+          const int* l = loads + 6 * i;
+          // The box's bytes: boxRows x boxCols 2-byte elements, from the host's table after the maps.
+          if (l[4] == b && l[5] == round) bytes += ((const unsigned*)(maps + 512))[l[0]];
+        }
+        if (!(misuse == 1 && b == 1 && round == 0)) gz_mbar_arrive_expect(gz_saddr(&bars[b]), bytes);
+        for (int i = 0; i < count; ++i) {
+          const int* l = loads + 6 * i;
+          if (l[4] != b || l[5] != round) continue;
+          gz_tma_load_2d(gz_saddr(sh + l[3]) + (misuse == 2 ? 16 : 0), maps + 128 * l[0], l[1], l[2], gz_saddr(&bars[b]));
+        }
+      }
+    // In flight: the issuing thread reads the old contents until a wait lands the copies.
+    if (round == 0 && t == 0)
+      for (int i = 0; i < 128; ++i) early[i] = sh[loads[3] + i];
+    for (int b = 0; b < 2; ++b) gz_mbar_wait(gz_saddr(&bars[b]), round);
+    // Thread 0 re-arms the barriers only once all threads saw this phase: a parity wait on a
+    // barrier two phases ahead would wait for a phase that never comes.
+    __syncthreads();
+  }
+  for (unsigned i = t; i < sharedBytes; i += blockDim.x) out[i] = sh[i];
+#endif
+}
+)";
+
+class EmulatorTma : public Emulator {
+ protected:
+  void SetUp() override {
+    Emulator::SetUp();
+    if (IsSkipped()) return;
+    if (g().properties().major < 9) GTEST_SKIP() << "TMA needs 9.0 (GIZML_GPU_EMULATOR_ARCH=90)";
+  }
+};
+
+// The shared memory bytes of a box as cuTensorMapEncodeTiled's swizzle modes lay it out (CUDA
+// programming guide, "TMA Swizzle"; PTX ISA "Tensor swizzling modes"): the box's rows of
+// boxCols elements one after another from dst; with a swizzle of W bytes, seen as W-byte rows
+// of a pattern repeating every 8 W bytes (dst on a multiple of it), the 16-byte chunks of a
+// W-byte row are permuted as wgmma's operands are (the `swizzled` above).
+void expectBox(std::vector<uint8_t>& image, unsigned dst, const std::vector<uint16_t>& tensor, int rows, int cols,
+               int stride, int boxRows, int boxCols, int w, int c0, int c1) {
+  for (int r = 0; r < boxRows; ++r)
+    for (int c = 0; c < boxCols; ++c) {
+      const int row = c1 + r, col = c0 + c;
+      const uint16_t v = row >= 0 && row < rows && col >= 0 && col < cols ? tensor[row * stride + col] : 0;
+      const unsigned o = static_cast<unsigned>((r * boxCols + c) * 2);
+      const unsigned at = w ? o / w * w + swizzled(o / w, o % w, w) : o;
+      std::memcpy(&image[dst + at], &v, 2);
+    }
+}
+
+TEST_F(EmulatorTma, LoadsLandSwizzledWithZerosOutsideAtTheWait) {
+  // A 40 x 100 tensor of 2-byte values, rows 104 elements (208 bytes) apart; the 4 padding
+  // elements of each row are never read (they are outside the tensor: zeros).
+  constexpr int kRows = 40, kCols = 100, kStride = 104;
+  std::vector<uint16_t> tensor(kRows * kStride, 0xeeee);
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) tensor[r * kStride + c] = static_cast<uint16_t>(r * 131 + c * 7 + 1);
+  auto bt = upload(tensor);
+  struct Map {
+    int boxRows, boxCols, swizzle;
+  };
+  const Map maps[4] = {{8, 24, 0}, {16, 16, 32}, {8, 32, 64}, {16, 64, 128}};
+  std::vector<uint8_t> table(512 + 16);
+  for (int m = 0; m < 4; ++m) {
+    const auto map = gpu::tensorMap2d(g(), bt.address(), kRows, kCols, kStride * 2, maps[m].boxRows, maps[m].boxCols,
+                                      maps[m].swizzle);
+    std::memcpy(&table[128 * m], map.data(), 128);
+    const uint32_t bytes = static_cast<uint32_t>(maps[m].boxRows * maps[m].boxCols * 2);
+    std::memcpy(&table[512 + 4 * m], &bytes, 4);
+  }
+  // Per map: a box inside, one over the bottom right edge, one at negative coordinates, one
+  // wholly outside; alternating barriers and rounds; each destination on 1024 bytes.
+  std::vector<int> loads;
+  unsigned at = 0;
+  for (int m = 0; m < 4; ++m) {
+    const int br = maps[m].boxRows, bc = maps[m].boxCols;
+    const int corners[4][2] = {{8, 4}, {kCols - bc / 2, kRows - br / 2}, {-bc / 2 - 3, -5}, {kCols + 2, 1}};
+    for (int k = 0; k < 4; ++k) {
+      const int i = static_cast<int>(loads.size() / 6);
+      loads.insert(loads.end(), {m, corners[k][0], corners[k][1], static_cast<int>(at), i % 2, i / 2 % 2});
+      at += (static_cast<unsigned>(br * bc * 2) + 1023) / 1024 * 1024;
+    }
+  }
+  const unsigned shared = at, count = static_cast<unsigned>(loads.size() / 6);
+  std::vector<uint8_t> expected(shared, 0xff);  // the emulator's NaN bytes where nothing landed
+  for (unsigned i = 0; i < count; ++i) {
+    const int* l = &loads[6 * i];
+    const Map& m = maps[l[0]];
+    expectBox(expected, static_cast<unsigned>(l[3]), tensor, kRows, kCols, kStride, m.boxRows, m.boxCols, m.swizzle,
+              l[1], l[2]);
+  }
+  auto bmaps = upload(table), bloads = upload(loads);
+  auto bout = g().allocate(shared), bearly = g().allocate(128);
+  uint64_t pm = bmaps.address(), pl = bloads.address(), po = bout.address(), pe = bearly.address();
+  int n = static_cast<int>(count), misuse = 0;
+  unsigned sb = shared;
+  ASSERT_EQ(launchError(kTmaKernel, "emu_tma", 128, shared, {&pm, &pl, &n, &sb, &po, &pe, &misuse}), "");
+  const auto out = download<uint8_t>(bout, shared), early = download<uint8_t>(bearly, 128);
+  for (int t = 0; t < 128; ++t) EXPECT_EQ(early[t], 0xff) << "byte " << t << " of the first box, read before the wait";
+  int wrong = 0;
+  for (unsigned i = 0; i < shared; ++i)
+    if (out[i] != expected[i] && ++wrong <= 8)
+      ADD_FAILURE() << "shared byte " << i << ": " << int(out[i]) << ", expected " << int(expected[i]);
+  EXPECT_EQ(wrong, 0);
+
+  // Misuse fails the launch with the barrier or the call named, instead of hanging.
+  auto error = [&](int kind) {
+    misuse = kind;
+    return launchError(kTmaKernel, "emu_tma", 128, shared, {&pm, &pl, &n, &sb, &po, &pe, &misuse});
+  };
+  std::string e = error(1);
+  EXPECT_NE(e.find("can never complete"), std::string::npos) << e;
+  EXPECT_NE(e.find("mbarrier at shared offset"), std::string::npos) << e;
+  e = error(2);
+  EXPECT_NE(e.find("is not aligned to"), std::string::npos) << e;
+  e = error(3);
+  EXPECT_NE(e.find("can never complete"), std::string::npos) << e;
+  EXPECT_NE(e.find("transaction count 16 bytes"), std::string::npos) << e;
+}
+
+// tensorMap2d refuses what cuTensorMapEncodeTiled would, naming the argument; below 9.0 it says
+// the GPU has no TMA.
+TEST_F(Emulator, TensorMapArgumentsAreChecked) {
+  auto b = g().allocate(64 * 256);
+  const uint64_t a = b.address();
+  auto error = [&](uint64_t address, uint64_t rows, uint64_t cols, uint64_t stride, uint32_t boxRows, uint32_t boxCols,
+                   int swizzle) -> std::string {
+    try {
+      gpu::tensorMap2d(g(), address, rows, cols, stride, boxRows, boxCols, swizzle);
+      return "";
+    } catch (const gizml::Error& e) {
+      return e.what();
+    }
+  };
+  if (g().properties().major < 9) {
+    const std::string e = error(a, 64, 128, 256, 8, 64, 128);
+    EXPECT_NE(e.find("compute capability 9.0"), std::string::npos) << e;
+    return;
+  }
+  EXPECT_EQ(error(a, 64, 128, 256, 8, 64, 128), "");
+  const std::pair<std::string, std::string> cases[] = {
+      {error(a + 8, 64, 128, 256, 8, 64, 128), "address"},
+      {error(a, 0, 128, 256, 8, 64, 128), "rows"},
+      {error(a, 64, 0, 256, 8, 64, 128), "cols"},
+      {error(a, 64, 128, 248, 8, 64, 128), "rowStrideBytes"},
+      {error(a, 64, 128, 1ull << 40, 8, 64, 128), "rowStrideBytes"},
+      {error(a, 64, 128, 256, 0, 64, 128), "boxRows"},
+      {error(a, 64, 128, 256, 257, 64, 128), "boxRows"},
+      {error(a, 64, 128, 256, 8, 12, 0), "boxCols"},
+      {error(a, 64, 128, 256, 8, 64, 64), "wider than the 64-byte swizzle"},
+      {error(a, 64, 128, 256, 8, 64, 48), "swizzleBytes"},
+  };
+  for (const auto& [e, part] : cases) EXPECT_NE(e.find(part), std::string::npos) << part << ": " << e;
 }
 
 }  // namespace

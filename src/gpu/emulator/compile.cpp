@@ -230,7 +230,7 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
   std::string macros = defines.str() + "#define GIZML_MMA_HELPERS 1\n";
   if (arch >= 80) macros += "#define GIZML_HAVE_MMA 1\n";
   if (arch >= 89) macros += "#define GIZML_HAVE_MMA_E4M3 1\n";
-  if (arch >= 90) macros += "#define GIZML_HAVE_WGMMA 1\n";  // emulated 9.0 is sm_90a
+  if (arch >= 90) macros += "#define GIZML_HAVE_WGMMA 1\n#define GIZML_HAVE_TMA 1\n";  // emulated 9.0 is sm_90a
 
   static std::atomic<unsigned> counter{0};  // one folder per compilation, threads included
   std::error_code ec;

@@ -286,6 +286,53 @@ int eventElapsedTime(float* ms, Handle start, Handle end) {
   return kSuccess;
 }
 
+// cuTensorMapEncodeTiled: checks what the driver documents for the case emulated (2-D tiles,
+// no interleave, element strides 1, zero fill out of range) and stores the parameters in the
+// emulator's own format (abi.inc's GzEmuTensorMap), which the kernels' gz_tma_load_2d reads.
+int tensorMapEncodeTiled(void* tensorMap, int dataType, uint32_t rank, void* globalAddress, const uint64_t* globalDim,
+                         const uint64_t* globalStrides, const uint32_t* boxDim, const uint32_t* elementStrides,
+                         int interleave, int swizzle, int l2Promotion, int oobFill) {
+  auto bad = [](const std::string& why) { return fail(kInvalidValue, "cuTensorMapEncodeTiled: " + why); };
+  if (gConfig.major < 9) return bad("tensor maps need compute capability 9.0");
+  // CUtensorMapDataType's element sizes: UINT8, UINT16, UINT32, INT32, UINT64, INT64, FLOAT16,
+  // FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ.
+  static const unsigned kBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  if (dataType < 0 || dataType >= 13) return bad("data type " + std::to_string(dataType) + " is not emulated");
+  if (rank != 2) return bad("rank " + std::to_string(rank) + ": the emulator's tensor maps are 2-D");
+  if (reinterpret_cast<uintptr_t>(tensorMap) % 64) return bad("the tensor map is not 64-byte aligned");
+  const uint64_t address = reinterpret_cast<uintptr_t>(globalAddress), e = kBytes[dataType];
+  if (address % 16) return bad("globalAddress is not 16-byte aligned");
+  for (int i = 0; i < 2; ++i) {
+    if (globalDim[i] == 0 || globalDim[i] > (1ull << 32)) return bad("globalDim is outside [1, 2^32]");
+    if (boxDim[i] == 0 || boxDim[i] > 256) return bad("boxDim is outside [1, 256]");
+    if (elementStrides[i] != 1) return bad("element strides other than 1 are not emulated");
+  }
+  if (globalStrides[0] % 16 || globalStrides[0] >= (1ull << 40)) return bad("globalStrides[0] is not a multiple of 16 below 2^40");
+  if (boxDim[0] * e % 16) return bad("boxDim[0] times the element size is not a multiple of 16 bytes");
+  if (interleave != 0) return bad("interleaved layouts are not emulated");
+  if (swizzle < 0 || swizzle > 3) return bad("swizzle " + std::to_string(swizzle) + " is not a CUtensorMapSwizzle");
+  const unsigned swizzleBytes = swizzle == 0 ? 0 : 16u << swizzle;  // 32, 64, 128
+  if (swizzleBytes && boxDim[0] * e > swizzleBytes) return bad("the box's inner dimension is wider than the swizzle");
+  if (l2Promotion < 0 || l2Promotion > 3) return bad("l2Promotion is not a CUtensorMapL2promotion");
+  if (oobFill != 0) return bad("only CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (zeros) is emulated");
+  if (!inDevice(address, (globalDim[1] - 1) * globalStrides[0] + globalDim[0] * e))
+    return bad("the tensor is not inside one device allocation");
+  GzEmuTensorMap m{};
+  m.magic = GzEmuTensorMap::kMagic;
+  m.address = address;
+  m.rows = globalDim[1];
+  m.cols = globalDim[0];
+  m.rowStride = globalStrides[0];
+  m.boxRows = boxDim[1];
+  m.boxCols = boxDim[0];
+  m.elementBytes = static_cast<unsigned>(e);
+  m.swizzleBytes = swizzleBytes;
+  static_assert(sizeof m <= 128, "a CUtensorMap is 128 bytes");
+  std::memset(tensorMap, 0, 128);
+  std::memcpy(tensorMap, &m, sizeof m);
+  return kSuccess;
+}
+
 int getErrorName(int error, const char** name) {
   switch (error) {
     case kSuccess: *name = "CUDA_SUCCESS"; break;
@@ -398,6 +445,7 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.eventElapsedTime = eventElapsedTime;
   api.getErrorName = getErrorName;
   api.getErrorString = getErrorString;
+  api.tensorMapEncodeTiled = tensorMapEncodeTiled;
   // The attribute and flag numbers are CUDA's (DriverApi's defaults); the error code is ours.
   api.errorOutOfMemory = kOutOfMemory;
   return true;

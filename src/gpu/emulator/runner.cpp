@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "gpu/emulator/emulator.h"
@@ -29,7 +30,21 @@ struct Copy {
   unsigned bytes;
 };
 
-enum class State { Ready, AtBarrier, AtWarp, AtGroup, Done };
+enum class State { Ready, AtBarrier, AtWarp, AtGroup, AtMbarrier, Done };
+
+// An mbarrier (PTX ISA "mbarrier"): the current phase, its pending arrivals and its transaction
+// count (bytes expected by expect_tx less bytes completed, which may go below zero when a copy
+// completes first), and the TMA copies in flight on it: their bytes land, and complete_tx, when
+// a thread waits on the barrier.
+struct Mbarrier {
+  unsigned expected = 0, pending = 0, phase = 0;
+  long long tx = 0;
+  struct Landing {
+    unsigned char* dst;
+    std::vector<unsigned char> bytes;
+  };
+  std::vector<Landing> inFlight;
+};
 
 // Switching between fibers: on x86-64 a few instructions saving the callee-saved registers
 // (swapcontext also saves the signal mask, a system call per switch: 50x slower, and a block of
@@ -73,6 +88,7 @@ struct Fiber {
   State state = State::Ready;
   int line = 0;        // the __syncthreads it waits at
   unsigned mask = 0;   // the warp collective's mask it waits in
+  unsigned mbarrier = 0, parity = 0;  // the mbarrier (shared offset) and phase parity it waits for
   std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
   std::vector<Copy> open;                 // cp.async copies not yet committed
   std::vector<std::vector<GzEmuWgmma>> wgGroups;  // committed wgmma groups, oldest first
@@ -102,6 +118,7 @@ struct Run {
   GzEmuCtx ctx{};
   std::vector<Warp> warps;
   std::vector<Group> groups;
+  std::map<unsigned, Mbarrier> mbarriers;  // by shared offset; the block's, cleared before each
   unsigned threads = 0, live = 0, atBarrier = 0;
   std::vector<unsigned> order;  // the order fibers run in between barriers (GIZML_GPU_EMULATOR_SCHEDULE)
   Fiber* current = nullptr;
@@ -324,6 +341,90 @@ void cbWgmmaWait(int pending, void (*land)(const GzEmuWgmma* op)) {
   }
 }
 
+// ---- mbarriers -----------------------------------------------------------------------------------
+
+std::string hex(unsigned v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+unsigned char* cbSharedAddress(unsigned offset, unsigned bytes, const char* what);
+
+// The initialized mbarrier at shared offset bar, or the launch fails naming the call.
+Mbarrier& mbarrier(unsigned bar, const char* what) {
+  auto it = g->mbarriers.find(bar);
+  if (it == g->mbarriers.end())
+    failHere(std::string(what) + ": no mbarrier was initialized at shared offset " + hex(bar) +
+             " (mbarrier.init first, in this block)");
+  return it->second;
+}
+
+// Ends the current phase when its arrivals and transactions are all done; threads waiting on the
+// barrier look again.
+void advance(unsigned bar, Mbarrier& b) {
+  if (b.pending == 0 && b.tx == 0) {
+    ++b.phase;
+    b.pending = b.expected;
+  }
+  for (unsigned i = 0; i < g->threads; ++i) {
+    Fiber& f = *gFibers[i];
+    if (f.state == State::AtMbarrier && f.mbarrier == bar) f.state = State::Ready;
+  }
+}
+
+void cbMbarInit(unsigned bar, unsigned count) {
+  if (bar % 8) failHere("mbarrier.init: shared offset " + hex(bar) + " is not 8-byte aligned");
+  cbSharedAddress(bar, 8, "mbarrier.init");
+  if (count == 0 || count >= (1u << 20))
+    failHere("mbarrier.init: an arrival count of " + std::to_string(count) + ", outside [1, 2^20 - 1]");
+  auto it = g->mbarriers.find(bar);
+  if (it != g->mbarriers.end() && !it->second.inFlight.empty())
+    failHere("mbarrier.init: the mbarrier at " + hex(bar) + " still has TMA copies in flight");
+  Mbarrier& b = g->mbarriers[bar];
+  b = Mbarrier{};
+  b.expected = b.pending = count;
+}
+
+// expect_tx (the transaction count rises by txBytes), then one arrival.
+void cbMbarArrive(unsigned bar, unsigned txBytes, const char* what) {
+  Mbarrier& b = mbarrier(bar, what);
+  if (b.pending == 0) failHere(std::string(what) + ": the mbarrier at " + hex(bar) + " has no pending arrivals");
+  b.tx += txBytes;
+  --b.pending;
+  advance(bar, b);
+}
+
+// A TMA copy's bytes, gathered by the kernel at its issue; they land at a wait on bar.
+void cbMbarCopy(unsigned bar, unsigned char* dst, const unsigned char* bytes, unsigned n, const char* what) {
+  Mbarrier& b = mbarrier(bar, what);
+  b.inFlight.push_back({dst, std::vector<unsigned char>(bytes, bytes + n)});
+  advance(bar, b);
+}
+
+// try_wait.parity until the phase of that parity completed (the current phase's parity differs):
+// the copies in flight land first (each completing its bytes, possibly ending a phase); then,
+// if the phase is still open, the thread parks until another thread arrives or issues a copy on
+// the barrier. A phase that can never complete is found when no thread can run (runBlock).
+void cbMbarWait(unsigned bar, unsigned parity, const char* what) {
+  Fiber& f = *g->current;
+  for (;;) {
+    Mbarrier& b = mbarrier(bar, what);
+    std::vector<Mbarrier::Landing> landing = std::move(b.inFlight);
+    b.inFlight.clear();
+    for (const Mbarrier::Landing& l : landing) {
+      std::memcpy(l.dst, l.bytes.data(), l.bytes.size());
+      b.tx -= static_cast<long long>(l.bytes.size());
+      advance(bar, b);
+    }
+    if ((b.phase & 1) != parity) return;
+    f.state = State::AtMbarrier;
+    f.mbarrier = bar;
+    f.parity = parity;
+    park();
+  }
+}
+
 unsigned char* cbSharedAddress(unsigned offset, unsigned bytes, const char* what) {
   const Module& m = *g->module;
   if (offset + static_cast<uint64_t>(bytes) <= *m.staticUsed) return m.staticShared + offset;
@@ -404,6 +505,7 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
     warp.generation = 0;
   }
   for (Group& group : r.groups) group.arrived = group.generation = 0;
+  r.mbarriers.clear();
   for (unsigned i = 0; i < r.threads; ++i) {
     Fiber& f = fiber(i);
     f.thread.tid = {i % s.block[0], (i / s.block[0]) % s.block[1], i / (s.block[0] * s.block[1])};
@@ -445,6 +547,19 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
     }
     if (!r.error.empty()) return r.error;
     if (!ran && done < r.threads) {
+      for (unsigned i = 0; i < r.threads; ++i) {
+        const Fiber& f = *gFibers[i];
+        if (f.state != State::AtMbarrier) continue;
+        const Mbarrier& b = r.mbarriers[f.mbarrier];
+        setError("mbarrier.try_wait.parity: the phase of parity " + std::to_string(f.parity) +
+                     " of the mbarrier at shared offset " + hex(f.mbarrier) + " can never complete (" +
+                     std::to_string(b.pending) + " of " + std::to_string(b.expected) +
+                     " arrivals pending, transaction count " + std::to_string(b.tx) +
+                     " bytes: an arrive.expect_tx missing, bytes expected that no copy brings, or the barrier two phases "
+                     "ahead of the wait)",
+                 &f);
+        return r.error;
+      }
       unsigned atBarrier = 0, atWarp = 0, atGroup = 0;
       for (unsigned i = 0; i < r.threads; ++i) {
         atBarrier += gFibers[i]->state == State::AtBarrier;
@@ -459,6 +574,10 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
       return r.error;
     }
   }
+  for (const auto& [bar, b] : r.mbarriers)
+    if (!b.inFlight.empty())
+      return "kernel " + r.function->name + ": the block ended with " + std::to_string(b.inFlight.size()) +
+             " TMA copies on the mbarrier at shared offset " + hex(bar) + " never waited for" + where(nullptr);
   if (*m.staticUsed > kStaticSharedLimit)
     return "kernel " + r.function->name + ": " + std::to_string(*m.staticUsed) +
            " bytes of static __shared__ memory, more than CUDA's 48 KB";
@@ -518,6 +637,10 @@ std::string run(const Function& f, const LaunchShape& shape, void** params) {
   r.ctx.wgmmaPending = cbWgmmaPending;
   r.ctx.wgmmaCommit = cbWgmmaCommit;
   r.ctx.wgmmaWait = cbWgmmaWait;
+  r.ctx.mbarInit = cbMbarInit;
+  r.ctx.mbarArrive = cbMbarArrive;
+  r.ctx.mbarWait = cbMbarWait;
+  r.ctx.mbarCopy = cbMbarCopy;
   *f.module->ctx = &r.ctx;
   g = &r;
   struct Reset {
