@@ -642,7 +642,8 @@ TEST_F(EmulatorWgmma, MisuseIsAnError) {
 // load's destination before any wait (the old contents); every thread waits on both barriers, and
 // at the end the dynamic shared memory is copied out. A load is 6 ints: map, c0, c1, shared offset,
 // barrier, round. `misuse`: 1 no arrive.expect_tx on barrier 1 in round 0, 2 a destination 16
-// bytes off its alignment, 3 barrier 1 expects 16 bytes more than its copies bring.
+// bytes off its alignment, 3 barrier 1 expects 16 bytes more than its copies bring, 4 barrier 1
+// never initialized.
 const char* kTmaKernel = R"(
 extern "C" __global__ void emu_tma(const unsigned char* maps, const int* loads, int count, unsigned sharedBytes,
                                    unsigned char* out, unsigned char* early, int misuse) {
@@ -651,7 +652,7 @@ extern "C" __global__ void emu_tma(const unsigned char* maps, const int* loads, 
   __shared__ __align__(8) unsigned long long bars[2];
   const unsigned t = threadIdx.x;
   if (t == 0) {
-    for (int b = 0; b < 2; ++b) gz_mbar_init(gz_saddr(&bars[b]), 1);
+    for (int b = 0; b < 2 - (misuse == 4); ++b) gz_mbar_init(gz_saddr(&bars[b]), 1);
     gz_fence_mbar_init();
   }
   __syncthreads();
@@ -778,6 +779,8 @@ TEST_F(EmulatorTma, LoadsLandSwizzledWithZerosOutsideAtTheWait) {
   e = error(3);
   EXPECT_NE(e.find("can never complete"), std::string::npos) << e;
   EXPECT_NE(e.find("transaction count 16 bytes"), std::string::npos) << e;
+  e = error(4);
+  EXPECT_NE(e.find("mbarrier.arrive.expect_tx: no mbarrier was initialized at shared offset"), std::string::npos) << e;
 }
 
 // tensorMap2d refuses what cuTensorMapEncodeTiled would, naming the argument; below 9.0 it says
