@@ -1,6 +1,6 @@
-// Tile programs on the GPU. The guide's product: BF16 [n, n] x [n, n] in 128 x 128 blocks with k
-// blocks of 32 (tensor cores; 1 and 3 stages), in TFLOP/s; scripts/device-check.sh runs
-// torch.matmul beside it for the ratio. Row softmax and layer norm of BF16 [rows, width] (a block
+// Tile programs on the GPU. The guide's product: BF16 [n, n] x [n, n] in each of the block sizes
+// and stages Tile::tune chooses from, then tuned, in TFLOP/s (tensor cores: wgmma and TMA on
+// 9.0); scripts/device-check.sh runs torch.matmul beside it for the ratio. Row softmax and layer norm of BF16 [rows, width] (a block
 // of whole rows each), in GB/s beside a device-to-device copy of the same bytes in the same run.
 // Each program's result is checked against the tensor library first. Times are medians of
 // CUDA-event timings after a warm-up (which compiles the kernel). Without a GPU it says so and
@@ -105,34 +105,62 @@ int main(int argc, char** argv) {
   auto g = benchmarkGpu("bench_tile_gpu");
   if (!g) return 0;
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  for (int64_t n : quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{4096, 8192}) {
+  for (int64_t n : quick ? std::vector<int64_t>{256} : std::vector<int64_t>{4096, 8192}) {
     const auto a = T::normal(T::Key(3), {n, n}).cast(DType::BF16).on(*g);
     const auto b = T::normal(T::Key(4), {n, n}).cast(DType::BF16).on(*g);
     const auto c = T::zeros({n, n}, DType::BF16).on(*g);  // written in place: no copy in the timing
-    for (int stages : {1, 3}) {
-      const auto body = [&](Tile::Program& p) {
-        p.stages(stages);
+    // The guide's product in the configurations Tile::tune chooses from (block rows, columns,
+    // k block, stages); on 9.0 the larger ones run on wgmma with TMA-fed stages.
+    const std::vector<Tile::Config> configs = {
+        {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 1}}, {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}},
+        {{"bm", 128}, {"bn", 128}, {"bk", 64}, {"stages", 3}}, {{"bm", 128}, {"bn", 256}, {"bk", 64}, {"stages", 3}},
+        {{"bm", 128}, {"bn", 256}, {"bk", 32}, {"stages", 4}}};
+    const auto runWith = [&](const Tile::Config& cf) {
+      const int64_t bm = cf["bm"], bn = cf["bn"], bk = cf["bk"];
+      const Tile::Grid grid = {Tile::cdiv(n, bm), Tile::cdiv(n, bn)};
+      return Tile::run(grid, [&](Tile::Program& p) {
+        p.stages(static_cast<int>(cf["stages"]));
         const auto i = p.id(0), j = p.id(1);
-        const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
-        const auto acc = p.fold(p.index(0), A.blocks(1), p.zeros({128, 128}),
+        const auto A = p.read(a, {bm, bk}), B = p.read(b, {bk, bn});
+        const auto acc = p.fold(p.index(0), A.blocks(1), p.zeros({bm, bn}),
                                 [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
-        p.write(c, {128, 128}).put(acc, {i, j});
-      };
-      const Tile::Grid grid = {Tile::cdiv(n, 128), Tile::cdiv(n, 128)};
-      // The host's part of a run (trace, generate the source, look it up): inside the timing below.
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int r = 0; r < 20; ++r) (void)Tile::cuda(grid, body);
-      const double hostMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 20;
-      std::printf("tile product: trace + generate %.3f ms a run\n", hostMs);
+        p.write(c, {bm, bn}).put(acc, {i, j});
+      });
+    };
+    // The host's part of a run (trace, generate the source, look it up): inside the timings below.
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < 20; ++r) (void)Tile::cuda({Tile::cdiv(n, 128), Tile::cdiv(n, 128)}, [&](Tile::Program& p) {
+      const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
+      const auto i = p.id(0), j = p.id(1);
+      p.write(c, {128, 128}).put(p.fold(p.index(0), A.blocks(1), p.zeros({128, 128}), [&](Tile::Index k, Tile::Tile acc) {
+        return acc + A.at({i, k}).dot(B.at({k, j}));
+      }), {i, j});
+    });
+    const double hostMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 20;
+    std::printf("tile product: trace + generate %.3f ms a run\n", hostMs);
+    const T::Tensor want = a.matmul(b).cast(DType::F32);
+    const double scale = want.abs().max().item();
+    double best = 0;
+    for (const Tile::Config& cf : configs) {
       // Five runs a timing, so that the host's part of one overlaps the GPU's work of the last.
       const double ms = medianMs(*g, 10, [&] {
-        for (int r = 0; r < 5; ++r) Tile::run(grid, body);
+        for (int r = 0; r < 5; ++r) runWith(cf);
       }) / 5;
+      const double err = maxDifference(c, want) / scale;  // BF16 output: about 2^-9 of the largest
       const double tflops = 2.0 * n * n * n / ms / 1e9;
-      std::printf("tile product bf16 %-6lld %d stage%s %9.3f ms  %8.1f TFLOP/s\n", static_cast<long long>(n), stages,
-                  stages == 1 ? " " : "s", ms, tflops);
-      std::printf("RESULT tile_matmul_bf16_%lld_stages%d_tflops %.2f\n", static_cast<long long>(n), stages, tflops);
+      std::printf("tile product bf16 %-6lld %-28s %9.3f ms  %8.1f TFLOP/s  rel. error %.1e%s\n", static_cast<long long>(n),
+                  cf.text().c_str(), ms, tflops, err, err <= 2e-2 ? "" : "  WRONG");
+      if (err <= 2e-2) best = std::max(best, tflops);
     }
+    // Tile::tune's own choice among them (it times each again), then the kept one.
+    Tile::clearTunings();
+    (void)Tile::tune("product", configs, {a, b}, runWith);
+    const double tunedMs = medianMs(*g, 10, [&] {
+      for (int r = 0; r < 5; ++r) Tile::tune("product", configs, {a, b}, runWith);
+    }) / 5;
+    std::printf("tile product bf16 %-6lld tuned: %s\n", static_cast<long long>(n), Tile::tuned("product", {a, b})->text().c_str());
+    std::printf("RESULT tile_matmul_bf16_%lld_best_tflops %.2f\n", static_cast<long long>(n), best);
+    std::printf("RESULT tile_matmul_bf16_%lld_tuned_tflops %.2f\n", static_cast<long long>(n), 2.0 * n * n * n / tunedMs / 1e9);
     // The same product by T::matmul (the fixed tensor-core kernel), for reference.
     T::Tensor d;
     const double ms = medianMs(*g, 10, [&] { d = a.matmul(b); });

@@ -100,6 +100,11 @@ timeout 150 "$bin/test_tile" --gtest_filter='TileGpu.*:TileCpu.*' >"$out/test_ti
 status=$?
 tail -60 "$out/test_tile.txt"
 note "test_tile (GPU): exit $status, $(grep -c '^\[       OK \] TileGpu\.' "$out/test_tile.txt") TileGpu passed, $(grep '^\[  FAILED  \] TileGpu\.' "$out/test_tile.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed, $(grep '^\[  SKIPPED \] TileGpu\.' "$out/test_tile.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) skipped"
+# The products again without TMA, and on mma.sync instead of wgmma: which Hopper path fails, if one does.
+for variant in "GIZML_TILE_TMA=0" "GIZML_TILE_ARCH=80"; do
+  env "$variant" timeout 60 "$bin/test_tile" --gtest_filter='TileGpu.Product*' >"$out/test_tile_$variant.txt" 2>&1
+  note "test_tile products with $variant: exit $?, $(grep -c '^\[       OK \] TileGpu\.' "$out/test_tile_$variant.txt") passed, $(grep '^\[  FAILED  \] TileGpu\.' "$out/test_tile_$variant.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed"
+done
 
 echo "== gradients on the GPU"
 timeout 120 "$bin/test_grad" --gtest_filter='GradGpu.*' >"$out/test_grad.txt" 2>&1
@@ -199,9 +204,9 @@ for n in 4096 8192; do
   ours=$(awk -v k="matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
   theirs=$(awk -v k="torch_matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
   [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT matmul_bf16_${n}_ratio_to_torch $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
-  for s in 1 3; do
-    tile=$(awk -v k="tile_matmul_bf16_${n}_stages${s}_tflops" '$2 == k {print $3}' "$results")
-    [ -n "$tile" ] && [ -n "$theirs" ] && note "RESULT tile_matmul_bf16_${n}_stages${s}_ratio_to_torch $(awk -v a="$tile" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+  for s in best tuned; do
+    tile=$(awk -v k="tile_matmul_bf16_${n}_${s}_tflops" '$2 == k {print $3}' "$results")
+    [ -n "$tile" ] && [ -n "$theirs" ] && note "RESULT tile_matmul_bf16_${n}_${s}_ratio_to_torch $(awk -v a="$tile" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
   done
 done
 

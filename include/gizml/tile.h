@@ -201,12 +201,23 @@ struct CudaKernel {
   int threads = 0;        // per block
   int64_t blocks = 0;     // one per grid point, on blockIdx.x
   int64_t sharedBytes = 0;  // dynamic shared memory per block
+  /// Hopper's tensor maps the launch passes after the tensors, in this order (each a pointer to
+  /// a 128-byte CUtensorMap in device memory): of operand `operand`, boxes of [boxRows,
+  /// boxCols] 2-byte elements with a swizzle of `swizzleBytes` (0, 32, 64 or 128).
+  struct TensorMap {
+    int operand = 0;
+    int64_t boxRows = 0, boxCols = 0;
+    int swizzleBytes = 0;
+  };
+  std::vector<TensorMap> tensorMaps;
 };
 /// Generates the kernel for body on grid; its parameters are the tensors of p.read and p.write
 /// in the order of those calls (element pointers, offsets applied: float for F32, the 16 bits
 /// of F16/BF16 as u16, unsigned char for Bool). `arch` is the target GPU's compute capability as
-/// major * 10 + minor (Tile::run passes its GPU's).
-CudaKernel cuda(const Grid& grid, const Body& body, int arch = 80);
+/// major * 10 + minor (Tile::run passes its GPU's). `tma`: on 9.0, a p.stages pipeline whose
+/// operands have 16-byte aligned rows loads them with the tensor memory accelerator, and the
+/// launch passes `tensorMaps` (Tile::run does so when the tensors' addresses are aligned too).
+CudaKernel cuda(const Grid& grid, const Body& body, int arch = 80, bool tma = false);
 
 // ---- Tuning (docs/tile.md, "Tuning"): the fastest configuration per kernel and tensor shapes.
 

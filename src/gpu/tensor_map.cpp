@@ -6,6 +6,11 @@
 
 namespace gizhw::gpu {
 
+bool hasTensorMaps(const Gpu& gpu) {
+  const Device& device = *gpu.device();
+  return device.properties.vendor == Vendor::Nvidia && device.properties.major >= 9 && device.api.tensorMapEncodeTiled;
+}
+
 std::array<unsigned char, 128> tensorMap2d(const Gpu& gpu, uint64_t address, uint64_t rows, uint64_t cols,
                                            uint64_t rowStrideBytes, uint32_t boxRows, uint32_t boxCols,
                                            int swizzleBytes) {

@@ -17,6 +17,10 @@ namespace gizhw::gpu {
 /// below 2^40, box dimensions in [1, 256] with boxCols * 2 a multiple of 16 and at most the
 /// swizzle's bytes, ...), and when the GPU has no TMA (compute capability below 9.0, AMD, a
 /// driver without cuTensorMapEncodeTiled).
+/// Whether gpu can make tensor maps (NVIDIA, compute capability 9.0 or more, a driver with
+/// cuTensorMapEncodeTiled).
+bool hasTensorMaps(const Gpu& gpu);
+
 std::array<unsigned char, 128> tensorMap2d(const Gpu& gpu, uint64_t address, uint64_t rows, uint64_t cols,
                                            uint64_t rowStrideBytes, uint32_t boxRows, uint32_t boxCols,
                                            int swizzleBytes);

@@ -110,7 +110,7 @@ bool isHalf(DType d) { return d == DType::F16 || d == DType::BF16; }
 
 class Codegen {
  public:
-  Codegen(const tir::Kernel& k, int arch) : k_(k), arch_(arch), warps_(warpsFor(k)), threads_(32 * warps_) {
+  Codegen(const tir::Kernel& k, int arch, bool tma) : k_(k), arch_(arch), tma_(tma), warps_(warpsFor(k)), threads_(32 * warps_) {
     defOp_.assign(k.values.size(), -1);
     uses_.assign(k.values.size(), 0);
     for (size_t i = 0; i < k.ops.size(); ++i) {
@@ -131,6 +131,7 @@ class Codegen {
       params += std::string(i ? ", " : "") + (o.write ? "" : "const ") + elementType(o.tensor.dtype()) +
                 "* __restrict__ t" + std::to_string(i);
     }
+    for (size_t j = 0; j < tensorMaps_.size(); ++j) params += ", const void* __restrict__ gz_map" + std::to_string(j);
 
     std::string head = "  const int t = threadIdx.x;\n";
     const int64_t bytes = pipelineBytes_ + generalWords_ * 4;
@@ -141,11 +142,19 @@ class Codegen {
       if (usesHalves_) head += "  unsigned short* const gz_h = (unsigned short*)gz_s;\n";
       if (pipelineBytes_) head += "  unsigned char* const gz_pipe = (unsigned char*)gz_smem;\n";
     }
+    for (const auto& [fold, p] : pipelines_) {
+      if (!p.tma) continue;
+      // The stages' mbarriers, one arrival each (thread 0's), visible before any copy uses them.
+      head += "  if (t == 0) {\n    for (int s = 0; s < " + std::to_string(k_.stages) + "; ++s) gz_mbar_init(gz_saddr(gz_pipe) + " +
+              std::to_string(p.barOffset) + "u + 8u * s, 1u);\n    gz_fence_mbar_init();\n  }\n  __syncthreads();\n";
+      head += "  unsigned gz_ph" + std::to_string(fold) + " = 0u;\n";
+    }
 
     CudaKernel out;
     out.threads = threads_;
     out.blocks = tir::gridPoints(k_.grid);
     out.sharedBytes = bytes;
+    out.tensorMaps = tensorMaps_;
     const std::string signature = "(" + params + ") {\n" + head + body_ + "}\n";
     out.name = "gizml_tile_" + hashText(signature);
     std::string wgmma;
@@ -154,7 +163,7 @@ class Codegen {
                  std::to_string(threads_) + " threads, " + std::to_string(out.sharedBytes) +
                  " bytes of dynamic shared memory" +
                  (!wgmma.empty() ? ", tensor cores (wgmma, sm_90a)" : usesMma_ ? ", tensor cores (sm_80+)" : "") +
-                 (pipelineBytes_ ? ", a " + std::to_string(k_.stages) + "-stage cp.async pipeline" : "") + ".\n" +
+                 (pipelineBytes_ ? ", a " + std::to_string(k_.stages) + (tensorMaps_.empty() ? "-stage cp.async pipeline" : "-stage TMA pipeline") : "") + ".\n" +
                  expr::elementwiseMathSource() +
                  kHelpers + (usesMma_ ? cudagen::mmaHelpers() : "") + wgmma + "extern \"C\" __global__ void __launch_bounds__(" +
                  std::to_string(threads_) + ") " + out.name + signature;
@@ -204,6 +213,11 @@ class Codegen {
     int loadA = -1, loadB = -1; // the Load ops of its operands
     int64_t offset = 0;         // bytes into gz_smem
     int64_t aBytes = 0, stageBytes = 0;
+    // Hopper's TMA instead of cp.async: one mbarrier a stage (8 bytes each from barOffset), the
+    // tensor maps of A and B (indices into tensorMaps_), and the bytes a stage's boxes bring.
+    bool tma = false;
+    int64_t barOffset = 0, tmaBytes = 0;
+    int mapA = -1, mapB = -1;
   };
 
   static std::string hashText(const std::string& s) {
@@ -317,10 +331,35 @@ class Codegen {
         p.stageBytes = p.aBytes + cudagen::sharedBlock(b[0], b[1]).bytes();
         p.offset = pipelineBytes_;
         pipelineBytes_ += p.stageBytes * k_.stages;
+        if (tma_ && k_.stages <= 32 && layout(op.result).tc.wgmma && tmaOperand(la) && tmaOperand(lb)) {
+          p.tma = true;
+          p.barOffset = pipelineBytes_;
+          pipelineBytes_ += (8 * k_.stages + 15) / 16 * 16;
+          p.mapA = addTensorMap(la);
+          p.mapB = addTensorMap(lb);
+          p.tmaBytes = 2 * (a[0] * a[1] + b[0] * b[1]);
+        }
         pipelines_[static_cast<int>(i)] = p;
         break;
       }
     }
+  }
+
+  // Whether TMA can load the operand of Load op `at`: rows of 16-byte multiples, unit column
+  // stride, coordinates within int32, boxes of at most 256 rows (the pipeline checked the rest).
+  bool tmaOperand(int at) const {
+    const tir::Operand& o = k_.operands[static_cast<size_t>(k_.ops[static_cast<size_t>(at)].operand)];
+    const Shape& shape = o.tensor.shape();
+    return o.tensor.strides()[1] == 1 && o.tensor.strides()[0] * 2 % 16 == 0 && o.block[0] <= 256 &&
+           shape[0] + o.block[0] < (int64_t{1} << 31) && shape[1] + o.block[1] < (int64_t{1} << 31);
+  }
+  // The tensor map of Load op `at`'s operand: boxes of one shared-memory panel (SharedBlock).
+  int addTensorMap(int at) {
+    const tir::Op& load = k_.ops[static_cast<size_t>(at)];
+    const tir::Operand& o = k_.operands[static_cast<size_t>(load.operand)];
+    const cudagen::SharedBlock block = cudagen::sharedBlock(o.block[0], o.block[1]);
+    tensorMaps_.push_back({load.operand, o.block[0], int64_t{block.chunks} * 8, block.chunks == 1 ? 0 : block.chunks * 16});
+    return static_cast<int>(tensorMaps_.size()) - 1;
   }
 
   const Pipeline* pipelineOfDot(int opIndex) const {
@@ -521,6 +560,7 @@ class Codegen {
   // one cp.async group (committed even when the iteration is past the end, so that every thread
   // counts the same groups).
   void issueStage(const tir::Op& begin, const Pipeline& p, const std::string& iteration) {
+    if (p.tma) return issueTmaStage(begin, p, iteration);
     const std::string start = v(begin.args[0]), end = "(" + v(begin.args[0]) + " + " + v(begin.args[1]) + ")";
     line("{");
     ++depth_;
@@ -544,6 +584,41 @@ class Codegen {
     line("}");
   }
 
+  // The TMA copies of fold iteration `iteration` into its buffer: thread 0 arms the stage's
+  // mbarrier with the bytes to come and asks for one box per shared-memory panel of each operand;
+  // out-of-range elements arrive as zeros.
+  void issueTmaStage(const tir::Op& begin, const Pipeline& p, const std::string& iteration) {
+    const std::string start = v(begin.args[0]), end = "(" + v(begin.args[0]) + " + " + v(begin.args[1]) + ")";
+    const std::string S = std::to_string(k_.stages);
+    line("{");
+    ++depth_;
+    line("const long long gz_k = " + iteration + ";");
+    line("if (t == 0 && gz_k < " + end + ") {");
+    ++depth_;
+    line("const unsigned gz_stage = (unsigned)((gz_k - " + start + ") % " + S + ");");
+    line("const unsigned gz_buf = gz_saddr(gz_pipe) + " + std::to_string(p.offset) + "u + gz_stage * " +
+         std::to_string(p.stageBytes) + "u;");
+    line("const unsigned gz_bar = gz_saddr(gz_pipe) + " + std::to_string(p.barOffset) + "u + gz_stage * 8u;");
+    line("gz_mbar_arrive_expect(gz_bar, " + std::to_string(p.tmaBytes) + "u);");
+    for (int which = 0; which < 2; ++which) {
+      const tir::Op& load = k_.ops[static_cast<size_t>(which == 0 ? p.loadA : p.loadB)];
+      const tir::Operand& o = k_.operands[static_cast<size_t>(load.operand)];
+      const int map = which == 0 ? p.mapA : p.mapB;
+      const CudaKernel::TensorMap& m = tensorMaps_[static_cast<size_t>(map)];
+      const cudagen::SharedBlock block = cudagen::sharedBlock(o.block[0], o.block[1]);
+      const std::string row0 = indexAt(load.args[0], begin.result, "gz_k") + " * " + std::to_string(o.block[0]) + "LL";
+      const std::string col0 = indexAt(load.args[1], begin.result, "gz_k") + " * " + std::to_string(o.block[1]) + "LL";
+      for (int64_t panel = 0; panel * m.boxCols < o.block[1]; ++panel)
+        line("gz_tma_load_2d(gz_buf + " + std::to_string((which == 0 ? 0 : p.aBytes) + panel * block.panelBytes()) +
+             "u, gz_map" + std::to_string(map) + ", (int)(" + col0 + " + " + std::to_string(panel * m.boxCols) + "LL), (int)(" +
+             row0 + "), gz_bar);");
+    }
+    --depth_;
+    line("}");
+    --depth_;
+    line("}");
+  }
+
   void emitDot(int at, const tir::Op& op) {
     const std::string r = v(op.result);
     const Shape &a = value(op.args[0]).shape, &b = value(op.args[1]).shape;
@@ -557,9 +632,18 @@ class Codegen {
         const tir::Op& begin = k_.ops[static_cast<size_t>(value(op.result).region)];
         const std::string counter = v(begin.result), start = v(begin.args[0]);
         issueStage(begin, *p, counter + " + " + std::to_string(k_.stages - 1));
-        line("gz_cp_async_wait<" + std::to_string(k_.stages - 1) + ">();");
-        if (out.tc.wgmma) line("gz_fence_proxy_async();");
-        line("__syncthreads();");
+        if (p->tma) {
+          // The stage's mbarrier completes its phase when the boxes' bytes have landed; each
+          // thread keeps the parity it waits for next, a bit per stage.
+          const std::string phase = "gz_ph" + std::to_string(value(op.result).region);
+          line("{ const unsigned gz_stage = (unsigned)((" + counter + " - " + start + ") % " + std::to_string(k_.stages) +
+               "); gz_mbar_wait(gz_saddr(gz_pipe) + " + std::to_string(p->barOffset) + "u + gz_stage * 8u, (" + phase +
+               " >> gz_stage) & 1u); " + phase + " ^= 1u << gz_stage; }");
+        } else {
+          line("gz_cp_async_wait<" + std::to_string(k_.stages - 1) + ">();");
+          if (out.tc.wgmma) line("gz_fence_proxy_async();");
+          line("__syncthreads();");
+        }
         const std::string base = "gz_saddr(gz_pipe) + (unsigned)(" + std::to_string(p->offset) + "LL + (" + counter + " - " +
                                  start + ") % " + std::to_string(k_.stages) + " * " + std::to_string(p->stageBytes) + "LL)";
         sa = base;
@@ -736,7 +820,7 @@ class Codegen {
         }
         --depth_;
         line("}");
-        if (pipelines_.count(op.match)) line("gz_cp_async_wait<0>();");
+        if (const auto p = pipelines_.find(op.match); p != pipelines_.end() && !p->second.tma) line("gz_cp_async_wait<0>();");
         line("float " + r + "[" + n + "];");
         line("#pragma unroll");
         line("for (int e = 0; e < " + n + "; ++e) " + r + "[e] = " + acc + "[e];");
@@ -747,6 +831,8 @@ class Codegen {
 
   const tir::Kernel& k_;
   int arch_;  // the target's compute capability, major * 10 + minor
+  bool tma_;  // pipelines may load through TMA (the launcher checked the operands' alignment)
+  std::vector<CudaKernel::TensorMap> tensorMaps_;
   int warps_, threads_;
   std::vector<int> defOp_, uses_;
   std::vector<ValueLayout> layouts_;
@@ -762,10 +848,10 @@ class Codegen {
 
 }  // namespace
 
-CudaKernel generateCuda(const tir::Kernel& k, int arch) { return Codegen(k, arch).generate(); }
+CudaKernel generateCuda(const tir::Kernel& k, int arch, bool tma) { return Codegen(k, arch, tma).generate(); }
 
 CudaPlan planCuda(const tir::Kernel& k, int arch) {
-  Codegen g(k, arch);
+  Codegen g(k, arch, false);
   CudaPlan plan;
   plan.kernel = g.generate();
   for (size_t id = 0; id < k.values.size(); ++id) plan.valueLayouts.push_back(g.layoutText(static_cast<int>(id)));
@@ -773,6 +859,8 @@ CudaPlan planCuda(const tir::Kernel& k, int arch) {
   return plan;
 }
 
-CudaKernel cuda(const Grid& grid, const Body& body, int arch) { return generateCuda(trace(grid, body), arch); }
+CudaKernel cuda(const Grid& grid, const Body& body, int arch, bool tma) {
+  return generateCuda(trace(grid, body), arch, tma);
+}
 
 }  // namespace gizml::tile

@@ -17,7 +17,8 @@ void runOnGpu(tir::Kernel& k);
 
 /// The CUDA kernel of a traced program for a GPU of compute capability `arch` (major * 10 + minor;
 /// src/tile/cuda_codegen.cpp).
-CudaKernel generateCuda(const tir::Kernel& k, int arch);
+/// `tma`: pipelines on 9.0 may load through tensor maps (the launcher found the operands aligned).
+CudaKernel generateCuda(const tir::Kernel& k, int arch, bool tma);
 
 /// The generator's decisions for Tile::ir: the kernel, each value's register layout as text
 /// (empty for index values) and each op's use of shared memory (empty: none).

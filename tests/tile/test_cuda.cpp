@@ -24,6 +24,7 @@ struct Program {
   // cp.async where rows are aligned (odd row strides take plain loads: no cp.async.cg).
   bool pipeline = false, copies = false;
   bool hopper = false;  // generated for 9.0 (Tile::cuda's arch 90): compiled for sm_90a only
+  bool tma = false;     // its pipeline loads through tensor maps (and mbarriers), not cp.async
 };
 
 std::vector<Program> programs() {
@@ -61,6 +62,12 @@ std::vector<Program> programs() {
        Tile::cuda(productGrid(a16, b16, 128, 128), product(a16, b16, 128, 128, 32, 3), 90), wgBf16, true, false, true},
       {"the product, f16 64 x 64 blocks, 2 stages, on 9.0",
        Tile::cuda(productGrid(ah, bh, 64, 64), product(ah, bh, 64, 64, 32, 2), 90), wgF16, true, true, true},
+      // Hopper's TMA where the rows are 16-byte multiples (512 x 256 x 384); the odd shapes keep cp.async.
+      {"the product, f16 64 x 64 blocks, 2 stages, TMA, on 9.0",
+       Tile::cuda(productGrid(ah, bh, 64, 64), product(ah, bh, 64, 64, 32, 2), 90, true), wgF16, true, false, true, true},
+      {"the product, bf16, 3 stages, TMA asked for rows that do not allow it, on 9.0",
+       Tile::cuda(productGrid(a16, b16, 128, 64), product(a16, b16, 128, 64, 32, 3), 90, true),
+       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", true, false, true},
       {"a product of one warp on 9.0 (mma.sync)",
        Tile::cuda(productGrid(c, d, 32, 32), product(c, d, 32, 32, 32, 2, DType::BF16), 90), bf16, false, false, true},
       // The other programs of the CPU tests (tests/tile/test_cpu.cpp).
@@ -135,10 +142,12 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
       const std::string entry = entryOf(c.ptx, p.kernel.name);
       ASSERT_FALSE(entry.empty()) << arch << ": no entry " << p.kernel.name << " for " << p.what;
       if (p.mma && std::string(p.mma).starts_with("wgmma")) {
-        // Operands published to the async proxy, the products waited for before their results are read.
-        for (const char* needed : {p.mma, "fence.proxy.async.shared::cta", "wgmma.fence.sync.aligned",
-                                   "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0"})
+        // The products waited for before their results are read; operands stored by threads (not
+        // by TMA, which writes through the async proxy itself) fenced for wgmma's async reads.
+        for (const char* needed : {p.mma, "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                                   "wgmma.wait_group.sync.aligned 0"})
           EXPECT_NE(entry.find(needed), std::string::npos) << arch << ": " << p.what << " has no " << needed;
+        EXPECT_EQ(entry.find("fence.proxy.async.shared::cta") != std::string::npos, !p.tma) << arch << ": " << p.what;
         EXPECT_EQ(entry.find("mma.sync"), std::string::npos) << arch << ": " << p.what;
       } else if (p.mma) {
         EXPECT_NE(entry.find(p.mma), std::string::npos) << arch << ": " << p.what << " has no " << p.mma;
@@ -147,7 +156,10 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
       } else {
         EXPECT_EQ(entry.find("mma.sync"), std::string::npos) << arch << ": " << p.what;
       }
-      EXPECT_EQ(entry.find("cp.async.wait_group") != std::string::npos, p.pipeline) << arch << ": " << p.what;
+      EXPECT_EQ(entry.find("cp.async.wait_group") != std::string::npos, p.pipeline && !p.tma) << arch << ": " << p.what;
+      EXPECT_EQ(p.kernel.tensorMaps.size(), p.tma ? 2u : 0u) << p.what;
+      for (const char* tma : {"cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx"})
+        EXPECT_EQ(entry.find(tma) != std::string::npos, p.tma) << arch << ": " << p.what << ": " << tma;
       if (p.what == k[1].what || p.what == k[4].what) {
         // Aligned rows move as vectors: the f32 product's 4-wide loads, both products' stores
         // (4-wide from the blocked layout, column pairs from the mma fragments).
