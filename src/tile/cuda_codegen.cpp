@@ -801,7 +801,8 @@ class Codegen {
         const auto p = pipelines_.find(at);
         if (p != pipelines_.end()) {
           // The pipeline's first S - 1 stages, read ahead before the loop.
-          line("// " + std::to_string(k_.stages) + "-stage cp.async pipeline of the product's operands");
+          line("// " + std::to_string(k_.stages) + (p->second.tma ? "-stage TMA" : "-stage cp.async") +
+               " pipeline of the product's operands");
           for (int s = 0; s + 1 < k_.stages; ++s) issueStage(op, p->second, v(op.args[0]) + " + " + std::to_string(s));
         }
         line("for (long long " + r + " = " + v(op.args[0]) + "; " + r + " < " + v(op.args[0]) + " + " + v(op.args[1]) +
