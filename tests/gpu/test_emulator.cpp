@@ -543,13 +543,18 @@ WgmmaLayout wgmmaLayout(int n, unsigned w) {
   return L;
 }
 
-class EmulatorWgmma : public Emulator {
+// Hopper's instructions: skipped below 9.0.
+class EmulatorHopper : public Emulator {
  protected:
   void SetUp() override {
     Emulator::SetUp();
     if (IsSkipped()) return;
-    if (g().properties().major < 9) GTEST_SKIP() << "wgmma needs 9.0 (GIZML_GPU_EMULATOR_ARCH=90)";
+    if (g().properties().major < 9) GTEST_SKIP() << "wgmma and TMA need 9.0 (GIZML_GPU_EMULATOR_ARCH=90)";
   }
+};
+
+class EmulatorWgmma : public EmulatorHopper {
+ protected:
   struct Result {
     std::vector<float> before, d;
     std::string error;
@@ -685,14 +690,7 @@ extern "C" __global__ void emu_tma(const unsigned char* maps, const int* loads, 
 }
 )";
 
-class EmulatorTma : public Emulator {
- protected:
-  void SetUp() override {
-    Emulator::SetUp();
-    if (IsSkipped()) return;
-    if (g().properties().major < 9) GTEST_SKIP() << "TMA needs 9.0 (GIZML_GPU_EMULATOR_ARCH=90)";
-  }
-};
+class EmulatorTma : public EmulatorHopper {};
 
 // The shared memory bytes of a box as cuTensorMapEncodeTiled's swizzle modes lay it out (CUDA
 // programming guide, "TMA Swizzle"; PTX ISA "Tensor swizzling modes"): the box's rows of

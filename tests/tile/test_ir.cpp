@@ -4,6 +4,25 @@
 
 using namespace gizml;
 
+namespace {
+
+// The guide's product in 128 x 128 blocks with k blocks of 32, its values traced in a fixed order
+// (the golden texts number them; a call's arguments are evaluated in no set order).
+Tile::Body product(const T::Tensor& a, const T::Tensor& b, int stages) {
+  return [=](Tile::Program& p) {
+    p.stages(stages);
+    const auto i = p.id(0), j = p.id(1);
+    const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
+    const auto zero = p.index(0);
+    const auto count = A.blocks(1);
+    const auto acc = p.fold(zero, count, p.zeros({128, 128}),
+                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
+    p.write(T::zeros({a.size(0), b.size(1)}), {128, 128}).put(acc, {i, j});
+  };
+}
+
+}  // namespace
+
 TEST(TileIr, GuideFirstExample) {
   const auto x = T::tensor({4, 4}, {-2, -1, 0, 1, 2, 3, 4, 5, -3, -4, 6, 7, 8, -9, 1, 0.5});
   const auto w = T::tensor({1, 4}, {1, 2, 3, 4});
@@ -32,16 +51,7 @@ TEST(TileIr, GuideFirstExample) {
 
 TEST(TileIr, ProductFoldsTheDotIntoItsAccumulator) {
   const auto a = T::zeros({1000, 333}), b = T::zeros({333, 777});
-  const std::string text = Tile::ir({8, 7}, [&](Tile::Program& p) {
-    p.stages(2);
-    const auto i = p.id(0), j = p.id(1);
-    const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
-    const auto zero = p.index(0);
-    const auto count = A.blocks(1);
-    const auto acc = p.fold(zero, count, p.zeros({128, 128}),
-                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
-    p.write(T::zeros({1000, 777}), {128, 128}).put(acc, {i, j});
-  });
+  const std::string text = Tile::ir({8, 7}, product(a, b, 2));
   EXPECT_EQ(text,
       "tile program: grid [8, 7], 8 warps (256 threads), 2 stages, shared memory 32768 bytes\n"
       "  t0 = read f32[1000, 333] strides [333, 1] in blocks [128, 32], fill 0\n"
@@ -66,16 +76,7 @@ TEST(TileIr, TensorCoreProductsShowTheGeneratorsLayouts) {
   // through the pipeline's swizzled shared memory (3 x (8 + 8) KiB) and hold no registers. The
   // zeros keep the blocked layout (a constant, refilled into the fragments at the fold).
   const auto a = T::zeros({1000, 336}, DType::BF16), b = T::zeros({336, 784}, DType::BF16);
-  const auto body = [&](Tile::Program& p) {
-    p.stages(3);
-    const auto i = p.id(0), j = p.id(1);
-    const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
-    const auto zero = p.index(0);
-    const auto count = A.blocks(1);
-    const auto acc = p.fold(zero, count, p.zeros({128, 128}),
-                            [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
-    p.write(T::zeros({1000, 784}), {128, 128}).put(acc, {i, j});
-  };
+  const auto body = product(a, b, 3);
   const std::string head =
       "tile program: grid [8, 7], 8 warps (256 threads), 3 stages, shared memory 49152 bytes\n"
       "  t0 = read bf16[1000, 336] strides [336, 1] in blocks [128, 32], fill 0\n"
