@@ -22,15 +22,11 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Linear layers (and the embedding) take the chosen width; norms, biases, convolutions, MoE
 // routers and gates stay F32: they are small and their errors reach every token.
 bool isLayerWeight(const std::string& name, const tensor::Shape& shape) {
-  if (shape.size() < 2 || !endsWith(name, ".weight")) return false;
-  return !contains(name, "norm") && !contains(name, "conv1d") && !endsWith(name, ".mlp.gate.weight") &&
+  if (shape.size() < 2 || !name.ends_with(".weight")) return false;
+  return !contains(name, "norm") && !contains(name, "conv1d") && !name.ends_with(".mlp.gate.weight") &&
          !contains(name, "shared_expert_gate");
 }
 

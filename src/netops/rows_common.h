@@ -11,6 +11,9 @@ namespace gizml::netops::rows {
 
 using tensor::Shape;
 
+/// Values per INT8 group of the ConvRot rows (the 256-point Hadamard rotation, one scale each).
+inline constexpr int64_t kInt8Group = 256;
+
 /// An Error unless every named operand is in host memory: these functions have only their host
 /// paths on tensors so far, and a GPU operand must not be read as host memory.
 void requireHost(const char* fn, std::initializer_list<std::pair<const char*, const Tensor*>> operands);

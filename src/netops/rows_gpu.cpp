@@ -12,8 +12,6 @@ using gizhw::gpu::Dim3;
 using gizhw::gpu::Gpu;
 
 constexpr unsigned kThreads = 256;
-constexpr int64_t kGroup = 256;
-
 template <class... Args>
 void launch(const Gpu& g, const char* name, Dim3 grid, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
@@ -107,10 +105,10 @@ void siluMulRotatedInto(const Gpu& g, int64_t rows, int64_t ffn, int64_t nUp, ui
   address(fn, "y", y);
   address(fn, "p", p);
   if (d != 0)
-    check(ffn % kGroup == 0, std::string(fn) + ": ffn " + std::to_string(ffn) +
+    check(ffn % rows::kInt8Group == 0, std::string(fn) + ": ffn " + std::to_string(ffn) +
                                  " is not a multiple of 256, the Hadamard groups of the rotated copy d");
   launch(g, "gz_nr_silu_mul", strideGrid(g, rows * ffn), y, p, rows, ffn, nUp);
-  if (d != 0) launch(g, "gz_nr_hadamard_rows", rowGrid(fn, rows * ffn / kGroup), d, y);
+  if (d != 0) launch(g, "gz_nr_hadamard_rows", rowGrid(fn, rows * ffn / rows::kInt8Group), d, y);
 }
 
 void rowNormRopeInto(const Gpu& gpu, uint64_t at, int64_t stride, int64_t rows, int64_t width, int64_t head,

@@ -5,9 +5,6 @@
 namespace gizml::llm {
 namespace {
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 /// Axis `axis` of t, of (perKey * keyHeads) heads of `head` values in tiled order, back in
@@ -30,10 +27,10 @@ tensor::Tensor untile(const tensor::Tensor& t, int64_t axis, int64_t keyHeads, i
 
 tensor::Tensor qwen35FromGguf(const std::string& name, const tensor::Tensor& stored, const ModelConfig& c) {
   tensor::Tensor t = stored;
-  if (endsWith(name, "norm.weight") && !endsWith(name, "linear_attn.norm.weight"))
+  if (name.ends_with("norm.weight") && !name.ends_with("linear_attn.norm.weight"))
     t = (tensor::lazy(t) - 1.0).eval();
-  if (endsWith(name, ".A_log")) t = (-tensor::lazy(t)).log().eval();
-  if (endsWith(name, "conv1d.weight")) {
+  if (name.ends_with(".A_log")) t = (-tensor::lazy(t)).log().eval();
+  if (name.ends_with("conv1d.weight")) {
     check(t.ndim() == 2, "Qwen 3.5 GGUF: " + name + " of shape " + tensor::shapeText(t.shape()) +
                              " is not [channels, kernel]");
     t = t.reshape({t.shape()[0], 1, t.shape()[1]});
@@ -42,17 +39,17 @@ tensor::Tensor qwen35FromGguf(const std::string& name, const tensor::Tensor& sto
   if (!contains(name, "linear_attn.") || keyHeads <= 0 || valueHeads == keyHeads) return t;
   const int64_t perKey = valueHeads / keyHeads, dv = c.linearValueHeadDim;
   const int64_t qk = 2 * keyHeads * c.linearKeyHeadDim;
-  if (endsWith(name, "in_proj_qkv.weight") || endsWith(name, "conv1d.weight")) {
+  if (name.ends_with("in_proj_qkv.weight") || name.ends_with("conv1d.weight")) {
     check(t.shape()[0] == qk + valueHeads * dv,
           "Qwen 3.5 GGUF: " + name + " of shape " + tensor::shapeText(t.shape()) + " is not q, k and v rows");
     const int64_t rows = t.shape()[0];
     return tensor::concat({t.slice(0, 0, qk), untile(t.slice(0, qk, rows), 0, keyHeads, perKey, dv)}, 0);
   }
-  if (endsWith(name, "in_proj_z.weight")) return untile(t, 0, keyHeads, perKey, dv);
-  if (endsWith(name, "in_proj_a.weight") || endsWith(name, "in_proj_b.weight") || endsWith(name, ".A_log") ||
-      endsWith(name, ".dt_bias"))
+  if (name.ends_with("in_proj_z.weight")) return untile(t, 0, keyHeads, perKey, dv);
+  if (name.ends_with("in_proj_a.weight") || name.ends_with("in_proj_b.weight") || name.ends_with(".A_log") ||
+      name.ends_with(".dt_bias"))
     return untile(t, 0, keyHeads, perKey, 1);
-  if (endsWith(name, "out_proj.weight")) return untile(t, 1, keyHeads, perKey, dv);
+  if (name.ends_with("out_proj.weight")) return untile(t, 1, keyHeads, perKey, dv);
   return t;
 }
 

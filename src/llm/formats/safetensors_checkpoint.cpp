@@ -17,10 +17,6 @@ using Json = nlohmann::json;
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) : path_(path) {
@@ -34,7 +30,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) : path_(pa
     check(fs::exists(dir / kSingleName, ec),
           path + ": holds neither " + kIndexName + " nor " + kSingleName);
     shards_.push_back(std::make_unique<SafetensorsFile>((dir / kSingleName).string()));
-  } else if (endsWith(path, ".json")) {
+  } else if (path.ends_with(".json")) {
     openIndex(path);
     return;
   } else {

@@ -9,11 +9,10 @@
 #include <cstring>
 
 #include "core/thread_pool.h"
+#include "llm/quant/ggml_types.h"
 
 namespace gizml::llm {
 namespace {
-
-constexpr int kQK = 256;
 
 float loadHalf(const uint8_t* p) {
   uint16_t h;
@@ -85,7 +84,7 @@ void blockQ2_K(const uint8_t* b, float* y) {
   const uint8_t* qs = b + 16;
   const float d = loadHalf(b + 80);
   const float dmin = loadHalf(b + 82);
-  for (int i = 0; i < kQK; ++i) {
+  for (int i = 0; i < kKQuantBlock; ++i) {
     const int h = i / 128, s = (i / 32) % 4, l = i % 32;
     const uint8_t sc = scales[i / 16];
     const float dl = d * static_cast<float>(sc & 0x0F);
@@ -108,7 +107,7 @@ void blockQ3_K(const uint8_t* b, float* y) {
     const int high = (sc[8 + j % 4] >> (2 * (j / 4))) & 0x03;
     dl[j] = d * static_cast<float>((low | (high << 4)) - 32);
   }
-  for (int i = 0; i < kQK; ++i) {
+  for (int i = 0; i < kKQuantBlock; ++i) {
     const int h = i / 128, s = (i / 32) % 4, l = i % 32;
     const int low = (qs[32 * h + l] >> (2 * s)) & 3;
     const int high = ((hmask[l] >> (i / 32)) & 1) ^ 1;
@@ -139,7 +138,7 @@ void blockQ4_K(const uint8_t* b, float* y) {
   uint8_t sc[8], mn[8];
   scaleMinK4(b + 4, sc, mn);
   const uint8_t* qs = b + 16;
-  for (int i = 0; i < kQK; ++i) {
+  for (int i = 0; i < kKQuantBlock; ++i) {
     const float dl = d * static_cast<float>(sc[i / 32]);
     const float ml = dmin * static_cast<float>(mn[i / 32]);
     const float scaled = dl * static_cast<float>(k4Nibble(qs, i));
@@ -155,7 +154,7 @@ void blockQ5_K(const uint8_t* b, float* y) {
   scaleMinK4(b + 4, sc, mn);
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48;
-  for (int i = 0; i < kQK; ++i) {
+  for (int i = 0; i < kKQuantBlock; ++i) {
     const int q = k4Nibble(qs, i) | (((qh[i % 32] >> (i / 32)) & 1) << 4);
     const float dl = d * static_cast<float>(sc[i / 32]);
     const float ml = dmin * static_cast<float>(mn[i / 32]);
@@ -171,7 +170,7 @@ void blockQ6_K(const uint8_t* b, float* y) {
   const uint8_t* qh = b + 128;
   const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
   const float d = loadHalf(b + 208);
-  for (int i = 0; i < kQK; ++i) {
+  for (int i = 0; i < kKQuantBlock; ++i) {
     const int h = i / 128, r = i % 128;
     const int low = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0F;
     const int high = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 0x03;
@@ -183,7 +182,7 @@ void blockQ6_K(const uint8_t* b, float* y) {
 // f32 d, int8 qs[256], then block sums that dequantization ignores.
 void blockQ8_K(const uint8_t* b, float* y) {
   const float d = loadF32(b);
-  for (int i = 0; i < kQK; ++i) y[i] = d * static_cast<float>(static_cast<int8_t>(b[4 + i]));
+  for (int i = 0; i < kKQuantBlock; ++i) y[i] = d * static_cast<float>(static_cast<int8_t>(b[4 + i]));
 }
 
 void blockF32(const uint8_t* b, float* y) { std::memcpy(y, b, 4); }

@@ -5,8 +5,6 @@
 namespace gizml::llm {
 namespace {
 
-constexpr int64_t kQK = 256;  // values per K-quant super-block
-
 // Indexed by type id; blockSize 0 marks ids that are unused or retired.
 constexpr GgmlTypeTraits kTraits[] = {
     {"F32", 1, 4},
@@ -19,32 +17,32 @@ constexpr GgmlTypeTraits kTraits[] = {
     {"Q5_1", 32, 2 + 2 + 4 + 16},
     {"Q8_0", 32, 2 + 32},
     {"Q8_1", 32, 4 + 4 + 32},
-    {"Q2_K", kQK, 2 + 2 + kQK / 16 + kQK / 4},
-    {"Q3_K", kQK, 2 + kQK / 4 + kQK / 8 + 12},
-    {"Q4_K", kQK, 2 + 2 + kQK / 2 + 12},
-    {"Q5_K", kQK, 2 + 2 + kQK / 2 + kQK / 8 + 12},
-    {"Q6_K", kQK, 2 + kQK / 2 + kQK / 4 + kQK / 16},
-    {"Q8_K", kQK, 4 + kQK + kQK / 8},
-    {"IQ2_XXS", kQK, 2 + kQK / 4},
-    {"IQ2_XS", kQK, 2 + kQK / 4 + kQK / 32},
-    {"IQ3_XXS", kQK, 2 + kQK / 4 + kQK / 8},
-    {"IQ1_S", kQK, 2 + kQK / 8 + kQK / 16},
+    {"Q2_K", kKQuantBlock, 2 + 2 + kKQuantBlock / 16 + kKQuantBlock / 4},
+    {"Q3_K", kKQuantBlock, 2 + kKQuantBlock / 4 + kKQuantBlock / 8 + 12},
+    {"Q4_K", kKQuantBlock, 2 + 2 + kKQuantBlock / 2 + 12},
+    {"Q5_K", kKQuantBlock, 2 + 2 + kKQuantBlock / 2 + kKQuantBlock / 8 + 12},
+    {"Q6_K", kKQuantBlock, 2 + kKQuantBlock / 2 + kKQuantBlock / 4 + kKQuantBlock / 16},
+    {"Q8_K", kKQuantBlock, 4 + kKQuantBlock + kKQuantBlock / 8},
+    {"IQ2_XXS", kKQuantBlock, 2 + kKQuantBlock / 4},
+    {"IQ2_XS", kKQuantBlock, 2 + kKQuantBlock / 4 + kKQuantBlock / 32},
+    {"IQ3_XXS", kKQuantBlock, 2 + kKQuantBlock / 4 + kKQuantBlock / 8},
+    {"IQ1_S", kKQuantBlock, 2 + kKQuantBlock / 8 + kKQuantBlock / 16},
     {"IQ4_NL", 32, 2 + 16},
-    {"IQ3_S", kQK, 2 + kQK / 4 + kQK / 8 + kQK / 32 + 4},
-    {"IQ2_S", kQK, 2 + kQK / 4 + kQK / 16},
-    {"IQ4_XS", kQK, 2 + 2 + kQK / 2 + kQK / 64},
+    {"IQ3_S", kKQuantBlock, 2 + kKQuantBlock / 4 + kKQuantBlock / 8 + kKQuantBlock / 32 + 4},
+    {"IQ2_S", kKQuantBlock, 2 + kKQuantBlock / 4 + kKQuantBlock / 16},
+    {"IQ4_XS", kKQuantBlock, 2 + 2 + kKQuantBlock / 2 + kKQuantBlock / 64},
     {"I8", 1, 1},
     {"I16", 1, 2},
     {"I32", 1, 4},
     {"I64", 1, 8},
     {"F64", 1, 8},
-    {"IQ1_M", kQK, kQK / 8 + kQK / 16 + kQK / 32},
+    {"IQ1_M", kKQuantBlock, kKQuantBlock / 8 + kKQuantBlock / 16 + kKQuantBlock / 32},
     {"BF16", 1, 2},
     {nullptr, 0, 0},  // Q4_0_4_4, removed
     {nullptr, 0, 0},  // Q4_0_4_8, removed
     {nullptr, 0, 0},  // Q4_0_8_8, removed
-    {"TQ1_0", kQK, 2 + 4 * 13},
-    {"TQ2_0", kQK, 2 + 64},
+    {"TQ1_0", kKQuantBlock, 2 + 4 * 13},
+    {"TQ2_0", kKQuantBlock, 2 + 64},
     {nullptr, 0, 0},  // IQ4_NL_4_4, removed
     {nullptr, 0, 0},  // IQ4_NL_4_8, removed
     {nullptr, 0, 0},  // IQ4_NL_8_8, removed

@@ -10,10 +10,6 @@
 namespace gizml::llm {
 namespace {
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // PEFT wraps the model twice: base_model.model.<the model's own names>.
 std::string baseName(const std::string& loraName, const std::string& suffix) {
   std::string n = loraName.substr(0, loraName.size() - suffix.size()) + ".weight";
@@ -37,9 +33,9 @@ LoraAdapter::LoraAdapter(const std::string& folder) {
 
   file_ = std::make_unique<SafetensorsFile>((fs::path(folder) / "adapter_model.safetensors").string());
   for (const SafetensorsTensorInfo& t : file_->tensors()) {
-    if (endsWith(t.name, ".lora_A.weight")) {
+    if (t.name.ends_with(".lora_A.weight")) {
       pairs_[baseName(t.name, ".lora_A.weight")].a = t.name;
-    } else if (endsWith(t.name, ".lora_B.weight")) {
+    } else if (t.name.ends_with(".lora_B.weight")) {
       pairs_[baseName(t.name, ".lora_B.weight")].b = t.name;
     } else {
       throw Error(file_->path() + ": tensor " + t.name + " is neither lora_A nor lora_B");

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "llm/tokenizer/byte_level.h"
+#include "llm/tokenizer/tokenizer_impl.h"
 #include "llm/tokenizer/unicode.h"
 
 namespace gizml::llm {
@@ -19,9 +20,9 @@ enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnu
 std::string unescapeMeta(const std::string& token) {
   std::string out;
   for (size_t i = 0; i < token.size(); ++i) {
-    if (token.compare(i, 3, "\xE2\x96\x81") == 0) {
+    if (token.compare(i, kSentencePieceSpace.size(), kSentencePieceSpace) == 0) {
       out.push_back(' ');
-      i += 2;
+      i += kSentencePieceSpace.size() - 1;
     } else {
       out.push_back(token[i]);
     }

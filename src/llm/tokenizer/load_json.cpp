@@ -18,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 using Impl = Tokenizer::Impl;
-constexpr std::string_view kMeta = "\xE2\x96\x81";
 
 json readJson(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -47,14 +46,14 @@ void loadNormalizer(Impl& m, const json& n) {
   const std::string type = str(n, "type");
   auto isSpaceReplace = [](const json& r) {
     return str(r, "type") == "Replace" && r.contains("pattern") && str(r["pattern"], "String") == " " &&
-           str(r, "content") == kMeta;
+           str(r, "content") == kSentencePieceSpace;
   };
   if (type == "NFC") {
     m.normalizer = Impl::Normalizer::nfc;
   } else if (isSpaceReplace(n)) {
     m.normalizer = Impl::Normalizer::spaceToMeta;
   } else if (type == "Sequence" && n["normalizers"].size() == 2 && str(n["normalizers"][0], "type") == "Prepend" &&
-             str(n["normalizers"][0], "prepend") == kMeta && isSpaceReplace(n["normalizers"][1])) {
+             str(n["normalizers"][0], "prepend") == kSentencePieceSpace && isSpaceReplace(n["normalizers"][1])) {
     m.normalizer = Impl::Normalizer::prependSpaceToMeta;
   } else {
     unsupported("normalizer", n);
@@ -116,7 +115,7 @@ void loadDecoder(Impl& m, const json& d) {
     if (t == "Strip" && str(step, "content") == " " && step.value("start", 0) == 1 && step.value("stop", 0) == 0) {
       m.leadingSpace = Impl::LeadingSpace::stripFirst;
     } else if (!(t == "ByteFallback" || t == "Fuse" ||
-                 (t == "Replace" && str(step["pattern"], "String") == kMeta && str(step, "content") == " "))) {
+                 (t == "Replace" && str(step["pattern"], "String") == kSentencePieceSpace && str(step, "content") == " "))) {
       unsupported("decoder", d);
     }
   }
@@ -129,9 +128,9 @@ std::string metaPiece(const std::string& token) {
   }
   std::string out;
   for (size_t i = 0; i < token.size(); ++i) {
-    if (token.compare(i, kMeta.size(), kMeta) == 0) {
+    if (token.compare(i, kSentencePieceSpace.size(), kSentencePieceSpace) == 0) {
       out.push_back(' ');
-      i += kMeta.size() - 1;
+      i += kSentencePieceSpace.size() - 1;
     } else {
       out.push_back(token[i]);
     }

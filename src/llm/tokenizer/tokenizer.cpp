@@ -9,17 +9,16 @@
 namespace gizml::llm {
 namespace {
 
-constexpr std::string_view kMeta = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 constexpr size_t kMaxCachedWord = 256;               // longer words are rare; don't keep them
 constexpr size_t kMaxCacheIds = size_t{1} << 22;
 
 std::string spacesToMeta(std::string_view text, bool prependMeta) {
   std::string out;
   out.reserve(text.size() + 8);
-  if (prependMeta) out.append(kMeta);
+  if (prependMeta) out.append(kSentencePieceSpace);
   for (char c : text) {
     if (c == ' ') {
-      out.append(kMeta);
+      out.append(kSentencePieceSpace);
     } else {
       out.push_back(c);
     }

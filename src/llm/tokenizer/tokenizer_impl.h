@@ -14,6 +14,9 @@
 
 namespace gizml::llm {
 
+/// U+2581, SentencePiece's space.
+inline constexpr std::string_view kSentencePieceSpace = "\xE2\x96\x81";
+
 struct Tokenizer::Impl {
   enum class Model {
     byteLevelBpe,  // bytes spelled by GPT-2's table, split by a regex, merged by rank
