@@ -35,35 +35,6 @@ __device__ __forceinline__ int gz_lin(int t, int e, int rows, int cols, int vec,
   const int col = (((e / vec) % cr) * tc + t % tc) * vec + e % vec;
   return row < rows && col < cols ? row * cols + col : -1;
 }
-// The CPU's order of a sum of n values x[0], x[step], ... (src/cpu/reduce.h): chunks of 4096; in
-// a chunk 16 lanes from +0 (value i into lane i % 16), the lanes combined pairwise; the chunks'
-// results added in order.
-__device__ float gz_sum_ordered(const float* x, int n, int step) {
-  float total = 0.0f;
-  for (int c0 = 0; c0 < n; c0 += 4096) {
-    const int len = min(n - c0, 4096);
-    const float* y = x + c0 * step;
-    float p[16];
-#pragma unroll
-    for (int l = 0; l < 16; ++l) p[l] = 0.0f;
-    int i = 0;
-    for (; i + 16 <= len; i += 16) {
-#pragma unroll
-      for (int l = 0; l < 16; ++l) p[l] = p[l] + y[(i + l) * step];
-    }
-#pragma unroll
-    for (int l = 0; l < 16; ++l)
-      if (i + l < len) p[l] = p[l] + y[(i + l) * step];
-#pragma unroll
-    for (int w = 8; w >= 1; w >>= 1) {
-#pragma unroll
-      for (int l = 0; l < 8; ++l)
-        if (l < w) p[l] = p[l] + p[l + w];
-    }
-    total = c0 == 0 ? p[0] : total + p[0];
-  }
-  return total;
-}
 #endif
 )";
 
@@ -767,27 +738,45 @@ class Codegen {
         break;
       }
       case tir::Kind::Reduce: {
+        // The CPU's order (src/cpu/reduce.h), so that sums give its bits: chunks of 4096 values;
+        // in a chunk 16 lanes, value i into lane i % 16 in increasing i; the lanes combined
+        // pairwise (l with l + 8, + 4, + 2, + 1); the chunks' results combined in order. The
+        // block's threads first compute every (output, chunk, lane) partial side by side into
+        // shared memory, then each output's thread combines its partials.
         const Shape& in = value(op.args[0]).shape;
         const auto axis = static_cast<size_t>(op.axis);
         int64_t inner = 1;
         for (size_t d = axis + 1; d < in.size(); ++d) inner *= in[d];
-        const std::string len = std::to_string(in[axis]), step = std::to_string(inner);
+        const int64_t len = in[axis], chunks = (len + 4095) / 4096;
+        const int64_t outputs = tir::elementCount(value(op.result).shape), partials = tir::elementCount(in);
+        const std::string n = std::to_string(len), step = std::to_string(inner), c = std::to_string(chunks);
+        const bool sum = op.reduction == tir::Reduction::Sum;
+        const std::string start = sum ? "0.0f" : op.reduction == tir::Reduction::Max ? "-__int_as_float(0x7f800000)"
+                                                                                        : "__int_as_float(0x7f800000)";
+        const auto combine = [&](const std::string& a, const std::string& b) {
+          return sum ? a + " + " + b : op.reduction == tir::Reduction::Max ? "gz_max(" + a + ", " + b + ")"
+                                                                           : "gz_min(" + a + ", " + b + ")";
+        };
         line("__syncthreads();");
         toShared(op.args[0], 0);
+        needWords(partials + outputs * chunks * 16);
+        line("__syncthreads();");
+        line("for (int gz_w = t; gz_w < " + std::to_string(outputs * chunks * 16) + "; gz_w += " + std::to_string(threads_) +
+             ") {");
+        line("  const int o = gz_w / " + std::to_string(chunks * 16) + ", c = gz_w / 16 % " + c + ", base = o / " + step +
+             " * " + n + " * " + step + " + o % " + step + ";");
+        line("  float p = " + start + ";");
+        line("  for (int j = c * 4096 + gz_w % 16; j < min(" + n + ", c * 4096 + 4096); j += 16) p = " +
+             combine("p", "gz_s[base + j * " + step + "]") + ";");
+        line("  gz_s[" + std::to_string(partials) + " + gz_w] = p;");
+        line("}");
         line("__syncthreads();");
         declare(op.result);
-        const std::string base = "const int base = L / " + step + " * " + len + " * " + step + " + L % " + step + "; ";
-        const std::string round = expr::roundF32(value(op.result).dtype, "s");
-        if (op.reduction == tir::Reduction::Sum) {
-          // The CPU's order of additions (src/cpu/reduce.h), so that sums give its bits.
-          forRegisters(layout(op.result), "if (L >= 0) { " + base + "const float s = gz_sum_ordered(gz_s + base, " + len +
-                                              ", " + step + "); " + r + "[e] = " + round + "; }");
-        } else {
-          const std::string combine = op.reduction == tir::Reduction::Max ? "s = gz_max(s, x);" : "s = gz_min(s, x);";
-          forRegisters(layout(op.result), "if (L >= 0) { " + base + "float s = gz_s[base]; for (int j = 1; j < " + len +
-                                              "; ++j) { const float x = gz_s[base + j * " + step + "]; " + combine +
-                                              " } " + r + "[e] = " + round + "; }");
-        }
+        forRegisters(layout(op.result),
+                     "if (L >= 0) { float s = 0.0f; for (int c = 0; c < " + c + "; ++c) { float q[16]; for (int l = 0; l < 16; ++l) q[l] = gz_s[" +
+                         std::to_string(partials) + " + (L * " + c + " + c) * 16 + l]; for (int w = 8; w >= 1; w >>= 1) for (int l = 0; l < w; ++l) q[l] = " +
+                         combine("q[l]", "q[l + w]") + "; s = c == 0 ? q[0] : " + combine("s", "q[0]") + "; } " + r + "[e] = " +
+                         expr::roundF32(value(op.result).dtype, "s") + "; }");
         break;
       }
       case tir::Kind::Dot: emitDot(at, op); break;

@@ -203,6 +203,25 @@ TEST_F(TileGpu, ReductionsAlongEachAxis) {
   expectBits(g[4], cpu[4], "min 1");
 }
 
+TEST_F(TileGpu, LongReductionsKeepTheCpuOrderAcrossChunks) {
+  // Rows of 9000: three chunks of the CPU's order (4096, 4096, 808), each in 16 lanes that the
+  // block's threads compute side by side; sums bit-equal, max and min too.
+  const auto x = T::normal(T::Key(17), {3, 9000});
+  const auto body = [](const T::Tensor& in) {
+    return [in](Tile::Program& p) {
+      const auto i = p.id(0), zero = p.index(0);
+      const auto t = p.read(in, {1, 9000}).at({i, zero});
+      p.write(T::zeros({3, 1}), {1, 1}).put(t.sum(1), {i, zero});
+      p.write(T::zeros({3, 1}), {1, 1}).put(t.max(1), {i, zero});
+      p.write(T::zeros({3, 1}), {1, 1}).put(t.min(1), {i, zero});
+    };
+  };
+  const auto [cpu, g] = both({3}, [&](const auto& t) { return body(t[0]); }, {x}, gpu());
+  expectBits(g[0], cpu[0], "sum of 9000");
+  expectBits(g[1], cpu[1], "max of 9000");
+  expectBits(g[2], cpu[2], "min of 9000");
+}
+
 TEST_F(TileGpu, MasksAndTransposedViews) {
   const auto x = T::arange(1, 16).reshape({5, 3});
   const auto [cpu, g] = both({2, 1}, [](const auto& t) { return tileprog::masks(t[0]); }, {x}, gpu());
