@@ -115,8 +115,10 @@ class Codegen {
     }
     for (const auto& [fold, p] : pipelines_) {
       if (!p.tma) continue;
-      // The stages' mbarriers, one arrival each (thread 0's), visible before any copy uses them.
-      head += "  if (t == 0) {\n    for (int s = 0; s < " + std::to_string(k_.stages) + "; ++s) gz_mbar_init(gz_saddr(gz_pipe) + " +
+      // The stages' mbarriers, one arrival each (thread 0's), visible before any copy uses them;
+      // the tensor maps (copied into global memory by the host) fenced before the TMA reads them.
+      head += "  if (t == 0) {\n    gz_fence_tensormap_acquire(gz_map" + std::to_string(p.mapA) +
+              ");\n    gz_fence_tensormap_acquire(gz_map" + std::to_string(p.mapB) + ");\n    for (int s = 0; s < " + std::to_string(k_.stages) + "; ++s) gz_mbar_init(gz_saddr(gz_pipe) + " +
               std::to_string(p.barOffset) + "u + 8u * s, 1u);\n    gz_fence_mbar_init();\n  }\n  __syncthreads();\n";
       head += "  unsigned gz_ph" + std::to_string(fold) + " = 0u;\n";
     }

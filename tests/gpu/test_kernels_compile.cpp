@@ -91,6 +91,7 @@ extern "C" __global__ void tma_check(const void* map, float* out) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
+    gz_fence_tensormap_acquire(map);
     gz_mbar_arrive_expect(bar, 64 * 128);
     gz_tma_load_2d(gz_saddr(sh), map, (int)blockIdx.x * 64, -3, bar);
   }
@@ -103,7 +104,8 @@ extern "C" __global__ void tma_check(const void* map, float* out) {
   const auto c = gpu::compileCuda(source, "sm_90a", false);
   for (const char* instruction : {"mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
                                   "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
-                                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"})
+                                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                                  "fence.proxy.tensormap::generic.acquire.sys"})
     EXPECT_NE(c.ptx.find(instruction), std::string::npos) << instruction;
 }
 

@@ -158,7 +158,8 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
       }
       EXPECT_EQ(entry.find("cp.async.wait_group") != std::string::npos, p.pipeline && !p.tma) << arch << ": " << p.what;
       EXPECT_EQ(p.kernel.tensorMaps.size(), p.tma ? 2u : 0u) << p.what;
-      for (const char* tma : {"cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx"})
+      for (const char* tma : {"cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+                              "fence.proxy.tensormap::generic.acquire"})
         EXPECT_EQ(entry.find(tma) != std::string::npos, p.tma) << arch << ": " << p.what << ": " << tma;
       if (p.what == k[1].what || p.what == k[4].what) {
         // Aligned rows move as vectors: the f32 product's 4-wide loads, both products' stores
