@@ -19,7 +19,7 @@ namespace N = gizml::netops;
 int main(int argc, char** argv) {
   auto g = benchmarkGpu("bench_attention_rows");
   if (!g) return 0;
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const bool quick = quickRun(argc, argv);
   const int64_t heads = quick ? 2 : 24;
   for (int64_t head : {int64_t{64}, int64_t{128}}) {
     for (int64_t n : quick ? std::vector<int64_t>{256} : std::vector<int64_t>{1024, 4096, 16384}) {

@@ -18,7 +18,7 @@ namespace gpu = gizhw::gpu;
 int main(int argc, char** argv) {
   auto g = benchmarkGpu("bench_gpu");
   if (!g) return 0;
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const bool quick = quickRun(argc, argv);
   const int64_t n = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);  // 1 GiB of f32 (64 MiB quick)
   const auto x = T::uniform(T::Key(1), {n}, -1, 1).on(*g), y = T::uniform(T::Key(2), {n}, -1, 1).on(*g);
   g->synchronize();

@@ -22,7 +22,7 @@ namespace N = gizml::netops;
 int main(int argc, char** argv) {
   auto g = benchmarkGpu("bench_netops_gpu");
   if (!g) return 0;
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const bool quick = quickRun(argc, argv);
 
   // VAE decoder convolutions: channels x (height x width), 3x3 pad 1, channels in = out.
   struct Conv {

@@ -104,7 +104,7 @@ void rowPrograms(gpu::Gpu& g, bool quick) {
 int main(int argc, char** argv) {
   auto g = benchmarkGpu("bench_tile_gpu");
   if (!g) return 0;
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const bool quick = quickRun(argc, argv);
   for (int64_t n : quick ? std::vector<int64_t>{256} : std::vector<int64_t>{4096, 8192}) {
     const auto a = T::normal(T::Key(3), {n, n}).cast(DType::BF16).on(*g);
     const auto b = T::normal(T::Key(4), {n, n}).cast(DType::BF16).on(*g);
@@ -115,27 +115,22 @@ int main(int argc, char** argv) {
         {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 1}}, {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}},
         {{"bm", 128}, {"bn", 128}, {"bk", 64}, {"stages", 3}}, {{"bm", 128}, {"bn", 256}, {"bk", 64}, {"stages", 3}},
         {{"bm", 128}, {"bn", 256}, {"bk", 32}, {"stages", 4}}};
-    const auto runWith = [&](const Tile::Config& cf) {
-      const int64_t bm = cf["bm"], bn = cf["bn"], bk = cf["bk"];
-      const Tile::Grid grid = {Tile::cdiv(n, bm), Tile::cdiv(n, bn)};
-      return Tile::run(grid, [&](Tile::Program& p) {
+    const auto grid = [&](const Tile::Config& cf) { return Tile::Grid{Tile::cdiv(n, cf["bm"]), Tile::cdiv(n, cf["bn"])}; };
+    const auto body = [&](const Tile::Config& cf) {
+      return [&, cf](Tile::Program& p) {
+        const int64_t bm = cf["bm"], bn = cf["bn"], bk = cf["bk"];
         p.stages(static_cast<int>(cf["stages"]));
         const auto i = p.id(0), j = p.id(1);
         const auto A = p.read(a, {bm, bk}), B = p.read(b, {bk, bn});
         const auto acc = p.fold(p.index(0), A.blocks(1), p.zeros({bm, bn}),
                                 [&](Tile::Index k, Tile::Tile acc) { return acc + A.at({i, k}).dot(B.at({k, j})); });
         p.write(c, {bm, bn}).put(acc, {i, j});
-      });
+      };
     };
+    const auto runWith = [&](const Tile::Config& cf) { return Tile::run(grid(cf), body(cf)); };
     // The host's part of a run (trace, generate the source, look it up): inside the timings below.
     const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < 20; ++r) (void)Tile::cuda({Tile::cdiv(n, 128), Tile::cdiv(n, 128)}, [&](Tile::Program& p) {
-      const auto A = p.read(a, {128, 32}), B = p.read(b, {32, 128});
-      const auto i = p.id(0), j = p.id(1);
-      p.write(c, {128, 128}).put(p.fold(p.index(0), A.blocks(1), p.zeros({128, 128}), [&](Tile::Index k, Tile::Tile acc) {
-        return acc + A.at({i, k}).dot(B.at({k, j}));
-      }), {i, j});
-    });
+    for (int r = 0; r < 20; ++r) (void)Tile::cuda(grid(configs[1]), body(configs[1]));
     const double hostMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 20;
     std::printf("tile product: trace + generate %.3f ms a run\n", hostMs);
     const T::Tensor want = a.matmul(b).cast(DType::F32);

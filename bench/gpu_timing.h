@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 inline double medianMs(gizhw::gpu::Gpu& g, int reps, const std::function<void()>& body) {
@@ -36,3 +37,6 @@ inline std::optional<gizhw::gpu::Gpu> benchmarkGpu(const char* program) {
               static_cast<double>(g->properties().memoryBytes) / (1 << 30));
   return g;
 }
+
+/// Whether the benchmark was asked for its small sizes (`--quick`: for the GPU emulator).
+inline bool quickRun(int argc, char** argv) { return argc > 1 && std::string(argv[1]) == "--quick"; }

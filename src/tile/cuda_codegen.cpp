@@ -501,8 +501,29 @@ class Codegen {
     line("}");
   }
 
-  // The vector type of `bytes` bytes (4, 8 or 16).
-  static std::string vectorType(int bytes) { return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned"; }
+  // A tensor element of dtype d (the expression e) as a tile's f32, and an f32 x as the element
+  // (F16/BF16 as their bits, converted as the CPU does).
+  static std::string fromElement(DType d, const std::string& e) {
+    return d == DType::F16 ? "gz_h2f(" + e + ")" : d == DType::BF16 ? "gz_bf2f(" + e + ")"
+           : d == DType::Bool ? "(" + e + " != 0 ? 1.0f : 0.0f)" : e;
+  }
+  static std::string toElement(DType d, const std::string& x) {
+    return d == DType::F16 ? "gz_f2h(" + x + ")" : d == DType::BF16 ? "gz_f2bf(" + x + ")"
+           : d == DType::Bool ? "(unsigned char)(" + x + " != 0.0f)" : x;
+  }
+  // The registers a load or store of layout l moves at once (Bool elements one at a time).
+  static int accessWidth(const ValueLayout& l, const tir::Operand& o) {
+    const DType d = o.tensor.dtype();
+    return d == DType::Bool ? 1 : vectorWidth(l, o, static_cast<int>(dtypeSize(d)));
+  }
+  // One vector of `width` elements of dtype d staged in `gz_v`, and the type that moves its bytes.
+  static std::string vectorBuffer(DType d, int width) {
+    return std::string("__align__(16) ") + (d == DType::F32 ? "float" : "u16") + " gz_v[" + std::to_string(width) + "]; ";
+  }
+  static std::string vectorType(DType d, int width) {
+    const size_t bytes = dtypeSize(d) * static_cast<size_t>(width);
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned";
+  }
 
   // The text of index value id with the fold counter `counter` replaced by `replacement` (the
   // index a later iteration of the fold computes).
@@ -681,49 +702,28 @@ class Codegen {
         if (pipelinedLoad(at)) break;  // read by the pipeline's copies into shared memory
         const tir::Operand& o = k_.operands[static_cast<size_t>(op.operand)];
         const DType d = o.tensor.dtype();
-        const std::string element = "t" + std::to_string(op.operand) + "[a]";
-        const std::string load = d == DType::F16    ? "gz_h2f(" + element + ")"
-                                 : d == DType::BF16 ? "gz_bf2f(" + element + ")"
-                                 : d == DType::Bool ? "(" + element + " != 0 ? 1.0f : 0.0f)"
-                                                    : element;
+        const std::string t = "t" + std::to_string(op.operand);
         declare(op.result);
         const ValueLayout& l = layout(op.result);
-        const int width = d == DType::Bool ? 1 : vectorWidth(l, o, static_cast<int>(dtypeSize(o.tensor.dtype())));
-        std::string vector;
-        if (width > 1) {
-          // The vector's bits as elements, converted one by one as the scalar path does.
-          const std::string type = vectorType(width * static_cast<int>(dtypeSize(o.tensor.dtype())));
-          const std::string bits = d == DType::F32 ? "float" : "u16";
-          vector = "__align__(16) " + bits + " gz_v[" + std::to_string(width) + "]; *(" + type + "*)gz_v = *(const " + type +
-                   "*)(t" + std::to_string(op.operand) + " + a); for (int i = 0; i < " + std::to_string(width) + "; ++i) " +
-                   r + "[e0 + i] = " +
-                   (d == DType::F16 ? "gz_h2f(gz_v[i])" : d == DType::BF16 ? "gz_bf2f(gz_v[i])" : "gz_v[i]") + ";";
-        }
-        accessLoop(op, 0, l, width, vector, r + "[e] = " + load + ";", r + "[e] = " + floatText(o.fill) + ";");
+        const int width = accessWidth(l, o);
+        // A vector's elements are converted one by one, as the scalar path does.
+        const std::string vector = vectorBuffer(d, width) + "*(" + vectorType(d, width) + "*)gz_v = *(const " +
+                                   vectorType(d, width) + "*)(" + t + " + a); for (int i = 0; i < " + std::to_string(width) +
+                                   "; ++i) " + r + "[e0 + i] = " + fromElement(d, "gz_v[i]") + ";";
+        accessLoop(op, 0, l, width, vector, r + "[e] = " + fromElement(d, t + "[a]") + ";",
+                   r + "[e] = " + floatText(o.fill) + ";");
         break;
       }
       case tir::Kind::Store: {
         const tir::Operand& o = k_.operands[static_cast<size_t>(op.operand)];
         const DType d = o.tensor.dtype();
-        const std::string x = v(op.args[0]) + "[e]";
-        const std::string store = d == DType::F16    ? "gz_f2h(" + x + ")"
-                                  : d == DType::BF16 ? "gz_f2bf(" + x + ")"
-                                  : d == DType::Bool ? "(unsigned char)(" + x + " != 0.0f)"
-                                                     : x;
+        const std::string t = "t" + std::to_string(op.operand), x = v(op.args[0]);
         const ValueLayout& l = layout(op.args[0]);
-        const int width = d == DType::Bool ? 1 : vectorWidth(l, o, static_cast<int>(dtypeSize(o.tensor.dtype())));
-        std::string vector;
-        if (width > 1) {
-          const std::string type = vectorType(width * static_cast<int>(dtypeSize(o.tensor.dtype())));
-          const std::string bits = d == DType::F32 ? "float" : "u16";
-          const std::string each = d == DType::F16    ? "gz_f2h(" + v(op.args[0]) + "[e0 + i])"
-                                   : d == DType::BF16 ? "gz_f2bf(" + v(op.args[0]) + "[e0 + i])"
-                                                      : v(op.args[0]) + "[e0 + i]";
-          vector = "__align__(16) " + bits + " gz_v[" + std::to_string(width) + "]; for (int i = 0; i < " +
-                   std::to_string(width) + "; ++i) gz_v[i] = " + each + "; *(" + type + "*)(t" +
-                   std::to_string(op.operand) + " + a) = *(const " + type + "*)gz_v;";
-        }
-        accessLoop(op, 1, l, width, vector, "t" + std::to_string(op.operand) + "[a] = " + store + ";", "");
+        const int width = accessWidth(l, o);
+        const std::string vector = vectorBuffer(d, width) + "for (int i = 0; i < " + std::to_string(width) + "; ++i) gz_v[i] = " +
+                                   toElement(d, x + "[e0 + i]") + "; *(" + vectorType(d, width) + "*)(" + t + " + a) = *(const " +
+                                   vectorType(d, width) + "*)gz_v;";
+        accessLoop(op, 1, l, width, vector, t + "[a] = " + toElement(d, x + "[e]") + ";", "");
         break;
       }
       case tir::Kind::Unary: case tir::Kind::Binary: case tir::Kind::Where: case tir::Kind::Cast: {
