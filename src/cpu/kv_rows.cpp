@@ -28,6 +28,8 @@ float dotStoredRow(DType t, const void* row, const float* x, int64_t n) {
   return s;
 }
 
+const char* storedRowsKernel() { return hasSimd() ? "avx2+f16c" : "portable"; }
+
 void addScaledStoredRow(DType t, const void* row, float a, float* y, int64_t n) {
   if (hasSimd()) return kv_kernels::addScaledAvx2(t, row, a, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] += a * valueAt(t, row, i);

@@ -12,5 +12,7 @@ namespace gizml::cpu {
 float dotStoredRow(DType t, const void* row, const float* x, int64_t n);
 /// y (n floats) += a * row.
 void addScaledStoredRow(DType t, const void* row, float a, float* y, int64_t n);
+/// The kernel these run on this CPU ("avx2+f16c" or "portable"), for `giz info`.
+const char* storedRowsKernel();
 
 }  // namespace gizml::cpu

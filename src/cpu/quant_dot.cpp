@@ -27,6 +27,12 @@ float exponentScale(float base, int e) {
   return base * std::ldexp(exponentScaleFractions()[u & 31], (u >> 5) - 8);
 }
 
+namespace {
+bool actsAvx2() { return cpuFeatures().avx2 && cpuFeatures().fma; }
+}  // namespace
+
+const char* quantizeActsKernel() { return actsAvx2() ? "avx2" : "portable"; }
+
 void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, QuantActs& out) {
   check(group > 0 && cols % group == 0,
         "quantizeActs: " + std::to_string(cols) + " columns are not whole groups of " + std::to_string(group));
@@ -37,7 +43,7 @@ void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, Qua
   out.codes.resize(static_cast<size_t>(rows * cols));
   out.scale.resize(static_cast<size_t>(rows * groups));
   out.sum.resize(static_cast<size_t>(rows * groups));
-  static const bool avx2 = cpuFeatures().avx2 && cpuFeatures().fma;
+  static const bool avx2 = actsAvx2();
   if (avx2 && group % 8 == 0)
     return quant_kernels::quantizeGroupsAvx2(x, rows * groups, group, out.codes.data(), out.scale.data(), out.sum.data());
   for (int64_t b = 0; b < rows * groups; ++b) {

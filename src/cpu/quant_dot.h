@@ -3,9 +3,15 @@
 // group: the inner sums are integer dot products of the codes, and each group costs one scale
 // multiply plus one zero-point correction (the group's activation sum times the weight offset).
 //   y[r, o] = sum_g  s_og * d_rg * sum_i q_oi a_ri  -  s_og * z'_og * d_rg * sum_i a_ri
-// Here: the activation quantizer and the portable row-major kernel; the fast AVX2 kernel works on
-// weights repacked into panels (quant_panels.h). Neither AVX-VNNI nor AMX is used: this project's
-// machines lack the first, and cpuid may advertise AMX where its tile instructions fault.
+// Every kernel (this portable one and the panels' AVX2, AVX-VNNI and AVX-512 VNNI ones of
+// quant_panels.h) does the same steps, so their outputs are the same bits: with c = q - shift
+// (shift 128 at 8 bits, else 0) and the integer n = sum_i c_i a_ri (exact in int32), per group in
+// order, starting from y = 0:
+//   s = scales[e]          (the panels rebuild it as base * (2^(lo/32) * 2^(hi-8)): the same f32)
+//   offset = s * (z * step - shift)         step = (2^bits - 1) / 255 in f32; mul, sub, mul
+//   y = fma(float(n), s * d, y);  y = fma(-offset, sum, y)
+// (their files are compiled with -ffp-contract=off, so no other multiply-add is fused). AMX is
+// not used: cpuid may advertise it where its tile instructions fault.
 #include <cstdint>
 #include <vector>
 
@@ -38,6 +44,9 @@ struct QuantActs {
 
 /// Quantizes x [rows, cols] (cols a multiple of group) into out, reusing its storage.
 void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, QuantActs& out);
+/// The kernel quantizeActs runs for groups that are multiples of 8 ("avx2" or "portable"; both
+/// give the same codes), for `giz info`.
+const char* quantizeActsKernel();
 
 /// The n codes (n a multiple of 8, as every group) of a little-endian bit stream of `bits`-bit
 /// codes (code i in bits i*bits ..).

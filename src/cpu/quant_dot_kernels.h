@@ -11,7 +11,13 @@ void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x
 /// scales and scaled code sums; AVX2.
 void quantizeGroupsAvx2(const float* x, int64_t blocks, int64_t group, int8_t* codes, float* scale, float* sum);
 
-/// The offset z' = z (2^bits - 1) / 255 of zero-point code z, in code units.
-inline float zeroOffset(int bits, uint8_t z) { return static_cast<float>(z) * static_cast<float>((1 << bits) - 1) / 255.0f; }
+/// The step of the zero-point codes, (2^bits - 1) / 255 in f32: z' = z * step, as the decoder
+/// (group_quant) computes it.
+inline float zeroStep(int bits) { return static_cast<float>((1 << bits) - 1) / 255.0f; }
+
+/// What the kernels subtract from every stored code of `bits` bits: 128 at 8 bits (stored as
+/// q - 128 in the panels, so maddubs's pairs cannot saturate), else 0. Every kernel sums
+/// (q - shift) a, so that their integers, and with them their floats, are the same.
+constexpr int codeShift(int bits) { return bits == 8 ? 128 : 0; }
 
 }  // namespace gizml::cpu::quant_kernels

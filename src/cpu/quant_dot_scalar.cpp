@@ -1,5 +1,7 @@
 // The portable kernel of quantDot: plain integer sums, the reference the SIMD kernels are tested
-// against and the path for groups that are not multiples of 32.
+// against (bit for bit) and the path for groups that are not multiples of 8 and CPUs without AVX2.
+// Its float steps per group are the panels' (quant_dot.h): s * d, then two fmas.
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -10,19 +12,23 @@ namespace gizml::cpu::quant_kernels {
 
 void dotScalar(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy) {
   const int64_t groups = w.cols / w.group, blockBytes = 2 + w.group * w.bits / 8;
+  const int shift = codeShift(w.bits);
   std::vector<uint8_t> q(static_cast<std::size_t>(w.group));
   for (int64_t o = o0; o < o1; ++o) {
     for (int64_t r = 0; r < x.rows; ++r) y[r * ldy + o] = 0.0f;
     const uint8_t* block = w.data + o * w.rowBytes;
     for (int64_t g = 0; g < groups; ++g, block += blockBytes) {
-      const float s = w.scales[block[0]], offset = s * zeroOffset(w.bits, block[1]);
+      const float s = w.scales[block[0]];
+      const float offset = s * (static_cast<float>(block[1]) * zeroStep(w.bits) - static_cast<float>(shift));
       unpackCodes(block + 2, w.group, w.bits, q.data());
       for (int64_t r = 0; r < x.rows; ++r) {
         const int8_t* a = x.codes.data() + r * x.cols + g * w.group;
         int32_t dot = 0;
-        for (int64_t i = 0; i < w.group; ++i) dot += static_cast<int32_t>(q[static_cast<std::size_t>(i)]) * a[i];
+        for (int64_t i = 0; i < w.group; ++i) dot += (static_cast<int32_t>(q[static_cast<std::size_t>(i)]) - shift) * a[i];
         const std::size_t at = static_cast<std::size_t>(r * groups + g);
-        y[r * ldy + o] += s * x.scale[at] * static_cast<float>(dot) - offset * x.sum[at];
+        float& out = y[r * ldy + o];
+        out = std::fma(static_cast<float>(dot), s * x.scale[at], out);
+        out = std::fma(-offset, x.sum[at], out);
       }
     }
   }

@@ -12,18 +12,32 @@
 
 namespace gizml::cpu {
 
-bool QuantMatrix::panelsSupported(int bits, int64_t group) {
-  const CpuFeatures& f = cpuFeatures();
-  return f.avx2 && f.fma && bits >= 2 && bits <= 8 && group % 8 == 0;
+namespace {
+
+bool formatPacks(int bits, int64_t group) { return bits >= 2 && bits <= 8 && group % 8 == 0; }
+
+void panelsOf(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y) {
+  switch (m.isa()) {
+    case Isa::Avx512Vnni: return quant_kernels::panelsAvx512Vnni(m, p0, p1, x, y, m.rows());
+    case Isa::AvxVnni: return quant_kernels::panelsAvxVnni(m, p0, p1, x, y, m.rows());
+    default: return quant_kernels::panelsAvx2(m, p0, p1, x, y, m.rows());
+  }
 }
 
-QuantMatrix::QuantMatrix(const QuantWeights& w) : rows_(w.rows), cols_(w.cols), group_(w.group), bits_(w.bits) {
+}  // namespace
+
+bool QuantMatrix::panelsSupported(int bits, int64_t group) { return bestIsa() != Isa::Portable && formatPacks(bits, group); }
+
+QuantMatrix::QuantMatrix(const QuantWeights& w, Isa isa) : rows_(w.rows), cols_(w.cols), group_(w.group), bits_(w.bits) {
+  check(isaSupported(isa, cpuFeatures()), std::string("QuantMatrix: this CPU (or GIZML_CPU_ISA) does not run ") + isaName(isa));
   check(w.group > 0 && w.cols % w.group == 0 && w.group % 8 == 0,
         "QuantMatrix: " + std::to_string(w.cols) + " columns are not whole groups of " + std::to_string(w.group) +
             " (a multiple of 8)");
   check(w.bits >= 2 && w.bits <= 8, "QuantMatrix: codes of " + std::to_string(w.bits) + " bits (2..8 are stored)");
   scaleTable_.assign(w.scales, w.scales + 256);
-  if (panelsSupported(w.bits, w.group)) {
+  if (isa != Isa::Portable && formatPacks(w.bits, w.group)) {
+    isa_ = isa;
+    panelRows_ = panelRowsFor(isa);
     pack(w);
   } else {
     source_ = w;
@@ -34,23 +48,24 @@ QuantMatrix::QuantMatrix(const QuantWeights& w) : rows_(w.rows), cols_(w.cols), 
 void QuantMatrix::pack(const QuantWeights& w) {
   const int64_t groups = cols_ / group_, blockBytes = 2 + group_ * bits_ / 8;
   codes_.assign(static_cast<size_t>(panels() * panelCodeBytes()), 0);
-  exponents_.assign(static_cast<size_t>(panels() * groups * 16), 0);
+  const int64_t P = panelRows_, wordBytes = 4 * P;
+  exponents_.assign(static_cast<size_t>(panels() * groups * 2 * P), 0);
   core::parallelFor(panels(), 16, [&](int64_t p0, int64_t p1) {
     std::vector<uint8_t> q(static_cast<size_t>(group_));
     for (int64_t p = p0; p < p1; ++p) {
       uint8_t* codes = codes_.data() + p * panelCodeBytes();
-      uint8_t* exponents = exponents_.data() + p * groups * 16;
-      for (int64_t i = 0; i < 8 && 8 * p + i < rows_; ++i) {
-        const uint8_t* block = w.data + (8 * p + i) * w.rowBytes;
+      uint8_t* exponents = exponents_.data() + p * groups * 2 * P;
+      for (int64_t i = 0; i < P && P * p + i < rows_; ++i) {
+        const uint8_t* block = w.data + (P * p + i) * w.rowBytes;
         for (int64_t g = 0; g < groups; ++g, block += blockBytes) {
-          exponents[g * 16 + i] = block[0];
-          exponents[g * 16 + 8 + i] = block[1];
-          uint8_t* groupCodes = codes + g * group_ * 8 * (bits_ == 4 || bits_ == 6 ? bits_ : 8) / 8;
+          exponents[g * 2 * P + i] = block[0];
+          exponents[g * 2 * P + P + i] = block[1];
+          uint8_t* groupCodes = codes + g * group_ * P * (bits_ == 4 || bits_ == 6 ? bits_ : 8) / 8;
           if (bits_ == 4) {
             // Source bytes 4k .. 4k+3 hold codes 8k .. 8k+7, two per byte, low nibble first.
             for (int64_t k = 0; k < group_ / 8; ++k) {
               const uint8_t* b = block + 2 + 4 * k;
-              uint8_t* word = groupCodes + k * 32 + 4 * i;
+              uint8_t* word = groupCodes + k * wordBytes + 4 * i;
               word[0] = static_cast<uint8_t>((b[0] & 15) | (b[2] << 4));
               word[1] = static_cast<uint8_t>((b[0] >> 4) | (b[2] & 0xF0));
               word[2] = static_cast<uint8_t>((b[1] & 15) | (b[3] << 4));
@@ -58,23 +73,23 @@ void QuantMatrix::pack(const QuantWeights& w) {
             }
           } else if (bits_ == 6) {
             // Source bytes 6k .. 6k+5 hold codes 8k .. 8k+7, 6 bits each, little-endian.
-            const int64_t half = i / 4;  // rows 0-3 fill vector bytes 0..15, rows 4-7 bytes 16..31
+            const int64_t half = i / (P / 2);  // the first P/2 rows fill vector bytes 0 .. 2P - 1
             for (int64_t k = 0; k < group_ / 8; ++k) {
               uint64_t v = 0;
               std::memcpy(&v, block + 2 + 6 * k, 6);
-              uint8_t* word = groupCodes + k * 48;
+              uint8_t* word = groupCodes + k * (wordBytes + 2 * P);
               for (int64_t j = 0; j < 4; ++j) {
                 const auto first = static_cast<uint8_t>((v >> (6 * j)) & 63), second = static_cast<uint8_t>((v >> (6 * j + 24)) & 63);
                 const int64_t t = 4 * i + j;
                 word[t] = static_cast<uint8_t>((first & 15) | (second << 4));
-                word[32 + t % 16] |= static_cast<uint8_t>(((first >> 4) << (2 * half)) | ((second >> 4) << (4 + 2 * half)));
+                word[wordBytes + t % (2 * P)] |= static_cast<uint8_t>(((first >> 4) << (2 * half)) | ((second >> 4) << (4 + 2 * half)));
               }
             }
           } else {
             unpackCodes(block + 2, group_, bits_, q.data());
             if (bits_ == 8)
               for (uint8_t& c : q) c ^= 0x80;  // q - 128 as a signed byte
-            for (int64_t c = 0; c < group_; c += 4) std::memcpy(groupCodes + c * 8 + 4 * i, q.data() + c, 4);
+            for (int64_t c = 0; c < group_; c += 4) std::memcpy(groupCodes + c * P + 4 * i, q.data() + c, 4);
           }
         }
       }
@@ -100,12 +115,12 @@ void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs&
     if (!m.packed()) quantMatmul(m.source_, x, ys[i]);
     firstPanel.push_back(firstPanel.back() + (m.packed() ? m.panels() : 0));
   }
-  // A few panels a task: decode (one activation row) still spreads over the threads.
-  core::parallelFor(firstPanel.back(), 4, [&](int64_t p0, int64_t p1) {
+  // About 32 rows a task: decode (one activation row) still spreads over the threads.
+  const int64_t grain = matrices.empty() ? 1 : std::max<int64_t>(1, 32 / matrices[0]->panelRows());
+  core::parallelFor(firstPanel.back(), grain, [&](int64_t p0, int64_t p1) {
     for (size_t i = 0; i < matrices.size(); ++i) {
       const int64_t b = std::max(p0, firstPanel[i]), e = std::min(p1, firstPanel[i + 1]);
-      if (b < e)
-        quant_kernels::panelsAvx2(*matrices[i], b - firstPanel[i], e - firstPanel[i], x, ys[i], matrices[i]->rows());
+      if (b < e) panelsOf(*matrices[i], b - firstPanel[i], e - firstPanel[i], x, ys[i]);
     }
   });
 }

@@ -1,29 +1,32 @@
 #pragma once
-// Group-quantized weights repacked once, when a layer is made, for the int8 kernels: panels of 8
-// output rows whose codes are interleaved 4 at a time, so that one 32-byte register holds four
-// codes of each of the 8 rows. A product with four activation codes broadcast to every lane then
-// gives 8 output rows' partial sums in the 8 lanes, and each group's scale and zero-point
-// correction cost one vector operation for all 8 rows instead of one per row (what the
-// row-major kernels of quant_dot.h pay, and what made them slow). llama.cpp repacks Q4_0 the same
-// way for its CPU kernels.
+// Group-quantized weights repacked once, when a layer is made, for the int8 kernels: panels of P
+// output rows (P = 8 for the 256-bit kernels, 16 for AVX-512: one register of 4 codes per row)
+// whose codes are interleaved 4 at a time, so that one 4P-byte register holds four codes of each
+// of the P rows. A product with four activation codes broadcast to every lane then gives P output
+// rows' partial sums in the P lanes, and each group's scale and zero-point correction cost one
+// vector operation for all P rows instead of one per row (what the row-major kernels of
+// quant_dot.h pay, and what made them slow). llama.cpp repacks Q4_0 the same way for its CPU
+// kernels. The packing (P) is chosen with the kernel, per CPU, when the matrix is made.
 //
-// Layout of panel p (rows 8p .. 8p + 7; a last panel's missing rows are zeros), group g:
-//  - the group's codes as words, each giving one or two 32-byte vectors in which byte 4i + j is
+// Layout of panel p (rows Pp .. Pp + P - 1; a last panel's missing rows are zeros), group g:
+//  - the group's codes as words, each giving one or two 4P-byte vectors in which byte 4i + j is
 //    a code of row i (the vector's 4 columns, j = 0..3):
-//    4 bits: 32 bytes per 8 columns; byte 4i + j holds column 8k + j in its low nibble and
+//    4 bits: 4P bytes per 8 columns; byte 4i + j holds column 8k + j in its low nibble and
 //      column 8k + 4 + j in its high nibble (so the two halves need no shuffle).
-//    6 bits: the same 32 bytes of low nibbles, then 16 bytes of the codes' top 2 bits: byte m
-//      holds those of vector bytes m and 16 + m of the first half (bits 0-1, 2-3) and of the
+//    6 bits: the same 4P bytes of low nibbles, then 2P bytes of the codes' top 2 bits: byte m
+//      holds those of vector bytes m and 2P + m of the first half (bits 0-1, 2-3) and of the
 //      second (bits 4-5, 6-7).
-//    2, 3, 5, 7 bits: 32 bytes per 4 columns, one code a byte; 8 bits the same with each code
+//    2, 3, 5, 7 bits: 4P bytes per 4 columns, one code a byte; 8 bits the same with each code
 //      stored minus 128 as a signed byte (maddubs multiplies |q - 128| by the activation carrying
 //      q - 128's sign: a code up to 255 times 127 would saturate its int16 pairs).
-//  - 16 bytes: the 8 rows' scale exponents e, then their zero-point bytes z (as stored, so a
+//  - 2P bytes: the P rows' scale exponents e, then their zero-point bytes z (as stored, so a
 //    panel takes the stored size at 4 and 6 bits; the scales come from the 256-entry table).
+// Every kernel gives the bits of the portable one (quant_dot.h has the order of the float steps).
 // CPUs without AVX2 keep the row-major kernels of quant_dot.h.
 #include <cstdint>
 #include <vector>
 
+#include "cpu/cpu_features.h"
 #include "cpu/quant_dot.h"
 
 namespace gizml::cpu {
@@ -31,9 +34,10 @@ namespace gizml::cpu {
 class QuantMatrix {
  public:
   QuantMatrix() = default;
-  /// Packs `w` into panels when this CPU and the format allow, else keeps a copy of its scale
-  /// table and reads w's bytes (which must then outlive this object) with quantDot's kernels.
-  explicit QuantMatrix(const QuantWeights& w);
+  /// Packs `w` into panels for isa's kernel (by default this CPU's best) when it and the format
+  /// allow, else keeps a copy of its scale table and reads w's bytes (which must then outlive
+  /// this object) with quantDot's portable kernel. Throws if this CPU cannot run isa.
+  explicit QuantMatrix(const QuantWeights& w, Isa isa = bestIsa());
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -41,8 +45,12 @@ class QuantMatrix {
   int bits() const { return bits_; }
   /// Whether the weights were repacked (then the source bytes are no longer read).
   bool packed() const { return !codes_.empty(); }
+  /// The kernel that serves this matrix (Portable: quantDot's).
+  Isa isa() const { return isa_; }
   /// Whether panels serve these weights on this CPU.
   static bool panelsSupported(int bits, int64_t group);
+  /// The rows of a panel for isa's kernel.
+  static int64_t panelRowsFor(Isa isa) { return isa == Isa::Avx512Vnni ? 16 : 8; }
 
   /// y [x.rows, rows] = x W^T, in parallel over panels (or blocks of rows).
   void matmul(const QuantActs& x, float* y) const;
@@ -50,11 +58,12 @@ class QuantMatrix {
   void checkFits(const QuantActs& x) const;
 
   // The packed arrays, for the kernels.
-  int64_t panels() const { return (rows_ + 7) / 8; }
-  int64_t panelCodeBytes() const { return bits_ == 4 || bits_ == 6 ? cols_ * bits_ : cols_ * 8; }
+  int64_t panelRows() const { return panelRows_; }
+  int64_t panels() const { return (rows_ + panelRows_ - 1) / panelRows_; }
+  int64_t panelCodeBytes() const { return (bits_ == 4 || bits_ == 6 ? cols_ * bits_ : cols_ * 8) * panelRows_ / 8; }
   const uint8_t* panelCodes(int64_t p) const { return codes_.data() + p * panelCodeBytes(); }
-  /// Per group, the 8 rows' exponents then zero points.
-  const uint8_t* panelExponents(int64_t p) const { return exponents_.data() + p * (cols_ / group_) * 16; }
+  /// Per group, the P rows' exponents then zero points.
+  const uint8_t* panelExponents(int64_t p) const { return exponents_.data() + p * (cols_ / group_) * 2 * panelRows_; }
   const float* scaleTable() const { return scaleTable_.data(); }
 
  private:
@@ -63,6 +72,8 @@ class QuantMatrix {
 
   int64_t rows_ = 0, cols_ = 0, group_ = 0;
   int bits_ = 0;
+  Isa isa_ = Isa::Portable;
+  int64_t panelRows_ = 8;
   std::vector<uint8_t> codes_, exponents_;
   std::vector<float> scaleTable_;  // the scale of each exponent code
   QuantWeights source_;            // unpacked: the source, read in place
@@ -74,8 +85,10 @@ void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs&
 
 namespace quant_kernels {
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every
-/// activation row; AVX2.
+/// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512).
 void panelsAvx2(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
+void panelsAvxVnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
+void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
 }  // namespace quant_kernels
 
 }  // namespace gizml::cpu

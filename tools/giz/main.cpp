@@ -4,8 +4,8 @@
 #include <iostream>
 #include <string>
 
-#include "cpu/elementwise.h"
 #include "core/thread_pool.h"
+#include "cpu/cpu_info.h"
 
 int convertCommand(int argc, char** argv);   // convert_command.cpp
 int templateCommand(int argc, char** argv);  // template_command.cpp
@@ -19,7 +19,8 @@ namespace {
 
 int info() {
   std::cout << "gizml 0.1.0\n"
-            << "cpu: " << gizml::core::threadCount() << " threads, SIMD " << gizml::cpu::simdTarget() << "\n";
+            << "cpu: " << gizml::core::threadCount() << " threads\n"
+            << gizml::cpu::cpuReport();
   return 0;
 }
 
