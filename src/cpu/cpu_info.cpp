@@ -39,7 +39,7 @@ std::string featureList(const CpuFeatures& f) {
 
 #if GIZML_AMX_PROBE
 // One 16 x 64-byte tile through tile register 0 and back; exits 0 when the bytes come back.
-__attribute__((target("amx-tile"))) [[noreturn]] void tileRoundTrip() {
+[[noreturn]] __attribute__((target("amx-tile"))) void tileRoundTrip() {
   alignas(64) unsigned char config[64] = {};
   config[0] = 1;    // palette 1
   config[16] = 64;  // tile 0: 64 bytes a row (colsb, 16-bit little-endian)
