@@ -70,8 +70,10 @@ Json genericToolMessages(const Json& messages, const Json& tools, const ToolChoi
     const bool result = m["role"] == "tool";
     if (m["role"] == "assistant" && m.contains("tool_calls")) {
       std::string text = m["content"].get<std::string>();
-      for (const Json& call : m["tool_calls"])
-        text += (text.empty() ? "" : "\n") + callText(call["function"]["name"], call["function"]["arguments"]);
+      for (const Json& call : m["tool_calls"]) {
+        if (!text.empty()) text += '\n';
+        text += callText(call["function"]["name"], call["function"]["arguments"]);
+      }
       m.erase("tool_calls");
       m["content"] = text;
     } else if (result) {
