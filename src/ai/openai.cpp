@@ -254,6 +254,9 @@ void readSampling(const Json& body, bool chat, const Target& target, Generation&
     s.repetitionPenalty = *v;
   }
   if (auto v = integer(body, "n", 1, kMaxChoices)) g.choices = static_cast<int>(*v);
+  if (g.choices > target.slots)
+    bad("n", std::to_string(g.choices) + " choices need as many slots; '" + target.name + "' has " +
+                 std::to_string(target.slots));
   if (auto v = integer(body, "best_of", 1, 1 << 30); v && *v != 1) bad("best_of", "only best_of = 1 is supported");
   const auto tokens = [&](const char* name) { return integer(body, name, 1, std::numeric_limits<int32_t>::max()); };
   if (auto v = tokens("max_tokens")) g.request.limit = *v;

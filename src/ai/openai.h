@@ -36,6 +36,7 @@ struct Target {
   const llm::Model* model = nullptr;
   int64_t context = 0;  // the engine's tokens per slot
   bool writesTools = true;  // its chat template shows tools (else: the generic tool prompt)
+  int slots = 1;            // the engine's: at most this many choices (n) at once
 };
 
 /// The most choices a request may ask for (n).

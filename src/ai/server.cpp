@@ -101,6 +101,7 @@ struct Server::Impl {
     llm::Model model;
     std::unique_ptr<Scheduler> scheduler;
     int64_t context = 0;
+    int slots = 1;
     std::string fingerprint;  // system_fingerprint
   };
   ServeOptions options;
@@ -436,11 +437,11 @@ Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::ma
   m.limits.body = options.maxBody;
   m.bind();
   for (Served& s : served) {
-    Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens(), systemFingerprint(s.model)};
+    Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens(), s.engine.slots(), systemFingerprint(s.model)};
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
-  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateWritesTools(e.model)});
+  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateWritesTools(e.model), e.slots});
   m.acceptThread = std::thread([&m] { m.acceptLoop(); });
 }
 
