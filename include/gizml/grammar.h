@@ -22,6 +22,10 @@ class Grammar {
   /// order. An Error names the keyword and where in the schema it is when something is not
   /// supported, and the position when the text is not JSON.
   static Grammar fromSchema(std::string_view schemaJson);
+  /// Texts of open + a JSON value the schema admits + close, once or up to `most` times in a
+  /// row (whitespace before, between and after; most < 0: without bound), as a model writes
+  /// tool calls (<tool_call>...</tool_call>). Errors as fromSchema's.
+  static Grammar tagged(std::string_view schemaJson, std::string_view open, std::string_view close, int most);
   /// The rules, one a line, as `name ::= alternative | ...` with byte sets in brackets.
   std::string text() const;
   const Rules& rules() const { return *rules_; }

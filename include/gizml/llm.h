@@ -56,6 +56,9 @@ struct Sampling {
   double presencePenalty = 0.0;
   double frequencyPenalty = 0.0;
   double repetitionPenalty = 1.0;
+  /// Added to the logits of these tokens after the penalties, before sampling and the log
+  /// probabilities (OpenAI's logit_bias): -100 bans a token in practice, +100 all but forces it.
+  std::vector<std::pair<TokenId, float>> logitBias;
   /// -1: none; n >= 0: each token's log probability and the n most likely, in Progress/Result.
   int logprobs = -1;
   /// When set, only tokens whose bytes the grammar allows next, and the end of the turn only once
@@ -96,6 +99,7 @@ struct Progress {
   std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
   Finish finish = Finish::Running;
   int64_t drafted = 0, accepted = 0;   // the model's drafts verified in this step, and kept
+  int64_t cached = 0;  // the request's prompt tokens taken from what its slot held (not read again)
 };
 
 struct Result {
@@ -124,6 +128,13 @@ class Engine {
 
   /// Starts a request in a free slot; returns its id. Throws when no slot is free.
   int add(const Request& request);
+  /// Starts `choices` requests on one prompt in as many free slots (OpenAI's n): the prompt is
+  /// read once, in choice 0's slot, and each other choice continues from a copy of that state
+  /// (where the model's state copies; else it reads the prompt itself). Choice i samples with
+  /// seed + i. Returns their ids, choice 0's first. Throws when fewer slots are free.
+  std::vector<int> add(const Request& request, int choices);
+  /// Slots without a running request.
+  int freeSlots() const;
   /// One step of every running request; requests that finish leave their slots.
   std::vector<Progress> advance();
   /// Ends a running request (its slot becomes free); unknown ids are ignored.
@@ -174,6 +185,9 @@ class Model {
   /// The longest sequence the model was trained for (config's max positions).
   int64_t contextLength() const;
   Engine engine(int slots, int64_t maxTokens) const;
+  /// Names the conversion load() read: a hash of the folder's manifest.json (architecture,
+  /// config and weight formats), 16 hex digits; "" for a model made from its parts.
+  const std::string& conversion() const { return conversion_; }
 
   /// A model from its parts (load() uses it; tests give it their own LanguageModel).
   Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer, std::string chatTemplate);
@@ -183,6 +197,8 @@ class Model {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<const ChatTemplate> template_;  // null when the model has none
   std::vector<TokenId> endOfTurn_;
+  std::string conversion_;
+  friend Model load(const std::string& folder);
 };
 
 /// Loads a converted folder (convert's output). Throws gizml::Error naming the file at fault.

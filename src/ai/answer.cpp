@@ -184,6 +184,7 @@ AnswerStream::Delta AnswerStream::run(bool atEnd) {
     if (mode_ == Mode::Tools) {
       toolText_ += pending_;
       pending_.clear();
+      takeClosedCalls(d);
       break;
     }
     if (mode_ == Mode::Reasoning) {
@@ -237,6 +238,19 @@ AnswerStream::Delta AnswerStream::run(bool atEnd) {
   return d;
 }
 
+void AnswerStream::takeClosedCalls(Delta& d) {
+  for (size_t close; (close = toolText_.find(kCallEnd)) != std::string::npos;) {
+    const size_t end = close + kCallEnd.size();
+    std::string rest;
+    for (ToolCall& call : parseToolCalls(std::string_view(toolText_).substr(0, end), tools_, rest)) {
+      calls_.push_back(call);
+      d.calls.push_back(std::move(call));
+    }
+    if (!rest.empty()) notCalls_ += (notCalls_.empty() ? "" : "\n") + rest;
+    toolText_.erase(0, end);
+  }
+}
+
 AnswerStream::Delta AnswerStream::push(std::string_view text) {
   pending_ += text;
   return run(false);
@@ -246,9 +260,14 @@ AnswerStream::Delta AnswerStream::finish() {
   Delta d = run(true);
   if (mode_ == Mode::Tools) {
     std::string rest;
-    calls_ = parseToolCalls(toolText_, tools_, rest);
+    for (ToolCall& call : parseToolCalls(toolText_, tools_, rest)) {
+      calls_.push_back(call);
+      d.calls.push_back(std::move(call));
+    }
     toolText_.clear();
-    if (!rest.empty()) addContent(d, (contentStarted_ ? "\n" : "") + rest);
+    if (!rest.empty()) notCalls_ += (notCalls_.empty() ? "" : "\n") + rest;
+    if (!notCalls_.empty()) addContent(d, (contentStarted_ ? "\n" : "") + notCalls_);
+    notCalls_.clear();
   }
   return d;
 }

@@ -36,18 +36,20 @@ class TextStream {
 /// The longest suffix of text that begins one of the markers (shorter than it), in bytes.
 size_t heldBack(std::string_view text, const std::vector<std::string_view>& markers);
 
-/// Text -> reasoning and content as they come; the tool calls at the end.
+/// Text -> reasoning, content and tool calls as they come (each call once its </tool_call>
+/// arrived, an unclosed one at the end).
 class AnswerStream {
  public:
   struct Delta {
     std::string reasoning, content;
-    bool empty() const { return reasoning.empty() && content.empty(); }
+    std::vector<ToolCall> calls;  // the calls completed by this text
+    bool empty() const { return reasoning.empty() && content.empty() && calls.empty(); }
   };
   /// reasoning: split <think> sections out; tools: the request's tool list (empty: no tool calls
   /// are read); inReasoning: the prompt ends inside a <think> the template opened.
   AnswerStream(bool reasoning, nlohmann::ordered_json tools, bool inReasoning);
   Delta push(std::string_view text);
-  /// The held-back rest; the calls of the tool section are in calls() after it.
+  /// The held-back rest, and the calls not closed yet; all calls are in calls() after it.
   Delta finish();
   const std::vector<ToolCall>& calls() const { return calls_; }
 
@@ -59,7 +61,9 @@ class AnswerStream {
   nlohmann::ordered_json tools_;
   Mode mode_;
   bool thinkChecked_;  // the answer's start was seen not to be (or to be) a <think>
+  void takeClosedCalls(Delta& d);
   std::string pending_, toolText_;
+  std::string notCalls_;  // text of the tool section that was no call, shown as content at the end
   bool contentStarted_ = false;  // content with something other than white space was sent
   std::vector<ToolCall> calls_;
 };

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <random>
 
 namespace gizml::ai {
 namespace {
@@ -208,8 +210,33 @@ std::shared_ptr<const grammar::Grammar> responseGrammar(const Json& format) {
   }
 }
 
+// A seed for a request that gives none, so that each such request samples afresh (OpenAI's).
+uint64_t freshSeed() {
+  static std::mutex mutex;
+  static std::mt19937_64 engine{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return engine();
+}
+
+// logit_bias: {"token id": bias in [-100, 100]}, OpenAI's shape.
+std::vector<std::pair<TokenId, float>> logitBias(const Json& bias, const Target& target) {
+  if (!bias.is_object()) bad("logit_bias", "expected an object of token ids to numbers, got " + typeName(bias));
+  const auto vocab = static_cast<int64_t>(target.model->tokenizer().vocabSize());
+  std::vector<std::pair<TokenId, float>> out;
+  for (const auto& [key, value] : bias.items()) {
+    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(key) >= vocab)
+      bad("logit_bias", "'" + key + "' is not a token id in [0, " + std::to_string(vocab) + ")");
+    if (!value.is_number()) bad("logit_bias", "'" + key + "': expected a number, got " + typeName(value));
+    const double v = value.get<double>();
+    if (!(v >= -100 && v <= 100)) bad("logit_bias", "'" + key + "': " + value.dump() + " is outside [-100, 100]");
+    out.emplace_back(static_cast<TokenId>(std::stoll(key)), static_cast<float>(v));
+  }
+  return out;
+}
+
 // Sampling, limits and stops: the fields the two endpoints share.
-void readSampling(const Json& body, bool chat, Generation& g) {
+void readSampling(const Json& body, bool chat, const Target& target, Generation& g) {
   llm::Sampling& s = g.request.sampling;
   if (auto v = number(body, "temperature", 0, 100)) s.temperature = *v;
   if (auto v = number(body, "top_p", 0, 1)) {
@@ -218,15 +245,18 @@ void readSampling(const Json& body, bool chat, Generation& g) {
   }
   if (auto v = integer(body, "top_k", -1, 1 << 30)) s.topK = static_cast<int>(std::max<int64_t>(*v, 0));
   if (auto v = number(body, "min_p", 0, 1)) s.minP = *v;
-  if (auto v = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
-    s.seed = static_cast<uint64_t>(*v);
+  const auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  s.seed = seed ? static_cast<uint64_t>(*seed) : freshSeed();
   if (auto v = number(body, "presence_penalty", -2, 2)) s.presencePenalty = *v;
   if (auto v = number(body, "frequency_penalty", -2, 2)) s.frequencyPenalty = *v;
   if (auto v = number(body, "repetition_penalty", 0, 100)) {
     if (*v == 0) bad("repetition_penalty", "must be above 0");
     s.repetitionPenalty = *v;
   }
-  if (auto v = integer(body, "n", 1, 1 << 30); v && *v != 1) bad("n", "only n = 1 is supported");
+  if (auto v = integer(body, "n", 1, kMaxChoices)) g.choices = static_cast<int>(*v);
+  if (g.choices > target.slots)
+    bad("n", std::to_string(g.choices) + " choices need as many slots; '" + target.name + "' has " +
+                 std::to_string(target.slots));
   if (auto v = integer(body, "best_of", 1, 1 << 30); v && *v != 1) bad("best_of", "only best_of = 1 is supported");
   const auto tokens = [&](const char* name) { return integer(body, name, 1, std::numeric_limits<int32_t>::max()); };
   if (auto v = tokens("max_tokens")) g.request.limit = *v;
@@ -264,8 +294,7 @@ void readSampling(const Json& body, bool chat, Generation& g) {
   }
   s.logprobs = g.logprobs;
 
-  if (const Json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty()))
-    bad("logit_bias", "is not supported");
+  if (const Json* bias = field(body, "logit_bias")) s.logitBias = logitBias(*bias, target);
   if (const Json* format = field(body, "response_format")) s.grammar = responseGrammar(*format);
   g.stream = boolean(body, "stream").value_or(false);
   if (const Json* options = field(body, "stream_options")) {
@@ -285,6 +314,49 @@ nlohmann::ordered_json errorBody(const std::string& message, const std::string& 
 }
 
 namespace {
+
+// tool_choice ("none", "auto", "required" or {"type": "function", "function": {"name"}}) and
+// parallel_tool_calls; a forced call is held to the grammar of the call format.
+void readToolChoice(const Json& body, Generation& g) {
+  ToolChoice& c = g.toolChoice;
+  if (const Json* choice = field(body, "tool_choice")) {
+    if (choice->is_string()) {
+      const std::string k = choice->get<std::string>();
+      if (k == "none") c.kind = ToolChoice::None;
+      else if (k == "auto") c.kind = ToolChoice::Auto;
+      else if (k == "required") c.kind = ToolChoice::Required;
+      else bad("tool_choice", "'" + k + "' is not none, auto, required or {\"type\": \"function\", ...}");
+    } else if (choice->is_object()) {
+      if (choice->value("type", Json()) != "function") bad("tool_choice.type", "expected 'function'");
+      const Json* f = field(*choice, "function");
+      const Json* name = f && f->is_object() ? field(*f, "name") : nullptr;
+      if (!name || !name->is_string()) bad("tool_choice.function.name", "expected a string");
+      c.kind = ToolChoice::Named;
+      c.name = name->get<std::string>();
+    } else {
+      bad("tool_choice", "expected a string or an object, got " + typeName(*choice));
+    }
+  }
+  if (auto v = boolean(body, "parallel_tool_calls")) c.parallel = *v;
+  if (c.kind == ToolChoice::None) g.tools = Json::array();
+  if (c.kind != ToolChoice::Required && c.kind != ToolChoice::Named) return;
+  if (g.tools.empty()) bad("tool_choice", "needs tools to call");
+  if (c.kind == ToolChoice::Named) {
+    std::string known;
+    bool found = false;
+    for (const Json& t : g.tools) {
+      found = found || t["function"]["name"] == c.name;
+      known += (known.empty() ? "" : ", ") + t["function"]["name"].get<std::string>();
+    }
+    if (!found) bad("tool_choice.function.name", "'" + c.name + "' is not one of the tools (" + known + ")");
+  }
+  if (g.request.sampling.grammar) bad("tool_choice", "a forced tool call cannot be combined with a JSON response_format");
+  try {
+    g.request.sampling.grammar = toolCallGrammar(g.tools, c);
+  } catch (const Error& e) {
+    bad("tools", std::string("the parameters' schema: ") + e.what());
+  }
+}
 
 Json normalizeMessages(const Json& messages) {
   if (!messages.is_array()) bad("messages", "expected a list of messages, got " + typeName(messages));
@@ -346,7 +418,7 @@ Generation parseGeneration(const std::string& text, bool chat, const std::vector
   g.chat = chat;
   const Target& target = targetOf(body, targets, g.target);
   g.request.limit = std::numeric_limits<int64_t>::max();
-  readSampling(body, chat, g);
+  readSampling(body, chat, target, g);
 
   if (chat) {
     if (!field(body, "messages")) bad("messages", "is required");
@@ -366,18 +438,18 @@ Generation parseGeneration(const std::string& text, bool chat, const std::vector
       variables["reasoning_effort"] = e;
     }
     if (const Json* tools = field(body, "tools")) g.tools = toolsOf(*tools);
-    if (const Json* choice = field(body, "tool_choice")) {
-      if (!(choice->is_string() && (*choice == "auto" || *choice == "none")))
-        bad("tool_choice", "only \"auto\" and \"none\" are supported");
-      if (*choice == "none") g.tools = Json::array();
-    }
+    readToolChoice(body, g);
+    // A template that writes no tools gets them (and earlier calls and results) as text.
+    const bool generic = !target.writesTools;
+    const Json prompted = generic ? genericToolMessages(messages, g.tools, g.toolChoice) : messages;
+    const Json templateTools = generic ? Json::array() : g.tools;
     llm::ChatTokens tokens;
     try {
-      tokens = target.model->chatTokens(messages, g.tools, variables);
+      tokens = target.model->chatTokens(prompted, templateTools, variables);
     } catch (const Error&) {
       // A template may refuse the prefixes chatTokens renders for its marks: the whole alone.
       try {
-        tokens.ids = target.model->tokenizer().encode(target.model->chatPrompt(messages, g.tools, variables), false);
+        tokens.ids = target.model->tokenizer().encode(target.model->chatPrompt(prompted, templateTools, variables), false);
         tokens.ends.clear();
       } catch (const Error& e2) {
         bad("messages", std::string("the chat template of '") + target.name + "' failed: " + e2.what());

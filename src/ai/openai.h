@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "ai/tools_prompt.h"
+
 namespace gizml::ai {
 
 using llm::TokenId;
@@ -33,7 +35,12 @@ struct Target {
   std::string name;
   const llm::Model* model = nullptr;
   int64_t context = 0;  // the engine's tokens per slot
+  bool writesTools = true;  // its chat template shows tools (else: the generic tool prompt)
+  int slots = 1;            // the engine's: at most this many choices (n) at once
 };
+
+/// The most choices a request may ask for (n).
+inline constexpr int kMaxChoices = 8;
 
 /// A completion request, read.
 struct Generation {
@@ -42,6 +49,8 @@ struct Generation {
   bool stream = false;
   bool includeUsage = false;
   llm::Request request;
+  int choices = 1;                    // n: each samples with seed + its index
+  ToolChoice toolChoice;
   int logprobs = -1;                  // -1: none; else the top alternatives per token
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // passed to the template
   bool reasoning = false;             // split <think> sections into reasoning_content

@@ -1,19 +1,35 @@
-// The scheduler thread of an engine: add when a slot is free, advance while requests run, hand
-// each step's tokens to their jobs, cancel the jobs whose clients left.
+// The scheduler thread of an engine: add when enough slots are free, advance while requests
+// run, hand each step's tokens to their jobs' choices, cancel the jobs whose clients left.
 #include "ai/scheduler.h"
 
 #include <gizml/error.h>
 
+#include <algorithm>
+#include <utility>
+
 namespace gizml::ai {
+
+bool Job::Taken::empty() const {
+  return std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.tokens.empty() && !c.done; });
+}
 
 Job::Taken Job::take(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex);
-  changed.wait_for(lock, timeout, [&] { return done || !tokens.empty(); });
+  const auto ready = [&] {
+    return done || std::any_of(pending.begin(), pending.end(), [](const Choice& c) { return !c.tokens.empty() || c.done; });
+  };
+  changed.wait_for(lock, timeout, ready);
   Taken t;
-  t.tokens.swap(tokens);
-  t.logprobs.swap(logprobs);
+  t.choices.resize(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Choice& c = pending[i];
+    t.choices[i].tokens.swap(c.tokens);
+    t.choices[i].logprobs.swap(c.logprobs);
+    t.choices[i].done = std::exchange(c.done, false);  // an end is given once
+    t.choices[i].finish = c.finish;
+  }
+  t.cached = cached;
   t.done = done;
-  t.finish = finish;
   t.errorStatus = errorStatus;
   t.error = error;
   return t;
@@ -26,6 +42,11 @@ Scheduler::Scheduler(llm::Engine engine) : engine_(std::move(engine)), maxTokens
 Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::submit(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard lock(job->mutex);
+    job->pending.assign(static_cast<size_t>(std::max(job->choices, 1)), {});
+    job->ended.assign(job->pending.size(), false);
+  }
   {
     std::lock_guard lock(mutex_);
     if (!stopping_) {
@@ -54,7 +75,8 @@ void Scheduler::stop() {
 
 void Scheduler::end(Job& job, llm::Finish finish, int errorStatus, const std::string& error) {
   std::lock_guard lock(job.mutex);
-  job.finish = finish;
+  for (size_t i = 0; i < job.pending.size(); ++i)
+    if (!job.ended[i]) job.ended[i] = true, job.pending[i].done = true, job.pending[i].finish = finish;
   job.errorStatus = errorStatus;
   job.error = error;
   job.done = true;
@@ -70,24 +92,32 @@ void Scheduler::loop() {
       if (stopping_) break;
       std::erase_if(queue_, [&](const std::shared_ptr<Job>& j) {
         if (j->cancelled) end(*j, llm::Finish::Cancelled);
-        return j->cancelled.load();
+        else if (j->choices > engine_.slots())
+          end(*j, llm::Finish::Cancelled, 400,
+              "n = " + std::to_string(j->choices) + " needs as many slots; the engine has " +
+                  std::to_string(engine_.slots()));
+        return j->cancelled.load() || j->choices > engine_.slots();
       });
-      while (!queue_.empty() && engine_.running() + static_cast<int>(joining.size()) < engine_.slots()) {
+      // In order: a job waits until all its choices fit.
+      int free = engine_.freeSlots();
+      while (!queue_.empty() && queue_.front()->choices <= free) {
+        free -= queue_.front()->choices;
         joining.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
     }
     for (const std::shared_ptr<Job>& job : joining) {
       try {
-        running_[engine_.add(job->request)] = job;
+        const std::vector<int> ids = engine_.add(job->request, job->choices);
+        for (size_t i = 0; i < ids.size(); ++i) running_[ids[i]] = {job, i};
       } catch (const std::exception& e) {
         end(*job, llm::Finish::Cancelled, 400, e.what());
       }
     }
     for (auto it = running_.begin(); it != running_.end();) {
-      if (it->second->cancelled) {
+      if (it->second.job->cancelled) {
         engine_.cancel(it->first);
-        end(*it->second, llm::Finish::Cancelled);
+        end(*it->second.job, llm::Finish::Cancelled);
         it = running_.erase(it);
       } else {
         ++it;
@@ -99,21 +129,26 @@ void Scheduler::loop() {
       steps = engine_.advance();
     } catch (const std::exception& e) {
       // The engine has dropped every running request.
-      for (auto& [id, job] : running_) end(*job, llm::Finish::Cancelled, 500, std::string("the model failed: ") + e.what());
+      for (auto& [id, place] : running_)
+        end(*place.job, llm::Finish::Cancelled, 500, std::string("the model failed: ") + e.what());
       running_.clear();
       continue;
     }
     for (llm::Progress& p : steps) {
       const auto it = running_.find(p.request);
       if (it == running_.end()) continue;
-      Job& job = *it->second;
+      Job& job = *it->second.job;
       {
         std::lock_guard lock(job.mutex);
-        job.tokens.insert(job.tokens.end(), p.tokens.begin(), p.tokens.end());
-        for (llm::TokenLogprob& l : p.logprobs) job.logprobs.push_back(std::move(l));
+        Job::Choice& c = job.pending[it->second.choice];
+        c.tokens.insert(c.tokens.end(), p.tokens.begin(), p.tokens.end());
+        for (llm::TokenLogprob& l : p.logprobs) c.logprobs.push_back(std::move(l));
+        if (it->second.choice == 0) job.cached = p.cached;
         if (p.finish != llm::Finish::Running) {
-          job.finish = p.finish;
-          job.done = true;
+          c.finish = p.finish;
+          c.done = true;
+          job.ended[it->second.choice] = true;
+          job.done = std::all_of(job.ended.begin(), job.ended.end(), [](bool e) { return e; });
         }
         job.changed.notify_all();
       }
@@ -127,9 +162,9 @@ void Scheduler::loop() {
     queued.swap(queue_);
   }
   for (const auto& job : queued) end(*job, llm::Finish::Cancelled, 503, "the server is shutting down");
-  for (auto& [id, job] : running_) {
+  for (auto& [id, place] : running_) {
     engine_.cancel(id);
-    end(*job, llm::Finish::Cancelled, 503, "the server is shutting down");
+    end(*place.job, llm::Finish::Cancelled, 503, "the server is shutting down");
   }
   running_.clear();
 }

@@ -19,30 +19,40 @@ namespace gizml::ai {
 using llm::TokenId;
 using llm::Tokenizer;
 
-/// A request and what it has given so far; shared by the scheduler and its connection.
+/// A request (its n choices) and what it has given so far; shared by the scheduler and its
+/// connection.
 struct Job {
   llm::Request request;
+  int choices = 1;  // OpenAI's n: run together on one read of the prompt (Engine::add)
+
+  /// One choice's tokens not yet taken, and its end.
+  struct Choice {
+    std::vector<TokenId> tokens;
+    std::vector<llm::TokenLogprob> logprobs;
+    llm::Finish finish = llm::Finish::Running;
+    bool done = false;
+  };
 
   std::mutex mutex;
   std::condition_variable changed;
-  // Guarded by mutex: the tokens not yet taken, and the end.
-  std::vector<TokenId> tokens;
-  std::vector<llm::TokenLogprob> logprobs;
-  llm::Finish finish = llm::Finish::Running;
-  bool done = false;
+  // Guarded by mutex.
+  std::vector<Choice> pending = std::vector<Choice>(1);  // done: its end waits to be taken
+  std::vector<bool> ended = std::vector<bool>(1);
+  int64_t cached = 0;  // prompt tokens its slot held already
+  bool done = false;   // every choice ended, or the job failed
   int errorStatus = 0;  // 400: the engine refused the request; 500: the model failed; 503: shutdown
   std::string error;
 
   std::atomic<bool> cancelled{false};
 
-  /// What a wait gave: new tokens, and the end when it came.
+  /// What a wait gave: each choice's new tokens and ends, and the job's end when it came.
   struct Taken {
-    std::vector<TokenId> tokens;
-    std::vector<llm::TokenLogprob> logprobs;
+    std::vector<Choice> choices;
+    int64_t cached = 0;
     bool done = false;
-    llm::Finish finish = llm::Finish::Running;
     int errorStatus = 0;
     std::string error;
+    bool empty() const;
   };
   /// Waits up to timeout for tokens or the end, and takes them.
   Taken take(std::chrono::milliseconds timeout);
@@ -72,7 +82,11 @@ class Scheduler {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;  // guarded by mutex_
   bool stopping_ = false;                   // guarded by mutex_
-  std::map<int, std::shared_ptr<Job>> running_;  // the scheduler thread's own
+  struct Place {
+    std::shared_ptr<Job> job;
+    size_t choice = 0;
+  };
+  std::map<int, Place> running_;  // by engine id; the scheduler thread's own
   std::thread thread_;
 };
 

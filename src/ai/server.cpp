@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -23,7 +24,8 @@
 #include <random>
 #include <thread>
 
-#include "ai/answer.h"
+#include "ai/choice.h"
+#include "ai/fingerprint.h"
 #include "ai/http.h"
 #include "ai/openai.h"
 #include "ai/scheduler.h"
@@ -85,13 +87,6 @@ struct BodyWriter {
   bool end() const { return !chunked || sendAll(fd, http::lastChunk()); }
 };
 
-Json logprobEntry(const Tokenizer& tokenizer, TokenId id, float logprob) {
-  const std::string text = tokenizer.decode(std::span<const TokenId>(&id, 1), false);
-  Json bytes = Json::array();
-  for (unsigned char c : text) bytes.push_back(static_cast<int>(c));
-  return {{"token", text}, {"logprob", logprob}, {"bytes", bytes}};
-}
-
 struct Connection {
   std::thread thread;
   int fd = -1;
@@ -106,6 +101,8 @@ struct Server::Impl {
     llm::Model model;
     std::unique_ptr<Scheduler> scheduler;
     int64_t context = 0;
+    int slots = 1;
+    std::string fingerprint;  // system_fingerprint
   };
   ServeOptions options;
   std::vector<Entry> models;
@@ -315,31 +312,42 @@ bool Server::Impl::complete(int fd, const http::Request& request, bool chat, boo
   Entry& entry = models[g.target];
   const Tokenizer& tokenizer = entry.model.tokenizer();
   const int64_t promptTokens = static_cast<int64_t>(g.request.prompt.size());
-  TextStream text(tokenizer, g.request.stop);
-  AnswerStream answer(chat && g.reasoning, chat ? g.tools : Json::array(), g.inReasoning);
+  std::vector<ChoiceWriter> choices;
+  for (int i = 0; i < g.choices; ++i) choices.emplace_back(tokenizer, g, static_cast<size_t>(i), randomId);
   auto job = std::make_shared<Job>();
   job->request = std::move(g.request);
+  job->choices = g.choices;
   entry.scheduler->submit(job);
 
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + randomId();
   const std::time_t created = std::time(nullptr);
-  const auto base = [&](const char* object) {
-    return Json{{"id", id}, {"object", object}, {"created", created}, {"model", entry.name}};
+  const char* object = chat ? (g.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  const auto base = [&] {
+    return Json{{"id", id}, {"object", object}, {"created", created}, {"model", entry.name},
+                {"system_fingerprint", entry.fingerprint}};
   };
   const BodyWriter writer{fd, request.minor >= 1};
   const auto event = [&](const Json& j) { return writer.write("data: " + dump(j) + "\n\n"); };
+  const auto chunkOf = [&](Json choicesJson) {
+    Json c = base();
+    c["choices"] = std::move(choicesJson);
+    return c;
+  };
   bool headSent = false;
-  int64_t completionTokens = 0;
-  std::string content, reasoning;
-  Json chatLogprobs = Json::array();
-  Json tokensLp = Json::array(), tokenLogprobs = Json::array(), topLogprobs = Json::array(),
-       offsets = Json::array();
-  size_t textOffset = 0;
-  llm::Finish finish = llm::Finish::Running;
+  int64_t cached = 0;
+  const auto usage = [&] {
+    int64_t completion = 0;
+    for (const ChoiceWriter& c : choices) completion += c.completionTokens();
+    return Json{{"prompt_tokens", promptTokens}, {"completion_tokens", completion},
+                {"total_tokens", promptTokens + completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  };
+  const auto allFinished = [&] {
+    return std::all_of(choices.begin(), choices.end(), [](const ChoiceWriter& c) { return c.finished(); });
+  };
 
   for (;;) {
     Job::Taken t = job->take(std::chrono::milliseconds(50));
-    if (t.tokens.empty() && !t.done) {
+    if (t.empty() && !t.done) {
       if (stopping || peerClosed(fd)) {
         entry.scheduler->cancel(job);
         return false;
@@ -353,149 +361,43 @@ bool Server::Impl::complete(int fd, const http::Request& request, bool chat, boo
       writer.end();
       return false;
     }
-    completionTokens += static_cast<int64_t>(t.tokens.size());
-    std::string piece;
-    for (TokenId token : t.tokens) piece += text.push(token);
-    if (text.stopped() && !t.done) {  // the engine stops there too; no need to wait for it
-      entry.scheduler->cancel(job);
-      t.done = true;
-      t.finish = llm::Finish::Stop;
-    }
-    if (t.done) piece += text.finish();
-    AnswerStream::Delta delta;
-    if (chat) {
-      delta = answer.push(piece);
-      if (t.done) {
-        const AnswerStream::Delta rest = answer.finish();
-        delta.content += rest.content;
-        delta.reasoning += rest.reasoning;
-      }
-    } else {
-      delta.content = std::move(piece);
-    }
-    // Log probabilities of this step's tokens.
-    Json stepChat = Json::array();
-    Json stepTokens = Json::array(), stepLogprobs = Json::array(), stepTop = Json::array(), stepOffsets = Json::array();
-    for (const llm::TokenLogprob& l : t.logprobs) {
-      if (chat) {
-        Json entryLp = logprobEntry(tokenizer, l.token, l.logprob);
-        Json top = Json::array();
-        for (const auto& [tok, lp] : l.top) top.push_back(logprobEntry(tokenizer, tok, lp));
-        entryLp["top_logprobs"] = top;
-        stepChat.push_back(std::move(entryLp));
-      } else {
-        const std::string tokText = tokenizer.decode(std::span<const TokenId>(&l.token, 1), false);
-        stepTokens.push_back(tokText);
-        stepLogprobs.push_back(l.logprob);
-        Json top = Json::object();
-        for (const auto& [tok, lp] : l.top) top[tokenizer.decode(std::span<const TokenId>(&tok, 1), false)] = lp;
-        stepTop.push_back(top);
-        stepOffsets.push_back(textOffset);
-        textOffset += tokText.size();
-      }
-    }
-    if (t.done) finish = t.finish;
-    const std::vector<ToolCall>& calls = answer.calls();
-    const char* finishReason = !calls.empty() ? "tool_calls" : finish == llm::Finish::Length ? "length" : "stop";
-    Json toolCalls = Json::array();
-    for (size_t i = 0; i < calls.size(); ++i)
-      toolCalls.push_back({{"index", i}, {"id", "call_" + randomId()}, {"type", "function"},
-                           {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+    cached = t.cached;
+    for (size_t i = 0; i < choices.size(); ++i) choices[i].take(t.choices[i]);
+    const bool finished = allFinished();
+    if (finished && !t.done) entry.scheduler->cancel(job);  // stop strings ended them first
 
     if (g.stream) {
       if (!headSent) {
-        if (!sendAll(fd, http::streamHead(200, "text/event-stream", keepAlive, writer.chunked)))
-          break;
+        if (!sendAll(fd, http::streamHead(200, "text/event-stream", keepAlive, writer.chunked))) break;
         headSent = true;
-        if (chat) {
-          Json first = base("chat.completion.chunk");
-          first["choices"] = Json::array({{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                           {"logprobs", nullptr}, {"finish_reason", nullptr}}});
-          if (!event(first)) break;
-        }
+        if (chat)
+          for (const ChoiceWriter& c : choices)
+            if (!event(chunkOf(Json::array({c.opening()})))) {
+              entry.scheduler->cancel(job);
+              return false;
+            }
       }
-      const bool hasLogprobs = chat ? !stepChat.empty() : !stepTokens.empty();
-      if (!delta.empty() || hasLogprobs || !toolCalls.empty()) {
-        Json choice = {{"index", 0}};
-        if (chat) {
-          Json d = Json::object();
-          if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
-          if (!delta.content.empty()) d["content"] = delta.content;
-          if (!toolCalls.empty()) d["tool_calls"] = toolCalls;
-          choice["delta"] = d;
-          choice["logprobs"] = hasLogprobs ? Json{{"content", stepChat}} : Json(nullptr);
-        } else {
-          choice["text"] = delta.content;
-          choice["logprobs"] = hasLogprobs ? Json{{"tokens", stepTokens}, {"token_logprobs", stepLogprobs},
-                                                  {"top_logprobs", stepTop}, {"text_offset", stepOffsets}}
-                                           : Json(nullptr);
-        }
-        choice["finish_reason"] = nullptr;
-        Json c = base(chat ? "chat.completion.chunk" : "text_completion");
-        c["choices"] = Json::array({choice});
-        if (!event(c)) {
-          entry.scheduler->cancel(job);
-          return false;
-        }
+      for (ChoiceWriter& c : choices)
+        for (Json& choice : c.chunks())
+          if (!event(chunkOf(Json::array({std::move(choice)})))) {
+            entry.scheduler->cancel(job);
+            return false;
+          }
+      if (!finished) continue;
+      bool ok = true;
+      if (g.includeUsage) {
+        Json last = chunkOf(Json::array());
+        last["usage"] = usage();
+        ok = event(last);
       }
-      if (t.done) {
-        Json last = base(chat ? "chat.completion.chunk" : "text_completion");
-        Json choice = {{"index", 0}};
-        if (chat) choice["delta"] = Json::object();
-        else choice["text"] = "";
-        choice["logprobs"] = nullptr;
-        choice["finish_reason"] = finishReason;
-        last["choices"] = Json::array({choice});
-        bool ok = event(last);
-        if (ok && g.includeUsage) {
-          Json usage = base(chat ? "chat.completion.chunk" : "text_completion");
-          usage["choices"] = Json::array();
-          usage["usage"] = {{"prompt_tokens", promptTokens}, {"completion_tokens", completionTokens},
-                            {"total_tokens", promptTokens + completionTokens}};
-          ok = event(usage);
-        }
-        ok = ok && writer.write("data: [DONE]\n\n") && writer.end();
-        return ok && writer.chunked;
-      }
-      continue;
+      ok = ok && writer.write("data: [DONE]\n\n") && writer.end();
+      return ok && writer.chunked;
     }
-
-    content += delta.content;
-    reasoning += delta.reasoning;
-    for (Json& e : stepChat) chatLogprobs.push_back(std::move(e));
-    for (size_t i = 0; i < stepTokens.size(); ++i) {
-      tokensLp.push_back(stepTokens[i]);
-      tokenLogprobs.push_back(stepLogprobs[i]);
-      topLogprobs.push_back(stepTop[i]);
-      offsets.push_back(stepOffsets[i]);
-    }
-    if (!t.done) continue;
-    Json body = base(chat ? "chat.completion" : "text_completion");
-    Json choice = {{"index", 0}};
-    const bool wantLogprobs = g.logprobs >= 0;
-    if (chat) {
-      Json message = {{"role", "assistant"}};
-      if (!calls.empty()) {
-        while (!content.empty() && (content.back() == '\n' || content.back() == ' ')) content.pop_back();
-        message["content"] = content.empty() ? Json(nullptr) : Json(content);
-        message["tool_calls"] = toolCalls;
-        for (Json& call : message["tool_calls"]) call.erase("index");
-      } else {
-        message["content"] = content;
-      }
-      if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-      choice["message"] = message;
-      choice["logprobs"] = wantLogprobs ? Json{{"content", chatLogprobs}} : Json(nullptr);
-    } else {
-      choice["text"] = content;
-      choice["logprobs"] = wantLogprobs ? Json{{"tokens", tokensLp}, {"token_logprobs", tokenLogprobs},
-                                               {"top_logprobs", topLogprobs}, {"text_offset", offsets}}
-                                        : Json(nullptr);
-    }
-    choice["finish_reason"] = finishReason;
-    body["choices"] = Json::array({choice});
-    body["usage"] = {{"prompt_tokens", promptTokens}, {"completion_tokens", completionTokens},
-                     {"total_tokens", promptTokens + completionTokens}};
+    if (!finished) continue;
+    Json all = Json::array();
+    for (const ChoiceWriter& c : choices) all.push_back(c.whole());
+    Json body = chunkOf(std::move(all));
+    body["usage"] = usage();
     return sendAll(fd, http::response(200, "application/json", dump(body), keepAlive));
   }
   entry.scheduler->cancel(job);
@@ -535,11 +437,11 @@ Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::ma
   m.limits.body = options.maxBody;
   m.bind();
   for (Served& s : served) {
-    Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens()};
+    Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens(), s.engine.slots(), systemFingerprint(s.model)};
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
-  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context});
+  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateWritesTools(e.model), e.slots});
   m.acceptThread = std::thread([&m] { m.acceptLoop(); });
 }
 

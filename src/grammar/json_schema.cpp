@@ -396,18 +396,36 @@ Grammar Grammar::anyObject() {
   return b.finish(b.rule("root", {{ws, j.anyMembers(j.value()), ws}}));
 }
 
-Grammar Grammar::fromSchema(std::string_view schemaJson) {
-  Json schema;
+namespace {
+
+Json parseSchema(std::string_view schemaJson) {
   try {
-    schema = Json::parse(schemaJson);
+    return Json::parse(schemaJson);
   } catch (const Json::exception& e) {  // parse errors, and numbers out of range
     throw Error(std::string("grammar: the schema is not JSON: ") + e.what());
   }
+}
+
+}  // namespace
+
+Grammar Grammar::fromSchema(std::string_view schemaJson) {
+  const Json schema = parseSchema(schemaJson);
   Builder b;
   SchemaCompiler c(b, schema);
   const Symbol value = c.compile(schema, "#");
   const Symbol ws = c.json().space();
   return b.finish(b.rule("root", {{ws, value, ws}}));
+}
+
+Grammar Grammar::tagged(std::string_view schemaJson, std::string_view open, std::string_view close, int most) {
+  check(most != 0, "grammar: tagged values need most != 0");
+  const Json schema = parseSchema(schemaJson);
+  Builder b;
+  SchemaCompiler c(b, schema);
+  const Symbol ws = c.json().space();
+  const Symbol item = b.rule("tagged", {{b.literal(open), c.compile(schema, "#"), b.literal(close), ws}});
+  const Symbol more = b.repeat("more", item, 0, most < 0 ? -1 : most - 1);
+  return b.finish(b.rule("root", {{ws, item, more}}));
 }
 
 }  // namespace gizml::grammar

@@ -4,6 +4,9 @@
 #include <gizml/llm.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "llm/models/language_model.h"
@@ -108,7 +111,15 @@ Model load(const std::string& folder) {
   // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
   std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights).release(),
                                        [weights](LanguageModel* m) { delete m; });
-  return Model(std::move(model), std::move(tokenizer), weights->chatTemplate());
+  Model out(std::move(model), std::move(tokenizer), weights->chatTemplate());
+  // FNV-1a of the manifest: the same conversion gives the same name on every machine.
+  std::ifstream manifest(std::filesystem::path(folder) / kManifestName, std::ios::binary);
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c; manifest.get(c);) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  out.conversion_ = hex;
+  return out;
 }
 
 }  // namespace gizml::llm

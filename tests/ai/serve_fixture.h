@@ -37,6 +37,12 @@ class ScriptState : public llm::SequenceState {
     tokens.resize(static_cast<size_t>(n));
     fresh = true;  // the engine truncates when a request starts: its prompt's rest comes next
   }
+  bool copyFrom(const llm::SequenceState& other) override {
+    const auto* from = dynamic_cast<const ScriptState*>(&other);
+    if (!from || from->capacity_ != capacity_) return false;
+    tokens = from->tokens, fresh = from->fresh, answerFrom = from->answerFrom;
+    return true;
+  }
   std::vector<int32_t> tokens;
   bool fresh = true;
   size_t answerFrom = 0;
@@ -61,6 +67,7 @@ class ScriptModel : public llm::LanguageModel {
   }
   std::vector<tensor::Tensor> forward(const std::vector<llm::Feed>& feeds) override {
     passes++;
+    for (const llm::Feed& feed : feeds) fed += static_cast<int64_t>(feed.tokens.size());
     if (stepDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(stepDelayMs.load()));
     std::vector<tensor::Tensor> out;
     for (const llm::Feed& feed : feeds) {
@@ -86,6 +93,7 @@ class ScriptModel : public llm::LanguageModel {
   int64_t endAfter = -1;
   std::atomic<int> stepDelayMs{0};
   std::atomic<int> passes{0};
+  std::atomic<int64_t> fed{0};  // tokens read, over all passes
 
  private:
   llm::ModelConfig config_;

@@ -45,6 +45,58 @@ def converted(giz, build, root):
     return folder
 
 
+def features(client, openai, jsonschema, messages, whole):
+    """n, seeds, system_fingerprint, logit_bias and a forced tool call streamed, as the client reads them."""
+    model = "smollm2_4bits"
+    assert whole.system_fingerprint and whole.system_fingerprint.startswith("fp_"), whole.system_fingerprint
+    assert whole.choices[0].message.refusal is None
+    many = client.chat.completions.create(model=model, messages=messages, max_tokens=16, temperature=1.0, seed=3, n=2)
+    assert [c.index for c in many.choices] == [0, 1], many
+    assert many.usage.prompt_tokens == whole.usage.prompt_tokens, many.usage
+    assert many.usage.prompt_tokens_details.cached_tokens > 0, many.usage  # the slot held this prompt
+    assert len({c.message.content for c in many.choices}) > 1, [c.message.content for c in many.choices]
+    seedless = [client.chat.completions.create(model=model, messages=messages, max_tokens=24, temperature=1.0)
+                .choices[0].message.content for _ in range(2)]
+    assert seedless[0] != seedless[1], seedless
+    biased = client.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=0,
+                                            logit_bias={"0": -100})
+    assert biased.choices[0].message.content is not None
+    try:
+        client.chat.completions.create(model=model, messages=messages, logit_bias={"0": 500})
+        raise AssertionError("a logit bias of 500 was taken")
+    except openai.BadRequestError as e:
+        assert "logit_bias" in str(e), e
+
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"],
+              "additionalProperties": False}
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                               "parameters": schema}},
+             {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    forced = {"type": "function", "function": {"name": "get_weather"}}
+    call = client.chat.completions.create(model=model, messages=ask, tools=tools, tool_choice=forced, max_tokens=80,
+                                          temperature=0).choices[0]
+    assert call.finish_reason == "tool_calls", call
+    assert call.message.tool_calls[0].function.name == "get_weather", call.message
+    jsonschema.validate(json.loads(call.message.tool_calls[0].function.arguments), schema)
+    # Streamed, accumulated by the client's own stream helper from the tool-call deltas.
+    completions = client.chat.completions if hasattr(client.chat.completions, "stream") else client.beta.chat.completions
+    with completions.stream(model=model, messages=ask, tools=tools, tool_choice=forced, parallel_tool_calls=False,
+                            max_tokens=80, temperature=0) as stream:
+        for _ in stream:
+            pass
+        final = stream.get_final_completion()
+    streamed = final.choices[0].message.tool_calls
+    assert final.choices[0].finish_reason == "tool_calls" and len(streamed) == 1, final
+    assert streamed[0].id.startswith("call_") and streamed[0].function.name == "get_weather", streamed
+    jsonschema.validate(json.loads(streamed[0].function.arguments), schema)
+    required = client.chat.completions.create(model=model, messages=ask, tools=tools, tool_choice="required",
+                                              parallel_tool_calls=False, max_tokens=80, temperature=0).choices[0]
+    assert len(required.message.tool_calls) == 1 and required.finish_reason == "tool_calls", required
+    print("openai client: n, seeds, logit_bias, tool_choice (named, required) and streamed tool calls agree;",
+          "forced call:", call.message.tool_calls[0].function.arguments)
+
+
 def main():
     giz, build, root = sys.argv[1:4]
     try:
@@ -108,6 +160,8 @@ def main():
         answer = structured.choices[0].message.content
         assert structured.choices[0].finish_reason == "stop", (structured.choices[0].finish_reason, answer)
         jsonschema.validate(json.loads(answer), schema)
+
+        features(client, openai, jsonschema, messages, whole)
 
         try:
             client.chat.completions.create(model="no-such-model", messages=messages)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
@@ -43,6 +44,9 @@ struct Running {
   std::optional<StreamDecoder> decoder;  // only with stop strings
   std::string text;
   std::optional<GrammarConstraint> grammar;  // only with a grammar
+  int64_t cached = 0;           // prompt tokens its slot held already
+  int leader = -1;              // a later choice of n: waits for this request's prompt, then copies it
+  std::vector<int> followers;   // the choices waiting for this one's prompt
 };
 
 size_t commonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
@@ -71,6 +75,9 @@ struct Engine::Impl {
     for (TokenId t : r.prompt)
       check(t >= 0 && t < vocab, "request: prompt token " + std::to_string(t) + " is outside the vocabulary of " +
                                      std::to_string(vocab));
+    for (const auto& [t, bias] : r.sampling.logitBias)
+      check(t >= 0 && t < vocab, "request: logit bias token " + std::to_string(t) + " is outside the vocabulary of " +
+                                     std::to_string(vocab));
     check(r.limit > 0, "request: limit " + std::to_string(r.limit) + " must be positive");
     validateSampling(r.sampling);
     for (const std::string& s : r.stop) check(!s.empty(), "request: a stop string is empty");
@@ -95,6 +102,7 @@ struct Engine::Impl {
   }
 
   void release(Running& r) { slots[r.slot].busy = false; }
+  int addOne(const Request& request);
 
   // After a failed forward pass the states may hold part of a step: start them afresh.
   void resetAll() {
@@ -158,11 +166,40 @@ struct Engine::Impl {
     return finish;
   }
 
+  /// The choices waiting for leader's prompt continue from a copy of its state and draw their
+  /// first tokens from copies of its logits row (taken before the leader's step changed it);
+  /// where the state does not copy, a choice reads the prompt itself from the next step on.
+  void fork(Running& leader, const std::vector<int>& followers, const std::vector<float>& row,
+            std::vector<Progress>& out) {
+    const Slot& from = slots[leader.slot];
+    for (int id : followers) {
+      const auto it = running.find(id);
+      if (it == running.end()) continue;  // cancelled meanwhile
+      Running& f = it->second;
+      f.leader = -1;
+      Slot& slot = slots[f.slot];
+      if (!slot.state->copyFrom(*from.state)) continue;
+      slot.held = from.held;
+      f.toFeed.clear();
+      f.marks.clear();
+      Progress p;
+      p.request = id;
+      std::vector<float> values = row;
+      const Finish finish = p.finish = step(f, values, p, std::nullopt);
+      out.push_back(std::move(p));
+      if (finish != Finish::Running) {
+        release(f);
+        running.erase(it);
+      }
+    }
+  }
+
   Finish step(Running& r, std::span<float> row, Progress& p, std::optional<TokenId> draft) {
     Slot& slot = slots[r.slot];
     slot.held.insert(slot.held.end(), r.toFeed.begin(), r.toFeed.end());
     const Sampling& s = r.request.sampling;
     applyPenalties(row, s, r.request.prompt, r.generated);
+    applyLogitBias(row, s);
     if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
     const uint64_t index = r.generated.size();
     const TokenId token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
@@ -211,9 +248,33 @@ int Engine::running() const { return static_cast<int>(impl_->running.size()); }
 int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
 int64_t Engine::maxTokens() const { return impl_->maxTokens; }
 
-int Engine::add(const Request& request) {
+int Engine::freeSlots() const {
+  return static_cast<int>(std::count_if(impl_->slots.begin(), impl_->slots.end(), [](const Slot& s) { return !s.busy; }));
+}
+
+int Engine::add(const Request& request) { return add(request, 1)[0]; }
+
+std::vector<int> Engine::add(const Request& request, int choices) {
   Impl& m = *impl_;
   m.validate(request);
+  check(choices > 0, "engine: choices " + std::to_string(choices) + " must be positive");
+  check(freeSlots() >= choices, "engine: " + std::to_string(choices) + " choices need as many free slots, " +
+                                    std::to_string(freeSlots()) + " of " + std::to_string(m.slots.size()) + " are");
+  std::vector<int> ids;
+  for (int i = 0; i < choices; ++i) {
+    Request choice = request;
+    choice.sampling.seed += static_cast<uint64_t>(i);
+    ids.push_back(m.addOne(choice));
+    if (i > 0) {
+      m.running.at(ids.back()).leader = ids[0];
+      m.running.at(ids[0]).followers.push_back(ids.back());
+    }
+  }
+  return ids;
+}
+
+int Engine::Impl::addOne(const Request& request) {
+  Impl& m = *this;
   const std::optional<size_t> index = m.freeSlot(request.prompt);
   check(index.has_value(), "engine: all " + std::to_string(m.slots.size()) + " slots are busy");
   Slot& slot = m.slots[*index];
@@ -228,6 +289,7 @@ int Engine::add(const Request& request) {
   Running r;
   r.slot = *index;
   r.request = request;
+  r.cached = static_cast<int64_t>(keep);
   r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
   for (size_t mark : request.marks)
     if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
@@ -245,7 +307,9 @@ std::vector<Progress> Engine::advance() {
   Impl& m = *impl_;
   if (m.running.empty()) return {};
   std::vector<Feed> feeds;
-  for (auto& [id, r] : m.running) feeds.push_back(m.feedOf(r));
+  std::vector<int> fed;  // the requests of the feeds (not the choices waiting for a prompt)
+  for (auto& [id, r] : m.running)
+    if (r.leader < 0) fed.push_back(id), feeds.push_back(m.feedOf(r));
   std::vector<tensor::Tensor> logits;
   try {
     logits = m.model->forward(feeds);
@@ -256,19 +320,21 @@ std::vector<Progress> Engine::advance() {
     throw;
   }
   std::vector<Progress> out;
-  size_t i = 0;
-  for (auto it = m.running.begin(); it != m.running.end(); ++i) {
+  for (size_t i = 0; i < fed.size(); ++i) {
+    const auto it = m.running.find(fed[i]);
+    Running& r = it->second;
     Progress p;
-    p.request = it->first;
+    p.request = fed[i];
+    p.cached = r.cached;
     std::vector<float> values = logits[i].toFloats();
-    p.finish = m.stepRows(it->second, values, static_cast<size_t>(logits[i].size(-1)), p);
-    if (p.finish != Finish::Running) {
-      m.release(it->second);
-      it = m.running.erase(it);
-    } else {
-      ++it;
-    }
+    const std::vector<float> shared = r.followers.empty() ? std::vector<float>() : values;
+    const Finish finish = p.finish = m.stepRows(r, values, static_cast<size_t>(logits[i].size(-1)), p);
     out.push_back(std::move(p));
+    if (!r.followers.empty()) m.fork(r, std::exchange(r.followers, {}), shared, out);
+    if (finish != Finish::Running) {
+      m.release(r);
+      m.running.erase(it);
+    }
   }
   return out;
 }
@@ -276,6 +342,8 @@ std::vector<Progress> Engine::advance() {
 void Engine::cancel(int request) {
   const auto it = impl_->running.find(request);
   if (it == impl_->running.end()) return;
+  for (int id : it->second.followers)  // they read the prompt themselves
+    if (const auto f = impl_->running.find(id); f != impl_->running.end()) f->second.leader = -1;
   impl_->release(it->second);
   impl_->running.erase(it);
 }

@@ -32,6 +32,8 @@ void validateSampling(const Sampling& s) {
   check(finite(s.presencePenalty) && finite(s.frequencyPenalty), "sampling: penalties must be finite");
   check(finite(s.repetitionPenalty) && s.repetitionPenalty > 0,
         "sampling: repetitionPenalty " + std::to_string(s.repetitionPenalty) + " must be > 0");
+  for (const auto& [token, bias] : s.logitBias)
+    check(std::isfinite(bias), "sampling: the logit bias of token " + std::to_string(token) + " must be finite");
   check(s.logprobs >= -1, "sampling: logprobs " + std::to_string(s.logprobs) + " must be >= -1");
 }
 
@@ -54,6 +56,11 @@ void applyPenalties(std::span<float> logits, const Sampling& s, std::span<const 
     for (const auto& [t, n] : counts)
       logits[static_cast<size_t>(t)] -= static_cast<float>(s.presencePenalty + s.frequencyPenalty * n);
   }
+}
+
+void applyLogitBias(std::span<float> logits, const Sampling& s) {
+  for (const auto& [token, bias] : s.logitBias)
+    if (token >= 0 && static_cast<size_t>(token) < logits.size()) logits[static_cast<size_t>(token)] += bias;
 }
 
 namespace {

@@ -18,6 +18,9 @@ void validateSampling(const Sampling& s);
 void applyPenalties(std::span<float> logits, const Sampling& s, std::span<const TokenId> prompt,
                     std::span<const TokenId> generated);
 
+/// Adds Sampling::logitBias to the logits (ids outside them are ignored: validate first).
+void applyLogitBias(std::span<float> logits, const Sampling& s);
+
 /// The distribution a draw picks from: (token, probability) pairs, most likely first, after
 /// temperature, topK, topP and minP, renormalized. temperature must be > 0.
 std::vector<std::pair<TokenId, double>> candidates(std::span<const float> logits, const Sampling& s);

@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <cstring>
+#include <typeinfo>
 
 namespace gizml::llm {
 
@@ -18,6 +19,25 @@ KvCache::KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t hea
 void KvCache::truncate(int64_t n) {
   check(n >= 0 && n <= length_, "truncate: " + std::to_string(n) + " is outside 0.." + std::to_string(length_));
   length_ = n;
+}
+
+bool KvCache::copyFrom(const SequenceState& other) {
+  const auto* from = dynamic_cast<const KvCache*>(&other);
+  if (!from || typeid(*this) != typeid(KvCache) || typeid(other) != typeid(KvCache)) return false;
+  if (from->owner_ != owner_ || from->kvHeads_ != kvHeads_ || from->headDim_ != headDim_ ||
+      from->capacity_ != capacity_ || from->dtype_ != dtype_ || from->keys_.size() != keys_.size())
+    return false;
+  const size_t rows = static_cast<size_t>(from->length_ * kvHeads_ * headDim_) * dtypeSize(dtype_);
+  for (auto [mine, theirs] : {std::pair{&keys_, &from->keys_}, std::pair{&values_, &from->values_}})
+    for (size_t layer = 0; layer < mine->size(); ++layer) {
+      const std::vector<uint8_t>& src = (*theirs)[layer];
+      std::vector<uint8_t>& dst = (*mine)[layer];
+      if (src.empty()) continue;  // a layer that stores no keys
+      if (dst.empty()) dst.resize(src.size());
+      std::memcpy(dst.data(), src.data(), rows);
+    }
+  length_ = from->length_;
+  return true;
 }
 
 void KvCache::store(int64_t layer, int64_t position, const float* keys, const float* values) {

@@ -19,6 +19,9 @@ class KvCache : public SequenceState {
   int64_t length() const override { return length_; }
   int64_t capacity() const override { return capacity_; }
   void truncate(int64_t n) override;
+  /// Copies the rows another plain KvCache of the same shape holds (not a subclass's: those
+  /// keep more than rows).
+  bool copyFrom(const SequenceState& other) override;
 
   /// The model that made it (a state only fits its own model).
   const void* owner() const { return owner_; }

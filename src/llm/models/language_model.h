@@ -31,6 +31,9 @@ class SequenceState {
   virtual int64_t reusable(int64_t n) const { return n; }
   /// Forgets the states kept at marks past `length` (those kept to verify drafts).
   virtual void forgetKept(int64_t length) { (void)length; }
+  /// Becomes a copy of `other` (a state of the same model and capacity): what it holds, as it
+  /// holds it, so both continue alike. false, and no change, where the state cannot copy one.
+  virtual bool copyFrom(const SequenceState& other) { (void)other; return false; }
 };
 
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
