@@ -170,8 +170,10 @@ def chat_body(text, max_tokens, stream):
                        "stream": stream, "temperature": 0}).encode()
 
 
-async def stream_once(server, tally, phase, local, max_tokens, vanish=False, timeout=120):
-    """One streamed chat; checks every event. vanish: leave after the first content piece."""
+async def stream_once(server, tally, phase, local, max_tokens, vanish=False, timeout=600):
+    """One streamed chat; checks every event. vanish: leave after the first content piece.
+    timeout: for each read, the openai client's default (a queued request gets no byte until a
+    slot takes it)."""
     start = time.monotonic()
     writer = None
     try:
@@ -399,11 +401,15 @@ async def run(args, server):
     rss_before = server.rss_mb()
     peak, stop = {"phase": "streams"}, asyncio.Event()
     sampler = asyncio.create_task(sample_rss(server, peak, stop))
-    timings = {}
+    timings, rss_after_load, first_pid = {}, float("nan"), server.pid
     for name, phase in [("streams", phase_streams(server, tally, streams, tokens)),
                         ("vanish", phase_vanish(server, tally, vanish, args.slots)),
                         ("slow", phase_slow(server, tally, slow, normal, seconds)),
                         ("bad", phase_bad(server, tally))]:
+        if name == "bad":  # the load is over: what the server keeps once its clients are gone
+            peak["phase"] = "settle"
+            await asyncio.sleep(1 if q else 3)
+            rss_after_load = server.rss_mb()
         begin = time.monotonic()
         peak["phase"] = name
         try:
@@ -414,8 +420,6 @@ async def run(args, server):
         if not server.alive():
             tally.errors[f"server_dead: after {name}"] += 1
             server.start()
-    peak["phase"] = "settle"
-    await asyncio.sleep(1 if q else 3)
     stop.set()
     await sampler
     rss_after = server.rss_mb()
@@ -435,7 +439,9 @@ async def run(args, server):
     for kind, count in sorted(tally.outcomes.items()):
         print(f"  {count:5d}  {kind}")
     highest = max([v for k, v in peak.items() if k != "phase"] + [rss_before])
-    print(f"server RSS: before {rss_before:.1f} MiB, peak {highest:.1f} MiB, after {rss_after:.1f} MiB")
+    restarted = " (of the server restarted after a crash)" if server.pid != first_pid else ""
+    print(f"server RSS: before {rss_before:.1f} MiB, peak {highest:.1f} MiB, after the load {rss_after_load:.1f} MiB,"
+          f" after the bad inputs {rss_after:.1f} MiB{restarted}")
     return 1 if tally.errors else 0
 
 
