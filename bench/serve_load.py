@@ -265,6 +265,8 @@ async def slow_client(server, tally, local, stop_at):
 
 
 async def normal_client(server, tally, i, stop_at):
+    # Half ask /health (the connection layer's own latency), half a short chat (with the model's).
+    phase = "slow+health" if i % 2 else "slow+chat"
     while time.monotonic() < stop_at:
         start = time.monotonic()
         try:
@@ -274,11 +276,11 @@ async def normal_client(server, tally, i, stop_at):
                 status, _, _ = await simple(server, "POST", "/v1/chat/completions", chat_body("Hi", 4, False),
                                             local=source(i, "127.0.4"))
             if status == 200:
-                tally.ok("beside_slow", time.monotonic() - start)
+                tally.ok(phase, time.monotonic() - start)
             else:
-                tally.errors[f"beside_slow: http_{status}"] += 1
+                tally.errors[f"{phase}: http_{status}"] += 1
         except Exception as e:  # noqa: BLE001
-            tally.errors[f"beside_slow: {error_kind(e)}"] += 1
+            tally.errors[f"{phase}: {error_kind(e)}"] += 1
         await asyncio.sleep(0.05)
 
 
@@ -397,7 +399,7 @@ async def sample_rss(server, peak, stop):
 async def run(args, server):
     tally = Tally()
     q = args.quick
-    streams, vanish, slow, normal, seconds, tokens = (16, 8, 60, 4, 4, 4) if q else (1000, 200, 1000, 16, 30, 16)
+    streams, vanish, slow, normal, seconds, tokens = (8, 6, 40, 4, 4, 4) if q else (1000, 200, 1000, 16, 30, 16)
     rss_before = server.rss_mb()
     peak, stop = {"phase": "streams"}, asyncio.Event()
     sampler = asyncio.create_task(sample_rss(server, peak, stop))
@@ -452,11 +454,12 @@ def main():
     parser.add_argument("--model", help="default: scripts/default-model.sh")
     parser.add_argument("--url", help="attach to a running server (127.0.0.1) instead of starting one")
     parser.add_argument("--pid", type=int, help="the attached server's process, for its RSS")
-    parser.add_argument("--slots", type=int, default=16)
+    parser.add_argument("--slots", type=int, default=16, help="giz serve --slots (default 16; --quick: at most 4)")
     parser.add_argument("serve_args", nargs="*", help="more giz serve flags, after --")
     args = parser.parse_args()
     if args.quick and not args.url:
         args.serve_args = ["--head-timeout", "1"] + args.serve_args  # so that the short slow phase sees 408s
+        args.slots = min(args.slots, 4)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket for each client
     if not args.url and not args.model:

@@ -234,7 +234,8 @@ Connection* Transport::Impl::oldestIdle(const std::string* client) {
 void Transport::Impl::admit(int fd, const sockaddr_storage& peer) {
   const std::string client = addressOf(peer);
   // At a cap, a connection that waits for nothing makes room; else the new one is refused.
-  if (perClient[client] >= options.maxPerClient) {
+  const auto held = perClient.find(client);
+  if (held != perClient.end() && held->second >= options.maxPerClient) {
     if (Connection* victim = oldestIdle(&client)) {
       close(*victim);
     } else {
