@@ -3,6 +3,8 @@
 // past the input, and the parser's answers must agree with themselves: a request that parses
 // whole parses the same from exactly its own bytes, and every shorter prefix of it is only
 // incomplete (never an error), so a connection never rejects a request that is still arriving.
+// Each request that parses also goes through the access rules (CORS, the API key), which must
+// answer it with a well-formed response or pass it on.
 #include <gizml/ai.h>
 
 #include <cstddef>
@@ -10,6 +12,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "ai/access.h"
 #include "ai/answer.h"
 #include "ai/http.h"
 
@@ -47,6 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       http::Request part;
       require(http::parseRequest(rest.substr(0, cut), limits, part).kind == http::Parse::Incomplete);
     }
+    static const Access access({{"https://app.example", "*"}, "sk-key"});
+    for (const bool keepAlive : {false, true}) {
+      const std::optional<std::string> answer = access.answer(r, keepAlive);
+      require(!answer || (answer->rfind("HTTP/1.1 ", 0) == 0 && answer->find("\r\n\r\n") != std::string::npos));
+    }
+    for (const auto& [name, value] : access.corsHeaders(r))
+      require(value.find_first_of("\r\n") == std::string::npos);
     rest.remove_prefix(p.consumed);
   }
 

@@ -1,6 +1,7 @@
 #pragma once
 // gizml::ai: serving language models with the OpenAI API (docs/serve.md). An HTTP/1.1 server of
-// our own on POSIX sockets: GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
+// our own on POSIX sockets (one epoll loop reads the requests of every connection, a thread answers
+// each): GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
 // whole or streamed as Server-Sent Events. One scheduler thread per engine owns it: requests
 // from the connections queue, join the engine's slots as they free up and decode together.
 #include <gizml/llm.h>
@@ -25,9 +26,17 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                      // 0: an ephemeral port; Server::port() tells which
   size_t maxBody = 8 * 1024 * 1024;     // larger request bodies: 413
-  int requestTimeoutMs = 30000;         // a request must arrive whole within this of its first byte
+  int headTimeoutMs = 5000;             // a request's head must arrive within this of its first
+                                        // byte, a new connection's first byte within this (408)
+  int bodyTimeoutMs = 10000;            // each read of a body must bring bytes within this (408)
+  int requestTimeoutMs = 30000;         // a request must arrive whole within this of its first byte;
+                                        // a client that stops reading is dropped after this
   int idleTimeoutMs = 60000;            // idle keep-alive connections are closed after this
-  int maxConnections = 256;             // more at once are answered 503
+  int maxConnections = 4096;            // open at once; past it the longest idle keep-alive one
+                                        // closes, else the new one gets 503 with Retry-After
+  int maxPerClient = 256;               // open at once from one client address; likewise
+  std::vector<std::string> corsOrigins; // CORS: origins allowed to read answers ("*": any)
+  std::string apiKey;                   // not empty: routes but /health need "Authorization: Bearer KEY"
   bool thinking = false;                // enable_thinking for requests without reasoning_effort
 };
 

@@ -231,6 +231,7 @@ const char* reason(int status) {
     case 200: return "OK";
     case 204: return "No Content";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -249,21 +250,30 @@ const char* reason(int status) {
 
 namespace {
 
+thread_local std::vector<std::pair<std::string, std::string>> threadHeaders;
+
 std::string head(int status, std::string_view contentType, bool keepAlive) {
   std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
   out += "Server: gizml\r\n";
   if (!contentType.empty()) out += "Content-Type: " + std::string(contentType) + "\r\n";
   out += keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  for (const auto& [name, value] : threadHeaders) out += name + ": " + value + "\r\n";
   return out;
 }
 
 }  // namespace
 
+ThreadHeaders::ThreadHeaders(std::vector<std::pair<std::string, std::string>> headers)
+    : previous_(std::exchange(threadHeaders, std::move(headers))) {}
+
+ThreadHeaders::~ThreadHeaders() { threadHeaders = std::move(previous_); }
+
 std::string response(int status, std::string_view contentType, std::string_view body, bool keepAlive,
                      const std::vector<std::pair<std::string, std::string>>& extraHeaders) {
   std::string out = head(status, contentType, keepAlive);
   for (const auto& [name, value] : extraHeaders) out += name + ": " + value + "\r\n";
-  out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  if (status != 204) out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  out += "\r\n";
   out += body;
   return out;
 }

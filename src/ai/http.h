@@ -48,7 +48,7 @@ Parse parseRequest(std::string_view data, const Limits& limits, Request& out);
 /// The reason phrase of a status code ("Not Found").
 const char* reason(int status);
 
-/// A whole response with Content-Length.
+/// A whole response with Content-Length (none on 204).
 std::string response(int status, std::string_view contentType, std::string_view body, bool keepAlive,
                      const std::vector<std::pair<std::string, std::string>>& extraHeaders = {});
 /// The head of a streamed response (Server-Sent Events): chunked, where chunk() frames each piece
@@ -56,5 +56,19 @@ std::string response(int status, std::string_view contentType, std::string_view 
 std::string streamHead(int status, std::string_view contentType, bool keepAlive, bool chunked = true);
 std::string chunk(std::string_view data);
 std::string lastChunk();
+
+/// While one lives, every response head made on its thread (response(), streamHead()) carries
+/// these headers too: the transport sets a request's CORS headers so around the thread that
+/// answers it, whatever route writes the answer.
+class ThreadHeaders {
+ public:
+  explicit ThreadHeaders(std::vector<std::pair<std::string, std::string>> headers);
+  ~ThreadHeaders();
+  ThreadHeaders(const ThreadHeaders&) = delete;
+  ThreadHeaders& operator=(const ThreadHeaders&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> previous_;
+};
 
 }  // namespace gizml::ai::http

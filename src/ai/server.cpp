@@ -1,34 +1,26 @@
-// gizml::ai::Server: the listening socket, a thread per connection reading requests with
-// http.h's parser, the routes, and each completion run through its engine's scheduler and
-// written whole or as Server-Sent Events.
-#include <arpa/inet.h>
-#include <fcntl.h>
+// gizml::ai::Server: the routes on transport.h's connections, and each completion run through
+// its engine's scheduler and written whole or as Server-Sent Events.
 #include <gizml/ai.h>
 #include <gizml/error.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <ctime>
-#include <list>
 #include <mutex>
-#include <optional>
 #include <random>
-#include <thread>
 
+#include "ai/access.h"
 #include "ai/choice.h"
+#include "ai/error_response.h"
 #include "ai/fingerprint.h"
 #include "ai/http.h"
 #include "ai/openai.h"
 #include "ai/scheduler.h"
+#include "ai/transport.h"
 
 namespace gizml::ai {
 namespace {
@@ -62,13 +54,6 @@ bool peerClosed(int fd) {
   return false;
 }
 
-std::string errorResponse(int status, const std::string& message, bool keepAlive, const std::string& param = "",
-                          const std::string& code = "", std::vector<std::pair<std::string, std::string>> headers = {}) {
-  const std::string type = status >= 500 ? "server_error" : status == 404 && param.empty() ? "not_found_error"
-                                                                                           : "invalid_request_error";
-  return http::response(status, "application/json", dump(errorBody(message, type, param, code)), keepAlive, headers);
-}
-
 std::string randomId() {
   static std::mutex mutex;
   static std::mt19937_64 engine{std::random_device{}()};
@@ -87,11 +72,6 @@ struct BodyWriter {
   bool end() const { return !chunked || sendAll(fd, http::lastChunk()); }
 };
 
-struct Connection {
-  std::thread thread;
-  int fd = -1;
-  std::atomic<bool> finished{false};
-};
 
 }  // namespace
 
@@ -107,20 +87,12 @@ struct Server::Impl {
   ServeOptions options;
   std::vector<Entry> models;
   std::vector<Target> targets;
-  http::Limits limits;
-  int listenFd = -1, wakeRead = -1, wakeWrite = -1, port = 0;
   std::time_t created = std::time(nullptr);
-  std::thread acceptThread;
-  std::mutex connectionsMutex;
-  std::list<std::unique_ptr<Connection>> connections;
+  std::unique_ptr<Transport> transport;
   std::atomic<bool> stopping{false};
   std::mutex stopMutex;
   bool stopped = false;
 
-  void bind();
-  void acceptLoop();
-  void reap(bool all);
-  void serveConnection(Connection& c);
   bool handle(int fd, const http::Request& request, bool keepAlive);
   bool complete(int fd, const http::Request& request, bool chat, bool keepAlive);
   Json modelObject(const Entry& e) const {
@@ -130,139 +102,6 @@ struct Server::Impl {
   void stop();
   ~Impl() { stop(); }
 };
-
-void Server::Impl::bind() {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(options.port);
-  const int rc = ::getaddrinfo(options.host.c_str(), service.c_str(), &hints, &found);
-  check(rc == 0, "serve: cannot resolve host '" + options.host + "': " + ::gai_strerror(rc));
-  std::string failure = "no address";
-  for (addrinfo* a = found; a && listenFd < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
-      listenFd = fd;
-    } else {
-      failure = std::strerror(errno);
-      ::close(fd);
-    }
-  }
-  ::freeaddrinfo(found);
-  check(listenFd >= 0, "serve: cannot listen on " + options.host + ":" + service + ": " + failure);
-  sockaddr_storage bound{};
-  socklen_t size = sizeof bound;
-  ::getsockname(listenFd, reinterpret_cast<sockaddr*>(&bound), &size);
-  port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  int pipeFds[2];
-  check(::pipe2(pipeFds, O_CLOEXEC | O_NONBLOCK) == 0, std::string("serve: pipe: ") + std::strerror(errno));
-  wakeRead = pipeFds[0];
-  wakeWrite = pipeFds[1];
-}
-
-void Server::Impl::reap(bool all) {
-  std::list<std::unique_ptr<Connection>> done;
-  {
-    std::lock_guard lock(connectionsMutex);
-    for (auto it = connections.begin(); it != connections.end();) {
-      if (all || (*it)->finished) {
-        done.push_back(std::move(*it));
-        it = connections.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (auto& c : done) {
-    c->thread.join();
-    ::close(c->fd);  // closed only once its thread is gone, so stop() never shuts a reused number
-  }
-}
-
-void Server::Impl::acceptLoop() {
-  while (!stopping) {
-    pollfd fds[2] = {{listenFd, POLLIN, 0}, {wakeRead, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, 1000);
-    reap(false);
-    if (stopping) break;
-    if (ready <= 0 || !(fds[0].revents & POLLIN)) continue;
-    const int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    // A client that stops reading fails the writes after this, and its request is cancelled.
-    timeval sendTimeout{options.requestTimeoutMs / 1000, (options.requestTimeoutMs % 1000) * 1000};
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
-    std::lock_guard lock(connectionsMutex);
-    if (static_cast<int>(connections.size()) >= options.maxConnections) {
-      sendAll(fd, errorResponse(503, "the server has " + std::to_string(options.maxConnections) + " connections open",
-                                false));
-      ::close(fd);
-      continue;
-    }
-    auto c = std::make_unique<Connection>();
-    Connection* raw = c.get();
-    raw->fd = fd;
-    connections.push_back(std::move(c));
-    raw->thread = std::thread([this, raw] {
-      serveConnection(*raw);
-      ::shutdown(raw->fd, SHUT_RDWR);
-      raw->finished = true;
-    });
-  }
-}
-
-void Server::Impl::serveConnection(Connection& c) {
-  const int fd = c.fd;
-  std::string buffer;
-  std::vector<char> chunk(64 * 1024);
-  while (!stopping) {
-    http::Request request;
-    http::Parse parse;
-    bool continued = false;
-    const Clock::time_point idleDeadline = Clock::now() + std::chrono::milliseconds(options.idleTimeoutMs);
-    std::optional<Clock::time_point> requestDeadline;
-    if (!buffer.empty()) requestDeadline = Clock::now() + std::chrono::milliseconds(options.requestTimeoutMs);
-    for (;;) {
-      parse = http::parseRequest(buffer, limits, request);
-      if (parse.kind != http::Parse::Incomplete) break;
-      if (parse.headersDone && request.expectContinue && !continued) {
-        if (!sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n")) return;
-        continued = true;
-      }
-      const Clock::time_point deadline = requestDeadline ? *requestDeadline : idleDeadline;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) {
-        if (requestDeadline)
-          sendAll(fd, errorResponse(408, "the request did not arrive within " +
-                                             std::to_string(options.requestTimeoutMs) + " ms", false));
-        return;
-      }
-      pollfd p{fd, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 500)));
-      if (stopping) return;
-      if (ready <= 0) continue;
-      const ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) return;
-      buffer.append(chunk.data(), static_cast<size_t>(n));
-      if (!requestDeadline) requestDeadline = Clock::now() + std::chrono::milliseconds(options.requestTimeoutMs);
-    }
-    if (parse.kind == http::Parse::Error) {
-      sendAll(fd, errorResponse(parse.status, parse.message, false));
-      return;
-    }
-    buffer.erase(0, parse.consumed);
-    const bool keepAlive = request.keepAlive && !stopping;
-    if (!handle(fd, request, keepAlive) || !keepAlive) return;
-  }
-}
 
 bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) {
   std::string_view path = request.path();
@@ -409,18 +248,8 @@ void Server::Impl::stop() {
   if (stopped) return;
   stopped = true;
   stopping = true;
-  if (wakeWrite >= 0) (void)!::write(wakeWrite, "x", 1);
-  if (acceptThread.joinable()) acceptThread.join();
-  if (listenFd >= 0) ::close(listenFd);
-  listenFd = -1;
-  {
-    std::lock_guard connectionsLock(connectionsMutex);
-    for (auto& c : connections) ::shutdown(c->fd, SHUT_RDWR);
-  }
+  if (transport) transport->stop();  // the handlers see stopping (or their sockets shut) and end
   for (Entry& e : models) e.scheduler->stop();
-  reap(true);
-  for (int* fd : {&wakeRead, &wakeWrite})
-    if (*fd >= 0) ::close(*fd), *fd = -1;
 }
 
 Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -430,29 +259,38 @@ Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::ma
     for (size_t j = 0; j < i; ++j) check(served[j].name != served[i].name, "serve: two models are named '" + served[i].name + "'");
   }
   check(options.port >= 0 && options.port <= 65535, "serve: port " + std::to_string(options.port) + " is not in [0, 65535]");
-  check(options.requestTimeoutMs > 0 && options.idleTimeoutMs > 0 && options.maxConnections > 0,
-        "serve: timeouts and maxConnections must be positive");
   Impl& m = *impl_;
   m.options = options;
-  m.limits.body = options.maxBody;
-  m.bind();
+  TransportOptions t;
+  t.host = options.host;
+  t.port = options.port;
+  t.limits.body = options.maxBody;
+  t.headTimeoutMs = options.headTimeoutMs;
+  t.bodyTimeoutMs = options.bodyTimeoutMs;
+  t.requestTimeoutMs = options.requestTimeoutMs;
+  t.idleTimeoutMs = options.idleTimeoutMs;
+  t.maxConnections = options.maxConnections;
+  t.maxPerClient = options.maxPerClient;
+  Access access({options.corsOrigins, options.apiKey});
   for (Served& s : served) {
     Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens(), s.engine.slots(), systemFingerprint(s.model)};
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
   for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateWritesTools(e.model), e.slots});
-  m.acceptThread = std::thread([&m] { m.acceptLoop(); });
+  m.transport = std::make_unique<Transport>(std::move(t), std::move(access), [&m](int fd, const http::Request& r, bool keepAlive) {
+    return m.handle(fd, r, keepAlive);
+  });
 }
 
 Server::~Server() { impl_->stop(); }
 
-int Server::port() const { return impl_->port; }
+int Server::port() const { return impl_->transport->port(); }
 
 std::string Server::url() const {
   const std::string& host = impl_->options.host;
   const bool v6 = host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(impl_->port);
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port());
 }
 
 void Server::stop() { impl_->stop(); }

@@ -2,7 +2,10 @@
 // SIGINT or SIGTERM.
 #include <gizml/ai.h>
 
+#include <sys/resource.h>
+
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -14,11 +17,15 @@ namespace {
 
 int serveUsage() {
   std::cerr << "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
-               "                 [--name NAME ...] [--think] [--max-body-mb 8]\n"
+               "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
+               "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
+               "                 [--max-connections 4096] [--max-per-client 256]\n"
                "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use);\n"
                "  each is served under its folder's name (or the --name given in its place); the first is the\n"
                "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
-               "  says otherwise. Serves until SIGINT or SIGTERM.\n";
+               "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
+               "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
+               "  Serves until SIGINT or SIGTERM.\n";
   return 2;
 }
 
@@ -32,6 +39,41 @@ int64_t wholeNumber(const std::string& flag, const std::string& text) {
   }
   if (text.empty() || used != text.size()) throw gizml::Error(flag + ": '" + text + "' is not a whole number");
   return v;
+}
+
+int connectionCount(const std::string& flag, const std::string& text) {
+  const int64_t v = wholeNumber(flag, text);
+  if (v < 1 || v > 1000000) throw gizml::Error(flag + ": " + text + " is not in [1, 1000000]");
+  return static_cast<int>(v);
+}
+
+// Seconds (decimals allowed) as milliseconds, at least 1 ms.
+int milliseconds(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || !(v >= 0.001 && v <= 86400))
+    throw gizml::Error(flag + ": '" + text + "' is not a number of seconds in [0.001, 86400]");
+  return static_cast<int>(v * 1000 + 0.5);
+}
+
+// A socket for each connection: the soft open-file limit up to the hard one.
+void raiseOpenFileLimit(int connections) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  const rlim_t needed = static_cast<rlim_t>(connections) + 64;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed)
+    std::cerr << "giz serve: the open-file limit (" << limit.rlim_cur << ") holds fewer than --max-connections "
+              << connections << "; past it connections get 503\n";
 }
 
 // The name a model is served under: its folder's (or the GGUF file's stem).
@@ -62,13 +104,27 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--context") context = wholeNumber(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = wholeNumber(arg, argv[++i]);
+    else if (arg == "--api-key") options.apiKey = argv[++i];
+    else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
+    else if (arg == "--head-timeout") options.headTimeoutMs = milliseconds(arg, argv[++i]);
+    else if (arg == "--body-timeout") options.bodyTimeoutMs = milliseconds(arg, argv[++i]);
+    else if (arg == "--request-timeout") options.requestTimeoutMs = milliseconds(arg, argv[++i]);
+    else if (arg == "--idle-timeout") options.idleTimeoutMs = milliseconds(arg, argv[++i]);
+    else if (arg == "--max-connections") options.maxConnections = connectionCount(arg, argv[++i]);
+    else if (arg == "--max-per-client") options.maxPerClient = connectionCount(arg, argv[++i]);
     else return serveUsage();
   }
+  if (options.apiKey.empty())
+    if (const char* key = std::getenv("GIZML_API_KEY")) options.apiKey = key;
   if (models.empty() || names.size() > models.size()) return serveUsage();
   if (slots < 1) throw gizml::Error("--slots: " + std::to_string(slots) + " must be at least 1");
   if (context < 2) throw gizml::Error("--context: " + std::to_string(context) + " must be at least 2");
   if (maxBodyMb < 1) throw gizml::Error("--max-body-mb: " + std::to_string(maxBodyMb) + " must be at least 1");
   options.maxBody = static_cast<size_t>(maxBodyMb) * 1024 * 1024;
+  for (const std::string& origin : options.corsOrigins)
+    if (origin.empty() || origin.find_first_of(" \t\r\n,") != std::string::npos)
+      throw gizml::Error("--cors-origin: '" + origin + "' is not an origin (scheme://host[:port]) or *");
+  raiseOpenFileLimit(options.maxConnections);
 
   std::vector<gizml::ai::Served> served;
   for (size_t i = 0; i < models.size(); ++i) {

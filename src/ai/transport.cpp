@@ -1,0 +1,561 @@
+// The event loop of transport.h: accepting, reading requests, deadlines, caps, eviction.
+#include "ai/transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gizml/error.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ai/error_response.h"
+
+namespace gizml::ai {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int kDrainMs = 500;            // after an error answer: reading what the client still sends
+constexpr int kMaxRefusedDraining = 256;  // refused connections draining at once; more close at once
+constexpr size_t kReadChunk = 64 * 1024;
+
+// Where a connection is between requests.
+enum class Phase {
+  Idle,      // no byte of a request yet
+  Head,      // the head is arriving
+  Body,      // the head is read, the body is arriving
+  Handling,  // a handler thread owns the socket
+  Draining,  // answered with an error and shut for writing: read until the client closes
+};
+
+struct Connection {
+  int fd = -1;
+  std::string client;  // the peer's address, for the per-client cap
+  bool counted = true;  // false: a refused connection draining its 503
+  Phase phase = Phase::Idle;
+  std::string in, out;   // bytes read and not yet taken by a request; bytes the loop still has to write
+  bool closing = false;  // once out is written: shut for writing, drain, close
+  bool served = false;   // has answered a request (its idle wait is the keep-alive one)
+  bool continued = false;  // 100 Continue sent for the request arriving
+  Clock::time_point since;         // start of the phase (Idle, Draining) or of the request (Head, Body)
+  Clock::time_point lastProgress;  // the last bytes of the body
+  Clock::time_point writeSince;    // when out began to wait for the client
+  bool idleListed = false;
+  std::list<Connection*>::iterator idleAt;
+  uint32_t events = 0;  // registered with epoll; 0: not registered
+  std::thread handler;
+};
+
+std::string addressOf(const sockaddr_storage& a) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (a.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, text, sizeof text);
+  } else if (a.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, text, sizeof text);
+  }
+  std::string s = text;
+  if (s.rfind("::ffff:", 0) == 0 && s.find('.') != std::string::npos) s.erase(0, 7);  // IPv4 on an IPv6 socket
+  return s;
+}
+
+}  // namespace
+
+struct Transport::Impl {
+  Impl(TransportOptions o, Access a, Handler h) : options(std::move(o)), access(std::move(a)), handler(std::move(h)) {}
+  TransportOptions options;
+  Access access;
+  Handler handler;
+  int listenFd = -1, epollFd = -1, wakeFd = -1, spareFd = -1, port = 0;
+  std::thread loopThread;
+  std::atomic<bool> stopping{false};
+  std::mutex stopMutex;
+  bool stopped = false;
+
+  // The loop thread's own.
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections;
+  std::unordered_map<std::string, int> perClient;
+  std::list<Connection*> idle;  // the longest idle first
+  int counted = 0, refusedDraining = 0;
+  Clock::time_point nextDeadline = Clock::time_point::max();
+  std::vector<char> scratch = std::vector<char>(kReadChunk);
+
+  // Handlers that finished, for the loop: the connection and whether it stays open.
+  std::mutex returnedMutex;
+  std::vector<std::pair<Connection*, bool>> returned;
+
+  void bind();
+  void loop();
+  void acceptAll();
+  void admit(int fd, const sockaddr_storage& peer);
+  void refuse(int fd, const std::string& message);
+  Connection* oldestIdle(const std::string* client);
+  void onEvent(Connection& c, uint32_t events);
+  void readSome(Connection& c);
+  void process(Connection& c);
+  void handOff(Connection& c, http::Request request, bool keepAlive);
+  void collectReturned();
+  void respond(Connection& c, const std::string& bytes, bool close);
+  void flush(Connection& c);
+  void becomeIdle(Connection& c);
+  void leaveIdle(Connection& c);
+  void watch(Connection& c, uint32_t events);
+  void close(Connection& c);
+  Clock::time_point deadlineOf(const Connection& c) const;
+  void noteDeadline(const Connection& c) { nextDeadline = std::min(nextDeadline, deadlineOf(c)); }
+  void sweep();
+  void shutdownAll();
+  ~Impl() {
+    for (int fd : {listenFd, epollFd, wakeFd, spareFd})
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+void Transport::Impl::bind() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(options.port);
+  const int rc = ::getaddrinfo(options.host.c_str(), service.c_str(), &hints, &found);
+  check(rc == 0, "serve: cannot resolve host '" + options.host + "': " + ::gai_strerror(rc));
+  std::string failure = "no address";
+  for (addrinfo* a = found; a && listenFd < 0; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    // The kernel caps the backlog at net.core.somaxconn; a burst of connects waits there.
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
+      listenFd = fd;
+    } else {
+      failure = std::strerror(errno);
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  check(listenFd >= 0, "serve: cannot listen on " + options.host + ":" + service + ": " + failure);
+  sockaddr_storage bound{};
+  socklen_t size = sizeof bound;
+  ::getsockname(listenFd, reinterpret_cast<sockaddr*>(&bound), &size);
+  port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  epollFd = ::epoll_create1(EPOLL_CLOEXEC);
+  wakeFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  check(epollFd >= 0 && wakeFd >= 0, std::string("serve: epoll: ") + std::strerror(errno));
+  // Kept for the moment the process runs out of descriptors: closed to accept and refuse one.
+  spareFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.ptr = &listenFd;
+  ::epoll_ctl(epollFd, EPOLL_CTL_ADD, listenFd, &e);
+  e.data.ptr = &wakeFd;
+  ::epoll_ctl(epollFd, EPOLL_CTL_ADD, wakeFd, &e);
+}
+
+void Transport::Impl::loop() {
+  std::vector<epoll_event> events(512);
+  while (!stopping) {
+    int timeout = 1000;
+    if (nextDeadline != Clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<milliseconds>(nextDeadline - Clock::now()).count() + 1;
+      timeout = static_cast<int>(std::clamp<long long>(left, 0, 1000));
+    }
+    const int n = ::epoll_wait(epollFd, events.data(), static_cast<int>(events.size()), timeout);
+    if (stopping) break;
+    for (int i = 0; i < n; ++i) {
+      void* tag = events[i].data.ptr;
+      if (tag == &listenFd) {
+        acceptAll();
+      } else if (tag == &wakeFd) {
+        uint64_t count;
+        (void)!::read(wakeFd, &count, sizeof count);
+        collectReturned();
+      } else if (connections.count(static_cast<Connection*>(tag))) {
+        onEvent(*static_cast<Connection*>(tag), events[i].events);
+      }
+    }
+    if (Clock::now() >= nextDeadline) sweep();
+  }
+  shutdownAll();
+}
+
+void Transport::Impl::acceptAll() {
+  for (int accepted = 0; accepted < 256; ++accepted) {
+    sockaddr_storage peer{};
+    socklen_t size = sizeof peer;
+    // Blocking sockets: the loop reads and writes with MSG_DONTWAIT, handlers block (with a timeout).
+    const int fd = ::accept4(listenFd, reinterpret_cast<sockaddr*>(&peer), &size, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      admit(fd, peer);
+      continue;
+    }
+    if ((errno == EMFILE || errno == ENFILE) && spareFd >= 0) {
+      // No descriptor left: free the spare to take the connection and refuse it, so that it
+      // does not stay in the backlog (waking the loop again and again).
+      ::close(spareFd);
+      const int refused = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (refused >= 0) {
+        const std::string answer = errorResponse(503, "the server has no file descriptors left", false, "", "",
+                                                 {{"Retry-After", std::to_string(options.retryAfterSeconds)}});
+        (void)!::send(refused, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        ::close(refused);
+      }
+      spareFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    return;  // EAGAIN, or an error of that one connection
+  }
+}
+
+Connection* Transport::Impl::oldestIdle(const std::string* client) {
+  // Only kept-alive connections: a new one that has not sent its request yet may be about to.
+  for (Connection* c : idle)
+    if (c->served && (!client || c->client == *client)) return c;
+  return nullptr;
+}
+
+void Transport::Impl::admit(int fd, const sockaddr_storage& peer) {
+  const std::string client = addressOf(peer);
+  // At a cap, a connection that waits for nothing makes room; else the new one is refused.
+  const auto held = perClient.find(client);
+  if (held != perClient.end() && held->second >= options.maxPerClient) {
+    if (Connection* victim = oldestIdle(&client)) {
+      close(*victim);
+    } else {
+      refuse(fd, "this client address has " + std::to_string(options.maxPerClient) +
+                     " connections open (the server's --max-per-client)");
+      return;
+    }
+  }
+  if (counted >= options.maxConnections) {
+    if (Connection* victim = oldestIdle(nullptr)) {
+      close(*victim);
+    } else {
+      refuse(fd, "the server has " + std::to_string(options.maxConnections) +
+                     " connections open (its --max-connections)");
+      return;
+    }
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // A client that stops reading fails a handler's writes after this, and its request is cancelled.
+  const timeval sendTimeout{options.requestTimeoutMs / 1000, (options.requestTimeoutMs % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
+  auto owned = std::make_unique<Connection>();
+  Connection& c = *owned;
+  c.fd = fd;
+  c.client = client;
+  connections.emplace(&c, std::move(owned));
+  ++perClient[client];
+  ++counted;
+  becomeIdle(c);
+  watch(c, EPOLLIN | EPOLLRDHUP);
+}
+
+void Transport::Impl::refuse(int fd, const std::string& message) {
+  const std::string answer = errorResponse(503, message, false, "", "",
+                                           {{"Retry-After", std::to_string(options.retryAfterSeconds)}});
+  if (refusedDraining >= kMaxRefusedDraining) {
+    (void)!::send(fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ::close(fd);
+    return;
+  }
+  auto owned = std::make_unique<Connection>();
+  Connection& c = *owned;
+  c.fd = fd;
+  c.counted = false;
+  connections.emplace(&c, std::move(owned));
+  ++refusedDraining;
+  watch(c, EPOLLIN | EPOLLRDHUP);
+  respond(c, answer, true);
+}
+
+void Transport::Impl::watch(Connection& c, uint32_t events) {
+  if (events == c.events) return;
+  epoll_event e{};
+  e.events = events;
+  e.data.ptr = &c;
+  const int op = c.events == 0 ? EPOLL_CTL_ADD : events == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+  ::epoll_ctl(epollFd, op, c.fd, &e);
+  c.events = events;
+}
+
+void Transport::Impl::becomeIdle(Connection& c) {
+  c.phase = Phase::Idle;
+  c.since = Clock::now();
+  if (!c.idleListed) {
+    c.idleAt = idle.insert(idle.end(), &c);
+    c.idleListed = true;
+  }
+  noteDeadline(c);
+}
+
+void Transport::Impl::leaveIdle(Connection& c) {
+  if (c.idleListed) idle.erase(c.idleAt);
+  c.idleListed = false;
+}
+
+void Transport::Impl::close(Connection& c) {
+  leaveIdle(c);
+  watch(c, 0);
+  if (c.counted) {
+    --counted;
+    if (--perClient[c.client] == 0) perClient.erase(c.client);
+  } else {
+    --refusedDraining;
+  }
+  ::close(c.fd);
+  connections.erase(&c);
+}
+
+Clock::time_point Transport::Impl::deadlineOf(const Connection& c) const {
+  const auto after = [](Clock::time_point t, int ms) { return t + milliseconds(ms); };
+  if (c.phase == Phase::Handling) return Clock::time_point::max();
+  if (!c.out.empty()) return after(c.writeSince, options.requestTimeoutMs);
+  switch (c.phase) {
+    case Phase::Idle: return after(c.since, c.served ? options.idleTimeoutMs : options.headTimeoutMs);
+    case Phase::Head: return after(c.since, std::min(options.headTimeoutMs, options.requestTimeoutMs));
+    case Phase::Body:
+      return std::min(after(c.lastProgress, options.bodyTimeoutMs), after(c.since, options.requestTimeoutMs));
+    case Phase::Draining: return after(c.since, kDrainMs);
+    case Phase::Handling: break;
+  }
+  return Clock::time_point::max();
+}
+
+void Transport::Impl::sweep() {
+  const Clock::time_point now = Clock::now();
+  nextDeadline = Clock::time_point::max();
+  std::vector<Connection*> expired;
+  for (auto& [key, c] : connections) {
+    const Clock::time_point deadline = deadlineOf(*c);
+    if (deadline <= now) expired.push_back(key);
+    else nextDeadline = std::min(nextDeadline, deadline);
+  }
+  for (Connection* c : expired) {
+    if (!c->out.empty() || c->phase == Phase::Idle || c->phase == Phase::Draining) {
+      close(*c);  // a client that does not read, an idle connection, a drain done
+    } else if (c->phase == Phase::Head) {
+      respond(*c, errorResponse(408, "the request head did not arrive within " +
+                                         std::to_string(std::min(options.headTimeoutMs, options.requestTimeoutMs)) +
+                                         " ms", false), true);
+    } else {
+      const bool stalled = now >= c->lastProgress + milliseconds(options.bodyTimeoutMs);
+      respond(*c, errorResponse(408, stalled ? "no byte of the request body arrived for " +
+                                                   std::to_string(options.bodyTimeoutMs) + " ms"
+                                             : "the request did not arrive within " +
+                                                   std::to_string(options.requestTimeoutMs) + " ms of its first byte",
+                                false), true);
+    }
+  }
+}
+
+void Transport::Impl::onEvent(Connection& c, uint32_t events) {
+  if (events & EPOLLOUT) {
+    flush(c);
+    if (!connections.count(&c) || c.phase == Phase::Handling) return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) readSome(c);
+}
+
+void Transport::Impl::readSome(Connection& c) {
+  const ssize_t n = ::recv(c.fd, scratch.data(), scratch.size(), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n <= 0) {
+    close(c);  // the client left (nothing to answer: a request still arriving cannot be served)
+    return;
+  }
+  if (c.phase == Phase::Draining) return;
+  if (c.phase == Phase::Idle) {
+    leaveIdle(c);
+    c.phase = Phase::Head;
+    c.since = Clock::now();
+  }
+  c.in.append(scratch.data(), static_cast<size_t>(n));
+  if (c.out.empty()) process(c);  // else after the loop's own answer is written
+}
+
+void Transport::Impl::process(Connection& c) {
+  if (c.in.empty()) return;
+  if (c.phase == Phase::Idle) {
+    leaveIdle(c);
+    c.phase = Phase::Head;
+    c.since = Clock::now();
+  }
+  http::Request request;
+  const http::Parse parse = http::parseRequest(c.in, options.limits, request);
+  if (parse.kind == http::Parse::Error) {
+    respond(c, errorResponse(parse.status, parse.message, false), true);
+    return;
+  }
+  if (parse.kind == http::Parse::Incomplete) {
+    if (parse.headersDone) {
+      if (c.phase != Phase::Body) c.phase = Phase::Body;
+      c.lastProgress = Clock::now();
+      if (request.expectContinue && !c.continued) {
+        c.continued = true;
+        respond(c, "HTTP/1.1 100 Continue\r\n\r\n", false);
+        return;
+      }
+    }
+    noteDeadline(c);
+    return;
+  }
+  c.in.erase(0, parse.consumed);
+  const bool keepAlive = request.keepAlive && !stopping;
+  if (std::optional<std::string> answer = access.answer(request, keepAlive)) {
+    c.continued = false;
+    c.served = true;
+    respond(c, *answer, !keepAlive);
+    return;
+  }
+  handOff(c, std::move(request), keepAlive);
+}
+
+void Transport::Impl::respond(Connection& c, const std::string& bytes, bool close) {
+  if (c.out.empty()) c.writeSince = Clock::now();
+  c.out += bytes;
+  c.closing = c.closing || close;
+  flush(c);
+}
+
+void Transport::Impl::flush(Connection& c) {
+  while (!c.out.empty()) {
+    const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      watch(c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+      noteDeadline(c);
+      return;
+    }
+    close(c);
+    return;
+  }
+  watch(c, EPOLLIN | EPOLLRDHUP);
+  if (c.closing) {
+    // Shut for writing, then read what the client still sends until it closes, so that the
+    // close does not reset the connection before the client has read the answer.
+    ::shutdown(c.fd, SHUT_WR);
+    leaveIdle(c);
+    c.in.clear();
+    c.phase = Phase::Draining;
+    c.since = Clock::now();
+    noteDeadline(c);
+    return;
+  }
+  if (c.in.empty() && c.phase != Phase::Body) {
+    becomeIdle(c);
+  } else {
+    process(c);  // a pipelined request, or the body after 100 Continue
+  }
+}
+
+void Transport::Impl::handOff(Connection& c, http::Request request, bool keepAlive) {
+  leaveIdle(c);
+  watch(c, 0);  // the handler alone reads the socket (it watches for the client leaving)
+  c.phase = Phase::Handling;
+  Connection* raw = &c;
+  c.handler = std::thread([this, raw, keepAlive, request = std::move(request)] {
+    bool keep = false;
+    {
+      const http::ThreadHeaders cors(access.corsHeaders(request));
+      keep = handler(raw->fd, request, keepAlive) && keepAlive;
+    }
+    {
+      std::lock_guard lock(returnedMutex);
+      returned.emplace_back(raw, keep);
+    }
+    const uint64_t one = 1;
+    (void)!::write(wakeFd, &one, sizeof one);
+  });
+}
+
+void Transport::Impl::collectReturned() {
+  std::vector<std::pair<Connection*, bool>> done;
+  {
+    std::lock_guard lock(returnedMutex);
+    done.swap(returned);
+  }
+  for (auto [c, keep] : done) {
+    c->handler.join();
+    if (!keep || stopping) {
+      ::shutdown(c->fd, SHUT_RDWR);
+      close(*c);
+      continue;
+    }
+    c->served = true;
+    c->continued = false;
+    watch(*c, EPOLLIN | EPOLLRDHUP);
+    if (c->in.empty()) {
+      becomeIdle(*c);
+    } else {
+      c->phase = Phase::Head;  // a pipelined request read ahead
+      c->since = Clock::now();
+      process(*c);
+    }
+  }
+}
+
+void Transport::Impl::shutdownAll() {
+  if (listenFd >= 0) ::close(listenFd);
+  listenFd = -1;
+  std::vector<Connection*> waiting;
+  for (auto& [key, c] : connections)
+    if (c->phase == Phase::Handling) ::shutdown(c->fd, SHUT_RDWR);
+    else waiting.push_back(key);
+  for (Connection* c : waiting) close(*c);
+  // The handlers see their sockets shut and end; only then are the descriptors closed, so that a
+  // handler never writes to a number reused by another connection.
+  for (auto& [key, c] : connections)
+    if (c->handler.joinable()) c->handler.join();
+  for (auto& [key, c] : connections) ::close(c->fd);
+  connections.clear();
+}
+
+Transport::Transport(TransportOptions options, Access access, Handler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(access), std::move(handler))) {
+  Impl& m = *impl_;
+  check(m.options.headTimeoutMs > 0 && m.options.bodyTimeoutMs > 0 && m.options.requestTimeoutMs > 0 &&
+            m.options.idleTimeoutMs > 0,
+        "serve: the timeouts must be positive");
+  check(m.options.maxConnections > 0 && m.options.maxPerClient > 0, "serve: the connection caps must be positive");
+  m.bind();
+  m.loopThread = std::thread([&m] { m.loop(); });
+}
+
+Transport::~Transport() { stop(); }
+
+int Transport::port() const { return impl_->port; }
+
+void Transport::stop() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.stopMutex);
+  if (m.stopped) return;
+  m.stopped = true;
+  m.stopping = true;
+  const uint64_t one = 1;
+  (void)!::write(m.wakeFd, &one, sizeof one);
+  if (m.loopThread.joinable()) m.loopThread.join();
+}
+
+}  // namespace gizml::ai
