@@ -8,16 +8,14 @@
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
 #include "cpu/gemm.h"
-#include "cpu/kv_rows.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {
 namespace {
 
-// Up to this many activation rows, each output is a dot product of the stored row (read at its
-// width) with every activation row; beyond it the block goes through sgemm.
-constexpr int64_t kDotRows = 4;
+// Passes of up to this many rows (decode steps) split the outputs into smaller blocks.
+constexpr int64_t kFewRows = 4;
 
 }  // namespace
 
@@ -90,28 +88,22 @@ void Linear::applyAll(const std::vector<const Linear*>& layers, const float* x, 
 
 void Linear::apply(const float* x, int64_t rows, float* y) const {
   if (quantized_) return applyQuantized(x, rows, y);
+  // Any number of rows goes through sgemm, whose sum for each output is the same fma chain over
+  // the row whatever the rows beside it (cpu/gemm.h): a decode step's outputs are a prefill's.
   // Small blocks spread decode over the threads; larger ones give sgemm room for prefill.
-  const int64_t blockRows = rows <= kDotRows ? 16 : 64;
+  const int64_t blockRows = rows <= kFewRows ? 16 : 64;
   const int64_t blocks = (out_ + blockRows - 1) / blockRows;
-  const int64_t rowBytes = in_ * static_cast<int64_t>(dtypeSize(dtype_));
   core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    // For sgemm, 16-bit rows become floats a block at a time; dot products read them as stored.
-    const bool decoded = rows > kDotRows && dtype_ != DType::F32;
-    std::vector<float> buffer(decoded ? static_cast<size_t>(blockRows * in_) : 0);
+    // 16-bit rows become floats a block at a time (exactly); f32 rows are read in place.
+    std::vector<float> buffer(dtype_ != DType::F32 ? static_cast<size_t>(blockRows * in_) : 0);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t first = b * blockRows, count = std::min(blockRows, out_ - first);
-      if (rows <= kDotRows) {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t o = 0; o < count; ++o)
-            y[r * out_ + first + o] = cpu::dotStoredRow(dtype_, data_ + (first + o) * rowBytes, x + r * in_, in_);
-      } else {
-        const float* w = reinterpret_cast<const float*>(data_) + first * in_;
-        if (decoded) {
-          decodeRows(first, count, buffer.data());
-          w = buffer.data();
-        }
-        cpu::sgemm(rows, count, in_, x, in_, 1, w, 1, in_, y + first, out_, false);
+      const float* w = reinterpret_cast<const float*>(data_) + first * in_;
+      if (dtype_ != DType::F32) {
+        decodeRows(first, count, buffer.data());
+        w = buffer.data();
       }
+      cpu::sgemm(rows, count, in_, x, in_, 1, w, 1, in_, y + first, out_, false);
       addBias(y, rows, first, count);
     }
   });

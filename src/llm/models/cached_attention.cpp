@@ -1,0 +1,98 @@
+#include "llm/models/cached_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/thread_pool.h"
+#include "cpu/convert.h"
+#include "cpu/gemm.h"
+
+namespace gizml::llm {
+namespace {
+
+// Query rows per block: the scores of a block are group * kBlockRows x keys floats.
+constexpr int64_t kBlockRows = 32;
+
+// The keys (or values) of one KV head from position k0 on as f32 rows `stride` apart: in place
+// for an F32 cache, else widened (exactly) into `buffer`.
+const float* rowsOf(const KvCache& cache, bool values, int64_t layer, const AttentionShape& s, int64_t kvHead,
+                    int64_t k0, int64_t keys, std::vector<float>& buffer, int64_t& stride) {
+  const auto at = [&](int64_t p) { return values ? cache.value(layer, p, kvHead) : cache.key(layer, p, kvHead); };
+  const int64_t headDim = s.headDim;
+  if (cache.dtype() == DType::F32) {
+    stride = s.kvHeads * headDim;  // the cache's rows: [position, kvHeads, headDim]
+    return static_cast<const float*>(at(k0));
+  }
+  buffer.resize(static_cast<size_t>(keys * headDim));
+  for (int64_t j = 0; j < keys; ++j) cpu::loadF32(cache.dtype(), at(k0 + j), 1, headDim, buffer.data() + j * headDim);
+  stride = headDim;
+  return buffer.data();
+}
+
+struct Scratch {
+  std::vector<float> queries, scores, out, keys, values;
+};
+
+// Rows [r0, r0 + n) of a run, the query heads of one KV head.
+void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s, int64_t kvHead, int64_t r0,
+                 int64_t n, Scratch& w) {
+  const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, m = group * n, d = s.headDim;
+  const auto firstKey = [&](int64_t position) { return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0; };
+  // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
+  // of absolute positions) in any block; the keys before its own first add exact zeros.
+  const int64_t k0 = firstKey(run.start + r0) / cpu::kGemmKc * cpu::kGemmKc, keys = run.start + r0 + n - k0;
+  int64_t keyStride = 0, valueStride = 0;
+  const float* key = rowsOf(*run.cache, false, layer, s, kvHead, k0, keys, w.keys, keyStride);
+  const float* value = rowsOf(*run.cache, true, layer, s, kvHead, k0, keys, w.values, valueStride);
+
+  // The block's queries as rows h * n + i (head h of row i): one product for all of them.
+  w.queries.resize(static_cast<size_t>(m * d));
+  for (int64_t h = 0; h < group; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* from = run.q + (r0 + i) * qWidth + (kvHead * group + h) * d;
+      std::copy(from, from + d, w.queries.begin() + (h * n + i) * d);
+    }
+  w.scores.resize(static_cast<size_t>(m * keys));
+  cpu::sgemm(m, keys, d, w.queries.data(), d, 1, key, 1, keyStride, w.scores.data(), keys, false);
+  for (int64_t row = 0; row < m; ++row) {
+    float* p = w.scores.data() + row * keys;
+    const int64_t position = run.start + r0 + row % n, lo = firstKey(position) - k0, hi = position - k0 + 1;
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] * s.scale);
+    float sum = 0.0f;
+    for (int64_t j = lo; j < hi; ++j) sum += (p[j] = std::exp(p[j] * s.scale - top));
+    const float inv = 1.0f / sum;
+    std::fill(p, p + lo, 0.0f);
+    for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
+    std::fill(p + hi, p + keys, 0.0f);
+  }
+  w.out.resize(static_cast<size_t>(m * d));
+  cpu::sgemm(m, d, keys, w.scores.data(), keys, 1, value, valueStride, 1, w.out.data(), d, false);
+  for (int64_t h = 0; h < group; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* from = w.out.data() + (h * n + i) * d;
+      std::copy(from, from + d, run.context + (r0 + i) * qWidth + (kvHead * group + h) * d);
+    }
+}
+
+}  // namespace
+
+void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const AttentionShape& s) {
+  // Tasks: (run, block, KV head), the runs' in order.
+  std::vector<int64_t> firstTask{0};
+  for (const AttentionRun& run : runs)
+    firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
+  core::parallelFor(firstTask.back(), 1, [&](int64_t t0, int64_t t1) {
+    Scratch scratch;
+    size_t r = 0;
+    for (int64_t t = t0; t < t1; ++t) {
+      while (t >= firstTask[r + 1]) ++r;
+      const AttentionRun& run = runs[r];
+      const int64_t local = t - firstTask[r], kvHead = local % s.kvHeads, r0 = local / s.kvHeads * kBlockRows;
+      attendBlock(run, layer, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), scratch);
+    }
+  });
+}
+
+}  // namespace gizml::llm
