@@ -31,33 +31,20 @@ const float* rowsOf(const KvCache& cache, bool values, int64_t layer, const Atte
 }
 
 struct Scratch {
-  std::vector<float> queries, scores, out, keys, values;
+  std::vector<float> scores, keys, values;
 };
 
-// Rows [r0, r0 + n) of a run, the query heads of one KV head.
-void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s, int64_t kvHead, int64_t r0,
-                 int64_t n, Scratch& w) {
-  const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, m = group * n, d = s.headDim;
+// Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
+// and values from k0 on (keys of them, rows keyStride and valueStride apart), into C's rows.
+void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
+                int64_t k0, int64_t keys, const float* key, int64_t keyStride, const float* value, int64_t valueStride,
+                float* c, int64_t ldc, std::vector<float>& scores) {
   const auto firstKey = [&](int64_t position) { return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0; };
-  // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
-  // of absolute positions) in any block; the keys before its own first add exact zeros.
-  const int64_t k0 = firstKey(run.start + r0) / cpu::kGemmKc * cpu::kGemmKc, keys = run.start + r0 + n - k0;
-  int64_t keyStride = 0, valueStride = 0;
-  const float* key = rowsOf(*run.cache, false, layer, s, kvHead, k0, keys, w.keys, keyStride);
-  const float* value = rowsOf(*run.cache, true, layer, s, kvHead, k0, keys, w.values, valueStride);
-
-  // The block's queries as rows h * n + i (head h of row i): one product for all of them.
-  w.queries.resize(static_cast<size_t>(m * d));
-  for (int64_t h = 0; h < group; ++h)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* from = run.q + (r0 + i) * qWidth + (kvHead * group + h) * d;
-      std::copy(from, from + d, w.queries.begin() + (h * n + i) * d);
-    }
-  w.scores.resize(static_cast<size_t>(m * keys));
-  cpu::sgemm(m, keys, d, w.queries.data(), d, 1, key, 1, keyStride, w.scores.data(), keys, false);
-  for (int64_t row = 0; row < m; ++row) {
-    float* p = w.scores.data() + row * keys;
-    const int64_t position = run.start + r0 + row % n, lo = firstKey(position) - k0, hi = position - k0 + 1;
+  scores.resize(static_cast<size_t>(m * keys));
+  cpu::sgemm(m, keys, s.headDim, a, lda, 1, key, 1, keyStride, scores.data(), keys, false);
+  for (int64_t i = 0; i < m; ++i) {
+    float* p = scores.data() + i * keys;
+    const int64_t position = first + i * step, lo = firstKey(position) - k0, hi = position - k0 + 1;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] * s.scale);
     float sum = 0.0f;
@@ -67,13 +54,28 @@ void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s
     for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
     std::fill(p + hi, p + keys, 0.0f);
   }
-  w.out.resize(static_cast<size_t>(m * d));
-  cpu::sgemm(m, d, keys, w.scores.data(), keys, 1, value, valueStride, 1, w.out.data(), d, false);
+  cpu::sgemm(m, s.headDim, keys, scores.data(), keys, 1, value, valueStride, 1, c, ldc, false);
+}
+
+// Rows [r0, r0 + n) of a run, the query heads of one KV head.
+void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s, int64_t kvHead, int64_t r0,
+                 int64_t n, Scratch& w) {
+  const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
+  const int64_t firstKey = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
+  // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
+  // of absolute positions) in any block; the keys before its own first add exact zeros.
+  const int64_t k0 = firstKey / cpu::kGemmKc * cpu::kGemmKc, keys = position + n - k0;
+  int64_t keyStride = 0, valueStride = 0;
+  const float* key = rowsOf(*run.cache, false, layer, s, kvHead, k0, keys, w.keys, keyStride);
+  const float* value = rowsOf(*run.cache, true, layer, s, kvHead, k0, keys, w.values, valueStride);
+  const float* q = run.q + r0 * qWidth + kvHead * group * d;
+  float* c = run.context + r0 * qWidth + kvHead * group * d;
+  // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
+  // packing. More: a product per head over the block's rows (the same sums either way).
+  if (n == 1) return attendRows(s, q, group, d, position, 0, k0, keys, key, keyStride, value, valueStride, c, d, w.scores);
   for (int64_t h = 0; h < group; ++h)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* from = w.out.data() + (h * n + i) * d;
-      std::copy(from, from + d, run.context + (r0 + i) * qWidth + (kvHead * group + h) * d);
-    }
+    attendRows(s, q + h * d, n, qWidth, position, 1, k0, keys, key, keyStride, value, valueStride, c + h * d, qWidth,
+               w.scores);
 }
 
 }  // namespace
