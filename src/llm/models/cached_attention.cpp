@@ -11,7 +11,7 @@
 namespace gizml::llm {
 namespace {
 
-// Query rows per block: the scores of a block are group * kBlockRows x keys floats.
+// Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
 // The keys (or values) of one KV head from position k0 on as f32 rows `stride` apart: in place
