@@ -5,7 +5,7 @@
 
 #include "cpu/cpu_features.h"
 #include "cpu/elementwise.h"
-#include "cpu/kv_rows.h"
+#include "cpu/float_panels.h"
 #include "cpu/quant_dot.h"
 #include "cpu/quant_panels.h"
 
@@ -83,7 +83,7 @@ std::string cpuReport() {
   const Isa isa = bestIsa();
   s += std::string("\nkernels: int8 panels ") + isaName(isa);
   if (isa != Isa::Portable) s += " (" + std::to_string(QuantMatrix::panelRowsFor(isa)) + "-row panels)";
-  s += std::string(", activation quantization ") + quantizeActsKernel() + ", 16-bit rows " + storedRowsKernel() +
+  s += std::string(", activation quantization ") + quantizeActsKernel() + ", 16-bit panels " + floatPanelsKernel() +
        ", f32 (Highway) " + simdTarget() + "\n";
   return s;
 }

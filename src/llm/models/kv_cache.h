@@ -2,7 +2,7 @@
 // One sequence's keys and values for every layer, F32, F16 or BF16, with room for `capacity`
 // tokens: [capacity, kvHeads, headDim] per layer for keys and for values, allocated when the
 // layer stores its first token (so the layers of a hybrid model that keep no keys cost nothing).
-// Attention reads the rows at their stored width (cpu/kv_rows.h).
+// Attention reads the rows as stored (widened exactly to f32: cached_attention.h).
 #include <gizml/dtype.h>
 
 #include <cstdint>

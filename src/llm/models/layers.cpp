@@ -5,12 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <tuple>
 
-#include "core/thread_pool.h"
 #include "cpu/elementwise.h"
-#include "cpu/kv_rows.h"
-#include "llm/models/prefill_attention.h"
+#include "llm/models/cached_attention.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
 
@@ -124,51 +121,12 @@ void Attention::forward(const float* x, const Batch& batch, int64_t layer, float
       seq.cache->store(layer, position, k.data() + row * kvWidth, v.data() + row * kvWidth);
     }
 
-  // Prefills go by blocks of rows through matrix products; the other rows (decode steps, drafts
-  // being verified) one task per (row, KV head): each key and value is read once for all the
-  // query heads that share it (grouped-query), at the cache's stored width.
-  std::vector<std::tuple<const Batch::Sequence*, int64_t, int64_t>> rowOf;  // sequence, row, position
-  for (const Batch::Sequence& seq : batch.sequences) {
-    if (prefillAttentionFits(*seq.cache, seq.rows)) {
-      prefillAttention(*seq.cache, layer, s, seq.start, seq.rows, q.data() + seq.first * qWidth,
-                       context.data() + seq.first * qWidth);
-      continue;
-    }
-    for (int64_t r = 0; r < seq.rows; ++r) rowOf.emplace_back(&seq, seq.first + r, seq.start + r);
-  }
-  const int64_t group = s.heads / s.kvHeads;
-  core::parallelFor(static_cast<int64_t>(rowOf.size()) * s.kvHeads, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> scores;  // [group, keys]
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t kvHead = t % s.kvHeads;
-      const auto [seq, row, position] = rowOf[static_cast<size_t>(t / s.kvHeads)];
-      const KvCache& cache = *seq->cache;
-      const int64_t first = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
-      const int64_t keys = position + 1 - first;
-      const float* query = q.data() + row * qWidth + kvHead * group * s.headDim;
-      float* ctx = context.data() + row * qWidth + kvHead * group * s.headDim;
-      scores.resize(static_cast<size_t>(group * keys));
-      for (int64_t j = 0; j < keys; ++j) {
-        const void* key = cache.key(layer, first + j, kvHead);
-        for (int64_t h = 0; h < group; ++h)
-          scores[static_cast<size_t>(h * keys + j)] =
-              cpu::dotStoredRow(cache.dtype(), key, query + h * s.headDim, s.headDim) * s.scale;
-      }
-      for (int64_t h = 0; h < group; ++h) {
-        float* p = scores.data() + h * keys;
-        const float top = *std::max_element(p, p + keys);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < keys; ++j) sum += (p[j] = std::exp(p[j] - top));
-        for (int64_t j = 0; j < keys; ++j) p[j] /= sum;
-      }
-      for (int64_t j = 0; j < keys; ++j) {
-        const void* value = cache.value(layer, first + j, kvHead);
-        for (int64_t h = 0; h < group; ++h)
-          cpu::addScaledStoredRow(cache.dtype(), value, scores[static_cast<size_t>(h * keys + j)], ctx + h * s.headDim,
-                                  s.headDim);
-      }
-    }
-  });
+  // Every sequence's rows, a prefill's or a decode step's, through the one blocked path: a row's
+  // context does not depend on the rows beside it.
+  std::vector<AttentionRun> runs;
+  for (const Batch::Sequence& seq : batch.sequences)
+    runs.push_back({seq.cache, seq.start, seq.rows, q.data() + seq.first * qWidth, context.data() + seq.first * qWidth});
+  cachedAttention(runs, layer, s);
   for (size_t i = 0; i < gate.size(); ++i) context[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
   o_.apply(context.data(), rows, out);
 }

@@ -8,16 +8,16 @@
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
 #include "cpu/gemm.h"
-#include "cpu/kv_rows.h"
 #include "llm/models/weights.h"
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {
 namespace {
 
-// Up to this many activation rows, each output is a dot product of the stored row (read at its
-// width) with every activation row; beyond it the block goes through sgemm.
-constexpr int64_t kDotRows = 4;
+// Passes of up to this many rows (decode steps) take the panel kernel, one panel a task; more go
+// through sgemm, kSgemmPanels panels a block.
+constexpr int64_t kFewRows = 4;
+constexpr int64_t kSgemmPanels = 4;
 
 }  // namespace
 
@@ -40,6 +40,9 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
       // The panels are a copy: the mapped bytes are only read again for rows (a tied embedding).
       if (matrix_->packed()) weights.releasePages(t);
     }
+  } else if (use == Use::Multiply) {
+    panels_ = std::make_shared<const std::vector<uint8_t>>(cpu::packFloatPanels(dtype_, data_, out_, in_));
+    weights.releasePages(t);
   }
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);
 }
@@ -90,28 +93,32 @@ void Linear::applyAll(const std::vector<const Linear*>& layers, const float* x, 
 
 void Linear::apply(const float* x, int64_t rows, float* y) const {
   if (quantized_) return applyQuantized(x, rows, y);
-  // Small blocks spread decode over the threads; larger ones give sgemm room for prefill.
-  const int64_t blockRows = rows <= kDotRows ? 16 : 64;
-  const int64_t blocks = (out_ + blockRows - 1) / blockRows;
-  const int64_t rowBytes = in_ * static_cast<int64_t>(dtypeSize(dtype_));
-  core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    // For sgemm, 16-bit rows become floats a block at a time; dot products read them as stored.
-    const bool decoded = rows > kDotRows && dtype_ != DType::F32;
-    std::vector<float> buffer(decoded ? static_cast<size_t>(blockRows * in_) : 0);
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t first = b * blockRows, count = std::min(blockRows, out_ - first);
-      if (rows <= kDotRows) {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t o = 0; o < count; ++o)
-            y[r * out_ + first + o] = cpu::dotStoredRow(dtype_, data_ + (first + o) * rowBytes, x + r * in_, in_);
-      } else {
-        const float* w = reinterpret_cast<const float*>(data_) + first * in_;
-        if (decoded) {
-          decodeRows(first, count, buffer.data());
-          w = buffer.data();
-        }
-        cpu::sgemm(rows, count, in_, x, in_, 1, w, 1, in_, y + first, out_, false);
+  check(panels_ != nullptr, "Linear: this layer was made to read rows, not to multiply");
+  constexpr int64_t width = cpu::kFloatPanelRows;
+  const int64_t stepBytes = width * static_cast<int64_t>(dtypeSize(dtype_)), panelBytes = in_ * stepBytes;
+  const int64_t panels = (out_ + width - 1) / width;
+  const uint8_t* packed = panels_->data();
+  if (rows <= kFewRows) {
+    core::parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t first = p * width, count = std::min(width, out_ - first);
+        cpu::floatPanelProduct(dtype_, packed + p * panelBytes, in_, x, in_, rows, y + first, out_, count);
+        addBias(y, rows, first, count);
       }
+    });
+    return;
+  }
+  // Blocks of panels as f32 B [in, block width] (the panels' steps side by side) for sgemm.
+  const int64_t blocks = (panels + kSgemmPanels - 1) / kSgemmPanels, blockWidth = kSgemmPanels * width;
+  core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> b(static_cast<size_t>(in_ * blockWidth));
+    for (int64_t block = b0; block < b1; ++block) {
+      const int64_t p0 = block * kSgemmPanels, p1 = std::min(panels, p0 + kSgemmPanels);
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t c = 0; c < in_; ++c)
+          cpu::loadF32(dtype_, packed + p * panelBytes + c * stepBytes, 1, width, b.data() + c * blockWidth + (p - p0) * width);
+      const int64_t first = p0 * width, count = std::min(out_, p1 * width) - first;
+      cpu::sgemm(rows, count, in_, x, in_, 1, b.data(), blockWidth, 1, y + first, out_, false);
       addBias(y, rows, first, count);
     }
   });

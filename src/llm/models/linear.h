@@ -1,9 +1,10 @@
 #pragma once
 // A linear layer y = x W^T (+ b) over the weights as converted. Group-quantized weights go
 // through the integer kernels of cpu/quant_dot.h (activations quantized to int8 per group); f32
-// and 16-bit weights (turned into floats a block at a time) through sgemm, a block of output
-// rows at a time. Either way a pass reads the stored
-// bytes once whatever the number of activation rows (decode streams the weights once).
+// and 16-bit weights, repacked into cpu/float_panels.h's panels, through sgemm a block of output
+// rows at a time, or for a few rows (decode) the panel kernel that gives sgemm's bits. Either
+// way a pass reads the stored bytes once whatever the number of activation rows, and each row's
+// outputs do not depend on the rows beside it (batch invariance, docs/architecture.md).
 #include <gizml/dtype.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/float_panels.h"
 #include "cpu/quant_panels.h"
 #include "llm/quant/group_quant.h"
 
@@ -55,6 +57,7 @@ class Linear {
   int64_t rowBytes_ = 0;
   float scaleBase_ = 0;
   std::shared_ptr<const cpu::QuantMatrix> matrix_;  // quantized and Use::Multiply
+  std::shared_ptr<const std::vector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
   std::vector<float> bias_;
 };
 

@@ -1,0 +1,100 @@
+#include "llm/models/cached_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/thread_pool.h"
+#include "cpu/convert.h"
+#include "cpu/gemm.h"
+
+namespace gizml::llm {
+namespace {
+
+// Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
+constexpr int64_t kBlockRows = 32;
+
+// The keys (or values) of one KV head from position k0 on as f32 rows `stride` apart: in place
+// for an F32 cache, else widened (exactly) into `buffer`.
+const float* rowsOf(const KvCache& cache, bool values, int64_t layer, const AttentionShape& s, int64_t kvHead,
+                    int64_t k0, int64_t keys, std::vector<float>& buffer, int64_t& stride) {
+  const auto at = [&](int64_t p) { return values ? cache.value(layer, p, kvHead) : cache.key(layer, p, kvHead); };
+  const int64_t headDim = s.headDim;
+  if (cache.dtype() == DType::F32) {
+    stride = s.kvHeads * headDim;  // the cache's rows: [position, kvHeads, headDim]
+    return static_cast<const float*>(at(k0));
+  }
+  buffer.resize(static_cast<size_t>(keys * headDim));
+  for (int64_t j = 0; j < keys; ++j) cpu::loadF32(cache.dtype(), at(k0 + j), 1, headDim, buffer.data() + j * headDim);
+  stride = headDim;
+  return buffer.data();
+}
+
+struct Scratch {
+  std::vector<float> scores, keys, values;
+};
+
+// Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
+// and values from k0 on (keys of them, rows keyStride and valueStride apart), into C's rows.
+void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
+                int64_t k0, int64_t keys, const float* key, int64_t keyStride, const float* value, int64_t valueStride,
+                float* c, int64_t ldc, std::vector<float>& scores) {
+  const auto firstKey = [&](int64_t position) { return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0; };
+  scores.resize(static_cast<size_t>(m * keys));
+  cpu::sgemm(m, keys, s.headDim, a, lda, 1, key, 1, keyStride, scores.data(), keys, false);
+  for (int64_t i = 0; i < m; ++i) {
+    float* p = scores.data() + i * keys;
+    const int64_t position = first + i * step, lo = firstKey(position) - k0, hi = position - k0 + 1;
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] * s.scale);
+    float sum = 0.0f;
+    for (int64_t j = lo; j < hi; ++j) sum += (p[j] = std::exp(p[j] * s.scale - top));
+    const float inv = 1.0f / sum;
+    std::fill(p, p + lo, 0.0f);
+    for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
+    std::fill(p + hi, p + keys, 0.0f);
+  }
+  cpu::sgemm(m, s.headDim, keys, scores.data(), keys, 1, value, valueStride, 1, c, ldc, false);
+}
+
+// Rows [r0, r0 + n) of a run, the query heads of one KV head.
+void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s, int64_t kvHead, int64_t r0,
+                 int64_t n, Scratch& w) {
+  const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
+  const int64_t firstKey = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
+  // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
+  // of absolute positions) in any block; the keys before its own first add exact zeros.
+  const int64_t k0 = firstKey / cpu::kGemmKc * cpu::kGemmKc, keys = position + n - k0;
+  int64_t keyStride = 0, valueStride = 0;
+  const float* key = rowsOf(*run.cache, false, layer, s, kvHead, k0, keys, w.keys, keyStride);
+  const float* value = rowsOf(*run.cache, true, layer, s, kvHead, k0, keys, w.values, valueStride);
+  const float* q = run.q + r0 * qWidth + kvHead * group * d;
+  float* c = run.context + r0 * qWidth + kvHead * group * d;
+  // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
+  // packing. More: a product per head over the block's rows (the same sums either way).
+  if (n == 1) return attendRows(s, q, group, d, position, 0, k0, keys, key, keyStride, value, valueStride, c, d, w.scores);
+  for (int64_t h = 0; h < group; ++h)
+    attendRows(s, q + h * d, n, qWidth, position, 1, k0, keys, key, keyStride, value, valueStride, c + h * d, qWidth,
+               w.scores);
+}
+
+}  // namespace
+
+void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const AttentionShape& s) {
+  // Tasks: (run, block, KV head), the runs' in order.
+  std::vector<int64_t> firstTask{0};
+  for (const AttentionRun& run : runs)
+    firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
+  core::parallelFor(firstTask.back(), 1, [&](int64_t t0, int64_t t1) {
+    Scratch scratch;
+    size_t r = 0;
+    for (int64_t t = t0; t < t1; ++t) {
+      while (t >= firstTask[r + 1]) ++r;
+      const AttentionRun& run = runs[r];
+      const int64_t local = t - firstTask[r], kvHead = local % s.kvHeads, r0 = local / s.kvHeads * kBlockRows;
+      attendBlock(run, layer, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), scratch);
+    }
+  });
+}
+
+}  // namespace gizml::llm
