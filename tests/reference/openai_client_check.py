@@ -55,6 +55,9 @@ def features(client, openai, jsonschema, messages, whole):
     assert many.usage.prompt_tokens == whole.usage.prompt_tokens, many.usage
     assert many.usage.prompt_tokens_details.cached_tokens > 0, many.usage  # the slot held this prompt
     assert len({c.message.content for c in many.choices}) > 1, [c.message.content for c in many.choices]
+    # Seeded, the same request gives the same choices (batch invariance: whatever the slots held).
+    again = client.chat.completions.create(model=model, messages=messages, max_tokens=16, temperature=1.0, seed=3, n=2)
+    assert [c.message.content for c in again.choices] == [c.message.content for c in many.choices], again
     seedless = [client.chat.completions.create(model=model, messages=messages, max_tokens=24, temperature=1.0)
                 .choices[0].message.content for _ in range(2)]
     assert seedless[0] != seedless[1], seedless
@@ -90,6 +93,7 @@ def features(client, openai, jsonschema, messages, whole):
     assert final.choices[0].finish_reason == "tool_calls" and len(streamed) == 1, final
     assert streamed[0].id.startswith("call_") and streamed[0].function.name == "get_weather", streamed
     jsonschema.validate(json.loads(streamed[0].function.arguments), schema)
+    assert streamed[0].function.arguments == call.message.tool_calls[0].function.arguments, (streamed, call)
     required = client.chat.completions.create(model=model, messages=ask, tools=tools, tool_choice="required",
                                               parallel_tool_calls=False, max_tokens=80, temperature=0).choices[0]
     assert len(required.message.tool_calls) == 1 and required.finish_reason == "tool_calls", required
