@@ -114,7 +114,7 @@ TEST(Template, ParseErrorsNameLineAndColumn) {
   EXPECT_NE(errorOf("{{ 1 +* 2 }}").find("line 1, column 7"), std::string::npos);
   EXPECT_NE(errorOf("a\nb {% frobnicate %}").find("line 2, column 6: unknown or unsupported tag 'frobnicate'"),
             std::string::npos);
-  EXPECT_NE(errorOf("{{ x|nosuchfilter }}").find("no filter named 'nosuchfilter'"), std::string::npos);
+  EXPECT_NE(errorOf("{{ x|nosuchfilter }}").find("No filter named 'nosuchfilter'"), std::string::npos);
   EXPECT_NE(errorOf("{{ 'open }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(errorOf("{% break %}").find("outside of a loop"), std::string::npos);
   EXPECT_THROW(ChatTemplate::parse("{% for x in y %}"), gizml::Error);
