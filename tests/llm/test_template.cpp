@@ -170,12 +170,16 @@ TEST(Template, DeepInputsHitNamedLimits) {
   };
   const ChatTemplate t = ChatTemplate::parse("{{ messages|length }}");
   for (const bool objects : {false, true}) {
-    const std::string error = errorOf("{{ x }}", {{"x", deepJson(100000, objects)}});
+    ordered_json context = ordered_json::object();
+    context["x"] = deepJson(100000, objects);  // moved in: nlohmann's copies recurse
+    const std::string error = errorOf("{{ x }}", context);
     EXPECT_NE(error.find("template values nested deeper than 256 levels"), std::string::npos) << error;
-    EXPECT_THROW(t.renderChat(ordered_json::array({deepJson(30000, objects)}), ordered_json(), true), gizml::Error);
-    EXPECT_THROW(t.renderChat(ordered_json::array(), ordered_json::array({deepJson(30000, objects)}), true), gizml::Error);
-    EXPECT_THROW(t.renderChat(ordered_json::array(), ordered_json(), true, {{"kwarg", deepJson(30000, objects)}}),
-                 gizml::Error);
+    ordered_json deepList = ordered_json::array(), kwargs = ordered_json::object();
+    deepList.push_back(deepJson(30000, objects));
+    kwargs["kwarg"] = deepJson(30000, objects);
+    EXPECT_THROW(t.renderChat(deepList, ordered_json(), true), gizml::Error);        // messages
+    EXPECT_THROW(t.renderChat(ordered_json::array(), deepList, true), gizml::Error);  // tools
+    EXPECT_THROW(t.renderChat(ordered_json::array(), ordered_json(), true, kwargs), gizml::Error);  // kwargs
   }
   EXPECT_EQ(render("{{ x|tojson }}", {{"x", deepJson(200, true)}}).size(), 200 * 7 + 1);  // {"k": ...}
   // Deep values built by a template stop at the same bound, so tojson, repr and == stay shallow.
