@@ -101,7 +101,8 @@ FILTERS = [
     "sum(start=10)", "sum(attribute='age')", "title", "tojson", "tojson(indent=2)", "tojson(sort_keys=true)",
     "tojson(separators=(',', ':'))", "trim", "trim('H!d')", "truncate(5)", "truncate(5, true)",
     "truncate(9, false, '..', 0)", "unique|list", "unique(attribute='name')|list", "upper", "wordcount",
-    "list|length", "string|length",
+    "list|length", "string|length", "filesizeformat", "filesizeformat(true)", "urlencode", "xmlattr",
+    "xmlattr(false)",
 ]
 
 TESTS = ["boolean", "callable", "defined", "divisibleby(2)", "divisibleby 3", "eq 1", "equalto('ab')", "escaped",
@@ -152,7 +153,11 @@ MARKUP = ["'<a>'|safe + '<b>'", "'<b>' + '<a>'|safe", "'<a>'|safe ~ '<b>'", "['<
           "'<a>'|safe|join + '<'", "' <a> '|safe|trim + '<'", "'<a>'|safe|string + '<'", "('<a>'|safe).strip('<')",
           "'<a>'|safe|indent + '<'", "'<a>'|safe|center(7)", "(html|e).lower()", "'&amp;'|safe + '&'",
           "'<a>'|safe|list", "'<a>'|safe|first + '<'", "'<a>'|safe|reverse|join", "[1, '<']|join('<b>'|safe)",
-          "'<a>'|safe in ['<a>']", "('<'|safe).center(5, '>')", "('a'|safe).format('<')"]
+          "'<a>'|safe in ['<a>']", "('<'|safe).center(5, '>')", "('a'|safe).format('<')",
+          "{'a': '<x>', 'b': none, 'c': 1}|xmlattr", "{'a b': 1}|xmlattr", "'a b/c&d'|urlencode",
+          "{'q': 'a b', 'n': 1}|urlencode", "[('k', 'v&w')]|urlencode", "1000|filesizeformat", "1|filesizeformat",
+          "123456789|filesizeformat", "2048|filesizeformat(true)", "'12'|filesizeformat", "'x'|filesizeformat",
+          "1e30|filesizeformat"]
 
 KEYS = ["{1: 'a', 2: 'b'}", "{1: 'a'}[1]", "{1: 'a'}.get(1)", "{1.0: 'x', true: 'y', none: 3}", "{(1, 2): 'p'}",
         "{(1, 2): 'p'}[(1, 2)]", "{[1]: 2}", "{{'a': 1}: 2}", "1 in {1: 'a'}", "'1' in {1: 'a'}", "1.0 in {1: 'a'}",

@@ -417,6 +417,79 @@ Value truncate(Evaluator& ev, const Value& v, Args& a) {
   return kept + end;
 }
 
+Value filesizeformat(Evaluator& ev, const Value& v, Args& a) {
+  Args noDefault;
+  noDefault.args.push_back(Value());  // float(value) raises where |float would fall back
+  const Value number = v.isUndefined() ? v : toFloat(ev, v, noDefault);
+  if (number.isUndefined()) throw Error("filesizeformat: could not convert " + v.repr() + " to float");
+  const double bytes = number.asDouble();
+  const bool binary = boolArg(a, 0, "binary", false);
+  const double base = binary ? 1024 : 1000;
+  static const char* const kDecimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  static const char* const kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  if (bytes == 1) return "1 Byte";
+  if (bytes < base) return std::to_string(static_cast<int64_t>(bytes)) + " Bytes";
+  double unit = base;
+  for (int i = 0; i < 8; ++i) {
+    unit *= base;
+    if (bytes < unit || i == 7) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, binary ? kBinary[i] : kDecimal[i]);
+      return std::string(buf);
+    }
+  }
+  return Value();
+}
+
+// urllib's quote(): unreserved bytes stay, the rest is %XX; query parts write spaces as '+'.
+std::string urlQuote(const std::string& s, bool forQuery) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '_' || c == '.' || c == '-' || c == '~' || (c == '/' && !forQuery)) {
+      out += c;
+    } else if (c == ' ' && forQuery) {
+      out += '+';
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+Value urlencode(Evaluator&, const Value& v, Args&) {
+  if (v.isString() || !(v.isList() || v.isDict() || v.isUndefined())) return urlQuote(v.toString(), false);
+  std::string out;
+  const auto pair = [&](const Value& k, const Value& x) {
+    out += (out.empty() ? "" : "&") + urlQuote(k.toString(), true) + "=" + urlQuote(x.toString(), true);
+  };
+  if (v.isDict()) {
+    for (const auto& [k, x] : v.dict().items) pair(k, x);
+  } else {
+    for (const Value& item : iterate(v)) {
+      const std::vector<Value> kv = iterate(item);
+      if (kv.size() != 2) throw Error("urlencode: expected pairs");
+      pair(kv[0], kv[1]);
+    }
+  }
+  return out;
+}
+
+Value xmlattr(Evaluator&, const Value& v, Args& a) {
+  if (!v.isDict()) throw Error("xmlattr: expected a mapping, got " + v.typeName());
+  std::string out;
+  for (const auto& [k, x] : v.dict().items) {
+    if (x.isNone() || x.isUndefined()) continue;
+    const std::string key = k.toString();
+    if (key.find_first_of(" \t\n\r\f\v/>=") != std::string::npos)
+      throw Error("Invalid character in attribute name: " + k.repr());
+    out += (out.empty() ? "" : " ") + escapedText(k) + "=\"" + escapedText(x) + "\"";
+  }
+  return boolArg(a, 0, "autospace", true) && !out.empty() ? " " + out : out;
+}
+
 Value sliceFilter(Evaluator& ev, const Value& v, Args& a) {
   const int64_t slices = intArg(a, 0, "slices", 1);
   if (slices <= 0) throw Error("slice: the number of slices must be positive");
@@ -490,6 +563,9 @@ const Entry kFilters[] = {
     {"center", center},
     {"truncate", truncate},
     {"slice", sliceFilter},
+    {"filesizeformat", filesizeformat},
+    {"urlencode", urlencode},
+    {"xmlattr", xmlattr},
     {"items", items},
     {"dictsort", dictsort},
     {"sort", sort},
