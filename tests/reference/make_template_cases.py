@@ -5,7 +5,7 @@ raise where jinja2 raises).
 
 Run:  .venv/bin/python tests/reference/make_template_cases.py
 Writes tests/data/templates/generated/cases.json: {"context": {...}, "cases": [{"template": t,
-"output": text} or {"template": t, "error": "Class: message" (cut at 80 characters)}]}. The templates are made
+"output": text} or {"template": t, "error": "Class: message" (cut at 60 characters)}]}. The templates are made
 systematically (every filter, test and operator on operands of every kind; every str method and
 the list/dict methods the sandbox allows or refuses; non-string dict keys; Markup from |safe;
 unknown filters and tests in branches taken and not taken; statements and whitespace control)
@@ -347,12 +347,54 @@ def random_cases(rng, count):
         yield "{{ %s }}" % expr(3)
 
 
+def random_templates(rng, count):
+    """Random statement structure: loops, conditions, sets, namespaces, macros and calls, with
+    text, newlines, indentation and whitespace control around the tags."""
+    values = ["xs", "ws", "users", "d.items()", "'ab'", "range(3)", "el", "nope", "[1, none, 'x']"]
+    conds = ["x", "not x", "loop.first", "loop.last", "x is string", "x is number", "x is mapping", "ns.n > 1",
+             "x in xs", "loop.index is even", "x"]
+    exprs = ["x", "loop.index", "loop.revindex0", "ns.n", "x|string|upper", "x.name", "x[0]", "x|tojson",
+             "m(x)", "loop.length", "x ~ '|'", "(x|string).replace('a', 'A')", "ns.seen|join(',')"]
+    texts = ["", " ", "\n", "  ", "\n  ", "a", " b ", "\t", "\n\n"]
+
+    def tag(body):
+        left = rng.choice(["{%", "{%-", "{%+", "{%"])
+        right = rng.choice(["%}", "-%}", "%}"])
+        return rng.choice(texts) + left + " " + body + " " + right + rng.choice(texts)
+
+    def out(e):
+        return rng.choice(texts) + rng.choice(["{{ ", "{{- "]) + e + rng.choice([" }}", " -}}"]) + rng.choice(texts)
+
+    def block(depth):
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            if depth > 0 and kind < 0.35:
+                parts.append(tag("for x in %s" % rng.choice(values)) + block(depth - 1) +
+                             (tag("else") + out("'none'") if rng.random() < 0.3 else "") + tag("endfor"))
+            elif depth > 0 and kind < 0.6:
+                parts.append(tag("if %s" % rng.choice(conds)) + block(depth - 1) +
+                             (tag("elif %s" % rng.choice(conds)) + block(depth - 1) if rng.random() < 0.4 else "") +
+                             (tag("else") + block(depth - 1) if rng.random() < 0.4 else "") + tag("endif"))
+            elif kind < 0.7:
+                parts.append(tag("set ns.n = ns.n + 1") + tag("set ns.seen = ns.seen + [%s|string]" % rng.choice(["x", "ns.n"])))
+            elif kind < 0.75:
+                parts.append(tag("set y = %s" % rng.choice(exprs)) + out("y"))
+            else:
+                parts.append(out(rng.choice(exprs)))
+        return "".join(parts)
+
+    for _ in range(count):
+        head = "{% set ns = namespace(n=0, seen=[]) %}{% macro m(v) %}<{{ v }}>{% endmacro %}"
+        yield head + rng.choice(texts) + block(2) + out("ns.n") + out("ns.seen")
+
+
 def render(env, source):
     try:
         # A fresh copy each time: jinja2's |indent extends a list operand in place (s += "\n").
         return {"output": env.from_string(source).render(**copy.deepcopy(CONTEXT))}
     except Exception as e:  # noqa: BLE001 - every error jinja2 raises is an expected "raises" case
-        return {"error": f"{type(e).__name__}: {e}"[:80]}  # for the reader; ours need only raise too
+        return {"error": f"{type(e).__name__}: {e}"[:60]}  # for the reader; ours need only raise too
 
 
 def main():
@@ -360,7 +402,7 @@ def main():
     rng = random.Random(17)
     sources = []
     for gen in (binary_cases(), filter_cases(), test_cases(), method_cases(), expression_cases(), iter(STATEMENTS),
-                random_cases(rng, 600)):
+                random_cases(rng, 400), random_templates(rng, 100)):
         sources.extend(gen)
     cases, seen, dropped = [], set(), 0
     for source in sources:

@@ -49,7 +49,7 @@ Spec parseSpec(Evaluator& ev, const std::string& s) {
   if (i < s.size() && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) spec.sign = s[i++];
   if (i < s.size() && s[i] == '#') spec.alternate = true, ++i;
   if (i < s.size() && s[i] == '0') {
-    if (!spec.align) spec.fill = "0", spec.align = '=';
+    if (!spec.align) spec.fill.assign(1, '0'), spec.align = '=';
     ++i;
   }
   spec.width = parseNumber(s, i, ev.limits().maxOutputBytes);
@@ -107,7 +107,7 @@ std::string formatNumber(const Value& v, const Spec& spec) {
     } else {
       throw Error(std::string("Unknown format code '") + type + "' for object of type 'int'");
     }
-    if (x < 0) sign = "-";
+    if (x < 0) sign.assign(1, '-');
   } else {
     const double d = v.asDouble();
     if (type == '\0' && spec.precision < 0) {
@@ -129,7 +129,7 @@ std::string formatNumber(const Value& v, const Spec& spec) {
       }
       if (type == '%') body += '%';
     }
-    if (std::signbit(d) && !std::isnan(d)) sign = "-";
+    if (std::signbit(d) && !std::isnan(d)) sign.assign(1, '-');
   }
   if (sign.empty() && spec.sign != '-') sign = std::string(1, spec.sign);
   return padded(sign, body, spec, '>');
@@ -279,7 +279,7 @@ std::string pyPercent(Evaluator& ev, const std::string& fmt, const Value& values
       if (fmt[i] == '-') spec.align = '<';
       else if (fmt[i] == '+' || (fmt[i] == ' ' && spec.sign != '+')) spec.sign = fmt[i];
       else if (fmt[i] == '#') spec.alternate = true;
-      else if (fmt[i] == '0' && spec.align != '<') spec.fill = "0";
+      else if (fmt[i] == '0' && spec.align != '<') spec.fill.assign(1, '0');
     }
     spec.width = parseNumber(fmt, i, ev.limits().maxOutputBytes);
     if (i < fmt.size() && fmt[i] == '.') {
@@ -302,7 +302,7 @@ std::string pyPercent(Evaluator& ev, const std::string& fmt, const Value& values
         const std::vector<std::size_t> offsets = codePointOffsets(s);
         if (static_cast<std::size_t>(spec.precision) + 1 < offsets.size()) s.resize(offsets[static_cast<std::size_t>(spec.precision)]);
       }
-      spec.fill = " ";
+      spec.fill.assign(1, ' ');
       out += padded("", s, spec, '>');
     } else if (std::string_view("diuxXofFeEgGc").find(type) != std::string_view::npos) {
       if (!v.isNumber()) throw Error(std::string("%") + type + " format: a real number is required, not " + v.typeName());
