@@ -211,58 +211,59 @@ struct Entry {
 };
 
 constexpr OnMarkup W = OnMarkup::Wrap, E2 = OnMarkup::EscapeSecond, EA = OnMarkup::EscapeAll;
-#define GIZML_STR(expr) [](Evaluator & ev, const Value& s, CallArgs& a) -> Value { (void)ev, (void)a; return expr; }
+// A method from one expression of `s` (the string, list or dict), the arguments `a` and `ev`.
+#define METHOD_OF(expr) [](Evaluator & ev, const Value& s, CallArgs& a) -> Value { (void)ev, (void)a; return expr; }
 const Entry kStringMethods[] = {
-    {"startswith", GIZML_STR(affix(s, a, true))},
-    {"endswith", GIZML_STR(affix(s, a, false))},
-    {"split", GIZML_STR(split(ev, s, a, false)), W},
-    {"rsplit", GIZML_STR(split(ev, s, a, true)), W},
-    {"splitlines", GIZML_STR(strings(pySplitlines(s.str(), boolArg(a, 0, "keepends", false)))), W},
-    {"partition", GIZML_STR(partition(s, a, false)), W},
-    {"rpartition", GIZML_STR(partition(s, a, true)), W},
-    {"strip", GIZML_STR(pyStrip(s.str(), optionalStr(a, 0, "chars"), true, true)), W},
-    {"lstrip", GIZML_STR(pyStrip(s.str(), optionalStr(a, 0, "chars"), true, false)), W},
-    {"rstrip", GIZML_STR(pyStrip(s.str(), optionalStr(a, 0, "chars"), false, true)), W},
-    {"upper", GIZML_STR(asciiUpper(s.str())), W},
-    {"lower", GIZML_STR(asciiLower(s.str())), W},
-    {"casefold", GIZML_STR(asciiLower(s.str())), W},
-    {"swapcase", GIZML_STR(pySwapcase(s.str())), W},
-    {"title", GIZML_STR(pyStrTitle(s.str())), W},
-    {"capitalize", GIZML_STR(pyCapitalize(s.str())), W},
-    {"center", GIZML_STR(pad(ev, s, a, 'c')), E2},
-    {"ljust", GIZML_STR(pad(ev, s, a, 'l')), E2},
-    {"rjust", GIZML_STR(pad(ev, s, a, 'r')), E2},
-    {"zfill", GIZML_STR(zfill(ev, s, a)), W},
+    {"startswith", METHOD_OF(affix(s, a, true))},
+    {"endswith", METHOD_OF(affix(s, a, false))},
+    {"split", METHOD_OF(split(ev, s, a, false)), W},
+    {"rsplit", METHOD_OF(split(ev, s, a, true)), W},
+    {"splitlines", METHOD_OF(strings(pySplitlines(s.str(), boolArg(a, 0, "keepends", false)))), W},
+    {"partition", METHOD_OF(partition(s, a, false)), W},
+    {"rpartition", METHOD_OF(partition(s, a, true)), W},
+    {"strip", METHOD_OF(pyStrip(s.str(), optionalStr(a, 0, "chars"), true, true)), W},
+    {"lstrip", METHOD_OF(pyStrip(s.str(), optionalStr(a, 0, "chars"), true, false)), W},
+    {"rstrip", METHOD_OF(pyStrip(s.str(), optionalStr(a, 0, "chars"), false, true)), W},
+    {"upper", METHOD_OF(asciiUpper(s.str())), W},
+    {"lower", METHOD_OF(asciiLower(s.str())), W},
+    {"casefold", METHOD_OF(asciiLower(s.str())), W},
+    {"swapcase", METHOD_OF(pySwapcase(s.str())), W},
+    {"title", METHOD_OF(pyStrTitle(s.str())), W},
+    {"capitalize", METHOD_OF(pyCapitalize(s.str())), W},
+    {"center", METHOD_OF(pad(ev, s, a, 'c')), E2},
+    {"ljust", METHOD_OF(pad(ev, s, a, 'l')), E2},
+    {"rjust", METHOD_OF(pad(ev, s, a, 'r')), E2},
+    {"zfill", METHOD_OF(zfill(ev, s, a)), W},
     {"replace", replace, E2},
-    {"removeprefix", GIZML_STR(removeAffix(s, a, true)), W},
-    {"removesuffix", GIZML_STR(removeAffix(s, a, false)), W},
+    {"removeprefix", METHOD_OF(removeAffix(s, a, true)), W},
+    {"removesuffix", METHOD_OF(removeAffix(s, a, false)), W},
     {"join", join, EA},
-    {"format", GIZML_STR(pyFormat(ev, s.str(), a)), EA},
-    {"find", GIZML_STR(search(s, a, false))},
-    {"rfind", GIZML_STR(search(s, a, true))},
+    {"format", METHOD_OF(pyFormat(ev, s.str(), a)), EA},
+    {"find", METHOD_OF(search(s, a, false))},
+    {"rfind", METHOD_OF(search(s, a, true))},
     {"index",
-     GIZML_STR([&] {
+     METHOD_OF([&] {
        const int64_t at = search(s, a, false);
        if (at < 0) throw Error("substring not found");
        return Value(at);
      }())},
     {"rindex",
-     GIZML_STR([&] {
+     METHOD_OF([&] {
        const int64_t at = search(s, a, true);
        if (at < 0) throw Error("substring not found");
        return Value(at);
      }())},
     {"count", count},
-    {"isdigit", GIZML_STR(allChars(s.str(), isDigit))},
-    {"isdecimal", GIZML_STR(allChars(s.str(), isDigit))},
-    {"isnumeric", GIZML_STR(allChars(s.str(), isDigit))},
-    {"isalpha", GIZML_STR(allChars(s.str(), isAlpha))},
-    {"isalnum", GIZML_STR(allChars(s.str(), [](char32_t c) { return isAlpha(c) || isDigit(c); }))},
-    {"isspace", GIZML_STR(allChars(s.str(), isPyWhitespace))},
-    {"isascii", GIZML_STR(s.str().empty() || allChars(s.str(), [](char32_t c) { return c < 0x80; }))},
-    {"islower", GIZML_STR(pyIsLower(s.str()))},
-    {"isupper", GIZML_STR(pyIsUpper(s.str()))},
-    {"istitle", GIZML_STR(isTitle(s.str()))},
+    {"isdigit", METHOD_OF(allChars(s.str(), isDigit))},
+    {"isdecimal", METHOD_OF(allChars(s.str(), isDigit))},
+    {"isnumeric", METHOD_OF(allChars(s.str(), isDigit))},
+    {"isalpha", METHOD_OF(allChars(s.str(), isAlpha))},
+    {"isalnum", METHOD_OF(allChars(s.str(), [](char32_t c) { return isAlpha(c) || isDigit(c); }))},
+    {"isspace", METHOD_OF(allChars(s.str(), isPyWhitespace))},
+    {"isascii", METHOD_OF(s.str().empty() || allChars(s.str(), [](char32_t c) { return c < 0x80; }))},
+    {"islower", METHOD_OF(pyIsLower(s.str()))},
+    {"isupper", METHOD_OF(pyIsUpper(s.str()))},
+    {"istitle", METHOD_OF(isTitle(s.str()))},
 };
 
 Value listIndex(Evaluator&, const Value& self, CallArgs& args) {
@@ -277,9 +278,9 @@ Value listIndex(Evaluator&, const Value& self, CallArgs& args) {
 const Entry kListMethods[] = {
     {"index", listIndex},
     {"count",
-     GIZML_STR(static_cast<int64_t>(std::count_if(s.items().begin(), s.items().end(),
+     METHOD_OF(static_cast<int64_t>(std::count_if(s.items().begin(), s.items().end(),
                                                   [&](const Value& x) { return equals(x, arg(a, 0, "value")); })))},
-    {"copy", GIZML_STR(Value::list(s.items(), s.listData().tuple))},
+    {"copy", METHOD_OF(Value::list(s.items(), s.listData().tuple))},
 };
 
 Value dictItems(Evaluator&, const Value& d, CallArgs&) {
@@ -290,23 +291,23 @@ Value dictItems(Evaluator&, const Value& d, CallArgs&) {
 
 const Entry kDictMethods[] = {
     {"items", dictItems},
-    {"keys", GIZML_STR(Value::view(iterate(s), "dict_keys"))},
+    {"keys", METHOD_OF(Value::view(iterate(s), "dict_keys"))},
     {"values",
-     GIZML_STR([&] {
+     METHOD_OF([&] {
        std::vector<Value> values;
        for (const auto& kv : s.dict().items) values.push_back(kv.second);
        return Value::view(std::move(values), "dict_values");
      }())},
     {"get",
-     GIZML_STR([&] {
+     METHOD_OF([&] {
        const Value key = arg(a, 0, "key");
        key.checkHashable();
        const Value* v = s.dict().find(key);
        return v ? *v : arg(a, 1, "default", Value(None{}));
      }())},
-    {"copy", GIZML_STR(Value(DictData(s.dict())))},
+    {"copy", METHOD_OF(Value(DictData(s.dict())))},
 };
-#undef GIZML_STR
+#undef METHOD_OF
 
 // What jinja2.sandbox's modifies_known_mutable refuses.
 constexpr const char* kUnsafeListMethods[] = {"append", "clear", "pop", "reverse", "insert", "sort", "extend", "remove"};
