@@ -114,7 +114,7 @@ TEST(Template, ParseErrorsNameLineAndColumn) {
   EXPECT_NE(errorOf("{{ 1 +* 2 }}").find("line 1, column 7"), std::string::npos);
   EXPECT_NE(errorOf("a\nb {% frobnicate %}").find("line 2, column 6: unknown or unsupported tag 'frobnicate'"),
             std::string::npos);
-  EXPECT_NE(errorOf("{{ x|nosuchfilter }}").find("no filter named 'nosuchfilter'"), std::string::npos);
+  EXPECT_NE(errorOf("{{ x|nosuchfilter }}").find("No filter named 'nosuchfilter'"), std::string::npos);
   EXPECT_NE(errorOf("{{ 'open }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(errorOf("{% break %}").find("outside of a loop"), std::string::npos);
   EXPECT_THROW(ChatTemplate::parse("{% for x in y %}"), gizml::Error);
@@ -154,6 +154,71 @@ TEST(Template, HostileTemplatesAreBounded) {
   EXPECT_NE(errorOf(chain + " }}").find("nested deeper"), std::string::npos);
   // A namespace holding itself prints shallowly and is freed (no leak under ASan).
   EXPECT_NE(render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}").find("<Namespace"), std::string::npos);
+}
+
+// Values from a request (messages, tools, chat_template_kwargs) and hostile template text fail
+// with an error naming the limit, never by exhausting the stack.
+TEST(Template, DeepInputsHitNamedLimits) {
+  const auto deepJson = [](int levels, bool objects) {
+    ordered_json v = 1;
+    for (int i = 0; i < levels; ++i) {
+      ordered_json outer = objects ? ordered_json::object() : ordered_json::array();
+      objects ? void(outer["k"] = std::move(v)) : outer.push_back(std::move(v));
+      v = std::move(outer);
+    }
+    return v;
+  };
+  const ChatTemplate t = ChatTemplate::parse("{{ messages|length }}");
+  for (const bool objects : {false, true}) {
+    ordered_json context = ordered_json::object();
+    context["x"] = deepJson(100000, objects);  // moved in: nlohmann's copies recurse
+    const std::string error = errorOf("{{ x }}", context);
+    EXPECT_NE(error.find("template values nested deeper than 256 levels"), std::string::npos) << error;
+    ordered_json deepList = ordered_json::array(), kwargs = ordered_json::object();
+    deepList.push_back(deepJson(30000, objects));
+    kwargs["kwarg"] = deepJson(30000, objects);
+    EXPECT_THROW(t.renderChat(deepList, ordered_json(), true), gizml::Error);        // messages
+    EXPECT_THROW(t.renderChat(ordered_json::array(), deepList, true), gizml::Error);  // tools
+    EXPECT_THROW(t.renderChat(ordered_json::array(), ordered_json(), true, kwargs), gizml::Error);  // kwargs
+  }
+  EXPECT_EQ(render("{{ x|tojson }}", {{"x", deepJson(200, true)}}).size(), 200 * 7 + 1);  // {"k": ...}
+  // Deep values built by a template stop at the same bound, so tojson, repr and == stay shallow.
+  EXPECT_NE(errorOf("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                    "{{ ns.x|tojson }}")
+                .find("values nested deeper than 256"),
+            std::string::npos);
+  EXPECT_NE(errorOf("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns|tojson }}").find("not JSON serializable"),
+            std::string::npos);
+  // The parser bounds nesting of every kind of bracket, block and operator (20000 levels: far
+  // beyond the limits, and quick to lex).
+  const auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  for (const std::string& source :
+       {"{{ " + repeat("(", 20000) + "1" + repeat(")", 20000) + " }}",
+        "{{ " + repeat("[", 20000) + repeat("]", 20000) + " }}",
+        "{{ " + repeat("{'a': ", 20000) + "1" + repeat("}", 20000) + " }}", "{{ " + repeat("not ", 20000) + "x }}",
+        "{{ " + repeat("-", 20000) + "1 }}", "{{ 1" + repeat(" if x else 1", 20000) + " }}",
+        repeat("{% if x %}", 20000), repeat("{% for x in y %}", 20000), repeat("{% macro m() %}", 20000),
+        "{{ x" + repeat("|trim", 20000) + " }}", "{{ x" + repeat(".a", 20000) + " }}",
+        "{{ f" + repeat("()", 20000) + " }}", "{{ x" + repeat("[0]", 20000) + " }}",
+        "{{ 1" + repeat(" ~ 1", 20000) + " }}"}) {
+    const std::string error = errorOf(source);
+    EXPECT_TRUE(error.find("nesting deeper than 100") != std::string::npos ||
+                error.find("expression nested deeper than 256") != std::string::npos)
+        << source.substr(0, 40) << ": " << error;
+  }
+  // Recursion at run time: a macro calling itself, two macros calling each other, a caller loop.
+  for (const std::string& source :
+       {"{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
+        "{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}",
+        "{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}",
+        "{% macro f(n) %}{{ f(n + 1) if n < 100000 }}{% endmacro %}{{ f(0) }}"}) {
+    const std::string error = errorOf(source);
+    EXPECT_NE(error.find("nesting deeper than 200 (runaway recursion?)"), std::string::npos) << source << ": " << error;
+  }
 }
 
 TEST(Template, RenderChatBuildsTheContext) {

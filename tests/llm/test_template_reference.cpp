@@ -42,7 +42,7 @@ TEST(TemplateReference, MatchesJinja2OnEveryConversation) {
 
   int passed = 0, total = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().filename() == "conversations.json") continue;
+    if (!entry.is_regular_file() || entry.path().filename() == "conversations.json") continue;
     const ordered_json doc = ordered_json::parse(readFile(entry.path()));
     const std::string file = doc["template"];
     const gizml::llm::ChatTemplate t = gizml::llm::ChatTemplate::parse(templateSource(file));

@@ -2,6 +2,7 @@
 // The library the templates call into: operators and attribute access (operators.cpp), filters
 // (filters.cpp), tests (tests.cpp), methods of strings and dicts (methods.cpp) and global
 // functions (globals.cpp).
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,8 +17,9 @@ using TestFn = bool (*)(Evaluator&, const Value& input, CallArgs& args);
 
 FilterFn findFilter(std::string_view name);
 TestFn findTest(std::string_view name);
-/// The bound method obj.name (str.split, dict.items, ...), or undefined when there is none.
-Value findMethod(const Value& obj, const std::string& name);
+/// The bound method obj.name (str.split, dict.items, ...); an undefined that fails when called for
+/// the methods the sandbox refuses (list.append, ...); nullopt when Python has no such attribute.
+std::optional<Value> findMethod(const Value& obj, const std::string& name);
 /// range, namespace, dict, raise_exception, strftime_now.
 void addGlobals(Evaluator& ev, std::unordered_map<std::string, Value>& vars,
                 std::vector<std::weak_ptr<Namespace>>& namespaces);

@@ -24,12 +24,16 @@ std::string ChatTemplate::renderChat(const nlohmann::ordered_json& messages, con
   check(messages.is_array(), "chat template: messages must be a JSON array");
   check(tools.is_null() || tools.is_array(), "chat template: tools must be a JSON array");
   check(extraVars.is_object(), "chat template: extra variables must be a JSON object");
-  nlohmann::ordered_json context = nlohmann::ordered_json::object();
-  context["messages"] = messages;
-  if (!tools.is_null() && !tools.empty()) context["tools"] = tools;
-  context["add_generation_prompt"] = addGenerationPrompt;
-  for (const auto& [key, value] : extraVars.items()) context[key] = value;
-  return render(context);
+  // Straight into template values, depth-checked: copying request JSON into one context object
+  // would recurse through it unchecked.
+  tmpl::DictData context;
+  context.set("messages", tmpl::Value::fromJson(messages, 1));
+  if (!tools.is_null() && !tools.empty()) context.set("tools", tmpl::Value::fromJson(tools, 1));
+  context.set("add_generation_prompt", addGenerationPrompt);
+  for (const auto& [key, value] : extraVars.items()) context.set(key, tmpl::Value::fromJson(value, 1));
+  const TemplateLimits limits;  // outlives the evaluator, which keeps a reference
+  tmpl::Evaluator evaluator(limits, context);
+  return evaluator.render(*template_);
 }
 
 }  // namespace gizml::llm

@@ -42,7 +42,7 @@ std::shared_ptr<Scope> childOf(const std::shared_ptr<Scope>& parent) {
 Evaluator::Evaluator(const TemplateLimits& limits, const DictData& context)
     : limits_(limits), scope_(std::make_shared<Scope>()) {
   addGlobals(*this, scope_->vars, namespaces_);
-  for (const auto& [name, value] : context.items) scope_->vars[name] = value;
+  for (const auto& [name, value] : context.items) scope_->vars[name.toString()] = value;
 }
 
 Evaluator::~Evaluator() {
@@ -194,7 +194,7 @@ void Evaluator::execFor(const Stmt& s) {
                   {"length", n},             {"depth", 1},         {"depth0", 0}};
     if (i > 0) loop.items.emplace_back("previtem", items[static_cast<std::size_t>(i - 1)]);
     if (i + 1 < n) loop.items.emplace_back("nextitem", items[static_cast<std::size_t>(i + 1)]);
-    loop.items.emplace_back("cycle", std::make_shared<Callable>(Callable{"cycle", [i](CallArgs& args) {
+    loop.items.emplace_back("cycle", std::make_shared<Callable>(Callable{"cycle", [i](Evaluator&, CallArgs& args) {
                               if (args.args.empty()) throw Error("no items for cycling given");
                               return args.args[static_cast<std::size_t>(i) % args.args.size()];
                             }}));
@@ -207,7 +207,7 @@ std::shared_ptr<Callable> Evaluator::makeMacro(const std::string& name, const st
                                                const Body& body) {
   // The closure is weak: a macro stored in its own scope must not keep that scope alive.
   const std::weak_ptr<Scope> closure = scope_;
-  return std::make_shared<Callable>(Callable{name, [this, closure, &params, &body, name](CallArgs& args) {
+  return std::make_shared<Callable>(Callable{name, [this, closure, &params, &body, name](Evaluator&, CallArgs& args) {
     const std::shared_ptr<Scope> parent = closure.lock();
     if (!parent) throw Error("macro '" + name + "' called after its scope ended");
     auto frame = childOf(parent);
@@ -261,7 +261,7 @@ Value Evaluator::call(const Value& callee, CallArgs& args) {
   if (!callee.isCallable()) throw Error("'" + callee.typeName() + "' object is not callable");
   step();
   Depth depth(*this);
-  return callee.callable().call(args);
+  return callee.callable().call(*this, args);
 }
 
 CallArgs Evaluator::evalArgs(const Expr& e) {
@@ -272,8 +272,11 @@ CallArgs Evaluator::evalArgs(const Expr& e) {
 }
 
 Value Evaluator::applyFilter(const Expr& f, const Value& input) {
+  // The parser lets unknown names through only where jinja2 resolves them when reached.
+  const FilterFn fn = findFilter(f.name);
+  if (!fn) throw Error("No filter named '" + f.name + "' found.");
   CallArgs args = evalArgs(f);
-  return findFilter(f.name)(*this, input, args);  // the parser checked the name
+  return fn(*this, input, args);
 }
 
 Value Evaluator::applyFilterChain(const Expr& chain, const Value& input) {
@@ -294,9 +297,8 @@ Value Evaluator::eval(const Expr& e) {
     case ExprKind::Dict: {
       DictData dict;
       for (std::size_t i = 0; i + 1 < e.items.size(); i += 2) {
-        const Value key = eval(*e.items[i]);
-        if (!key.isString()) throw Error("dict keys must be strings here, got " + key.typeName());
-        dict.set(key.str(), eval(*e.items[i + 1]));
+        Value key = eval(*e.items[i]);
+        dict.set(std::move(key), eval(*e.items[i + 1]));
       }
       return Value(std::move(dict));
     }
@@ -343,6 +345,16 @@ Value Evaluator::eval(const Expr& e) {
       const Value obj = eval(*e.a);
       const Value none{None{}};
       const Value start = e.b ? eval(*e.b) : none, stop = e.c ? eval(*e.c) : none, stride = e.d ? eval(*e.d) : none;
+      // jinja2 folds a slice of constants at compile time through its getitem, which turns the
+      // error of slicing a non-sequence into undefined; at run time the same slice raises.
+      const auto constant = [](const ExprPtr& x) { return !x || x->kind == ExprKind::Const; };
+      if (constant(e.a) && constant(e.b) && constant(e.c) && constant(e.d)) {
+        try {
+          return sliceOf(obj, start, stop, stride);
+        } catch (const Error& err) {
+          return Value::undefined(err.what());
+        }
+      }
       return sliceOf(obj, start, stop, stride);
     }
     case ExprKind::Call: {
@@ -352,9 +364,11 @@ Value Evaluator::eval(const Expr& e) {
     }
     case ExprKind::Filter: return applyFilter(e, eval(*e.a));
     case ExprKind::Test: {
+      const TestFn fn = findTest(e.name);
+      if (!fn) throw Error("No test named '" + e.name + "' found.");
       const Value v = eval(*e.a);
       CallArgs args = evalArgs(e);
-      return findTest(e.name)(*this, v, args);
+      return fn(*this, v, args);
     }
   }
   return Value();

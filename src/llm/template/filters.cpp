@@ -7,6 +7,7 @@
 
 #include "gizml/error.h"
 #include "llm/template/builtins.h"
+#include "llm/template/format.h"
 #include "llm/template/json_dump.h"
 #include "llm/template/text.h"
 
@@ -14,6 +15,11 @@ namespace gizml::llm::tmpl {
 namespace {
 
 using Args = CallArgs;
+
+// Filters that call a str method keep Markup as Markup (markupsafe wraps those methods).
+Value sameKind(const Value& input, std::string s) {
+  return input.isMarkup() ? Value::markup(std::move(s)) : Value(std::move(s));
+}
 
 // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
 Value tojson(Evaluator& ev, const Value& v, Args& a) {
@@ -92,6 +98,7 @@ Args restArgs(const Args& a, std::size_t from) {
 
 Value map(Evaluator& ev, const Value& v, Args& a) {
   std::vector<Value> out;
+  if (!v.truthy()) return Value::list({});  // jinja2 looks at nothing else for none or empty input
   const Value* attribute = findArg(a, SIZE_MAX, "attribute");
   if (attribute) {
     const Value fallback = arg(a, SIZE_MAX, "default");
@@ -116,6 +123,7 @@ Value map(Evaluator& ev, const Value& v, Args& a) {
 
 // select/reject/selectattr/rejectattr: keep items whose (attribute's) test result is `keep`.
 Value selectImpl(Evaluator& ev, const Value& v, Args& a, bool byAttribute, bool keep) {
+  if (!v.truthy()) return Value::list({});  // jinja2 looks at nothing else for none or empty input
   std::size_t next = 0;
   std::string attribute;
   if (byAttribute) {
@@ -139,6 +147,7 @@ Value selectImpl(Evaluator& ev, const Value& v, Args& a, bool byAttribute, bool 
 }
 
 Value toInt(Evaluator&, const Value& v, Args& a) {
+  if (v.isUndefined()) undefinedError(v);  // int(Undefined) fails in Python
   const Value fallback = arg(a, 0, "default", Value(int64_t{0}));
   if (v.isInt() || v.isBool()) return v.asInt();
   if (v.isFloat()) {
@@ -162,6 +171,7 @@ Value toInt(Evaluator&, const Value& v, Args& a) {
 }
 
 Value toFloat(Evaluator&, const Value& v, Args& a) {
+  if (v.isUndefined()) undefinedError(v);
   const Value fallback = arg(a, 0, "default", Value(0.0));
   if (v.isNumber()) return v.asDouble();
   if (!v.isString()) return fallback;
@@ -212,7 +222,7 @@ Value items(Evaluator&, const Value& v, Args&) {
   if (v.isUndefined()) return Value::list({});
   if (!v.isDict()) throw Error("items: can only get item pairs from a mapping, not " + v.typeName());
   std::vector<Value> out;
-  for (const auto& [k, x] : v.dict().items) out.push_back(Value::list({Value(k), x}, true));
+  for (const auto& [k, x] : v.dict().items) out.push_back(Value::list({k, x}, true));
   return Value::list(std::move(out));
 }
 
@@ -228,7 +238,7 @@ Value dictsort(Evaluator&, const Value& v, Args& a) {
   const bool reverse = boolArg(a, 2, "reverse", false);
   if (by != "key" && by != "value") throw Error("dictsort: 'by' must be 'key' or 'value'");
   std::vector<Value> out;
-  for (const auto& [k, x] : v.dict().items) out.push_back(Value::list({Value(k), x}, true));
+  for (const auto& [k, x] : v.dict().items) out.push_back(Value::list({k, x}, true));
   const std::size_t pos = by == "key" ? 0 : 1;
   std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
     const int c = compare(sortKey(x.items()[pos], caseSensitive), sortKey(y.items()[pos], caseSensitive));
@@ -244,8 +254,10 @@ Value sort(Evaluator&, const Value& v, Args& a) {
   const auto key = [&](const Value& x) {
     return sortKey(attribute.isNone() ? x : getAttrPath(x, attribute.toString()), caseSensitive);
   };
+  // jinja2 sorts by one-item lists of keys, which compare equal items (undefined ones too) as equal.
   std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
-    const int c = compare(key(x), key(y));
+    const Value kx = key(x), ky = key(y);
+    const int c = equals(kx, ky) ? 0 : compare(kx, ky);
     return reverse ? c > 0 : c < 0;
   });
   return Value::list(std::move(out));
@@ -257,6 +269,7 @@ Value unique(Evaluator&, const Value& v, Args& a) {
   std::vector<Value> out, seen;
   for (const Value& item : iterate(v)) {
     const Value key = sortKey(attribute.isNone() ? item : getAttrPath(item, attribute.toString()), caseSensitive);
+    key.checkHashable();  // jinja2 keeps a set of the keys seen
     if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); })) {
       seen.push_back(key);
       out.push_back(item);
@@ -274,9 +287,9 @@ Value extreme(const Value& v, Args& a, bool wantMax) {
     return sortKey(attribute.isNone() ? x : getAttrPath(x, attribute.toString()), caseSensitive);
   };
   const Value* best = &all[0];
-  for (const Value& x : all) {
-    const int c = compare(key(x), key(*best));
-    if (wantMax ? c > 0 : c < 0) best = &x;
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    const int c = compare(key(all[i]), key(*best));
+    if (wantMax ? c > 0 : c < 0) best = &all[i];
   }
   return *best;
 }
@@ -307,6 +320,8 @@ Value batch(Evaluator&, const Value& v, Args& a) {
 }
 
 Value indent(Evaluator& ev, const Value& v, Args& a) {
+  if (v.isUndefined()) undefinedError(v);
+  if (!v.isString()) throw Error("indent: expected a string, got " + v.typeName());  // jinja2 appends "\n" to it
   const Value width = arg(a, 0, "width", Value(int64_t{4}));
   const std::string pad = width.isString() ? width.str()
                                             : std::string(static_cast<std::size_t>(std::clamp<int64_t>(
@@ -321,7 +336,7 @@ Value indent(Evaluator& ev, const Value& v, Args& a) {
   ev.checkSize(s.size() + (lines.size() + 1) * pad.size());
   std::string out = lines[0];
   for (std::size_t i = 1; i < lines.size(); ++i) out += "\n" + (blank || !lines[i].empty() ? pad : "") + lines[i];
-  return firstLine ? pad + out : out;
+  return sameKind(v, firstLine ? pad + out : out);
 }
 
 Value wordcount(Evaluator&, const Value& v, Args&) {
@@ -349,19 +364,151 @@ Value reverse(Evaluator&, const Value& v, Args&) {
   return Value::list(std::move(items));
 }
 
-Value escape(Evaluator&, const Value& v, Args&) {
+Value escape(Evaluator&, const Value& v, Args&) { return Value::markup(escapedText(v)); }
+
+Value format(Evaluator& ev, const Value& v, Args& a) {
+  if (!a.args.empty() && !a.kwargs.empty()) throw Error("can't handle positional and keyword arguments at the same time");
+  Value values = Value::list(a.args, true);
+  if (!a.kwargs.empty()) {
+    DictData d;
+    for (const auto& [key, value] : a.kwargs) d.set(key, value);
+    values = Value(std::move(d));
+  }
+  return binaryOp(ev, "%", v.isString() ? v : Value(v.toString()), values);
+}
+
+Value center(Evaluator& ev, const Value& v, Args& a) {
+  const int64_t width = std::max<int64_t>(intArg(a, 0, "width", 80), 0);
+  ev.checkSize(static_cast<uint64_t>(width) > ev.limits().maxOutputBytes ? SIZE_MAX : static_cast<std::size_t>(width));
+  return sameKind(v, pyPad(v.toString(), static_cast<std::size_t>(width), " ", 'c'));
+}
+
+// getattr() only: unlike a.b, attr never falls back to the item of that name.
+Value attr(Evaluator&, const Value& v, Args& a) {
+  const std::string name = strArg(a, 0, "name", "");
+  if (v.isUndefined()) undefinedError(v);
+  if (v.isNamespace()) return getAttr(v, name);
+  if (std::optional<Value> method = findMethod(v, name)) return *method;
+  return Value::undefined(std::string("'") + v.typeName() + " object' has no attribute '" + name + "'");
+}
+
+Value truncate(Evaluator& ev, const Value& v, Args& a) {
+  if (!v.isString()) {  // jinja2 takes len() of the value and returns a short one as it is
+    const int64_t n = static_cast<int64_t>(length(ev, v, a).asInt());
+    if (n <= intArg(a, 0, "length", 255) + intArg(a, 3, "leeway", 5)) return v;
+    throw Error("truncate: expected a string, got " + v.typeName());
+  }
+  const std::string s = v.toString();
+  const int64_t length = intArg(a, 0, "length", 255);
+  const bool killwords = boolArg(a, 1, "killwords", false);
+  const std::string end = strArg(a, 2, "end", "...");
+  const int64_t leeway = intArg(a, 3, "leeway", 5);
+  const auto endLength = static_cast<int64_t>(codePointCount(end));
+  if (length < endLength) throw Error("expected length >= " + std::to_string(endLength) + ", got " + std::to_string(length));
+  if (leeway < 0) throw Error("expected leeway >= 0, got " + std::to_string(leeway));
+  const std::vector<std::size_t> offsets = codePointOffsets(s);
+  const auto n = static_cast<int64_t>(offsets.size()) - 1;
+  if (n <= length + leeway) return s;
+  std::string kept = s.substr(0, offsets[static_cast<std::size_t>(length - endLength)]);
+  if (!killwords) {
+    const std::size_t space = kept.rfind(' ');
+    if (space != std::string::npos) kept.resize(space);
+  }
+  return kept + end;
+}
+
+Value filesizeformat(Evaluator& ev, const Value& v, Args& a) {
+  Args noDefault;
+  noDefault.args.push_back(Value());  // float(value) raises where |float would fall back
+  const Value number = v.isUndefined() ? v : toFloat(ev, v, noDefault);
+  if (number.isUndefined()) throw Error("filesizeformat: could not convert " + v.repr() + " to float");
+  const double bytes = number.asDouble();
+  const bool binary = boolArg(a, 0, "binary", false);
+  const double base = binary ? 1024 : 1000;
+  static const char* const kDecimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  static const char* const kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  if (bytes == 1) return "1 Byte";
+  if (bytes < base) return std::to_string(static_cast<int64_t>(bytes)) + " Bytes";
+  double unit = base;
+  for (int i = 0; i < 8; ++i) {
+    unit *= base;
+    if (bytes < unit || i == 7) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, binary ? kBinary[i] : kDecimal[i]);
+      return std::string(buf);
+    }
+  }
+  return Value();
+}
+
+// urllib's quote(): unreserved bytes stay, the rest is %XX; query parts write spaces as '+'.
+std::string urlQuote(const std::string& s, bool forQuery) {
   std::string out;
-  for (const char c : v.toString()) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '_' || c == '.' || c == '-' || c == '~' || (c == '/' && !forQuery)) {
+      out += c;
+    } else if (c == ' ' && forQuery) {
+      out += '+';
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", u);
+      out += buf;
     }
   }
   return out;
+}
+
+Value urlencode(Evaluator&, const Value& v, Args&) {
+  if (v.isString() || !(v.isList() || v.isDict() || v.isUndefined())) return urlQuote(v.toString(), false);
+  std::string out;
+  const auto pair = [&](const Value& k, const Value& x) {
+    out += (out.empty() ? "" : "&") + urlQuote(k.toString(), true) + "=" + urlQuote(x.toString(), true);
+  };
+  if (v.isDict()) {
+    for (const auto& [k, x] : v.dict().items) pair(k, x);
+  } else {
+    for (const Value& item : iterate(v)) {
+      const std::vector<Value> kv = iterate(item);
+      if (kv.size() != 2) throw Error("urlencode: expected pairs");
+      pair(kv[0], kv[1]);
+    }
+  }
+  return out;
+}
+
+Value xmlattr(Evaluator&, const Value& v, Args& a) {
+  if (!v.isDict()) throw Error("xmlattr: expected a mapping, got " + v.typeName());
+  std::string out;
+  for (const auto& [k, x] : v.dict().items) {
+    if (x.isNone() || x.isUndefined()) continue;
+    const std::string key = k.toString();
+    if (key.find_first_of(" \t\n\r\f\v/>=") != std::string::npos)
+      throw Error("Invalid character in attribute name: " + k.repr());
+    out += (out.empty() ? "" : " ") + escapedText(k) + "=\"" + escapedText(x) + "\"";
+  }
+  return boolArg(a, 0, "autospace", true) && !out.empty() ? " " + out : out;
+}
+
+Value sliceFilter(Evaluator& ev, const Value& v, Args& a) {
+  const int64_t slices = intArg(a, 0, "slices", 1);
+  if (slices <= 0) throw Error("slice: the number of slices must be positive");
+  ev.checkItems(static_cast<std::size_t>(slices));
+  const Value fill = arg(a, 1, "fill_with", Value(None{}));
+  const std::vector<Value> seq = iterate(v);
+  const auto length = static_cast<int64_t>(seq.size());
+  const int64_t perSlice = length / slices, withExtra = length % slices;
+  std::vector<Value> out;
+  int64_t offset = 0;
+  for (int64_t k = 0; k < slices; ++k) {
+    const int64_t start = offset + k * perSlice;
+    if (k < withExtra) ++offset;
+    const int64_t end = offset + (k + 1) * perSlice;
+    std::vector<Value> part(seq.begin() + start, seq.begin() + end);
+    if (!fill.isNone() && k >= withExtra) part.push_back(fill);
+    out.push_back(Value::list(std::move(part)));
+  }
+  return Value::list(std::move(out));
 }
 
 Value absFilter(Evaluator&, const Value& v, Args&) {
@@ -385,7 +532,7 @@ const Entry kFilters[] = {
     {"trim", [](Evaluator&, const Value& v, Args& a) {
        const Value chars = arg(a, 0, "chars", Value(None{}));
        const std::string set = chars.isNone() ? "" : chars.toString();
-       return Value(pyStrip(v.toString(), chars.isNone() ? nullptr : &set, true, true));
+       return sameKind(v, pyStrip(v.toString(), chars.isNone() ? nullptr : &set, true, true));
      }},
     {"join", join},
     {"default", defaultFilter},
@@ -398,19 +545,27 @@ const Entry kFilters[] = {
     {"selectattr", [](Evaluator& ev, const Value& v, Args& a) { return selectImpl(ev, v, a, true, true); }},
     {"rejectattr", [](Evaluator& ev, const Value& v, Args& a) { return selectImpl(ev, v, a, true, false); }},
     {"list", [](Evaluator&, const Value& v, Args&) { return Value::list(iterate(v)); }},
-    {"string", [](Evaluator&, const Value& v, Args&) { return Value(v.toString()); }},
+    {"string", [](Evaluator&, const Value& v, Args&) { return v.isMarkup() ? v : Value(v.toString()); }},
     {"int", toInt},
     {"float", toFloat},
     {"abs", absFilter},
-    {"upper", [](Evaluator&, const Value& v, Args&) { return Value(asciiUpper(v.toString())); }},
-    {"lower", [](Evaluator&, const Value& v, Args&) { return Value(asciiLower(v.toString())); }},
-    {"capitalize", [](Evaluator&, const Value& v, Args&) { return Value(pyCapitalize(v.toString())); }},
+    {"upper", [](Evaluator&, const Value& v, Args&) { return sameKind(v, asciiUpper(v.toString())); }},
+    {"lower", [](Evaluator&, const Value& v, Args&) { return sameKind(v, asciiLower(v.toString())); }},
+    {"capitalize", [](Evaluator&, const Value& v, Args&) { return sameKind(v, pyCapitalize(v.toString())); }},
     {"title", [](Evaluator&, const Value& v, Args&) { return Value(pyTitle(v.toString())); }},
     {"replace", replace},
     {"round", roundFilter},
-    {"safe", [](Evaluator&, const Value& v, Args&) { return v; }},
+    {"safe", [](Evaluator&, const Value& v, Args&) { return v.isMarkup() ? v : Value::markup(v.toString()); }},
     {"escape", escape},
     {"e", escape},
+    {"forceescape", [](Evaluator&, const Value& v, Args&) { return Value::markup(escapeHtml(v.toString())); }},
+    {"format", format},
+    {"center", center},
+    {"truncate", truncate},
+    {"slice", sliceFilter},
+    {"filesizeformat", filesizeformat},
+    {"urlencode", urlencode},
+    {"xmlattr", xmlattr},
     {"items", items},
     {"dictsort", dictsort},
     {"sort", sort},
@@ -422,7 +577,7 @@ const Entry kFilters[] = {
     {"indent", indent},
     {"wordcount", wordcount},
     {"reverse", reverse},
-    {"attr", [](Evaluator&, const Value& v, Args& a) { return getAttr(v, strArg(a, 0, "name", "")); }},
+    {"attr", attr},
 };
 
 }  // namespace

@@ -56,7 +56,8 @@ std::string strftimeNow(const std::string& format) {
 }
 
 std::shared_ptr<Callable> fn(const char* name, std::function<Value(CallArgs&)> body) {
-  return std::make_shared<Callable>(Callable{name, std::move(body)});
+  return std::make_shared<Callable>(
+      Callable{name, [body = std::move(body)](Evaluator&, CallArgs& args) { return body(args); }});
 }
 
 }  // namespace

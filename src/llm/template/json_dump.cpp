@@ -47,6 +47,19 @@ void dumpString(std::string& out, const std::string& s, bool ensureAscii) {
   out += '"';
 }
 
+// json.dumps turns int, float, bool and None keys into strings.
+std::string jsonKey(const Value& key) {
+  if (key.isString()) return key.str();
+  if (key.isBool()) return key.asBool() ? "true" : "false";
+  if (key.isNone()) return "null";
+  if (key.isInt()) return key.toString();
+  if (key.isFloat()) {
+    const double d = key.asDouble();
+    return std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : formatFloat(d);
+  }
+  throw Error("keys must be str, int, float, bool or None, not " + key.typeName());
+}
+
 void dump(std::string& out, const Value& v, const JsonOptions& o, int level) {
   if (out.size() > o.maxBytes) throw Error("tojson: output too large");
   const auto newline = [&](int lvl) {
@@ -84,15 +97,15 @@ void dump(std::string& out, const Value& v, const JsonOptions& o, int level) {
       out += "{}";
       return;
     }
-    std::vector<const std::pair<std::string, Value>*> entries;
+    std::vector<const std::pair<Value, Value>*> entries;
     for (const auto& kv : v.dict().items) entries.push_back(&kv);
-    if (o.sortKeys)
-      std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+    if (o.sortKeys)  // Python sorts the keys themselves (mixed types fail), then converts them
+      std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return compare(a->first, b->first) < 0; });
     out += '{';
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (i) out += o.itemSeparator;
       newline(level + 1);
-      dumpString(out, entries[i]->first, o.ensureAscii);
+      dumpString(out, jsonKey(entries[i]->first), o.ensureAscii);
       out += o.keySeparator;
       dump(out, entries[i]->second, o, level + 1);
     }

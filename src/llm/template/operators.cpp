@@ -4,6 +4,7 @@
 
 #include "gizml/error.h"
 #include "llm/template/builtins.h"
+#include "llm/template/format.h"
 #include "llm/template/text.h"
 
 namespace gizml::llm::tmpl {
@@ -31,14 +32,14 @@ constexpr auto kMul = [](int64_t x, int64_t y, int64_t* r) { return __builtin_mu
 
 Value repeat(Evaluator& ev, const Value& seq, int64_t n) {
   if (n <= 0 || (seq.isString() ? seq.str().empty() : seq.items().empty()))
-    return seq.isString() ? Value("") : Value::list({}, seq.listData().tuple);
+    return seq.isMarkup() ? Value::markup("") : seq.isString() ? Value("") : Value::list({}, seq.listData().tuple);
   if (seq.isString()) {
     const std::size_t len = seq.str().size(), max = ev.limits().maxOutputBytes;
     ev.checkSize(len > 0 && static_cast<uint64_t>(n) > max / len ? SIZE_MAX : len * static_cast<std::size_t>(n));
     std::string out;
     out.reserve(seq.str().size() * static_cast<std::size_t>(n));
     for (int64_t i = 0; i < n; ++i) out += seq.str();
-    return Value(std::move(out));
+    return seq.isMarkup() ? Value::markup(std::move(out)) : Value(std::move(out));
   }
   const auto& items = seq.items();
   const std::size_t len = items.size(), max = ev.limits().maxItems;
@@ -91,6 +92,12 @@ Value arithmetic(Evaluator& ev, const std::string& op, const Value& a, const Val
   }
   if (op == "+" && a.isString() && b.isString()) {
     ev.checkSize(a.str().size() + b.str().size());
+    // Markup + str escapes the str (either side), as markupsafe's __add__/__radd__ do.
+    if (a.isMarkup() || b.isMarkup()) {
+      std::string out = escapedText(a) + escapedText(b);
+      ev.checkSize(out.size());
+      return Value::markup(std::move(out));
+    }
     return a.str() + b.str();
   }
   if (op == "+" && a.isList() && b.isList() && a.listData().tuple == b.listData().tuple) {
@@ -101,7 +108,18 @@ Value arithmetic(Evaluator& ev, const std::string& op, const Value& a, const Val
   }
   if (op == "*" && (a.isString() || a.isList()) && (b.isInt() || b.isBool())) return repeat(ev, a, b.asInt());
   if (op == "*" && (b.isString() || b.isList()) && (a.isInt() || a.isBool())) return repeat(ev, b, a.asInt());
-  if (op == "%" && a.isString()) throw Error("printf-style string formatting is not supported");
+  if (op == "%" && a.isString()) {
+    // Markup % values escapes the values, as markupsafe does.
+    if (!a.isMarkup()) return pyPercent(ev, a.str(), b);
+    const auto escape = [](const Value& v) { return v.isString() ? Value::markup(escapedText(v)) : v; };
+    Value escaped = escape(b);
+    if (b.isList() && b.listData().tuple) {
+      std::vector<Value> items;
+      for (const Value& v : b.items()) items.push_back(escape(v));
+      escaped = Value::list(std::move(items), true);
+    }
+    return Value::markup(pyPercent(ev, a.str(), escaped));
+  }
   typeError(op, a, b);
 }
 
@@ -130,6 +148,7 @@ Value binaryOp(Evaluator& ev, const std::string& op, const Value& a, const Value
   if (op == "!=") return !equals(a, b);
   if (op == "in") return contains(b, a);
   if (op == "not in") return !contains(b, a);
+  if (op == "%" && a.isString()) return arithmetic(ev, op, a, b);  // undefined is a mapping to str.__mod__
   if (a.isUndefined()) undefinedError(a);
   if (b.isUndefined()) undefinedError(b);
   if (op == "<") return compare(a, b) < 0;
@@ -149,7 +168,10 @@ bool contains(const Value& container, const Value& item) {
       if (equals(v, item)) return true;
     return false;
   }
-  if (container.isDict()) return item.isString() && container.dict().find(item.str()) != nullptr;
+  if (container.isDict()) {
+    item.checkHashable();
+    return container.dict().find(item) != nullptr;
+  }
   if (container.isUndefined()) return false;  // Jinja's Undefined iterates as empty
   throw Error("argument of type '" + container.typeName() + "' is not iterable");
 }
@@ -166,8 +188,7 @@ Value getAttr(const Value& obj, const std::string& name) {
     return v ? *v : noAttribute(obj, name);
   }
   // Python attributes (methods) first, then items: Jinja's getattr order.
-  Value method = findMethod(obj, name);
-  if (!method.isUndefined()) return method;
+  if (std::optional<Value> method = findMethod(obj, name)) return *method;
   if (obj.isDict()) {
     const Value* v = obj.dict().find(name);
     if (v) return *v;
@@ -177,10 +198,12 @@ Value getAttr(const Value& obj, const std::string& name) {
 
 Value getItem(const Value& obj, const Value& key) {
   if (obj.isUndefined()) undefinedError(obj);
-  if (obj.isDict() && key.isString()) {
-    const Value* v = obj.dict().find(key.str());
+  if (obj.isDict() && !(key.isList() && !key.listData().tuple) && !key.isDict()) {  // unhashable keys find nothing
+    const Value* v = obj.dict().find(key);
     if (v) return *v;
   }
+  if (obj.isList() && obj.listData().view)
+    return Value::undefined(std::string("'") + obj.typeName() + "' object is not subscriptable");
   if ((obj.isList() || obj.isString()) && (key.isInt() || key.isBool())) {
     int64_t i = key.asInt();
     if (obj.isList()) {
@@ -191,9 +214,11 @@ Value getItem(const Value& obj, const Value& key) {
       const std::vector<std::size_t> offsets = codePointOffsets(obj.str());
       const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
       if (i < 0) i += n;
-      if (i >= 0 && i < n)
-        return obj.str().substr(offsets[static_cast<std::size_t>(i)],
-                                offsets[static_cast<std::size_t>(i) + 1] - offsets[static_cast<std::size_t>(i)]);
+      if (i >= 0 && i < n) {
+        std::string c = obj.str().substr(offsets[static_cast<std::size_t>(i)],
+                                         offsets[static_cast<std::size_t>(i) + 1] - offsets[static_cast<std::size_t>(i)]);
+        return obj.isMarkup() ? Value::markup(std::move(c)) : Value(std::move(c));
+      }
     }
     return Value::undefined(obj.typeName() + " index out of range");
   }
@@ -209,8 +234,10 @@ Value sliceOf(const Value& obj, const Value& startV, const Value& stopV, const V
       throw Error("slice indices must be integers or None");
   const int64_t step = stepV.isUndefined() || stepV.isNone() ? 1 : stepV.asInt();
   if (step == 0) throw Error("slice step cannot be zero");
-  if (!obj.isList() && !obj.isString())
-    return Value::undefined(std::string("'") + obj.typeName() + "' object is not subscriptable");
+  // jinja2 slices with Python's own [a:b], so anything but a sequence fails outright.
+  if (obj.isDict()) throw Error("unhashable type: 'slice'");
+  const bool sequence = obj.isString() || (obj.isList() && !obj.listData().view);
+  if (!sequence) throw Error(std::string("'") + obj.typeName() + "' object is not subscriptable");
   std::vector<std::size_t> offsets;
   int64_t n = 0;
   if (obj.isString()) {
@@ -228,7 +255,7 @@ Value sliceOf(const Value& obj, const Value& startV, const Value& stopV, const V
     else items.push_back(obj.items()[k]);
     if (step > 0 ? i > INT64_MAX - step : i < INT64_MIN - step) break;
   }
-  if (obj.isString()) return Value(std::move(s));
+  if (obj.isString()) return obj.isMarkup() ? Value::markup(std::move(s)) : Value(std::move(s));
   return Value::list(std::move(items), obj.listData().tuple);
 }
 

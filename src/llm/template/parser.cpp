@@ -21,6 +21,10 @@ class Parser {
     Template t;
     std::string end;
     t.body = parseBody({}, end);
+    if (!unknownNames_.empty()) {
+      const UnknownName& first = unknownNames_.front();
+      syntaxError(first.line, first.column, first.message);
+    }
     return t;
   }
 
@@ -54,6 +58,23 @@ class Parser {
     if (cur().type != Tok::Name) unexpected("a name");
     return toks_[p_++].text;
   }
+
+  // jinja2 resolves filter and test names when it compiles, except in an if statement's own
+  // tests and bodies and in conditional expressions (its "soft frames"), where an unknown name
+  // only fails when reached. Unknown names elsewhere are failures kept until the end of parsing.
+  struct UnknownName {
+    int line, column;
+    std::string message;
+  };
+  void checkName(bool known, const char* kind, const std::string& name, int line, int column) {
+    if (!known && !soft_) unknownNames_.push_back({line, column, std::string("No ") + kind + " named '" + name + "'"});
+  }
+  struct Soft {
+    Soft(Parser& p, bool soft) : p(p), saved(std::exchange(p.soft_, soft)) {}
+    ~Soft() { p.soft_ = saved; }
+    Parser& p;
+    bool saved;
+  };
 
   struct Nest {
     explicit Nest(Parser& p) : p(p) {
@@ -137,6 +158,7 @@ class Parser {
     const std::string tag = expectName();
     std::string end;
     if (tag == "if") {
+      Soft soft(*this, true);
       s->kind = StmtKind::If;
       s->conds.push_back(parseExpression());
       endTag();
@@ -160,6 +182,7 @@ class Parser {
       if (!isName("in")) unexpected("'in'");
       ++p_;
       s->expr = parseTuple(false);
+      Soft inner(*this, false);
       if (isName("if")) {
         ++p_;
         s->cond = parseExpression();
@@ -183,6 +206,7 @@ class Parser {
         endTag();
       } else {
         s->kind = StmtKind::SetBlock;
+        Soft inner(*this, false);
         if (s->target->kind != ExprKind::Name) fail("a block set assigns one name");
         if (isOp("|")) s->expr = parseFilterChain();
         endTag();
@@ -191,6 +215,7 @@ class Parser {
       }
     } else if (tag == "macro") {
       s->kind = StmtKind::Macro;
+      Soft inner(*this, false);
       s->text = expectName();
       s->params = parseParams();
       endTag();
@@ -205,12 +230,14 @@ class Parser {
       s->expr = parseExpression();
       if (s->expr->kind != ExprKind::Call) fail("expected a call after 'call'");
       endTag();
+      Soft inner(*this, false);
       const int outerLoops = std::exchange(loops_, 0);
       s->body = parseBody({"endcall"}, end);
       loops_ = outerLoops;
       endTag();
     } else if (tag == "filter") {
       s->kind = StmtKind::FilterBlock;
+      Soft inner(*this, false);
       s->expr = parseFilterChain();
       endTag();
       s->body = parseBody({"endfilter"}, end);
@@ -225,7 +252,11 @@ class Parser {
         s->sets.emplace_back(std::move(target), parseExpression());
       }
       endTag();
+      Soft inner(*this, false);
+      // {% generation %} is a call block in transformers: its body is a macro's, outside any loop.
+      const int outerLoops = tag == "generation" ? std::exchange(loops_, 0) : loops_;
       s->body = parseBody({tag == "with" ? "endwith" : "endgeneration"}, end);
+      loops_ = outerLoops;
       endTag();
     } else if (tag == "break" || tag == "continue") {
       if (loops_ == 0) fail("'" + tag + "' outside of a loop");
@@ -306,8 +337,12 @@ class Parser {
   ExprPtr parseExpression() {
     Nest nest(*this);
     const int line = cur().line;
+    const std::size_t unknownBefore = unknownNames_.size();
     ExprPtr expr = parseOr();
+    // A conditional expression is soft throughout, its first operand too.
+    if (isName("if")) unknownNames_.resize(unknownBefore);
     while (isName("if")) {
+      Soft soft(*this, true);
       ++p_;
       ExprPtr cond = parseOr();
       ExprPtr otherwise;
@@ -320,21 +355,25 @@ class Parser {
     return expr;
   }
 
+  // jinja2 folds `false and x` and `true or x` to a constant before compiling, so unknown names
+  // in x never fail.
+  ExprPtr shortCircuit(const std::string& op, ExprPtr left, ExprPtr (Parser::*next)()) {
+    const std::size_t unknownBefore = unknownNames_.size();
+    const int line = toks_[p_++].line;
+    ExprPtr right = (this->*next)();
+    if (left->kind == ExprKind::Const && left->value.truthy() == (op == "or")) unknownNames_.resize(unknownBefore);
+    return make(ExprKind::Binary, line, op, std::move(left), std::move(right));
+  }
+
   ExprPtr parseOr() {
     ExprPtr left = parseAnd();
-    while (isName("or")) {
-      const int line = toks_[p_++].line;
-      left = make(ExprKind::Binary, line, "or", std::move(left), parseAnd());
-    }
+    while (isName("or")) left = shortCircuit("or", std::move(left), &Parser::parseAnd);
     return left;
   }
 
   ExprPtr parseAnd() {
     ExprPtr left = parseNot();
-    while (isName("and")) {
-      const int line = toks_[p_++].line;
-      left = make(ExprKind::Binary, line, "and", std::move(left), parseNot());
-    }
+    while (isName("and")) left = shortCircuit("and", std::move(left), &Parser::parseNot);
     return left;
   }
 
@@ -552,8 +591,9 @@ class Parser {
 
   ExprPtr parseFilter(ExprPtr input) {
     auto f = node(ExprKind::Filter, cur().line, {}, std::move(input));
+    const Token at = cur();
     f->name = dottedName();
-    if (!findFilter(f->name)) fail("no filter named '" + f->name + "'");
+    checkName(findFilter(f->name) != nullptr, "filter", f->name, at.line, at.column);
     if (isOp("(")) parseArgs(*f);
     return seal(std::move(f));
   }
@@ -579,8 +619,9 @@ class Parser {
         const bool negated = isName("not");
         if (negated) ++p_;
         auto test = node(ExprKind::Test, line, {}, std::move(expr));
+        const Token at = cur();
         test->name = dottedName();
-        if (!findTest(test->name)) fail("no test named '" + test->name + "'");
+        checkName(findTest(test->name) != nullptr, "test", test->name, at.line, at.column);
         const Tok next = cur().type;
         if (isOp("(")) {
           parseArgs(*test);
@@ -604,6 +645,8 @@ class Parser {
   std::size_t p_ = 0;
   int nesting_ = 0;
   int loops_ = 0;
+  bool soft_ = false;
+  std::vector<UnknownName> unknownNames_;
 };
 
 }  // namespace

@@ -39,7 +39,8 @@ const Entry kTests[] = {
      [](Evaluator&, const Value& v, CallArgs&) { return v.isList() || v.isDict() || v.isString() || v.isUndefined(); }},
     {"sequence",
      [](Evaluator&, const Value& v, CallArgs&) { return v.isList() || v.isDict() || v.isString() || v.isUndefined(); }},
-    {"callable", [](Evaluator&, const Value& v, CallArgs&) { return v.isCallable(); }},
+    {"callable", [](Evaluator&, const Value& v, CallArgs&) { return v.isCallable() || v.isUndefined(); }},
+    {"escaped", [](Evaluator&, const Value& v, CallArgs&) { return v.isMarkup(); }},
     {"even",
      [](Evaluator&, const Value& v, CallArgs&) {
        if (!v.isNumber()) throw Error("'even' needs a number");
@@ -84,10 +85,18 @@ const Entry kTests[] = {
        if (v.isNone() || v.isBool() || v.isUndefined()) return equals(v, o) && v.typeName() == o.typeName();
        return v.typeName() == o.typeName() && (v.isInt() ? v.asInt() == o.asInt() : false);
      }},
-    {"lower", [](Evaluator&, const Value& v, CallArgs&) { return v.isString() && asciiLower(v.str()) == v.str(); }},
-    {"upper", [](Evaluator&, const Value& v, CallArgs&) { return v.isString() && asciiUpper(v.str()) == v.str(); }},
-    {"filter", [](Evaluator&, const Value& v, CallArgs&) { return v.isString() && findFilter(v.str()) != nullptr; }},
-    {"test", [](Evaluator&, const Value& v, CallArgs&) { return v.isString() && findTest(v.str()) != nullptr; }},
+    {"lower", [](Evaluator&, const Value& v, CallArgs&) { return pyIsLower(v.toString()); }},  // str(v).islower()
+    {"upper", [](Evaluator&, const Value& v, CallArgs&) { return pyIsUpper(v.toString()); }},
+    {"filter",
+     [](Evaluator&, const Value& v, CallArgs&) {
+       v.checkHashable();  // a lookup in jinja2's dict of filters
+       return v.isString() && findFilter(v.str()) != nullptr;
+     }},
+    {"test",
+     [](Evaluator&, const Value& v, CallArgs&) {
+       v.checkHashable();
+       return v.isString() && findTest(v.str()) != nullptr;
+     }},
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "llm/template/text.h"
 
+#include <algorithm>
+
 namespace gizml::llm::tmpl {
 
 char32_t decodeAt(std::string_view s, std::size_t& pos) {
@@ -106,8 +108,7 @@ std::vector<std::string> pySplit(std::string_view s, const std::string* sep, lon
       continue;
     }
     if (maxsplit >= 0 && static_cast<long>(parts.size()) == maxsplit) {
-      // The rest, without its trailing whitespace, is the last part.
-      parts.push_back(pyStrip(s.substr(pos), nullptr, false, true));
+      parts.emplace_back(s.substr(pos));  // the rest, trailing whitespace and all
       return parts;
     }
     std::size_t end = pos;
@@ -177,6 +178,109 @@ std::string pyTitle(std::string_view s) {
               c == '<';
     }
   }
+  return out;
+}
+
+std::string pyStrTitle(std::string_view s) {
+  std::string out(s);
+  bool afterLetter = false;
+  for (char& c : out) {
+    if (isAsciiAlpha(c)) {
+      c = afterLetter ? asciiLower(std::string_view(&c, 1))[0] : asciiUpper(std::string_view(&c, 1))[0];
+      afterLetter = true;
+    } else {
+      afterLetter = false;
+    }
+  }
+  return out;
+}
+
+std::string pySwapcase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  return out;
+}
+
+static bool casedAs(std::string_view s, bool lower) {
+  bool cased = false;
+  for (const char c : s) {
+    const bool isLower = c >= 'a' && c <= 'z', isUpper = c >= 'A' && c <= 'Z';
+    if (lower ? isUpper : isLower) return false;
+    cased = cased || isLower || isUpper;
+  }
+  return cased;
+}
+
+bool pyIsLower(std::string_view s) { return casedAs(s, true); }
+bool pyIsUpper(std::string_view s) { return casedAs(s, false); }
+
+static bool isLineBreak(char32_t c) {
+  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E || c == 0x85 ||
+         c == 0x2028 || c == 0x2029;
+}
+
+std::vector<std::string> pySplitlines(std::string_view s, bool keepends) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t pos = 0; pos < s.size();) {
+    const std::size_t at = pos;
+    const char32_t c = decodeAt(s, pos);
+    if (!isLineBreak(c)) continue;
+    if (c == '\r' && pos < s.size() && s[pos] == '\n') ++pos;
+    lines.emplace_back(s.substr(start, (keepends ? pos : at) - start));
+    start = pos;
+  }
+  if (start < s.size()) lines.emplace_back(s.substr(start));
+  return lines;
+}
+
+std::vector<std::string> pyRsplit(std::string_view s, const std::string* sep, long maxsplit) {
+  std::vector<std::string> parts;
+  if (sep) {
+    std::size_t end = s.size();
+    while (maxsplit < 0 || static_cast<long>(parts.size()) < maxsplit) {
+      if (end < sep->size()) break;
+      const std::size_t hit = s.rfind(*sep, end - sep->size());
+      if (hit == std::string_view::npos) break;
+      parts.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
+      end = hit;
+    }
+    parts.emplace_back(s.substr(0, end));
+  } else {
+    const std::vector<std::size_t> offsets = codePointOffsets(s);
+    const auto spaceAt = [&](std::size_t i) {
+      std::size_t pos = offsets[i];
+      return isPyWhitespace(decodeAt(s, pos));
+    };
+    std::size_t end = offsets.size() - 1;  // code point index
+    while (true) {
+      while (end > 0 && spaceAt(end - 1)) --end;
+      if (end == 0) break;
+      if (maxsplit >= 0 && static_cast<long>(parts.size()) == maxsplit) {
+        parts.emplace_back(s.substr(0, offsets[end]));  // the rest, leading whitespace kept
+        break;
+      }
+      std::size_t begin = end;
+      while (begin > 0 && !spaceAt(begin - 1)) --begin;
+      parts.emplace_back(s.substr(offsets[begin], offsets[end] - offsets[begin]));
+      end = begin;
+    }
+  }
+  std::reverse(parts.begin(), parts.end());
+  return parts;
+}
+
+std::string pyPad(std::string_view s, std::size_t width, std::string_view fill, char align) {
+  const std::size_t n = codePointCount(s);
+  if (width <= n) return std::string(s);
+  const std::size_t margin = width - n;
+  // CPython's centring puts the odd space on the left when width is odd.
+  const std::size_t left = align == 'r' ? margin : align == 'l' ? 0 : margin / 2 + (margin & width & 1);
+  std::string out;
+  for (std::size_t i = 0; i < left; ++i) out += fill;
+  out += s;
+  for (std::size_t i = left; i < margin; ++i) out += fill;
   return out;
 }
 

@@ -11,19 +11,26 @@
 
 namespace gizml::llm::tmpl {
 
-const Value* DictData::find(std::string_view key) const {
+const Value* DictData::find(const Value& key) const {
   for (const auto& [k, v] : items)
-    if (k == key) return &v;
+    if (equals(k, key)) return &v;
   return nullptr;
 }
 
-void DictData::set(const std::string& key, Value value) {
+const Value* DictData::find(std::string_view key) const {
+  for (const auto& [k, v] : items)
+    if (k.isString() && k.str() == key) return &v;
+  return nullptr;
+}
+
+void DictData::set(Value key, Value value) {
+  key.checkHashable();
   for (auto& [k, v] : items)
-    if (k == key) {
+    if (equals(k, key)) {
       v = std::move(value);
       return;
     }
-  items.emplace_back(key, std::move(value));
+  items.emplace_back(std::move(key), std::move(value));
 }
 
 static int childDepth(const Value& v) {
@@ -39,11 +46,14 @@ Value::Value(ListData list) {
 
 Value::Value(DictData dict) {
   dict.depth = 1;
-  for (const auto& kv : dict.items) dict.depth = std::max(dict.depth, childDepth(kv.second));
+  for (const auto& [key, value] : dict.items) dict.depth = std::max({dict.depth, childDepth(key), childDepth(value)});
   data_ = std::make_shared<const DictData>(std::move(dict));
 }
 
-Value Value::fromJson(const nlohmann::ordered_json& json) {
+Value Value::fromJson(const nlohmann::ordered_json& json, int depth) {
+  // Requests bring these values (messages, tools, chat_template_kwargs): check before recursing.
+  if ((json.is_array() || json.is_object()) && depth >= kMaxNesting)
+    throw Error("template values nested deeper than " + std::to_string(kMaxNesting) + " levels");
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null: return Value(None{});
     case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
@@ -59,13 +69,13 @@ Value Value::fromJson(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(fromJson(item));
+      for (const auto& item : json) items.push_back(fromJson(item, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       DictData dict;
       dict.items.reserve(json.size());
-      for (const auto& [key, item] : json.items()) dict.items.emplace_back(key, fromJson(item));
+      for (const auto& [key, item] : json.items()) dict.items.emplace_back(Value(key), fromJson(item, depth + 1));
       return Value(std::move(dict));
     }
     default: throw Error("chat template: unsupported JSON value (binary)");
@@ -135,23 +145,25 @@ static std::string reprString(const std::string& s) {
 }
 
 std::string Value::repr() const {
+  if (isMarkup()) return "Markup(" + reprString(str()) + ")";
   if (isString()) return reprString(str());
   if (isList()) {
     const ListData& l = listData();
-    std::string out = l.tuple ? "(" : "[";
+    std::string out = l.view ? std::string(l.view) + "([" : l.tuple ? "(" : "[";
     for (std::size_t i = 0; i < l.items.size(); ++i) out += (i ? ", " : "") + l.items[i].repr();
     if (l.tuple && l.items.size() == 1) out += ",";
-    return out + (l.tuple ? ")" : "]");
+    return out + (l.view ? "])" : l.tuple ? ")" : "]");
   }
   if (isDict()) {
     std::string out = "{";
     bool first = true;
     for (const auto& [k, v] : dict().items) {
-      out += (first ? "" : ", ") + reprString(k) + ": " + v.repr();
+      out += (first ? "" : ", ") + k.repr() + ": " + v.repr();
       first = false;
     }
     return out + "}";
   }
+  if (isUndefined()) return "Undefined";  // as jinja2's Undefined prints inside a list
   return toString();
 }
 
@@ -187,12 +199,38 @@ std::string Value::typeName() const {
   if (isBool()) return "bool";
   if (isInt()) return "int";
   if (isFloat()) return "float";
-  if (isString()) return "str";
-  if (isList()) return listData().tuple ? "tuple" : "list";
+  if (isString()) return isMarkup() ? "Markup" : "str";
+  if (isList()) return listData().view ? listData().view : listData().tuple ? "tuple" : "list";
   if (isDict()) return "dict";
   if (isCallable()) return "function";
   return "Namespace";
 }
+
+void Value::checkHashable() const {
+  if (isList() && listData().tuple) {
+    for (const Value& item : items()) item.checkHashable();
+  } else if (isList() || isDict()) {
+    throw Error("unhashable type: '" + typeName() + "'");
+  }
+}
+
+std::string escapeHtml(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string escapedText(const Value& v) { return v.isMarkup() ? v.str() : escapeHtml(v.toString()); }
 
 bool equals(const Value& a, const Value& b) {
   if (a.isNumber() && b.isNumber()) {

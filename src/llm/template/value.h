@@ -1,7 +1,9 @@
 #pragma once
 // Values of the template language, with Python's semantics where templates can observe them:
 // str()/repr() formatting, truthiness, == across int/float/bool, insertion-ordered dicts.
-// Strings, lists and dicts are immutable and shared; only namespace() objects change.
+// Strings, lists and dicts are immutable and shared; only namespace() objects change. Dict keys
+// are any hashable value (1, 1.0 and True are one key, as in Python); strings may be Markup
+// (made by |safe and |escape), which escapes what is concatenated to it, as markupsafe does.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,18 +18,29 @@
 namespace gizml::llm::tmpl {
 
 class Value;
+class Evaluator;
 
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;  // printed as (a, b) like Python tuples
+  const char* view = nullptr;  // "dict_keys", ...: d.keys() and friends print and index as Python's views
   int depth = 1;       // nesting, bounded so that printing and comparing cannot overflow the stack
 };
 
 struct DictData {
-  std::vector<std::pair<std::string, Value>> items;
+  std::vector<std::pair<Value, Value>> items;
+  const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
-  void set(const std::string& key, Value value);
+  const Value* find(const std::string& key) const { return find(std::string_view(key)); }
+  const Value* find(const char* key) const { return find(std::string_view(key)); }
+  /// Python's d[key] = value: an equal key keeps its place (and its first spelling).
+  void set(Value key, Value value);
   int depth = 1;
+};
+
+struct StringData {
+  std::string text;
+  bool markup = false;
 };
 
 /// The deepest list/dict nesting a value may have.
@@ -40,7 +53,7 @@ struct CallArgs {
 
 struct Callable {
   std::string name;
-  std::function<Value(CallArgs&)> call;
+  std::function<Value(Evaluator&, CallArgs&)> call;
 };
 
 struct Namespace {
@@ -61,7 +74,7 @@ class Value {
   Value(int64_t i) : data_(i) {}
   Value(int i) : data_(int64_t{i}) {}
   Value(double d) : data_(d) {}
-  Value(std::string s) : data_(std::make_shared<const std::string>(std::move(s))) {}
+  Value(std::string s) : data_(std::make_shared<const StringData>(StringData{std::move(s)})) {}
   Value(const char* s) : Value(std::string(s)) {}
   Value(ListData list);  // throw when nested deeper than kMaxNesting
   Value(DictData dict);
@@ -70,7 +83,14 @@ class Value {
 
   static Value undefined(std::string message) { Value v; v.data_ = Undefined{std::move(message)}; return v; }
   static Value list(std::vector<Value> items, bool tuple = false) { return Value(ListData{std::move(items), tuple}); }
-  static Value fromJson(const nlohmann::ordered_json& json);
+  static Value view(std::vector<Value> items, const char* name) { return Value(ListData{std::move(items), false, name}); }
+  static Value markup(std::string s) {
+    Value v;
+    v.data_ = std::make_shared<const StringData>(StringData{std::move(s), true});
+    return v;
+  }
+  /// Throws gizml::Error when the JSON nests deeper than kMaxNesting (checked before recursing).
+  static Value fromJson(const nlohmann::ordered_json& json, int depth = 0);
 
   bool isUndefined() const { return std::holds_alternative<Undefined>(data_); }
   bool isNone() const { return std::holds_alternative<None>(data_); }
@@ -81,13 +101,14 @@ class Value {
   bool isString() const { return std::holds_alternative<StringPtr>(data_); }
   bool isList() const { return std::holds_alternative<ListPtr>(data_); }
   bool isDict() const { return std::holds_alternative<DictPtr>(data_); }
+  bool isMarkup() const { return isString() && std::get<StringPtr>(data_)->markup; }
   bool isCallable() const { return std::holds_alternative<std::shared_ptr<Callable>>(data_); }
   bool isNamespace() const { return std::holds_alternative<std::shared_ptr<Namespace>>(data_); }
 
   bool asBool() const { return std::get<bool>(data_); }
   int64_t asInt() const { return isBool() ? int64_t{asBool()} : std::get<int64_t>(data_); }  // int or bool
   double asDouble() const { return isFloat() ? std::get<double>(data_) : static_cast<double>(asInt()); }
-  const std::string& str() const { return *std::get<StringPtr>(data_); }
+  const std::string& str() const { return std::get<StringPtr>(data_)->text; }
   const ListData& listData() const { return *std::get<ListPtr>(data_); }
   const std::vector<Value>& items() const { return listData().items; }
   const DictData& dict() const { return *std::get<DictPtr>(data_); }
@@ -105,9 +126,11 @@ class Value {
   std::string repr() const;
   /// Python's type name, for error messages.
   std::string typeName() const;
+  /// Throws Python's "unhashable type" unless the value can be a dict key.
+  void checkHashable() const;
 
  private:
-  using StringPtr = std::shared_ptr<const std::string>;
+  using StringPtr = std::shared_ptr<const StringData>;
   using ListPtr = std::shared_ptr<const ListData>;
   using DictPtr = std::shared_ptr<const DictData>;
   std::variant<Undefined, None, bool, int64_t, double, StringPtr, ListPtr, DictPtr, std::shared_ptr<Callable>,
@@ -117,6 +140,10 @@ class Value {
 
 /// Python's ==, with Jinja's undefined == undefined.
 bool equals(const Value& a, const Value& b);
+/// markupsafe's escape(): & < > " ' as entities; Markup passes through.
+std::string escapeHtml(const std::string& s);
+/// A string operand as Markup would take it: escaped unless it is Markup already.
+std::string escapedText(const Value& v);
 /// Python's <, <=, ... for numbers, strings and lists: the sign of a - b; throws on other types.
 int compare(const Value& a, const Value& b);
 
