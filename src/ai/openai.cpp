@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_input.h"
+
 namespace gizml::ai {
 namespace {
 
@@ -20,6 +22,10 @@ std::string typeName(const Json& v) {
 
 [[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = "") {
   throw ApiError(400, param + ": " + message, param, code);
+}
+
+[[noreturn]] void tooDeep(const std::string& param) {
+  bad(param, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (the server's limit for JSON)");
 }
 
 const Json* field(const Json& body, const char* name) {
@@ -110,9 +116,15 @@ Json toolCallsOf(const Json& calls, const std::string& param) {
     Json args = Json::object();
     if (const auto a = f->find("arguments"); a != f->end() && !a->is_null()) {
       if (a->is_string()) {
-        // Templates read the arguments as a mapping (Qwen's tojson / items()).
-        Json parsed = Json::parse(a->get<std::string>(), nullptr, false);
-        args = parsed.is_discarded() ? *a : parsed;
+        // Templates read the arguments as a mapping (Qwen's tojson / items()); text that is not
+        // JSON stays the string it is.
+        try {
+          args = parseJson(a->get<std::string>());
+        } catch (const JsonTooDeep&) {
+          tooDeep(at + ".function.arguments");
+        } catch (const Json::exception&) {
+          args = *a;
+        }
       } else if (a->is_object()) {
         args = *a;
       } else {
@@ -139,6 +151,11 @@ Json toolsOf(const Json& tools) {
     const auto name = f->find("name");
     if (name == f->end() || !name->is_string() || name->get<std::string>().empty())
       bad(at + ".function.name", "expected a non-empty string");
+    // OpenAI's pattern ^[a-zA-Z0-9_-]{1,64}$: names a model writes back and parsers find.
+    const std::string n = name->get<std::string>();
+    if (n.size() > 64 || n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                             std::string::npos)
+      bad(at + ".function.name", "'" + n + "' is not 1 to 64 letters, digits, '_' or '-'");
     if (const auto p = f->find("parameters"); p != f->end() && !p->is_null() && !p->is_object())
       bad(at + ".function.parameters", "expected a JSON schema object");
   }
@@ -211,7 +228,7 @@ std::shared_ptr<const grammar::Grammar> responseGrammar(const Json& format) {
 // Sampling, limits and stops: the fields the two endpoints share.
 void readSampling(const Json& body, bool chat, Generation& g) {
   llm::Sampling& s = g.request.sampling;
-  if (auto v = number(body, "temperature", 0, 100)) s.temperature = *v;
+  if (auto v = number(body, "temperature", 0, 2)) s.temperature = *v;  // OpenAI's range
   if (auto v = number(body, "top_p", 0, 1)) {
     if (*v == 0) bad("top_p", "must be above 0");
     s.topP = *v;
@@ -258,7 +275,7 @@ void readSampling(const Json& body, bool chat, Generation& g) {
     const Json* lp = field(body, "logprobs");
     if (lp && lp->is_boolean()) {
       if (lp->get<bool>()) g.logprobs = 0;
-    } else if (auto v = integer(body, "logprobs", 0, 20)) {
+    } else if (auto v = integer(body, "logprobs", 0, 5)) {  // OpenAI's bound for completions
       g.logprobs = static_cast<int>(*v);
     }
   }
@@ -269,6 +286,7 @@ void readSampling(const Json& body, bool chat, Generation& g) {
   if (const Json* format = field(body, "response_format")) s.grammar = responseGrammar(*format);
   g.stream = boolean(body, "stream").value_or(false);
   if (const Json* options = field(body, "stream_options")) {
+    if (!g.stream) bad("stream_options", "is only allowed with stream: true");
     if (!options->is_object()) bad("stream_options", "expected an object, got " + typeName(*options));
     if (auto v = boolean(*options, "include_usage")) g.includeUsage = *v;
   }
@@ -313,8 +331,11 @@ Json normalizeMessages(const Json& messages) {
       if (hasCalls) message["tool_calls"] = toolCallsOf(m["tool_calls"], at + ".tool_calls");
       if (const auto rc = m.find("reasoning_content"); rc != m.end() && rc->is_string()) message["reasoning_content"] = *rc;
     }
-    if (r == "tool") {
-      if (const auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) message["tool_call_id"] = *id;
+    if (r == "tool") {  // the answer to a call: which one is required
+      const auto id = m.find("tool_call_id");
+      if (id == m.end() || id->is_null()) bad(at + ".tool_call_id", "is required in tool messages");
+      if (!id->is_string()) bad(at + ".tool_call_id", "expected a string, got " + typeName(*id));
+      message["tool_call_id"] = *id;
     }
     if (const auto name = m.find("name"); name != m.end() && name->is_string()) message["name"] = *name;
     out.push_back(std::move(message));
@@ -332,14 +353,13 @@ bool endsInThink(const Tokenizer& tokenizer, const std::vector<TokenId>& ids) {
 }  // namespace
 
 Generation parseGeneration(const std::string& text, bool chat, const std::vector<Target>& targets, bool thinking) {
-  Json body = Json::parse(text, nullptr, false);
-  if (body.is_discarded()) {
-    try {
-      const Json again = Json::parse(text);
-    } catch (const std::exception& e) {
-      throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
-    }
-    throw ApiError(400, "the body is not valid JSON");
+  Json body;
+  try {
+    body = parseJson(text);  // depth-bounded: everything below walks it recursively
+  } catch (const JsonTooDeep& e) {
+    tooDeep(e.path);
+  } catch (const Json::exception& e) {
+    throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
   }
   if (!body.is_object()) throw ApiError(400, "the body must be a JSON object, not " + typeName(body));
   Generation g;

@@ -13,28 +13,37 @@ namespace {
 // Enough for any nesting a schema writes; deeper means a rule that reaches itself without a byte.
 constexpr int kMaxDepth = 4096;
 
-void settle(const Rules& r, Matcher::Stack stack, std::vector<Matcher::Stack>& out, int depth) {
-  check(depth < kMaxDepth, "grammar: a rule reaches itself without reading a byte (left recursion)");
-  while (!stack.empty()) {
-    const int32_t at = stack.back();
-    const Element& e = r.elements[static_cast<size_t>(at)];
-    if (e.rule == Element::kEnd) {  // an alternative done: go on after its reference
+// Moves the stack on to its next byte sets: entering rules (each alternative a stack of its own)
+// and leaving finished ones. A worklist, not recursion, so that no grammar deepens the C++ stack.
+void settle(const Rules& r, Matcher::Stack start, std::vector<Matcher::Stack>& out) {
+  std::vector<std::pair<Matcher::Stack, int>> work;  // stacks to settle, with rules entered so far
+  work.emplace_back(std::move(start), 0);
+  while (!work.empty()) {
+    auto [stack, depth] = std::move(work.back());
+    work.pop_back();
+    check(depth < kMaxDepth, "grammar: a rule reaches itself without reading a byte (left recursion)");
+    bool entered = false;
+    while (!stack.empty() && !entered) {
+      const int32_t at = stack.back();
+      const Element& e = r.elements[static_cast<size_t>(at)];
+      if (e.rule == Element::kEnd) {  // an alternative done: go on after its reference
+        stack.pop_back();
+        continue;
+      }
+      if (e.rule == Element::kBytes) break;
+      // Enter the rule; its continuation stays below unless the reference ended its alternative
+      // (so right recursion does not deepen the stack).
       stack.pop_back();
-      continue;
+      if (r.elements[static_cast<size_t>(at) + 1].rule != Element::kEnd) stack.push_back(at + 1);
+      for (int32_t alternative : r.alternatives[static_cast<size_t>(e.rule)]) {
+        Matcher::Stack s = stack;
+        s.push_back(alternative);
+        work.emplace_back(std::move(s), depth + 1);
+      }
+      entered = true;
     }
-    if (e.rule == Element::kBytes) break;
-    // Enter the rule; its continuation stays below unless the reference ended its alternative
-    // (so right recursion does not deepen the stack).
-    stack.pop_back();
-    if (r.elements[static_cast<size_t>(at) + 1].rule != Element::kEnd) stack.push_back(at + 1);
-    for (int32_t start : r.alternatives[static_cast<size_t>(e.rule)]) {
-      Matcher::Stack s = stack;
-      s.push_back(start);
-      settle(r, std::move(s), out, depth + 1);
-    }
-    return;
+    if (!entered) out.push_back(std::move(stack));
   }
-  out.push_back(std::move(stack));
 }
 
 void normalize(std::vector<Matcher::Stack>& stacks) {
@@ -52,14 +61,14 @@ std::vector<Matcher::Stack> advanceStacks(const Rules& r, const std::vector<Matc
     if (!r.byteSets[static_cast<size_t>(e.bytes)].test(b)) continue;
     Matcher::Stack t = s;
     ++t.back();
-    settle(r, std::move(t), next, 0);
+    settle(r, std::move(t), next);
   }
   normalize(next);
   return next;
 }
 
 Matcher::Matcher(const Grammar& grammar) : rules_(grammar.rules_) {
-  for (int32_t start : rules_->alternatives[static_cast<size_t>(rules_->root)]) settle(*rules_, {start}, stacks_, 0);
+  for (int32_t start : rules_->alternatives[static_cast<size_t>(rules_->root)]) settle(*rules_, {start}, stacks_);
   normalize(stacks_);
 }
 

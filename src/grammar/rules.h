@@ -35,6 +35,9 @@ class Builder {
     int32_t bytes = -1;
   };
   using Sequence = std::vector<Symbol>;
+  /// Rules one grammar may have: a bound on the memory and time a schema may take (a string of
+  /// maxLength 1000 makes a thousand).
+  static constexpr size_t kMaxRules = 200000;
 
   Symbol bytes(const std::bitset<256>& set);
   Symbol byte(unsigned char b);
