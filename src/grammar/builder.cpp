@@ -79,6 +79,7 @@ Grammar Builder::finish(Symbol root) {
   }
   r.root = root.rule;
   pending_.clear();
+  checkNoLeftRecursion(r);
   return Grammar(std::move(rules_));
 }
 

@@ -10,18 +10,14 @@ namespace gizml::grammar {
 
 namespace {
 
-// Enough for any nesting a schema writes; deeper means a rule that reaches itself without a byte.
-constexpr int kMaxDepth = 4096;
-
 // Moves the stack on to its next byte sets: entering rules (each alternative a stack of its own)
-// and leaving finished ones. A worklist, not recursion, so that no grammar deepens the C++ stack.
+// and leaving finished ones. A worklist, not recursion, so that no grammar deepens the C++ stack;
+// it ends because grammars have no left recursion (Builder::finish refuses it).
 void settle(const Rules& r, Matcher::Stack start, std::vector<Matcher::Stack>& out) {
-  std::vector<std::pair<Matcher::Stack, int>> work;  // stacks to settle, with rules entered so far
-  work.emplace_back(std::move(start), 0);
+  std::vector<Matcher::Stack> work = {std::move(start)};  // stacks still to settle
   while (!work.empty()) {
-    auto [stack, depth] = std::move(work.back());
+    Matcher::Stack stack = std::move(work.back());
     work.pop_back();
-    check(depth < kMaxDepth, "grammar: a rule reaches itself without reading a byte (left recursion)");
     bool entered = false;
     while (!stack.empty() && !entered) {
       const int32_t at = stack.back();
@@ -38,7 +34,7 @@ void settle(const Rules& r, Matcher::Stack start, std::vector<Matcher::Stack>& o
       for (int32_t alternative : r.alternatives[static_cast<size_t>(e.rule)]) {
         Matcher::Stack s = stack;
         s.push_back(alternative);
-        work.emplace_back(std::move(s), depth + 1);
+        work.push_back(std::move(s));
       }
       entered = true;
     }

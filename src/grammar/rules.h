@@ -25,9 +25,12 @@ struct Rules {
   int32_t root = 0;
 };
 
+/// Throws when a rule can reach itself before reading a byte (src/grammar/left_recursion.cpp).
+void checkNoLeftRecursion(const Rules& rules);
+
 /// Builds Rules. A symbol is a byte set or a rule; a rule has alternatives, each a sequence of
 /// symbols. Rules may refer to rules defined later (recursion), never to themselves first
-/// (left recursion), which Matcher would not end on.
+/// (left recursion), which Matcher would not end on: finish() refuses that.
 class Builder {
  public:
   struct Symbol {
