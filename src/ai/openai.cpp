@@ -1,6 +1,7 @@
 // Reading the OpenAI API's completion requests: every field checked, named when it is wrong.
 #include "ai/openai.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -131,9 +132,13 @@ Json toolCallsOf(const Json& calls, const std::string& param) {
         bad(at + ".function.arguments", "expected a JSON string or an object, got " + typeName(*a));
       }
     }
+    if (const auto type = call.find("type"); type != call.end() && !type->is_null() && *type != "function")
+      bad(at + ".type", "only 'function' calls are supported");
+    const auto id = call.find("id");  // required, as OpenAI's: the tool message answering names it
+    if (id == call.end() || !id->is_string() || id->get<std::string>().empty())
+      bad(at + ".id", "expected the call's id, a non-empty string");
     Json function = {{"name", *name}, {"arguments", args}};
-    Json item = {{"type", "function"}, {"function", function}};
-    if (const auto id = call.find("id"); id != call.end() && id->is_string()) item["id"] = *id;
+    Json item = {{"type", "function"}, {"function", function}, {"id", *id}};
     out.push_back(std::move(item));
   }
   return out;
@@ -308,6 +313,7 @@ Json normalizeMessages(const Json& messages) {
   if (!messages.is_array()) bad("messages", "expected a list of messages, got " + typeName(messages));
   if (messages.empty()) bad("messages", "is empty");
   Json out = Json::array();
+  std::vector<std::string> calls;  // the ids of the assistant's calls that tool messages may answer now
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string at = "messages[" + std::to_string(i) + "]";
     const Json& m = messages[i];
@@ -335,7 +341,14 @@ Json normalizeMessages(const Json& messages) {
       const auto id = m.find("tool_call_id");
       if (id == m.end() || id->is_null()) bad(at + ".tool_call_id", "is required in tool messages");
       if (!id->is_string()) bad(at + ".tool_call_id", "expected a string, got " + typeName(*id));
+      if (calls.empty()) bad(at + ".role", "a tool message must answer an assistant message's tool_calls before it");
+      if (std::find(calls.begin(), calls.end(), id->get<std::string>()) == calls.end())
+        bad(at + ".tool_call_id", "'" + id->get<std::string>() + "' is not the id of a call in the assistant message before it");
       message["tool_call_id"] = *id;
+    } else {
+      calls.clear();
+      if (message.contains("tool_calls"))
+        for (const Json& call : message["tool_calls"]) calls.push_back(call["id"].get<std::string>());
     }
     if (const auto name = m.find("name"); name != m.end() && name->is_string()) message["name"] = *name;
     out.push_back(std::move(message));

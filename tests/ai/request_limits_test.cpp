@@ -169,6 +169,18 @@ TEST_F(RequestLimitsTest, OpenAIsRangesAndRequiredFields) {
   EXPECT_EQ(badId.param, "messages[2].tool_call_id");
   EXPECT_EQ(chat(chatBody(user + "," + assistant + R"(,{"role":"tool","tool_call_id":"c1","content":"ok"})")).status,
             200);
+  // ... one of the calls just before it (OpenAI's checks), and a call has its id.
+  const Failure otherId =
+      failureOf(chat(chatBody(user + "," + assistant + R"(,{"role":"tool","tool_call_id":"c2","content":"ok"})")));
+  EXPECT_EQ(otherId.param, "messages[2].tool_call_id");
+  const Failure noCall = failureOf(chat(chatBody(user + R"(,{"role":"tool","tool_call_id":"c1","content":"ok"})")));
+  EXPECT_EQ(noCall.param, "messages[1].role");
+  const Failure afterUser = failureOf(
+      chat(chatBody(user + "," + assistant + "," + user + R"(,{"role":"tool","tool_call_id":"c1","content":"ok"})")));
+  EXPECT_EQ(afterUser.param, "messages[3].role");
+  const Failure callWithoutId = failureOf(chat(chatBody(
+      user + R"(,{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]})")));
+  EXPECT_EQ(callWithoutId.param, "messages[1].tool_calls[0].id");
 
   // Completions: logprobs is at most 5 there (OpenAI's bound), stream_options needs stream too.
   const auto completion = [&](const std::string& more) {
