@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/json_input.h"
+
 namespace gizml::ai {
 namespace {
 
@@ -64,8 +66,8 @@ std::optional<ToolCall> functionForm(std::string_view body, const nlohmann::orde
     while (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     nlohmann::ordered_json typed = std::string(value);
     if (parameterType(tools, call.name, name) != "string") {
-      nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(value, nullptr, false);
-      if (!parsed.is_discarded()) typed = std::move(parsed);
+      // Model output is outside input: JSON nested too deep stays text.
+      if (auto parsed = tryParseJson(value)) typed = std::move(*parsed);
     }
     args[name] = std::move(typed);
     if (next == std::string_view::npos || next >= body.size()) break;
@@ -77,8 +79,9 @@ std::optional<ToolCall> functionForm(std::string_view body, const nlohmann::orde
 
 // {"name": NAME, "arguments": {...}}
 std::optional<ToolCall> jsonForm(std::string_view body) {
-  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  const std::optional<nlohmann::ordered_json> parsed = tryParseJson(body);  // too deep: no call
+  if (!parsed || !parsed->is_object()) return std::nullopt;
+  const nlohmann::ordered_json& j = *parsed;
   const auto name = j.find("name");
   if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
   ToolCall call;

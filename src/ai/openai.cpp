@@ -1,10 +1,13 @@
 // Reading the OpenAI API's completion requests: every field checked, named when it is wrong.
 #include "ai/openai.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <random>
+
+#include "core/json_input.h"
 
 namespace gizml::ai {
 namespace {
@@ -22,6 +25,10 @@ std::string typeName(const Json& v) {
 
 [[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = "") {
   throw ApiError(400, param + ": " + message, param, code);
+}
+
+[[noreturn]] void tooDeep(const std::string& param) {
+  bad(param, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (the server's limit for JSON)");
 }
 
 const Json* field(const Json& body, const char* name) {
@@ -112,18 +119,28 @@ Json toolCallsOf(const Json& calls, const std::string& param) {
     Json args = Json::object();
     if (const auto a = f->find("arguments"); a != f->end() && !a->is_null()) {
       if (a->is_string()) {
-        // Templates read the arguments as a mapping (Qwen's tojson / items()).
-        Json parsed = Json::parse(a->get<std::string>(), nullptr, false);
-        args = parsed.is_discarded() ? *a : parsed;
+        // Templates read the arguments as a mapping (Qwen's tojson / items()); text that is not
+        // JSON stays the string it is.
+        try {
+          args = parseJson(a->get<std::string>());
+        } catch (const JsonTooDeep&) {
+          tooDeep(at + ".function.arguments");
+        } catch (const Json::exception&) {
+          args = *a;
+        }
       } else if (a->is_object()) {
         args = *a;
       } else {
         bad(at + ".function.arguments", "expected a JSON string or an object, got " + typeName(*a));
       }
     }
+    if (const auto type = call.find("type"); type != call.end() && !type->is_null() && *type != "function")
+      bad(at + ".type", "only 'function' calls are supported");
+    const auto id = call.find("id");  // required, as OpenAI's: the tool message answering names it
+    if (id == call.end() || !id->is_string() || id->get<std::string>().empty())
+      bad(at + ".id", "expected the call's id, a non-empty string");
     Json function = {{"name", *name}, {"arguments", args}};
-    Json item = {{"type", "function"}, {"function", function}};
-    if (const auto id = call.find("id"); id != call.end() && id->is_string()) item["id"] = *id;
+    Json item = {{"type", "function"}, {"function", function}, {"id", *id}};
     out.push_back(std::move(item));
   }
   return out;
@@ -141,6 +158,11 @@ Json toolsOf(const Json& tools) {
     const auto name = f->find("name");
     if (name == f->end() || !name->is_string() || name->get<std::string>().empty())
       bad(at + ".function.name", "expected a non-empty string");
+    // OpenAI's pattern ^[a-zA-Z0-9_-]{1,64}$: names a model writes back and parsers find.
+    const std::string n = name->get<std::string>();
+    if (n.size() > 64 || n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                             std::string::npos)
+      bad(at + ".function.name", "'" + n + "' is not 1 to 64 letters, digits, '_' or '-'");
     if (const auto p = f->find("parameters"); p != f->end() && !p->is_null() && !p->is_object())
       bad(at + ".function.parameters", "expected a JSON schema object");
   }
@@ -238,7 +260,7 @@ std::vector<std::pair<TokenId, float>> logitBias(const Json& bias, const Target&
 // Sampling, limits and stops: the fields the two endpoints share.
 void readSampling(const Json& body, bool chat, const Target& target, Generation& g) {
   llm::Sampling& s = g.request.sampling;
-  if (auto v = number(body, "temperature", 0, 100)) s.temperature = *v;
+  if (auto v = number(body, "temperature", 0, 2)) s.temperature = *v;  // OpenAI's range
   if (auto v = number(body, "top_p", 0, 1)) {
     if (*v == 0) bad("top_p", "must be above 0");
     s.topP = *v;
@@ -288,7 +310,7 @@ void readSampling(const Json& body, bool chat, const Target& target, Generation&
     const Json* lp = field(body, "logprobs");
     if (lp && lp->is_boolean()) {
       if (lp->get<bool>()) g.logprobs = 0;
-    } else if (auto v = integer(body, "logprobs", 0, 20)) {
+    } else if (auto v = integer(body, "logprobs", 0, 5)) {  // OpenAI's bound for completions
       g.logprobs = static_cast<int>(*v);
     }
   }
@@ -298,6 +320,7 @@ void readSampling(const Json& body, bool chat, const Target& target, Generation&
   if (const Json* format = field(body, "response_format")) s.grammar = responseGrammar(*format);
   g.stream = boolean(body, "stream").value_or(false);
   if (const Json* options = field(body, "stream_options")) {
+    if (!g.stream) bad("stream_options", "is only allowed with stream: true");
     if (!options->is_object()) bad("stream_options", "expected an object, got " + typeName(*options));
     if (auto v = boolean(*options, "include_usage")) g.includeUsage = *v;
   }
@@ -362,6 +385,7 @@ Json normalizeMessages(const Json& messages) {
   if (!messages.is_array()) bad("messages", "expected a list of messages, got " + typeName(messages));
   if (messages.empty()) bad("messages", "is empty");
   Json out = Json::array();
+  std::vector<std::string> calls;  // the ids of the assistant's calls that tool messages may answer now
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string at = "messages[" + std::to_string(i) + "]";
     const Json& m = messages[i];
@@ -385,8 +409,18 @@ Json normalizeMessages(const Json& messages) {
       if (hasCalls) message["tool_calls"] = toolCallsOf(m["tool_calls"], at + ".tool_calls");
       if (const auto rc = m.find("reasoning_content"); rc != m.end() && rc->is_string()) message["reasoning_content"] = *rc;
     }
-    if (r == "tool") {
-      if (const auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) message["tool_call_id"] = *id;
+    if (r == "tool") {  // the answer to a call: which one is required
+      const auto id = m.find("tool_call_id");
+      if (id == m.end() || id->is_null()) bad(at + ".tool_call_id", "is required in tool messages");
+      if (!id->is_string()) bad(at + ".tool_call_id", "expected a string, got " + typeName(*id));
+      if (calls.empty()) bad(at + ".role", "a tool message must answer an assistant message's tool_calls before it");
+      if (std::find(calls.begin(), calls.end(), id->get<std::string>()) == calls.end())
+        bad(at + ".tool_call_id", "'" + id->get<std::string>() + "' is not the id of a call in the assistant message before it");
+      message["tool_call_id"] = *id;
+    } else {
+      calls.clear();
+      if (message.contains("tool_calls"))
+        for (const Json& call : message["tool_calls"]) calls.push_back(call["id"].get<std::string>());
     }
     if (const auto name = m.find("name"); name != m.end() && name->is_string()) message["name"] = *name;
     out.push_back(std::move(message));
@@ -404,14 +438,13 @@ bool endsInThink(const Tokenizer& tokenizer, const std::vector<TokenId>& ids) {
 }  // namespace
 
 Generation parseGeneration(const std::string& text, bool chat, const std::vector<Target>& targets, bool thinking) {
-  Json body = Json::parse(text, nullptr, false);
-  if (body.is_discarded()) {
-    try {
-      const Json again = Json::parse(text);
-    } catch (const std::exception& e) {
-      throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
-    }
-    throw ApiError(400, "the body is not valid JSON");
+  Json body;
+  try {
+    body = parseJson(text);  // depth-bounded: everything below walks it recursively
+  } catch (const JsonTooDeep& e) {
+    tooDeep(e.path);
+  } catch (const Json::exception& e) {
+    throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
   }
   if (!body.is_object()) throw ApiError(400, "the body must be a JSON object, not " + typeName(body));
   Generation g;

@@ -29,6 +29,7 @@ Builder::Symbol Builder::literal(std::string_view text) {
 }
 
 Builder::Symbol Builder::declare(const std::string& name) {
+  check(pending_.size() < kMaxRules, "grammar: more than " + std::to_string(kMaxRules) + " rules (the schema is too large)");
   rules_->names.push_back(name);
   pending_.emplace_back();
   return {static_cast<int32_t>(pending_.size() - 1), -1};
@@ -78,6 +79,7 @@ Grammar Builder::finish(Symbol root) {
   }
   r.root = root.rule;
   pending_.clear();
+  checkNoLeftRecursion(r);
   return Grammar(std::move(rules_));
 }
 

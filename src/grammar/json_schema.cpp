@@ -1,12 +1,12 @@
 // JSON grammars: any object, and the values a JSON Schema admits (docs/grammar.md).
 #include <gizml/error.h>
 
-#include <functional>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_input.h"
 #include "grammar/rules.h"
 
 namespace gizml::grammar {
@@ -20,6 +20,9 @@ using Sequence = Builder::Sequence;
 // so that a model cannot run on in them forever.
 constexpr int kMaxSpace = 20;
 constexpr int kMaxDigits = 16;
+// Schemas inside schemas (items, properties, anyOf, $ref chains) the compiler follows: real ones
+// nest a few levels; the bound keeps its recursion shallow whatever the schema.
+constexpr int kMaxSchemaDepth = 64;
 
 // The rules every JSON grammar shares, made once each on first use.
 class JsonRules {
@@ -215,6 +218,7 @@ class SchemaCompiler {
   JsonRules& json() { return j_; }
 
   Symbol compile(const Json& s, const std::string& path) {
+    const Nesting nesting(depth_, path);
     if (s.is_boolean()) {
       check(s.get<bool>(), "grammar: the schema at " + path + " is false: it admits no value");
       return j_.value();
@@ -333,32 +337,37 @@ class SchemaCompiler {
     std::vector<Symbol> members;
     for (const Property& p : list)
       members.push_back(b_.rule("member", {{j_.exactString(p.name), ws, b_.byte(':'), ws, p.value, ws}}));
-    // rest[i][first]: the members from i on, `first` when none came before (no comma yet).
-    std::map<std::pair<size_t, bool>, Symbol> memo;
-    std::function<Symbol(size_t, bool)> rest = [&](size_t i, bool first) -> Symbol {
-      if (auto it = memo.find({i, first}); it != memo.end()) return it->second;
-      Symbol r;
-      if (i == list.size()) {
-        if (!extra) {
-          r = b_.rule("end", {{}});
-        } else {
-          const Symbol kv = b_.rule("extra-member", {{j_.string(), ws, b_.byte(':'), ws, *extra, ws}});
-          const Symbol next = b_.repeat("extra-members", b_.rule("next-extra", {{b_.byte(','), ws, kv}}), 0, -1);
-          r = first ? b_.rule("extras", {{}, {kv, next}}) : next;
-        }
-      } else {
-        Sequence present;
-        if (!first) present = {b_.byte(','), ws};
-        present.push_back(members[i]);
-        present.push_back(rest(i + 1, false));
-        std::vector<Sequence> alternatives = {present};
-        if (!list[i].required) alternatives.push_back({rest(i + 1, first)});
-        r = b_.rule("members", alternatives);
+    // rest(i, first): the members from i on, `first` when none came before (no comma yet). Built
+    // from the last member back, in a loop (a schema may list thousands of properties); the
+    // `first` form only up to the first required member, the others only from member 1.
+    const size_t n = list.size();
+    size_t firstRequired = n;
+    for (size_t i = 0; i < n && firstRequired == n; ++i)
+      if (list[i].required) firstRequired = i;
+    Symbol later, first;  // rest(i + 1, false) and rest(i + 1, true)
+    if (!extra) {
+      later = first = b_.rule("end", {{}});
+    } else {
+      const Symbol kv = b_.rule("extra-member", {{j_.string(), ws, b_.byte(':'), ws, *extra, ws}});
+      later = b_.repeat("extra-members", b_.rule("next-extra", {{b_.byte(','), ws, kv}}), 0, -1);
+      if (firstRequired == n) first = b_.rule("extras", {{}, {kv, later}});
+    }
+    for (size_t i = n; i-- > 0;) {
+      Symbol laterHere, firstHere;
+      if (i >= 1) {
+        std::vector<Sequence> alternatives = {{b_.byte(','), ws, members[i], later}};
+        if (!list[i].required) alternatives.push_back({later});
+        laterHere = b_.rule("members", alternatives);
       }
-      memo[{i, first}] = r;
-      return r;
-    };
-    return b_.rule("object", {{b_.byte('{'), ws, rest(0, true), b_.byte('}')}});
+      if (i <= firstRequired) {
+        std::vector<Sequence> alternatives = {{members[i], later}};
+        if (!list[i].required) alternatives.push_back({first});
+        firstHere = b_.rule("members", alternatives);
+      }
+      later = laterHere;
+      first = firstHere;
+    }
+    return b_.rule("object", {{b_.byte('{'), ws, first, b_.byte('}')}});
   }
 
   // "#", "#/$defs/Name" or "#/definitions/Name": one rule per target, so recursion works.
@@ -381,10 +390,22 @@ class SchemaCompiler {
     return rule;
   }
 
+  // One level of compile() deeper, refused past kMaxSchemaDepth.
+  struct Nesting {
+    Nesting(int& depth, const std::string& path) : depth(depth) {
+      check(depth < kMaxSchemaDepth, "grammar: the schema at " + path.substr(0, 200) + (path.size() > 200 ? "..." : "") +
+                                         " nests deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+      ++depth;
+    }
+    ~Nesting() { --depth; }
+    int& depth;
+  };
+
   JsonRules j_;
   Builder& b_;
   const Json& root_;
   std::map<std::string, Symbol> refs_;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -400,9 +421,11 @@ namespace {
 
 Json parseSchema(std::string_view schemaJson) {
   try {
-    return Json::parse(schemaJson);
+    return parseJson(schemaJson);
   } catch (const Json::exception& e) {  // parse errors, and numbers out of range
     throw Error(std::string("grammar: the schema is not JSON: ") + e.what());
+  } catch (const JsonTooDeep& e) {
+    throw Error(std::string("grammar: the schema at ") + e.what());
   }
 }
 

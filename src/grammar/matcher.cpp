@@ -10,31 +10,36 @@ namespace gizml::grammar {
 
 namespace {
 
-// Enough for any nesting a schema writes; deeper means a rule that reaches itself without a byte.
-constexpr int kMaxDepth = 4096;
-
-void settle(const Rules& r, Matcher::Stack stack, std::vector<Matcher::Stack>& out, int depth) {
-  check(depth < kMaxDepth, "grammar: a rule reaches itself without reading a byte (left recursion)");
-  while (!stack.empty()) {
-    const int32_t at = stack.back();
-    const Element& e = r.elements[static_cast<size_t>(at)];
-    if (e.rule == Element::kEnd) {  // an alternative done: go on after its reference
+// Moves the stack on to its next byte sets: entering rules (each alternative a stack of its own)
+// and leaving finished ones. A worklist, not recursion, so that no grammar deepens the C++ stack;
+// it ends because grammars have no left recursion (Builder::finish refuses it).
+void settle(const Rules& r, Matcher::Stack start, std::vector<Matcher::Stack>& out) {
+  std::vector<Matcher::Stack> work = {std::move(start)};  // stacks still to settle
+  while (!work.empty()) {
+    Matcher::Stack stack = std::move(work.back());
+    work.pop_back();
+    bool entered = false;
+    while (!stack.empty() && !entered) {
+      const int32_t at = stack.back();
+      const Element& e = r.elements[static_cast<size_t>(at)];
+      if (e.rule == Element::kEnd) {  // an alternative done: go on after its reference
+        stack.pop_back();
+        continue;
+      }
+      if (e.rule == Element::kBytes) break;
+      // Enter the rule; its continuation stays below unless the reference ended its alternative
+      // (so right recursion does not deepen the stack).
       stack.pop_back();
-      continue;
+      if (r.elements[static_cast<size_t>(at) + 1].rule != Element::kEnd) stack.push_back(at + 1);
+      for (int32_t alternative : r.alternatives[static_cast<size_t>(e.rule)]) {
+        Matcher::Stack s = stack;
+        s.push_back(alternative);
+        work.push_back(std::move(s));
+      }
+      entered = true;
     }
-    if (e.rule == Element::kBytes) break;
-    // Enter the rule; its continuation stays below unless the reference ended its alternative
-    // (so right recursion does not deepen the stack).
-    stack.pop_back();
-    if (r.elements[static_cast<size_t>(at) + 1].rule != Element::kEnd) stack.push_back(at + 1);
-    for (int32_t start : r.alternatives[static_cast<size_t>(e.rule)]) {
-      Matcher::Stack s = stack;
-      s.push_back(start);
-      settle(r, std::move(s), out, depth + 1);
-    }
-    return;
+    if (!entered) out.push_back(std::move(stack));
   }
-  out.push_back(std::move(stack));
 }
 
 void normalize(std::vector<Matcher::Stack>& stacks) {
@@ -52,14 +57,14 @@ std::vector<Matcher::Stack> advanceStacks(const Rules& r, const std::vector<Matc
     if (!r.byteSets[static_cast<size_t>(e.bytes)].test(b)) continue;
     Matcher::Stack t = s;
     ++t.back();
-    settle(r, std::move(t), next, 0);
+    settle(r, std::move(t), next);
   }
   normalize(next);
   return next;
 }
 
 Matcher::Matcher(const Grammar& grammar) : rules_(grammar.rules_) {
-  for (int32_t start : rules_->alternatives[static_cast<size_t>(rules_->root)]) settle(*rules_, {start}, stacks_, 0);
+  for (int32_t start : rules_->alternatives[static_cast<size_t>(rules_->root)]) settle(*rules_, {start}, stacks_);
   normalize(stacks_);
 }
 

@@ -25,9 +25,12 @@ struct Rules {
   int32_t root = 0;
 };
 
+/// Throws when a rule can reach itself before reading a byte (src/grammar/left_recursion.cpp).
+void checkNoLeftRecursion(const Rules& rules);
+
 /// Builds Rules. A symbol is a byte set or a rule; a rule has alternatives, each a sequence of
 /// symbols. Rules may refer to rules defined later (recursion), never to themselves first
-/// (left recursion), which Matcher would not end on.
+/// (left recursion), which Matcher would not end on: finish() refuses that.
 class Builder {
  public:
   struct Symbol {
@@ -35,6 +38,9 @@ class Builder {
     int32_t bytes = -1;
   };
   using Sequence = std::vector<Symbol>;
+  /// Rules one grammar may have: a bound on the memory and time a schema may take (a string of
+  /// maxLength 1000 makes a thousand).
+  static constexpr size_t kMaxRules = 200000;
 
   Symbol bytes(const std::bitset<256>& set);
   Symbol byte(unsigned char b);

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json_input.h"
+
 namespace gizml::llm {
 
 using Json = nlohmann::json;
@@ -12,9 +14,11 @@ using Json = nlohmann::json;
 JsonFields JsonFields::parse(const std::string& text, const std::string& file) {
   auto owned = std::make_shared<Json>();
   try {
-    *owned = Json::parse(text);
+    *owned = parseJson<Json>(text);
   } catch (const Json::exception& e) {
     throw Error(file + ": not valid JSON: " + e.what());
+  } catch (const JsonTooDeep& e) {
+    throw Error(file + ": " + e.what());
   }
   check(owned->is_object(), file + ": expected a JSON object");
   JsonFields f(*owned, file);
