@@ -258,8 +258,10 @@ std::vector<int> Engine::add(const Request& request, int choices) {
   Impl& m = *impl_;
   m.validate(request);
   check(choices > 0, "engine: choices " + std::to_string(choices) + " must be positive");
-  check(freeSlots() >= choices, "engine: " + std::to_string(choices) + " choices need as many free slots, " +
-                                    std::to_string(freeSlots()) + " of " + std::to_string(m.slots.size()) + " are");
+  const int free = freeSlots(), slots = static_cast<int>(m.slots.size());
+  check(free > 0, "engine: all " + std::to_string(slots) + " slots are busy");
+  check(free >= choices, "engine: " + std::to_string(choices) + " choices need as many free slots, " +
+                             std::to_string(free) + " of " + std::to_string(slots) + " are free");
   std::vector<int> ids;
   for (int i = 0; i < choices; ++i) {
     Request choice = request;
