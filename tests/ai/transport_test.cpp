@@ -3,6 +3,9 @@
 // deadlines.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "ai/access.h"
 #include "serve_fixture.h"
 
@@ -314,4 +317,100 @@ TEST(Access, KeysCompareWhole) {
   EXPECT_FALSE(ai::equalInConstantTime("sk-abd", "sk-abc"));
   EXPECT_FALSE(ai::equalInConstantTime("", "sk-abc"));
   EXPECT_FALSE(ai::equalInConstantTime(std::string("sk-abc\0", 7), "sk-abc"));
+}
+
+namespace {
+
+const std::string kPreflight = "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n";  // answered by the loop itself
+
+// A connection whose receive buffer is small, so that the server's answers soon wait for it.
+int connectWithSmallReceiveBuffer(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int size = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_F(TransportTest, AClientThatSendsAndNeverReadsIsNotBufferedWithoutEnd) {
+  start({});
+  const int fd = connectWithSmallReceiveBuffer(port);
+  ASSERT_GE(fd, 0);
+  std::string requests;
+  while (requests.size() < 64 * 1024) requests += kPreflight;
+  // The server stops reading while its answers wait: our sends soon block (1 s without room);
+  // before that it read on, holding every request in memory.
+  size_t sent = 0;
+  bool blocked = false;
+  while (sent < 64u * 1024 * 1024 && !blocked) {
+    const ssize_t n = ::send(fd, requests.data(), requests.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else {
+      ASSERT_TRUE(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) << std::strerror(errno);
+      pollfd p{fd, POLLOUT, 0};
+      blocked = ::poll(&p, 1, 1000) == 0;
+    }
+  }
+  EXPECT_TRUE(blocked) << sent << " bytes of requests were taken while none of the answers was read";
+  ::close(fd);
+}
+
+TEST_F(TransportTest, ThousandsOfPipelinedRequestsReadLateAreAllAnswered) {
+  start({});
+  const int fd = connectWithSmallReceiveBuffer(port);
+  ASSERT_GE(fd, 0);
+  // 6 MB of requests: before they were answered one inside the other's call, the loop's stack
+  // overflowed; and the connection must not time out while it answers them, however long.
+  constexpr size_t kRequests = 200000;
+  std::string requests;
+  for (size_t i = 0; i < kRequests; ++i) requests += kPreflight;
+  // Send all we can before reading any answer, then read and send the rest together.
+  size_t sent = 0, answered = 0;
+  std::string unread;  // received, not yet counted
+  char buffer[65536];
+  bool reading = false;
+  while (answered < kRequests) {
+    pollfd p{fd, static_cast<short>(reading ? POLLIN | (sent < requests.size() ? POLLOUT : 0) : POLLOUT), 0};
+    const int ready = ::poll(&p, 1, reading ? 10000 : 1000);
+    if (ready == 0 && !reading) {
+      reading = true;  // no more room: the server waits for us
+      continue;
+    }
+    ASSERT_GT(ready, 0) << answered << " answers";
+    if (p.revents & POLLOUT) {
+      const ssize_t n = ::send(fd, requests.data() + sent, requests.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ASSERT_GT(n, 0);
+      sent += static_cast<size_t>(n);
+      if (sent == requests.size()) reading = true;
+    }
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      ASSERT_GT(n, 0) << "the server closed after " << answered << " answers: " << unread.substr(0, 200);
+      unread.append(buffer, static_cast<size_t>(n));
+      const size_t last = unread.rfind("\r\n\r\n");  // the answers have no body
+      if (last == std::string::npos) continue;
+      const std::string whole = unread.substr(0, last + 4);
+      answered += countOf(whole, "HTTP/1.1 204 ");
+      ASSERT_EQ(countOf(whole, "HTTP/1.1 "), countOf(whole, "HTTP/1.1 204 ")) << whole.substr(0, 200);
+      unread.erase(0, last + 4);
+    }
+  }
+  EXPECT_EQ(answered, kRequests);
+  ::close(fd);
 }
