@@ -323,22 +323,6 @@ namespace {
 
 const std::string kPreflight = "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n";  // answered by the loop itself
 
-// A connection whose receive buffer is small, so that the server's answers soon wait for it.
-int connectWithSmallReceiveBuffer(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  const int size = 4096;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 size_t countOf(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
@@ -349,7 +333,7 @@ size_t countOf(const std::string& text, const std::string& what) {
 
 TEST_F(TransportTest, AClientThatSendsAndNeverReadsIsNotBufferedWithoutEnd) {
   start({});
-  const int fd = connectWithSmallReceiveBuffer(port);
+  const int fd = connectTo(port, 4096);
   ASSERT_GE(fd, 0);
   std::string requests;
   while (requests.size() < 64 * 1024) requests += kPreflight;
@@ -373,7 +357,7 @@ TEST_F(TransportTest, AClientThatSendsAndNeverReadsIsNotBufferedWithoutEnd) {
 
 TEST_F(TransportTest, ThousandsOfPipelinedRequestsReadLateAreAllAnswered) {
   start({});
-  const int fd = connectWithSmallReceiveBuffer(port);
+  const int fd = connectTo(port, 4096);
   ASSERT_GE(fd, 0);
   // 6 MB of requests: before they were answered one inside the other's call, the loop's stack
   // overflowed; and the connection must not time out while it answers them, however long.
