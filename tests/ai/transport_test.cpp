@@ -247,6 +247,8 @@ TEST_F(TransportTest, CorsPreflightAndTheAllowOriginOnEveryAnswer) {
                               "Origin: https://evil.example\r\nAccess-Control-Request-Method: POST\r\n");
   EXPECT_EQ(other.status, 204);
   EXPECT_EQ(other.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(other.headers.count("access-control-allow-methods"), 0u);
+  EXPECT_EQ(other.headers.at("vary"), "Origin");  // a cache keeps its answer for that origin alone
 
   const std::string origin = "Origin: http://localhost:3000\r\n";
   const json chat = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 3}};
@@ -262,7 +264,9 @@ TEST_F(TransportTest, CorsPreflightAndTheAllowOriginOnEveryAnswer) {
   EXPECT_EQ(error.status, 404);
   EXPECT_EQ(error.headers.at("access-control-allow-origin"), "http://localhost:3000");
   // No Origin (not a browser): no CORS headers.
-  EXPECT_EQ(call(port, "GET", "/v1/models").headers.count("access-control-allow-origin"), 0u);
+  const Response plain = call(port, "GET", "/v1/models");
+  EXPECT_EQ(plain.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(plain.headers.at("vary"), "Origin");
 }
 
 TEST_F(TransportTest, CorsAnyOrigin) {
