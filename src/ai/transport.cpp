@@ -56,6 +56,7 @@ struct Connection {
   bool served = false;   // has answered a request (its idle wait is the keep-alive one)
   bool continued = false;  // 100 Continue sent for the request arriving
   bool processing = false;  // process() runs for it (a pipelined request waits for its loop)
+  size_t needed = 0;        // Body: the bytes of the whole request, so that its head is parsed once
   Clock::time_point since;         // start of the phase (Idle, Draining) or of the request (Head, Body)
   Clock::time_point lastProgress;  // the last bytes of the body
   Clock::time_point writeSince;    // when out began to wait for the client
@@ -422,6 +423,12 @@ bool Transport::Impl::processOne(Connection& c) {
     c.phase = Phase::Head;
     c.since = Clock::now();
   }
+  if (c.phase == Phase::Body && c.in.size() < c.needed) {
+    // More of the body (not the head again: a body a byte at a time costs no parse each).
+    c.lastProgress = Clock::now();
+    noteDeadline(c);
+    return false;
+  }
   http::Request request;
   const http::Parse parse = http::parseRequest(c.in, options.limits, request);
   if (parse.kind == http::Parse::Error) {
@@ -430,8 +437,10 @@ bool Transport::Impl::processOne(Connection& c) {
   }
   if (parse.kind == http::Parse::Incomplete) {
     if (parse.headersDone) {
-      if (c.phase != Phase::Body) c.phase = Phase::Body;
+      c.phase = Phase::Body;
+      c.needed = parse.needed;
       c.lastProgress = Clock::now();
+      noteDeadline(c);
       if (request.expectContinue && !c.continued) {
         c.continued = true;
         respond(c, "HTTP/1.1 100 Continue\r\n\r\n", false);
@@ -442,7 +451,10 @@ bool Transport::Impl::processOne(Connection& c) {
     return false;
   }
   c.in.erase(0, parse.consumed);
-  c.since = Clock::now();  // a pipelined request behind it starts now, when the loop comes to it
+  // What follows is the next request's head: it starts now, when the loop comes to it.
+  c.phase = Phase::Head;
+  c.since = Clock::now();
+  c.needed = 0;
   const bool keepAlive = request.keepAlive && !stopping;
   if (std::optional<std::string> answer = access.answer(request, keepAlive)) {
     c.continued = false;

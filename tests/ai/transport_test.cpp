@@ -402,3 +402,35 @@ TEST_F(TransportTest, ThousandsOfPipelinedRequestsReadLateAreAllAnswered) {
   EXPECT_EQ(answered, kRequests);
   ::close(fd);
 }
+
+TEST_F(TransportTest, AConnectionAnsweredByTheLoopAfterABodyWaitsAsIdleNotForMoreBody) {
+  ai::ServeOptions o;
+  o.apiKey = "sk-local-123";
+  o.bodyTimeoutMs = 200;
+  start(o);
+  const int fd = connectTo(port);
+  const std::string body = R"({"prompt":"Hi"})";
+  // The body after the head has been read (a 100 Continue says so).
+  sendText(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n");
+  EXPECT_EQ(readOne(fd).status, 100);
+  sendText(fd, body);
+  EXPECT_EQ(readOne(fd).status, 401);
+  // Past the body deadline, the kept-alive connection still takes its next request (it was left
+  // waiting for a body, and got a 408 and a close).
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  sendText(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(readOne(fd).status, 200);
+  ::close(fd);
+}
+
+TEST_F(TransportTest, ABodyPromisedBy100ContinueThatDoesNotComeGets408) {
+  ai::ServeOptions o;
+  o.bodyTimeoutMs = 200;
+  start(o);
+  const int fd = connectTo(port);
+  sendText(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n");
+  EXPECT_EQ(readOne(fd).status, 100);
+  EXPECT_EQ(readOne(fd).status, 408);
+  ::close(fd);
+}
