@@ -50,11 +50,14 @@ bool Access::originAllowed(std::string_view origin) const {
 }
 
 std::vector<std::pair<std::string, std::string>> Access::corsHeaders(const http::Request& request) const {
+  if (options_.corsOrigins.empty()) return {};
   const std::string* origin = request.header("origin");
-  if (!origin || !originAllowed(*origin)) return {};
   const bool any = std::find(options_.corsOrigins.begin(), options_.corsOrigins.end(), "*") != options_.corsOrigins.end();
-  if (any) return {{"Access-Control-Allow-Origin", "*"}};
-  // The answer depends on the Origin: caches must keep one per origin.
+  if (any) return origin ? std::vector<std::pair<std::string, std::string>>{{"Access-Control-Allow-Origin", "*"}}
+                         : std::vector<std::pair<std::string, std::string>>{};
+  // The answer depends on the Origin, also when it is refused or absent: a cache must not give
+  // one origin's answer (without the header) to another.
+  if (!origin || !originAllowed(*origin)) return {{"Vary", "Origin"}};
   return {{"Access-Control-Allow-Origin", *origin}, {"Vary", "Origin"}};
 }
 
@@ -72,7 +75,9 @@ std::optional<std::string> Access::answer(const http::Request& request, bool kee
   if (request.method == "OPTIONS") {
     // A browser's preflight asks before it sends the request (and sends no key with it).
     const std::string* method = request.header("access-control-request-method");
-    if (!headers.empty() && method) {
+    const bool allowed = std::any_of(headers.begin(), headers.end(),
+                                     [](const auto& h) { return h.first == "Access-Control-Allow-Origin"; });
+    if (allowed && method) {
       headers.emplace_back("Access-Control-Allow-Methods", kMethods);
       const std::string* asked = request.header("access-control-request-headers");
       headers.emplace_back("Access-Control-Allow-Headers", asked && isTokenList(*asked) ? *asked : kDefaultAllowedHeaders);

@@ -217,6 +217,7 @@ Parse parseRequest(std::string_view data, const Limits& limits, Request& out) {
 
   Parse p;
   p.headersDone = true;
+  p.needed = at + length;
   if (data.size() - at < length) return p;  // the body is still coming
   if (length == 0) out.expectContinue = false;
   out.body = std::string(data.substr(at, length));

@@ -37,6 +37,7 @@ struct Parse {
   Kind kind = Incomplete;
   size_t consumed = 0;       // Complete: the bytes of this request (a pipelined next one follows)
   bool headersDone = false;  // the head is read and valid (Incomplete: the body is still coming)
+  size_t needed = 0;         // headersDone: the bytes of the whole request (head and body)
   int status = 0;            // Error: 400, 411, 413, 414, 431, 501 or 505
   std::string message;       // Error: what is wrong
 };

@@ -91,12 +91,16 @@ void Scheduler::loop() {
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
       if (stopping_) break;
       std::erase_if(queue_, [&](const std::shared_ptr<Job>& j) {
-        if (j->cancelled) end(*j, llm::Finish::Cancelled);
-        else if (j->choices > engine_.slots())
-          end(*j, llm::Finish::Cancelled, 400,
-              "n = " + std::to_string(j->choices) + " needs as many slots; the engine has " +
-                  std::to_string(engine_.slots()));
-        return j->cancelled.load() || j->choices > engine_.slots();
+        // cancelled read once: a job leaves the queue only with its end given.
+        if (j->cancelled) {
+          end(*j, llm::Finish::Cancelled);
+          return true;
+        }
+        if (j->choices <= engine_.slots()) return false;
+        end(*j, llm::Finish::Cancelled, 400,
+            "n = " + std::to_string(j->choices) + " needs as many slots; the engine has " +
+                std::to_string(engine_.slots()));
+        return true;
       });
       // In order: a job waits until all its choices fit.
       int free = engine_.freeSlots();

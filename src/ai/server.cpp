@@ -4,6 +4,7 @@
 #include <gizml/error.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,12 +31,19 @@ using Clock = std::chrono::steady_clock;
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+// The socket's send timeout (the transport's) bounds each send and the whole write too: a client
+// that reads a byte now and then cannot hold the write (and its thread) for ever.
 bool sendAll(int fd, std::string_view data) {
+  timeval limit{};
+  socklen_t size = sizeof limit;
+  const bool timed = ::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, &size) == 0 && (limit.tv_sec > 0 || limit.tv_usec > 0);
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(limit.tv_sec) + std::chrono::microseconds(limit.tv_usec);
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
+    if (timed && !data.empty() && Clock::now() >= deadline) return false;
   }
   return true;
 }

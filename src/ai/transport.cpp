@@ -19,6 +19,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -54,6 +55,8 @@ struct Connection {
   bool closing = false;  // once out is written: shut for writing, drain, close
   bool served = false;   // has answered a request (its idle wait is the keep-alive one)
   bool continued = false;  // 100 Continue sent for the request arriving
+  bool processing = false;  // process() runs for it (a pipelined request waits for its loop)
+  size_t needed = 0;        // Body: the bytes of the whole request, so that its head is parsed once
   Clock::time_point since;         // start of the phase (Idle, Draining) or of the request (Head, Body)
   Clock::time_point lastProgress;  // the last bytes of the body
   Clock::time_point writeSince;    // when out began to wait for the client
@@ -105,11 +108,17 @@ struct Transport::Impl {
   void acceptAll();
   void admit(int fd, const sockaddr_storage& peer);
   void refuse(int fd, const std::string& message);
+  // A 503 that closes, with Retry-After.
+  std::string unavailable(const std::string& message) const {
+    return errorResponse(503, message, false, "", "", {{"Retry-After", std::to_string(options.retryAfterSeconds)}});
+  }
   Connection* oldestIdle(const std::string* client);
   void onEvent(Connection& c, uint32_t events);
   void readSome(Connection& c);
   void process(Connection& c);
+  bool processOne(Connection& c);
   void handOff(Connection& c, http::Request request, bool keepAlive);
+  void startHandler(Connection& c, http::Request request, bool keepAlive);
   void collectReturned();
   void respond(Connection& c, const std::string& bytes, bool close);
   void flush(Connection& c);
@@ -213,8 +222,7 @@ void Transport::Impl::acceptAll() {
       ::close(spareFd);
       const int refused = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
       if (refused >= 0) {
-        const std::string answer = errorResponse(503, "the server has no file descriptors left", false, "", "",
-                                                 {{"Retry-After", std::to_string(options.retryAfterSeconds)}});
+        const std::string answer = unavailable("the server has no file descriptors left");
         (void)!::send(refused, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
         ::close(refused);
       }
@@ -270,8 +278,7 @@ void Transport::Impl::admit(int fd, const sockaddr_storage& peer) {
 }
 
 void Transport::Impl::refuse(int fd, const std::string& message) {
-  const std::string answer = errorResponse(503, message, false, "", "",
-                                           {{"Retry-After", std::to_string(options.retryAfterSeconds)}});
+  const std::string answer = unavailable(message);
   if (refusedDraining >= kMaxRefusedDraining) {
     (void)!::send(fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     ::close(fd);
@@ -368,14 +375,17 @@ void Transport::Impl::sweep() {
 }
 
 void Transport::Impl::onEvent(Connection& c, uint32_t events) {
-  if (events & EPOLLOUT) {
-    flush(c);
+  if (!c.out.empty() && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+    flush(c);  // on an error the send fails and closes it
     if (!connections.count(&c) || c.phase == Phase::Handling) return;
   }
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) readSome(c);
 }
 
 void Transport::Impl::readSome(Connection& c) {
+  // While an answer waits for the client to read it, its next requests wait in the socket: a
+  // client that sends and never reads cannot make the loop buffer without end.
+  if (!c.out.empty()) return;
   const ssize_t n = ::recv(c.fd, scratch.data(), scratch.size(), MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
   if (n <= 0) {
@@ -389,44 +399,71 @@ void Transport::Impl::readSome(Connection& c) {
     c.since = Clock::now();
   }
   c.in.append(scratch.data(), static_cast<size_t>(n));
-  if (c.out.empty()) process(c);  // else after the loop's own answer is written
+  process(c);
 }
 
 void Transport::Impl::process(Connection& c) {
-  if (c.in.empty()) return;
+  // One request after another in a loop, not by recursion through respond() and flush(): a
+  // client may pipeline thousands of requests the loop answers itself (preflights, 401s).
+  if (c.processing) return;  // the loop below takes the next request
+  c.processing = true;
+  Connection* const self = &c;
+  while (c.out.empty() && !c.in.empty() && c.phase != Phase::Handling && c.phase != Phase::Draining) {
+    const bool answered = processOne(c);
+    if (!connections.count(self)) return;  // closed (no connection is made meanwhile)
+    if (!answered) break;  // waits for bytes, handed to a handler, or refused
+  }
+  c.processing = false;
+}
+
+// Takes the request at the start of c.in; true when the loop answered it itself (the next may follow).
+bool Transport::Impl::processOne(Connection& c) {
   if (c.phase == Phase::Idle) {
     leaveIdle(c);
     c.phase = Phase::Head;
     c.since = Clock::now();
   }
+  if (c.phase == Phase::Body && c.in.size() < c.needed) {
+    // More of the body (not the head again: a body a byte at a time costs no parse each).
+    c.lastProgress = Clock::now();
+    noteDeadline(c);
+    return false;
+  }
   http::Request request;
   const http::Parse parse = http::parseRequest(c.in, options.limits, request);
   if (parse.kind == http::Parse::Error) {
     respond(c, errorResponse(parse.status, parse.message, false), true);
-    return;
+    return false;
   }
   if (parse.kind == http::Parse::Incomplete) {
     if (parse.headersDone) {
-      if (c.phase != Phase::Body) c.phase = Phase::Body;
+      c.phase = Phase::Body;
+      c.needed = parse.needed;
       c.lastProgress = Clock::now();
+      noteDeadline(c);
       if (request.expectContinue && !c.continued) {
         c.continued = true;
         respond(c, "HTTP/1.1 100 Continue\r\n\r\n", false);
-        return;
+        return false;
       }
     }
     noteDeadline(c);
-    return;
+    return false;
   }
   c.in.erase(0, parse.consumed);
+  // What follows is the next request's head: it starts now, when the loop comes to it.
+  c.phase = Phase::Head;
+  c.since = Clock::now();
+  c.needed = 0;
   const bool keepAlive = request.keepAlive && !stopping;
   if (std::optional<std::string> answer = access.answer(request, keepAlive)) {
     c.continued = false;
     c.served = true;
     respond(c, *answer, !keepAlive);
-    return;
+    return true;
   }
   handOff(c, std::move(request), keepAlive);
+  return false;
 }
 
 void Transport::Impl::respond(Connection& c, const std::string& bytes, bool close) {
@@ -444,7 +481,7 @@ void Transport::Impl::flush(Connection& c) {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      watch(c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+      watch(c, EPOLLOUT);  // not reading meanwhile (readSome); a reset still wakes it (EPOLLERR)
       noteDeadline(c);
       return;
     }
@@ -474,6 +511,17 @@ void Transport::Impl::handOff(Connection& c, http::Request request, bool keepAli
   leaveIdle(c);
   watch(c, 0);  // the handler alone reads the socket (it watches for the client leaving)
   c.phase = Phase::Handling;
+  try {
+    startHandler(c, std::move(request), keepAlive);
+  } catch (const std::system_error&) {
+    // No thread to be had (the process's thread or memory limit): the client may come back.
+    c.phase = Phase::Head;
+    watch(c, EPOLLIN | EPOLLRDHUP);
+    respond(c, unavailable("the server cannot start a thread for the request now"), true);
+  }
+}
+
+void Transport::Impl::startHandler(Connection& c, http::Request request, bool keepAlive) {
   Connection* raw = &c;
   c.handler = std::thread([this, raw, keepAlive, request = std::move(request)] {
     bool keep = false;

@@ -20,7 +20,7 @@ struct CpuFeatures {
   bool avxVnni = false;  // the VEX-encoded 256-bit vpdpbusd
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
   // cpuid's AMX-TILE and AMX-INT8 with the OS's tile state in XCR0: advertised, not proven (no
-  // kernel uses AMX; amxTilesWork in amx_probe.h tries a tile).
+  // kernel uses AMX; amxTilesWork in cpu_info.h tries a tile).
   bool amxAdvertised = false;
 };
 

@@ -1,5 +1,6 @@
 #include "cpu/cpu_info.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -59,14 +60,21 @@ std::string featureList(const CpuFeatures& f) {
 bool amxTilesWork() {
 #if GIZML_AMX_PROBE
   if (!detectedCpuFeatures().amxAdvertised) return false;
+  // The child asks Linux for the tile state, so that this process's signal frames do not grow
+  // with it; it runs only a system call and the tile instructions (safe after fork() in a process
+  // with threads: no lock, no allocation).
   constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtileData = 18;
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) != 0) return false;
   const pid_t child = fork();
   if (child < 0) return false;
-  if (child == 0) tileRoundTrip();
+  if (child == 0) {
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) != 0) _exit(3);
+    tileRoundTrip();
+  }
   int status = 0;
-  if (waitpid(child, &status, 0) != child) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  pid_t waited;
+  while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+  }
+  return waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 #else
   return false;
 #endif

@@ -146,8 +146,10 @@ struct Response {
   }
 };
 
-inline int connectTo(int port) {
+/// receiveBuffer > 0: the client's SO_RCVBUF (small: the server's answers soon wait for it).
+inline int connectTo(int port, int receiveBuffer = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (receiveBuffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, sizeof receiveBuffer);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));

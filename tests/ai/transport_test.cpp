@@ -3,6 +3,9 @@
 // deadlines.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "ai/access.h"
 #include "serve_fixture.h"
 
@@ -244,6 +247,8 @@ TEST_F(TransportTest, CorsPreflightAndTheAllowOriginOnEveryAnswer) {
                               "Origin: https://evil.example\r\nAccess-Control-Request-Method: POST\r\n");
   EXPECT_EQ(other.status, 204);
   EXPECT_EQ(other.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(other.headers.count("access-control-allow-methods"), 0u);
+  EXPECT_EQ(other.headers.at("vary"), "Origin");  // a cache keeps its answer for that origin alone
 
   const std::string origin = "Origin: http://localhost:3000\r\n";
   const json chat = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 3}};
@@ -259,7 +264,9 @@ TEST_F(TransportTest, CorsPreflightAndTheAllowOriginOnEveryAnswer) {
   EXPECT_EQ(error.status, 404);
   EXPECT_EQ(error.headers.at("access-control-allow-origin"), "http://localhost:3000");
   // No Origin (not a browser): no CORS headers.
-  EXPECT_EQ(call(port, "GET", "/v1/models").headers.count("access-control-allow-origin"), 0u);
+  const Response plain = call(port, "GET", "/v1/models");
+  EXPECT_EQ(plain.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(plain.headers.at("vary"), "Origin");
 }
 
 TEST_F(TransportTest, CorsAnyOrigin) {
@@ -314,4 +321,116 @@ TEST(Access, KeysCompareWhole) {
   EXPECT_FALSE(ai::equalInConstantTime("sk-abd", "sk-abc"));
   EXPECT_FALSE(ai::equalInConstantTime("", "sk-abc"));
   EXPECT_FALSE(ai::equalInConstantTime(std::string("sk-abc\0", 7), "sk-abc"));
+}
+
+namespace {
+
+const std::string kPreflight = "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n";  // answered by the loop itself
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_F(TransportTest, AClientThatSendsAndNeverReadsIsNotBufferedWithoutEnd) {
+  start({});
+  const int fd = connectTo(port, 4096);
+  ASSERT_GE(fd, 0);
+  std::string requests;
+  while (requests.size() < 64 * 1024) requests += kPreflight;
+  // The server stops reading while its answers wait: our sends soon block (1 s without room);
+  // before that it read on, holding every request in memory.
+  size_t sent = 0;
+  bool blocked = false;
+  while (sent < 64u * 1024 * 1024 && !blocked) {
+    const ssize_t n = ::send(fd, requests.data(), requests.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else {
+      ASSERT_TRUE(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) << std::strerror(errno);
+      pollfd p{fd, POLLOUT, 0};
+      blocked = ::poll(&p, 1, 1000) == 0;
+    }
+  }
+  EXPECT_TRUE(blocked) << sent << " bytes of requests were taken while none of the answers was read";
+  ::close(fd);
+}
+
+TEST_F(TransportTest, ThousandsOfPipelinedRequestsReadLateAreAllAnswered) {
+  start({});
+  const int fd = connectTo(port, 4096);
+  ASSERT_GE(fd, 0);
+  // 6 MB of requests: before they were answered one inside the other's call, the loop's stack
+  // overflowed; and the connection must not time out while it answers them, however long.
+  constexpr size_t kRequests = 200000;
+  std::string requests;
+  for (size_t i = 0; i < kRequests; ++i) requests += kPreflight;
+  // Send all we can before reading any answer, then read and send the rest together.
+  size_t sent = 0, answered = 0;
+  std::string unread;  // received, not yet counted
+  char buffer[65536];
+  bool reading = false;
+  while (answered < kRequests) {
+    pollfd p{fd, static_cast<short>(reading ? POLLIN | (sent < requests.size() ? POLLOUT : 0) : POLLOUT), 0};
+    const int ready = ::poll(&p, 1, reading ? 10000 : 1000);
+    if (ready == 0 && !reading) {
+      reading = true;  // no more room: the server waits for us
+      continue;
+    }
+    ASSERT_GT(ready, 0) << answered << " answers";
+    if (p.revents & POLLOUT) {
+      const ssize_t n = ::send(fd, requests.data() + sent, requests.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ASSERT_GT(n, 0);
+      sent += static_cast<size_t>(n);
+      if (sent == requests.size()) reading = true;
+    }
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      ASSERT_GT(n, 0) << "the server closed after " << answered << " answers: " << unread.substr(0, 200);
+      unread.append(buffer, static_cast<size_t>(n));
+      const size_t last = unread.rfind("\r\n\r\n");  // the answers have no body
+      if (last == std::string::npos) continue;
+      const std::string whole = unread.substr(0, last + 4);
+      answered += countOf(whole, "HTTP/1.1 204 ");
+      ASSERT_EQ(countOf(whole, "HTTP/1.1 "), countOf(whole, "HTTP/1.1 204 ")) << whole.substr(0, 200);
+      unread.erase(0, last + 4);
+    }
+  }
+  EXPECT_EQ(answered, kRequests);
+  ::close(fd);
+}
+
+TEST_F(TransportTest, AConnectionAnsweredByTheLoopAfterABodyWaitsAsIdleNotForMoreBody) {
+  ai::ServeOptions o;
+  o.apiKey = "sk-local-123";
+  o.bodyTimeoutMs = 200;
+  start(o);
+  const int fd = connectTo(port);
+  const std::string body = R"({"prompt":"Hi"})";
+  // The body after the head has been read (a 100 Continue says so).
+  sendText(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n");
+  EXPECT_EQ(readOne(fd).status, 100);
+  sendText(fd, body);
+  EXPECT_EQ(readOne(fd).status, 401);
+  // Past the body deadline, the kept-alive connection still takes its next request (it was left
+  // waiting for a body, and got a 408 and a close).
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  sendText(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(readOne(fd).status, 200);
+  ::close(fd);
+}
+
+TEST_F(TransportTest, ABodyPromisedBy100ContinueThatDoesNotComeGets408) {
+  ai::ServeOptions o;
+  o.bodyTimeoutMs = 200;
+  start(o);
+  const int fd = connectTo(port);
+  sendText(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n");
+  EXPECT_EQ(readOne(fd).status, 100);
+  EXPECT_EQ(readOne(fd).status, 408);
+  ::close(fd);
 }

@@ -8,6 +8,11 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -170,6 +175,19 @@ TEST(CpuIsa, GizInfoNamesTheChosenKernels) {
     EXPECT_NE(report.find("(probed)"), std::string::npos) << report;
   }
 }
+
+#if defined(__linux__) && defined(__x86_64__)
+// The probe's child asks for the tile state: this process (whose signal frames would grow with
+// it) never holds it.
+TEST(CpuIsa, TheAmxProbeLeavesThisProcessWithoutTheTileState) {
+  if (!detectedCpuFeatures().amxAdvertised) GTEST_SKIP() << "this CPU advertises no AMX";
+  amxTilesWork();
+  constexpr int kArchGetXcompPerm = 0x1022;
+  uint64_t permitted = 0;
+  ASSERT_EQ(syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted), 0);
+  EXPECT_EQ(permitted & (uint64_t{1} << 18), 0u) << "XTILEDATA was granted to the process itself";
+}
+#endif
 
 TEST(CpuIsa, CapsDropTheFeaturesAbove) {
   CpuFeatures all;
