@@ -307,23 +307,29 @@ TEST(GenericTools, ATemplateWithoutToolsGetsTheGenericPromptAndItsCallsParse) {
 
   // The prompt the model read: the preamble with the tools as JSON and the call format, in the
   // template's own system message (SmolLM2's default one is replaced, as with any system message).
+  // Two calls in the assistant's turn (the answer's and one more), each answered by a tool message
+  // naming it (OpenAI's rule).
+  json calls = choice["message"]["tool_calls"];
+  calls.push_back({{"id", "call_2"}, {"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", "{}"}}}});
   json next = request;
-  next["messages"].push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", choice["message"]["tool_calls"]}});
-  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", choice["message"]["tool_calls"][0]["id"]}, {"content", "40F"}});
+  next["messages"].push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}});
+  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", calls[0]["id"]}, {"content", "40F"}});
   next["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_2"}, {"content", "windy"}});
   qwen.fake->script = qwen.tokenizer->encode("Cold.", false);
   const json answer = post(server.port(), "/v1/chat/completions", next).json();
   EXPECT_EQ(answer["choices"][0]["message"]["content"], "Cold.");
   const ordered_json rendered = ai::genericToolMessages(
       ordered_json::parse(R"([{"role": "user", "content": "Weather?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"unit": "f"}}}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"unit": "f"}}},
+                                                           {"type": "function", "function": {"name": "get_time", "arguments": {}}}]},
         {"role": "tool", "content": "40F"}, {"role": "tool", "content": "windy"}])"),
       ordered_json(kTools), {});
   const std::string prompt = smol.chatPrompt(rendered, ordered_json::array(), ordered_json::object());
   EXPECT_EQ(answer["usage"]["prompt_tokens"], qwen.tokenizer->encode(prompt, false).size());
   for (const char* part : {"<|im_start|>system\nYou can call these tools", "\"name\":\"get_time\"",
                            "\"enum\":[\"c\",\"f\"]", "<tool_call>\n{\"name\":\"TOOL_NAME\"",
-                           "<|im_start|>assistant\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"unit\":\"f\"}}\n</tool_call><|im_end|>",
+                           "<|im_start|>assistant\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"unit\":\"f\"}}\n</tool_call>\n"
+                           "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{}}\n</tool_call><|im_end|>",
                            "<|im_start|>user\n<tool_response>\n40F\n</tool_response>\n<tool_response>\nwindy\n</tool_response><|im_end|>"})
     EXPECT_NE(prompt.find(part), std::string::npos) << part << "\n" << prompt;
   EXPECT_EQ(prompt.find("<|im_start|>tool"), std::string::npos);
