@@ -23,6 +23,9 @@ import jinja2.nodes
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+# transformers' globals and tojson, as the conversation fixtures use them (this folder is on sys.path).
+from make_template_fixtures import raise_exception, strftime_now, tojson
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "data" / "templates" / "generated" / "cases.json"
 
@@ -49,18 +52,6 @@ class AssistantTracker(Extension):
     def activate_tracker(self, rendered_blocks, generation_indices):
         self._rendered_blocks = rendered_blocks
         self._generation_indices = generation_indices
-
-
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
-
-
-def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-
-def strftime_now(format):
-    raise AssertionError("cases must not depend on the clock")
 
 
 def make_env():
