@@ -84,6 +84,19 @@ class QuantMatrix {
 void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys);
 
 namespace quant_kernels {
+/// Activation rows in flight in a kernel (each keeps a float and two integer accumulators in
+/// registers), and per pass over a thread's panels (their codes stay in L2 while every panel
+/// passes over them).
+inline constexpr int kMaxRows = 4;
+inline constexpr int64_t kRowChunk = 64;
+/// The codes, group scales and group sums of the activation rows in flight (data only: this
+/// header is read by kernel files built for different ISAs).
+struct ActRows {
+  const int8_t* codes[kMaxRows];
+  const float* scale[kMaxRows];
+  const float* sum[kMaxRows];
+};
+
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every
 /// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512).
 void panelsAvx2(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);

@@ -22,18 +22,6 @@
 namespace gizml::cpu::quant_kernels {
 namespace {
 
-// Activation rows in flight (each keeps a float and two integer accumulators in registers).
-constexpr int kMaxRows = 4;
-// Activation rows per pass over a thread's panels: their codes stay in L2 while every panel
-// passes over them.
-constexpr int64_t kRowChunk = 64;
-
-struct ActRows {
-  const int8_t* codes[kMaxRows];
-  const float* scale[kMaxRows];
-  const float* sum[kMaxRows];
-};
-
 // A step of the layout covers 8 columns: one word of two halves (4 and 6 bits) or two words of
 // one code a byte. Its bytes, and (AVX2) how many steps' int16 sums may be added before
 // widening: a product pair is at most 2 * 127 * (2^bits - 1), or 2 * 128 * 127 at 8 bits.

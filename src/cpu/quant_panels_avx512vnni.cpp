@@ -29,16 +29,6 @@ namespace gizml::cpu::quant_kernels {
 namespace {
 
 constexpr int64_t kPanel = 16;
-// Activation rows in flight, and per pass over a thread's panels (as in the AVX2 kernel).
-constexpr int kMaxRows = 4;
-constexpr int64_t kRowChunk = 64;
-
-struct ActRows {
-  const int8_t* codes[kMaxRows];
-  const float* scale[kMaxRows];
-  const float* sum[kMaxRows];
-};
-
 // A step covers 8 columns: one word of two halves (4 and 6 bits) or two words of one code a byte.
 template <int Bits>
 struct Step {
