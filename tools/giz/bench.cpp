@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "command_line.h"
 #include "core/thread_pool.h"
 #include "generation.h"
 #include "llm/models/language_model.h"
@@ -19,11 +20,9 @@
 
 namespace {
 
-int benchUsage() {
-  std::cerr << "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]\n"
-               "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps\n";
-  return 2;
-}
+constexpr const char* kUsage =
+    "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]\n"
+    "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps\n";
 
 // The peak resident set of this process (VmHWM), in MiB.
 double peakRssMiB() {
@@ -41,18 +40,19 @@ int benchCommand(int argc, char** argv) {
   using gizml::check;
   std::string model, tokensFile, logitsFile, kv = "default";
   int64_t prefill = 512, decode = 128;
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
-    if (a == "--prefill" && hasValue) prefill = std::stoll(argv[++i]);
-    else if (a == "--decode" && hasValue) decode = std::stoll(argv[++i]);
+    if (a == "--prefill" && hasValue) prefill = parseCount(a, argv[++i]);
+    else if (a == "--decode" && hasValue) decode = parseCount(a, argv[++i]);
     else if (a == "--tokens" && hasValue) tokensFile = argv[++i];
     else if (a == "--logits" && hasValue) logitsFile = argv[++i];
     else if (a == "--kv" && hasValue) kv = argv[++i];
-    else if (a.rfind("--", 0) == 0 || !model.empty()) return benchUsage();
+    else if (a.rfind("--", 0) == 0 || !model.empty()) return usageReply(kUsage, false);
     else model = a;
   }
-  if (model.empty()) return benchUsage();
+  if (model.empty()) return usageReply(kUsage, false);
   check(prefill > 0 && decode >= 0, "bench: --prefill must be positive and --decode not negative");
   gizml::llm::ModelOptions options;
   if (kv == "f32") options.kvCache = gizml::DType::F32;

@@ -4,23 +4,23 @@
 
 #include <iostream>
 
+#include "command_line.h"
 #include "generation.h"
 
 namespace {
 
-int chatUsage() {
-  std::cerr << "usage: giz chat MODEL [--context 4096] [--max-tokens 512] [--temperature 0] [--top-k 0]\n"
-               "                 [--top-p 1] [--min-p 0] [--seed 0] [--system TEXT] [--think]\n"
-               "  reads one message per line from stdin until its end\n";
-  return 2;
-}
+constexpr const char* kUsage =
+    "usage: giz chat MODEL [--context 4096] [--max-tokens 512] [--temperature 0] [--top-k 0]\n"
+    "                 [--top-p 1] [--min-p 0] [--seed 0] [--system TEXT] [--think]\n"
+    "  reads one message per line from stdin until its end\n";
 
 }  // namespace
 
 int chatCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   GenerationOptions options;
   std::vector<std::string> words;
-  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 1) return chatUsage();
+  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 1) return usageReply(kUsage, false);
   const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0]));
   gizml::llm::Engine engine = model.engine(1, options.context);
   nlohmann::ordered_json messages = startMessages(options);

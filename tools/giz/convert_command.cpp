@@ -5,30 +5,25 @@
 #include <iostream>
 #include <string>
 
+#include "command_line.h"
+
 namespace {
 
-int convertUsage() {
-  std::cerr << "usage: giz convert SOURCE DEST [--bits 4] [--head-bits 6] [--group 32] [--lora DIR]\n"
-               "  SOURCE: a Hugging Face folder (config.json + safetensors) or a .gguf file\n"
-               "  bits: 2..8 (grouped), or 16 (F16); the head gets at least the layers' bits\n";
-  return 2;
-}
+constexpr const char* kUsage =
+    "usage: giz convert SOURCE DEST [--bits 4] [--head-bits 6] [--group 32] [--lora DIR]\n"
+    "  SOURCE: a Hugging Face folder (config.json + safetensors) or a .gguf file\n"
+    "  bits: 2..8 (grouped), or 16 (F16); the head gets at least the layers' bits\n";
 
 int parseInt(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  int value = 0;
-  try {
-    value = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty()) throw gizml::Error(flag + ": '" + text + "' is not a number");
-  return value;
+  const int64_t v = parseCount(flag, text);
+  if (v < INT32_MIN || v > INT32_MAX) throw gizml::Error(flag + ": " + text + " is out of range");
+  return static_cast<int>(v);
 }
 
 }  // namespace
 
 int convertCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   std::string source, dest, lora;
   gizml::llm::Bits bits;
   bool headGiven = false;
@@ -42,12 +37,12 @@ int convertCommand(int argc, char** argv) {
     }
     else if (arg == "--group" && hasValue) bits.group = parseInt(arg, argv[++i]);
     else if (arg == "--lora" && hasValue) lora = argv[++i];
-    else if (arg.rfind("--", 0) == 0) return convertUsage();
+    else if (arg.rfind("--", 0) == 0) return usageReply(kUsage, false);
     else if (source.empty()) source = arg;
     else if (dest.empty()) dest = arg;
-    else return convertUsage();
+    else return usageReply(kUsage, false);
   }
-  if (source.empty() || dest.empty()) return convertUsage();
+  if (source.empty() || dest.empty()) return usageReply(kUsage, false);
   // The output layer is the most sensitive: unless told, never narrower than the layers.
   if (!headGiven) bits.head = std::max(bits.head, bits.layers);
   const gizml::llm::ConvertReport report = gizml::llm::convert(source, dest, bits, lora);

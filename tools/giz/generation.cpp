@@ -4,27 +4,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "command_line.h"
+
 namespace fs = std::filesystem;
 
 namespace {
-
-double parseNumber(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size()) throw gizml::Error(flag + ": '" + text + "' is not a number");
-  return value;
-}
-
-int64_t parseCount(const std::string& flag, const std::string& text) {
-  const double v = parseNumber(flag, text);
-  if (v != static_cast<double>(static_cast<int64_t>(v))) throw gizml::Error(flag + ": '" + text + "' is not a whole number");
-  return static_cast<int64_t>(v);
-}
 
 fs::path cacheRoot() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "gizml" / "models";

@@ -1,9 +1,11 @@
 // giz: the command line of gizml. Subcommands arrive with the modules they reach.
 #include <gizml/tensor.h>
 
+#include <iomanip>
 #include <iostream>
 #include <string>
 
+#include "command_line.h"
 #include "core/thread_pool.h"
 #include "cpu/cpu_info.h"
 
@@ -17,46 +19,80 @@ int serveCommand(int argc, char** argv);     // serve_command.cpp
 
 namespace {
 
-int info() {
-  std::cout << "gizml 0.1.0\n"
+constexpr const char* kVersion = "gizml 0.1.0";
+
+int info(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply("usage: giz info\n  this build's version, the CPU's threads and ISA, and the kernels chosen\n", true);
+  if (argc > 2) return usageReply("usage: giz info\n", false);
+  std::cout << kVersion << "\n"
             << "cpu: " << gizml::core::threadCount() << " threads\n"
             << gizml::cpu::cpuReport();
   return 0;
 }
 
-int usage() {
-  std::cerr << "usage: giz <command>\n\n"
-               "commands:\n"
-               "  info      what this build and machine offer\n"
-               "  template  --template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"
-               "            render a chat template on a conversation\n"
-               "  tokenize  --tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids\n"
-               "  convert   SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model\n"
-               "  run       MODEL PROMPT [--max-tokens N --temperature T --seed S ...]  answer a prompt\n"
-               "  chat      MODEL [--system TEXT ...]  a conversation, one message per line of stdin\n"
-               "  bench     MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed\n"
-               "  serve     MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API\n";
-  return 2;
+struct Command {
+  const char* name;
+  int (*run)(int argc, char** argv);  // argv[1] is the command's name
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"info", info, "what this build and machine offer"},
+    {"run", runCommand, "MODEL PROMPT [--max-tokens N --temperature T --seed S ...]  answer a prompt"},
+    {"chat", chatCommand, "MODEL [--system TEXT ...]  a conversation, one message per line of stdin"},
+    {"serve", serveCommand, "MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API"},
+    {"bench", benchCommand, "MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed"},
+    {"convert", convertCommand, "SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model"},
+    {"template", templateCommand, "--template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"
+                                  "            render a chat template on a conversation"},
+    {"tokenize", tokenizeCommand, "--tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids"},
+};
+
+const Command* find(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// The list of commands: to stdout with status 0 when asked for, else to stderr with status 2.
+int usage(bool asked) {
+  std::ostream& out = asked ? std::cout : std::cerr;
+  out << "usage: giz <command> [arguments]    (giz <command> --help, or giz help <command>, for one)\n\n"
+         "commands:\n";
+  for (const Command& c : kCommands) out << "  " << std::left << std::setw(10) << c.name << c.summary << "\n";
+  return asked ? 0 : 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usage();
-  const std::string command = argv[1];
+  if (argc < 2) return usage(false);
+  std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::cout << kVersion << "\n";
+    return 0;
+  }
+  if (command == "-h" || command == "--help" || (command == "help" && argc == 2)) return usage(true);
+  char help[] = "--help";
+  char* forwarded[] = {argv[0], argv[argc > 2 ? 2 : 1], help, nullptr};
+  if (command == "help") {  // giz help COMMAND is giz COMMAND --help
+    command = argv[2];
+    if (!find(command)) {
+      std::cerr << "giz help: unknown command '" << command << "'\n";
+      return usage(false);
+    }
+    argc = 3;
+    argv = forwarded;
+  }
+  const Command* found = find(command);
+  if (!found) {
+    std::cerr << "giz: unknown command '" << command << "'\n";
+    return usage(false);
+  }
   try {
-    if (command == "info") return info();
-    if (command == "convert") return convertCommand(argc, argv);
-    if (command == "template") return templateCommand(argc - 2, argv + 2);
-    if (command == "tokenize") return tokenizeCommand(argc, argv);
-    if (command == "run") return runCommand(argc, argv);
-    if (command == "chat") return chatCommand(argc, argv);
-    if (command == "bench") return benchCommand(argc, argv);
-    if (command == "serve") return serveCommand(argc, argv);
+    return found->run(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;
   }
-  std::cerr << "giz: unknown command '" << command << "'\n";
-  return usage();
 }

@@ -1,23 +1,23 @@
 // giz run MODEL "prompt" [flags]: one answer to one prompt, streamed as it is generated.
 #include <iostream>
 
+#include "command_line.h"
 #include "generation.h"
 
 namespace {
 
-int runUsage() {
-  std::cerr << "usage: giz run MODEL PROMPT [--max-tokens 512] [--temperature 0] [--top-k 0] [--top-p 1]\n"
-               "                [--min-p 0] [--seed 0] [--system TEXT] [--think]\n"
-               "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use)\n";
-  return 2;
-}
+constexpr const char* kUsage =
+    "usage: giz run MODEL PROMPT [--max-tokens 512] [--temperature 0] [--top-k 0] [--top-p 1]\n"
+    "                [--min-p 0] [--seed 0] [--system TEXT] [--think]\n"
+    "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use)\n";
 
 }  // namespace
 
 int runCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   GenerationOptions options;
   std::vector<std::string> words;
-  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 2) return runUsage();
+  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 2) return usageReply(kUsage, false);
   const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0]));
   nlohmann::ordered_json messages = startMessages(options);
   messages.push_back({{"role", "user"}, {"content", words[1]}});

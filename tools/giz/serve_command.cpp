@@ -9,54 +9,35 @@
 #include <filesystem>
 #include <iostream>
 
+#include "command_line.h"
 #include "generation.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-int serveUsage() {
-  std::cerr << "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
-               "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
-               "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
-               "                 [--max-connections 4096] [--max-per-client 256]\n"
-               "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use);\n"
-               "  each is served under its folder's name (or the --name given in its place); the first is the\n"
-               "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
-               "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
-               "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
-               "  Serves until SIGINT or SIGTERM.\n";
-  return 2;
-}
-
-int64_t wholeNumber(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size()) throw gizml::Error(flag + ": '" + text + "' is not a whole number");
-  return v;
-}
+constexpr const char* kUsage =
+    "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
+    "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
+    "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
+    "                 [--max-connections 4096] [--max-per-client 256]\n"
+    "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use);\n"
+    "  each is served under its folder's name (or the --name given in its place); the first is the\n"
+    "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
+    "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
+    "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
+    "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
-  const int64_t v = wholeNumber(flag, text);
+  const int64_t v = parseCount(flag, text);
   if (v < 1 || v > 1000000) throw gizml::Error(flag + ": " + text + " is not in [1, 1000000]");
   return static_cast<int>(v);
 }
 
 // Seconds (decimals allowed) as milliseconds, at least 1 ms.
 int milliseconds(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || !(v >= 0.001 && v <= 86400))
+  const double v = parseNumber(flag, text);
+  if (!(v >= 0.001 && v <= 86400))
     throw gizml::Error(flag + ": '" + text + "' is not a number of seconds in [0.001, 86400]");
   return static_cast<int>(v * 1000 + 0.5);
 }
@@ -86,6 +67,7 @@ std::string nameOf(const std::string& model) {
 }  // namespace
 
 int serveCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   gizml::ai::ServeOptions options;
   std::vector<std::string> models, names;
   int slots = 4;
@@ -95,15 +77,14 @@ int serveCommand(int argc, char** argv) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
     if (arg == "--think") options.thinking = true;
-    else if (arg == "-h" || arg == "--help") return serveUsage();
     else if (arg.rfind("--", 0) != 0) models.push_back(arg);
-    else if (!hasValue) return serveUsage();
+    else if (!hasValue) return usageReply(kUsage, false);
     else if (arg == "--host") options.host = argv[++i];
-    else if (arg == "--port") options.port = static_cast<int>(wholeNumber(arg, argv[++i]));
-    else if (arg == "--slots") slots = static_cast<int>(wholeNumber(arg, argv[++i]));
-    else if (arg == "--context") context = wholeNumber(arg, argv[++i]);
+    else if (arg == "--port") options.port = static_cast<int>(parseCount(arg, argv[++i]));
+    else if (arg == "--slots") slots = static_cast<int>(parseCount(arg, argv[++i]));
+    else if (arg == "--context") context = parseCount(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
-    else if (arg == "--max-body-mb") maxBodyMb = wholeNumber(arg, argv[++i]);
+    else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
     else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
     else if (arg == "--head-timeout") options.headTimeoutMs = milliseconds(arg, argv[++i]);
@@ -112,11 +93,11 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--idle-timeout") options.idleTimeoutMs = milliseconds(arg, argv[++i]);
     else if (arg == "--max-connections") options.maxConnections = connectionCount(arg, argv[++i]);
     else if (arg == "--max-per-client") options.maxPerClient = connectionCount(arg, argv[++i]);
-    else return serveUsage();
+    else return usageReply(kUsage, false);
   }
   if (options.apiKey.empty())
     if (const char* key = std::getenv("GIZML_API_KEY")) options.apiKey = key;
-  if (models.empty() || names.size() > models.size()) return serveUsage();
+  if (models.empty() || names.size() > models.size()) return usageReply(kUsage, false);
   if (slots < 1) throw gizml::Error("--slots: " + std::to_string(slots) + " must be at least 1");
   if (context < 2) throw gizml::Error("--context: " + std::to_string(context) + " must be at least 2");
   if (maxBodyMb < 1) throw gizml::Error("--max-body-mb: " + std::to_string(maxBodyMb) + " must be at least 1");

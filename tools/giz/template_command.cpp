@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "command_line.h"
+
 namespace {
 
 std::string readFile(const std::string& path) {
@@ -35,20 +37,19 @@ void addVar(nlohmann::ordered_json& vars, const std::string& spec) {
                                                                     : nlohmann::ordered_json(value);
 }
 
-int usage() {
-  std::cerr << "usage: giz template --template FILE --messages FILE.json [--tools FILE.json]\n"
-               "                    [--var NAME=VALUE]... [--no-generation-prompt]\n"
-               "  FILE is a Jinja chat template, or a tokenizer_config.json with a chat_template.\n";
-  return 2;
-}
+constexpr const char* kUsage =
+    "usage: giz template --template FILE --messages FILE.json [--tools FILE.json]\n"
+    "                    [--var NAME=VALUE]... [--no-generation-prompt]\n"
+    "  FILE is a Jinja chat template, or a tokenizer_config.json with a chat_template.\n";
 
 }  // namespace
 
 int templateCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   std::string templatePath, messagesPath, toolsPath;
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   bool generationPrompt = true;
-  for (int i = 0; i < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&]() -> std::string {
       gizml::check(i + 1 < argc, a + " needs a value");
@@ -59,9 +60,9 @@ int templateCommand(int argc, char** argv) {
     else if (a == "--tools") toolsPath = value();
     else if (a == "--var") addVar(vars, value());
     else if (a == "--no-generation-prompt") generationPrompt = false;
-    else return usage();
+    else return usageReply(kUsage, false);
   }
-  if (templatePath.empty() || messagesPath.empty()) return usage();
+  if (templatePath.empty() || messagesPath.empty()) return usageReply(kUsage, false);
   std::string source = readFile(templatePath);
   if (templatePath.size() >= 5 && templatePath.compare(templatePath.size() - 5, 5, ".json") == 0) {
     const nlohmann::ordered_json config = readJson(templatePath);

@@ -10,18 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
+
 namespace {
 
 using gizml::llm::TokenId;
 using gizml::llm::Tokenizer;
 
-int tokenizeUsage() {
-  std::cerr << "usage: giz tokenize --tokenizer PATH [--special] TEXT\n"
-               "       giz tokenize --tokenizer PATH --decode ID...\n"
-               "  PATH: a folder with tokenizer.json, a tokenizer.json file or a .gguf file\n"
-               "  --special: add the BOS and other tokens the tokenizer puts around a sequence\n";
-  return 2;
-}
+constexpr const char* kUsage =
+    "usage: giz tokenize --tokenizer PATH [--special] TEXT\n"
+    "       giz tokenize --tokenizer PATH --decode ID...\n"
+    "  PATH: a folder with tokenizer.json, a tokenizer.json file or a .gguf file\n"
+    "  --special: add the BOS and other tokens the tokenizer puts around a sequence\n";
 
 Tokenizer openTokenizer(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) throw gizml::Error(path.string() + ": no such file or folder");
@@ -53,6 +53,7 @@ std::vector<TokenId> parseIds(const std::vector<std::string>& args, const Tokeni
 }  // namespace
 
 int tokenizeCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   std::string path;
   bool decode = false, special = false;
   std::vector<std::string> rest;
@@ -61,10 +62,10 @@ int tokenizeCommand(int argc, char** argv) {
     if (arg == "--tokenizer" && i + 1 < argc) path = argv[++i];
     else if (arg == "--decode") decode = true;
     else if (arg == "--special") special = true;
-    else if (arg.rfind("--", 0) == 0) return tokenizeUsage();
+    else if (arg.rfind("--", 0) == 0) return usageReply(kUsage, false);
     else rest.push_back(arg);
   }
-  if (path.empty() || rest.empty() || (!decode && rest.size() != 1)) return tokenizeUsage();
+  if (path.empty() || rest.empty() || (!decode && rest.size() != 1)) return usageReply(kUsage, false);
   const Tokenizer tokenizer = openTokenizer(path);
   if (decode) {
     std::cout << tokenizer.decode(parseIds(rest, tokenizer)) << "\n";

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# giz's help as a newcomer meets it: `giz --help`, `giz help`, `giz help COMMAND` and
+# `giz COMMAND --help` print the usage on stdout and exit 0; a mistake prints it on stderr, exit 2.
+set -uo pipefail
+giz=$1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect STATUS STDOUT_REGEX STDERR_REGEX -- ARGS...
+expect() {
+  local status=$1 out_re=$2 err_re=$3; shift 4
+  local out err rc
+  out=$("$giz" "$@" 2>/tmp/giz_help_err.$$); rc=$?
+  err=$(cat /tmp/giz_help_err.$$)
+  [ "$rc" -eq "$status" ] || fail "giz $*: exit $rc, expected $status"
+  [[ "$out" =~ $out_re ]] || fail "giz $*: stdout '${out:0:200}' does not match '$out_re'"
+  [[ "$err" =~ $err_re ]] || fail "giz $*: stderr '${err:0:200}' does not match '$err_re'"
+}
+
+commands=(info run chat serve bench convert template tokenize)
+for asked in --help -h help; do
+  expect 0 "^usage: giz <command>" "^$" -- "$asked"
+done
+for c in "${commands[@]}"; do
+  [[ "$("$giz" --help)" == *"  $c "* ]] || fail "giz --help does not list $c"
+  expect 0 "^usage: giz $c" "^$" -- "$c" --help
+  expect 0 "^usage: giz $c" "^$" -- help "$c"
+  [ "$("$giz" help "$c")" == "$("$giz" "$c" -h)" ] || fail "giz help $c differs from giz $c -h"
+done
+expect 0 "^gizml [0-9]+\.[0-9]+\.[0-9]+$" "^$" -- --version
+expect 2 "^$" "^usage: giz <command>" --
+expect 2 "^$" "unknown command 'nope'" -- nope
+expect 2 "^$" "unknown command 'nope'" -- help nope
+expect 2 "^$" "^usage: giz run" -- run
+expect 2 "^$" "^usage: giz convert" -- convert --bogus
+rm -f /tmp/giz_help_err.$$
+[ "$failures" -eq 0 ] && echo "giz help: all checks passed"
+exit $((failures > 0))

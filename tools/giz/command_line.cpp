@@ -1,0 +1,39 @@
+#include "command_line.h"
+
+#include <gizml/error.h>
+
+#include <cmath>
+#include <iostream>
+
+int usageReply(const char* usage, bool asked) {
+  (asked ? std::cout : std::cerr) << usage << std::flush;
+  return asked ? 0 : 2;
+}
+
+bool asksHelp(int argc, char** argv, int first) {
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") return true;
+  }
+  return false;
+}
+
+double parseNumber(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size()) throw gizml::Error(flag + ": '" + text + "' is not a number");
+  return value;
+}
+
+int64_t parseCount(const std::string& flag, const std::string& text) {
+  const double v = parseNumber(flag, text);
+  // 2^53: past it a double no longer holds every whole number.
+  if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
+    throw gizml::Error(flag + ": '" + text + "' is not a whole number");
+  return static_cast<int64_t>(v);
+}

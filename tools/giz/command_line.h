@@ -1,0 +1,17 @@
+#pragma once
+// What every giz command shares on its command line: asking for help, the usage reply, numbers.
+#include <cstdint>
+#include <string>
+
+/// Prints a command's usage: to stdout with status 0 when the user asked for it (--help, giz help
+/// COMMAND), else, after a mistake on the command line, to stderr with status 2.
+int usageReply(const char* usage, bool asked);
+
+/// True when an argument from argv[first] on is -h or --help.
+bool asksHelp(int argc, char** argv, int first);
+
+/// The number `text` given to `flag`, all of it; else an error naming both.
+double parseNumber(const std::string& flag, const std::string& text);
+
+/// The whole number `text` given to `flag`; else an error naming both.
+int64_t parseCount(const std::string& flag, const std::string& text);
