@@ -62,17 +62,11 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A tool call in a model's text: the function's name and its arguments as JSON text.
-struct ToolCall {
-  std::string name;
-  std::string arguments;
-};
+using llm::ToolCall;
 
 /// A model's answer split as the OpenAI API returns it: reasoning (<think>...</think>), content,
-/// and the calls of Qwen's formats, <tool_call>{"name": .., "arguments": {..}}</tool_call> and
-/// <tool_call><function=NAME><parameter=P>VALUE</parameter></function></tool_call>. tools (the
-/// request's OpenAI tool list) types the parameters of the second form: a parameter whose schema
-/// is not a string is read as JSON when it parses. inReasoning: the prompt opened a <think>.
+/// and the calls llm::toolCalls reads (tools, the request's OpenAI tool list, types the
+/// parameters of Qwen's function form). inReasoning: the prompt opened a <think>.
 struct Answer {
   std::string reasoning;
   std::string content;

@@ -285,7 +285,7 @@ Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::ma
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
-  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateWritesTools(e.model), e.slots});
+  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateTakesTools(e.model), e.slots});
   m.transport = std::make_unique<Transport>(std::move(t), std::move(access), [&m](int fd, const http::Request& r, bool keepAlive) {
     return m.handle(fd, r, keepAlive);
   });
