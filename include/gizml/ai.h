@@ -1,7 +1,7 @@
 #pragma once
 // gizml::ai: serving language models with the OpenAI API (docs/serve.md). An HTTP/1.1 server of
-// our own on POSIX sockets (one epoll loop reads the requests of every connection, a thread answers
-// each): GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
+// our own on POSIX sockets (a Listener; one epoll loop reads the requests of every connection, a
+// thread answers each): GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
 // whole or streamed as Server-Sent Events. One scheduler thread per engine owns it: requests
 // from the connections queue, join the engine's slots as they free up and decode together.
 #include <gizml/llm.h>
@@ -22,8 +22,37 @@ struct Served {
   llm::Engine engine;
 };
 
+/// Where a server takes its connections: a listening TCP socket, which the Listener owns (and
+/// closes when destroyed).
+class Listener {
+ public:
+  /// Binds host:port (port 0: an ephemeral one) and listens. Throws gizml::Error when the port is
+  /// not in [0, 65535], the host does not resolve or the address cannot be bound.
+  Listener(const std::string& host, int port);
+  /// Takes a socket its caller bound and set listening (socket activation, e.g. systemd's fd 3;
+  /// tests). Throws gizml::Error, leaving fd to the caller, when it is not a listening TCP socket.
+  static Listener adopt(int fd);
+  Listener(Listener&& other) noexcept;
+  Listener& operator=(Listener&& other) noexcept;
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  ~Listener();
+
+  int fd() const { return fd_; }
+  /// The host given, or the bound address (numeric) of an adopted socket.
+  const std::string& host() const { return host_; }
+  /// The bound port (the ephemeral one when 0 was asked).
+  int port() const { return port_; }
+
+ private:
+  Listener(int fd, std::string host);
+  int fd_ = -1;
+  std::string host_;
+  int port_ = 0;
+};
+
 struct ServeOptions {
-  std::string host = "127.0.0.1";
+  std::string host = "127.0.0.1";       // Server(models, options) listens on host:port
   int port = 8080;                      // 0: an ephemeral port; Server::port() tells which
   size_t maxBody = 8 * 1024 * 1024;     // larger request bodies: 413
   int headTimeoutMs = 5000;             // a request's head must arrive within this of its first
@@ -41,10 +70,13 @@ struct ServeOptions {
 };
 
 /// The OpenAI API on engines: the first is the default model. Serves from construction (the
-/// socket is bound and listening when it returns) until stop() or destruction.
+/// socket is listening when it returns) until stop() or destruction.
 class Server {
  public:
-  /// Throws gizml::Error when there is no engine, two share a name or the address cannot be bound.
+  /// Takes connections on listener (options.host and port are not read). Throws gizml::Error
+  /// when there is no engine or two share a name.
+  Server(std::vector<Served> models, Listener listener, ServeOptions options = {});
+  /// On Listener(options.host, options.port): throws gizml::Error too when it cannot be bound.
   Server(std::vector<Served> models, ServeOptions options = {});
   ~Server();
   Server(const Server&) = delete;
@@ -62,17 +94,15 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A tool call in a model's text: the function's name and its arguments as JSON text.
-struct ToolCall {
-  std::string name;
-  std::string arguments;
-};
+/// The spec's serve: engines served on listener, from now until the server's stop() or end. A
+/// program embeds it so: auto server = serve(std::move(engines), Listener("127.0.0.1", 8080));
+Server serve(std::vector<Served> engines, Listener listener, ServeOptions options = {});
+
+using llm::ToolCall;
 
 /// A model's answer split as the OpenAI API returns it: reasoning (<think>...</think>), content,
-/// and the calls of Qwen's formats, <tool_call>{"name": .., "arguments": {..}}</tool_call> and
-/// <tool_call><function=NAME><parameter=P>VALUE</parameter></function></tool_call>. tools (the
-/// request's OpenAI tool list) types the parameters of the second form: a parameter whose schema
-/// is not a string is read as JSON when it parses. inReasoning: the prompt opened a <think>.
+/// and the calls llm::toolCalls reads (tools, the request's OpenAI tool list, types the
+/// parameters of Qwen's function form). inReasoning: the prompt opened a <think>.
 struct Answer {
   std::string reasoning;
   std::string content;

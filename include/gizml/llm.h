@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gizml::llm {
@@ -157,6 +158,42 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+/// A tool call in a model's text: the function's name and its arguments as the text of a JSON
+/// object.
+struct ToolCall {
+  std::string name;
+  std::string arguments;
+  bool operator==(const ToolCall&) const = default;
+};
+
+/// The calls read from a model's text, and the rest of it.
+struct ToolCalls {
+  std::vector<ToolCall> calls;
+  /// The text outside the calls, and the blocks that are no call as they were; trimmed.
+  std::string rest;
+  /// Why each <tool_call> block left in rest is no call, in the order of the text.
+  std::vector<std::string> errors;
+};
+
+/// Reads the calls in a model's text: each <tool_call>...</tool_call> block (the last may be
+/// unclosed: the turn ended there) in either form a template writes,
+///   Hermes': <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call> ("parameters" too), or
+///   Qwen's:  <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>.
+/// tools (OpenAI tool objects) types the second form's values: a parameter whose schema is not a
+/// string is read as JSON when it parses. Model output is outside input: a block that is no call
+/// (not JSON, no name, arguments no object, nested deeper than 64 levels) stays in rest with its
+/// reason in errors; this never throws for any text.
+ToolCalls toolCalls(std::string_view text, const nlohmann::ordered_json& tools = nlohmann::ordered_json::array());
+
+/// How a model's chat template writes the assistant's tool calls (Model::calls).
+enum class CallFormat {
+  None,      // it writes no tools (or fails on them)
+  Json,      // Hermes' JSON in <tool_call> (Qwen 2.5, Qwen 3)
+  Function,  // Qwen's <tool_call><function=NAME><parameter=P> (Qwen3-Coder, Qwen 3.5)
+  Other,     // in a form toolCalls does not read (Llama 3.1's bare JSON, Mistral's [TOOL_CALLS])
+};
+const char* callFormatName(CallFormat format);
+
 /// A chat rendered to token ids; ends[i] is where message i ends (the tokens of the template
 /// applied to messages 0..i, as far as they agree with the whole).
 struct ChatTokens {
@@ -188,6 +225,9 @@ class Model {
   /// Names the conversion load() read: a hash of the folder's manifest.json (architecture,
   /// config and weight formats), 16 hex digits; "" for a model made from its parts.
   const std::string& conversion() const { return conversion_; }
+  /// The format of the tool calls its chat template writes: found once, when the model is made,
+  /// by rendering a conversation with a call of a probe tool and reading it back with toolCalls.
+  CallFormat calls() const { return calls_; }
 
   /// A model from its parts (load() uses it; tests give it their own LanguageModel).
   Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer, std::string chatTemplate);
@@ -198,6 +238,7 @@ class Model {
   std::shared_ptr<const ChatTemplate> template_;  // null when the model has none
   std::vector<TokenId> endOfTurn_;
   std::string conversion_;
+  CallFormat calls_ = CallFormat::None;
   friend Model load(const std::string& folder);
 };
 

@@ -1,10 +1,8 @@
 // Streaming a request's text: stop strings held back and cut, then reasoning, content and tool
-// calls apart (Qwen's <think> and <tool_call> formats).
+// calls apart (Qwen's <think>; the <tool_call> blocks read by llm::toolCalls as each closes).
 #include "ai/answer.h"
 
 #include <algorithm>
-
-#include "core/json_input.h"
 
 namespace gizml::ai {
 namespace {
@@ -13,86 +11,6 @@ constexpr std::string_view kThink = "<think>", kThinkEnd = "</think>";
 constexpr std::string_view kCall = "<tool_call>", kCallEnd = "</tool_call>";
 
 bool isBlank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isBlank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isBlank(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// The JSON type a tool's schema gives a parameter ("" when it says none).
-std::string parameterType(const nlohmann::ordered_json& tools, const std::string& function, const std::string& name) {
-  if (!tools.is_array()) return "";
-  for (const auto& tool : tools) {
-    if (!tool.is_object()) continue;
-    const auto f = tool.find("function");
-    if (f == tool.end() || !f->is_object() || f->value("name", nlohmann::ordered_json()) != function) continue;
-    const auto params = f->find("parameters");
-    if (params == f->end() || !params->is_object()) return "";
-    const auto props = params->find("properties");
-    if (props == params->end() || !props->is_object() || !props->contains(name)) return "";
-    const auto& schema = (*props)[name];
-    if (schema.is_object() && schema.contains("type") && schema["type"].is_string()) return schema["type"].get<std::string>();
-    return "";
-  }
-  return "";
-}
-
-// <function=NAME><parameter=P>VALUE</parameter>...</function>
-std::optional<ToolCall> functionForm(std::string_view body, const nlohmann::ordered_json& tools) {
-  constexpr std::string_view open = "<function=", param = "<parameter=", paramEnd = "</parameter>";
-  if (body.substr(0, open.size()) != open) return std::nullopt;
-  const size_t nameEnd = body.find('>');
-  if (nameEnd == std::string_view::npos) return std::nullopt;
-  ToolCall call;
-  call.name = std::string(trim(body.substr(open.size(), nameEnd - open.size())));
-  if (call.name.empty()) return std::nullopt;
-  nlohmann::ordered_json args = nlohmann::ordered_json::object();
-  size_t at = nameEnd + 1;
-  for (;;) {
-    const size_t p = body.find(param, at);
-    if (p == std::string_view::npos) break;
-    const size_t pNameEnd = body.find('>', p);
-    if (pNameEnd == std::string_view::npos) return std::nullopt;
-    const std::string name(trim(body.substr(p + param.size(), pNameEnd - p - param.size())));
-    size_t valueEnd = body.find(paramEnd, pNameEnd + 1);
-    size_t next = valueEnd == std::string_view::npos ? std::string_view::npos : valueEnd + paramEnd.size();
-    if (valueEnd == std::string_view::npos) {  // unclosed: up to the next parameter or the end
-      valueEnd = std::min({body.find(param, pNameEnd + 1), body.find("</function>", pNameEnd + 1), body.size()});
-      next = valueEnd;
-    }
-    std::string_view value = body.substr(pNameEnd + 1, valueEnd - pNameEnd - 1);
-    while (!value.empty() && value.front() == '\n') value.remove_prefix(1);
-    while (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    nlohmann::ordered_json typed = std::string(value);
-    if (parameterType(tools, call.name, name) != "string") {
-      // Model output is outside input: JSON nested too deep stays text.
-      if (auto parsed = tryParseJson(value)) typed = std::move(*parsed);
-    }
-    args[name] = std::move(typed);
-    if (next == std::string_view::npos || next >= body.size()) break;
-    at = next;
-  }
-  call.arguments = args.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  return call;
-}
-
-// {"name": NAME, "arguments": {...}}
-std::optional<ToolCall> jsonForm(std::string_view body) {
-  const std::optional<nlohmann::ordered_json> parsed = tryParseJson(body);  // too deep: no call
-  if (!parsed || !parsed->is_object()) return std::nullopt;
-  const nlohmann::ordered_json& j = *parsed;
-  const auto name = j.find("name");
-  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
-  ToolCall call;
-  call.name = name->get<std::string>();
-  auto args = j.find("arguments");
-  if (args == j.end()) args = j.find("parameters");
-  if (args == j.end() || args->is_null()) call.arguments = "{}";
-  else if (args->is_string()) call.arguments = args->get<std::string>();
-  else call.arguments = args->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  return call;
-}
 
 }  // namespace
 
@@ -105,31 +23,6 @@ size_t heldBack(std::string_view text, const std::vector<std::string_view>& mark
         break;
       }
   return best;
-}
-
-std::vector<ToolCall> parseToolCalls(std::string_view text, const nlohmann::ordered_json& tools, std::string& rest) {
-  std::vector<ToolCall> calls;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t open = text.find(kCall, at);
-    if (open == std::string_view::npos) {
-      rest += text.substr(at);
-      break;
-    }
-    rest += text.substr(at, open - at);
-    const size_t bodyStart = open + kCall.size();
-    const size_t close = text.find(kCallEnd, bodyStart);
-    const std::string_view body =
-        trim(text.substr(bodyStart, close == std::string_view::npos ? std::string_view::npos : close - bodyStart));
-    std::optional<ToolCall> call = body.substr(0, 1) == "{" ? jsonForm(body) : functionForm(body, tools);
-    const size_t end = close == std::string_view::npos ? text.size() : close + kCallEnd.size();
-    if (call) calls.push_back(std::move(*call));
-    else rest += text.substr(open, end - open);
-    at = end;
-    if (close == std::string_view::npos) break;
-  }
-  rest = std::string(trim(rest));
-  return calls;
 }
 
 TextStream::TextStream(const Tokenizer& tokenizer, std::vector<std::string> stops)
@@ -244,14 +137,18 @@ AnswerStream::Delta AnswerStream::run(bool atEnd) {
 void AnswerStream::takeClosedCalls(Delta& d) {
   for (size_t close; (close = toolText_.find(kCallEnd)) != std::string::npos;) {
     const size_t end = close + kCallEnd.size();
-    std::string rest;
-    for (ToolCall& call : parseToolCalls(std::string_view(toolText_).substr(0, end), tools_, rest)) {
-      calls_.push_back(call);
-      d.calls.push_back(std::move(call));
-    }
-    if (!rest.empty()) notCalls_ += (notCalls_.empty() ? "" : "\n") + rest;
+    takeCalls(d, std::string_view(toolText_).substr(0, end));
     toolText_.erase(0, end);
   }
+}
+
+void AnswerStream::takeCalls(Delta& d, std::string_view text) {
+  llm::ToolCalls read = llm::toolCalls(text, tools_);
+  for (ToolCall& call : read.calls) {
+    calls_.push_back(call);
+    d.calls.push_back(std::move(call));
+  }
+  if (!read.rest.empty()) notCalls_ += (notCalls_.empty() ? "" : "\n") + read.rest;
 }
 
 AnswerStream::Delta AnswerStream::push(std::string_view text) {
@@ -262,13 +159,8 @@ AnswerStream::Delta AnswerStream::push(std::string_view text) {
 AnswerStream::Delta AnswerStream::finish() {
   Delta d = run(true);
   if (mode_ == Mode::Tools) {
-    std::string rest;
-    for (ToolCall& call : parseToolCalls(toolText_, tools_, rest)) {
-      calls_.push_back(call);
-      d.calls.push_back(std::move(call));
-    }
+    takeCalls(d, toolText_);
     toolText_.clear();
-    if (!rest.empty()) notCalls_ += (notCalls_.empty() ? "" : "\n") + rest;
     if (!notCalls_.empty()) addContent(d, (contentStarted_ ? "\n" : "") + notCalls_);
     notCalls_.clear();
   }

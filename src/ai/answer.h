@@ -5,8 +5,8 @@
 #include <gizml/ai.h>
 #include <gizml/llm.h>
 
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gizml::ai {
@@ -62,13 +62,11 @@ class AnswerStream {
   Mode mode_;
   bool thinkChecked_;  // the answer's start was seen not to be (or to be) a <think>
   void takeClosedCalls(Delta& d);
+  void takeCalls(Delta& d, std::string_view text);  // llm::toolCalls; what is no call waits in notCalls_
   std::string pending_, toolText_;
   std::string notCalls_;  // text of the tool section that was no call, shown as content at the end
   bool contentStarted_ = false;  // content with something other than white space was sent
   std::vector<ToolCall> calls_;
 };
-
-/// The calls in text (from its first <tool_call>); the text that is no call goes to rest.
-std::vector<ToolCall> parseToolCalls(std::string_view text, const nlohmann::ordered_json& tools, std::string& rest);
 
 }  // namespace gizml::ai

@@ -35,7 +35,7 @@ struct Target {
   std::string name;
   const llm::Model* model = nullptr;
   int64_t context = 0;  // the engine's tokens per slot
-  bool writesTools = true;  // its chat template shows tools (else: the generic tool prompt)
+  bool writesTools = true;  // its chat template takes tools (templateTakesTools; else: the generic prompt)
   int slots = 1;            // the engine's: at most this many choices (n) at once
 };
 

@@ -1,5 +1,5 @@
-// gizml::ai::Server: the routes on transport.h's connections, and each completion run through
-// its engine's scheduler and written whole or as Server-Sent Events.
+// gizml::ai::Server (and serve): the routes on transport.h's connections from a Listener, and
+// each completion run through its engine's scheduler and written whole or as Server-Sent Events.
 #include <gizml/ai.h>
 #include <gizml/error.h>
 #include <poll.h>
@@ -93,6 +93,7 @@ struct Server::Impl {
     std::string fingerprint;  // system_fingerprint
   };
   ServeOptions options;
+  std::string host;  // the listener's, for url()
   std::vector<Entry> models;
   std::vector<Target> targets;
   std::time_t created = std::time(nullptr);
@@ -260,18 +261,19 @@ void Server::Impl::stop() {
   for (Entry& e : models) e.scheduler->stop();
 }
 
-Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::make_unique<Impl>()) {
+Server::Server(std::vector<Served> served, ServeOptions options)
+    : Server(std::move(served), Listener(options.host, options.port), options) {}
+
+Server::Server(std::vector<Served> served, Listener listener, ServeOptions options) : impl_(std::make_unique<Impl>()) {
   check(!served.empty(), "serve: no models to serve");
   for (size_t i = 0; i < served.size(); ++i) {
     check(!served[i].name.empty(), "serve: model " + std::to_string(i) + " has no name");
     for (size_t j = 0; j < i; ++j) check(served[j].name != served[i].name, "serve: two models are named '" + served[i].name + "'");
   }
-  check(options.port >= 0 && options.port <= 65535, "serve: port " + std::to_string(options.port) + " is not in [0, 65535]");
   Impl& m = *impl_;
   m.options = options;
+  m.host = listener.host();
   TransportOptions t;
-  t.host = options.host;
-  t.port = options.port;
   t.limits.body = options.maxBody;
   t.headTimeoutMs = options.headTimeoutMs;
   t.bodyTimeoutMs = options.bodyTimeoutMs;
@@ -285,8 +287,8 @@ Server::Server(std::vector<Served> served, ServeOptions options) : impl_(std::ma
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
-  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateWritesTools(e.model), e.slots});
-  m.transport = std::make_unique<Transport>(std::move(t), std::move(access), [&m](int fd, const http::Request& r, bool keepAlive) {
+  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateTakesTools(e.model), e.slots});
+  m.transport = std::make_unique<Transport>(std::move(listener), std::move(t), std::move(access), [&m](int fd, const http::Request& r, bool keepAlive) {
     return m.handle(fd, r, keepAlive);
   });
 }
@@ -296,11 +298,15 @@ Server::~Server() { impl_->stop(); }
 int Server::port() const { return impl_->transport->port(); }
 
 std::string Server::url() const {
-  const std::string& host = impl_->options.host;
+  const std::string& host = impl_->host;
   const bool v6 = host.find(':') != std::string::npos;
   return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port());
 }
 
 void Server::stop() { impl_->stop(); }
+
+Server serve(std::vector<Served> engines, Listener listener, ServeOptions options) {
+  return Server(std::move(engines), std::move(listener), std::move(options));
+}
 
 }  // namespace gizml::ai

@@ -1,6 +1,6 @@
-// Tools whatever the chat template: the probe for templates that write none, the generic tool
-// prompt for those (Hermes' <tool_call> format, the one answer.cpp reads for every model), and
-// the grammar that forces calls in that format.
+// Tools whatever the chat template: which templates take them (Model::calls), the generic tool
+// prompt for the others (Hermes' <tool_call> format, which llm::toolCalls reads), and the
+// grammar that forces calls in that format.
 #include "ai/tools_prompt.h"
 
 #include <gizml/error.h>
@@ -9,8 +9,6 @@ namespace gizml::ai {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-constexpr const char* kProbe = "gizml_probe_tool_7f3a";
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -42,15 +40,8 @@ std::string preamble(const Json& tools, const ToolChoice& choice) {
 
 }  // namespace
 
-bool templateWritesTools(const llm::Model& model) {
-  const Json messages = Json::array({{{"role", "user"}, {"content", "Hi"}}});
-  const Json tools = Json::array({{{"type", "function"},
-                                   {"function", {{"name", kProbe}, {"parameters", {{"type", "object"}}}}}}});
-  try {
-    return model.chatPrompt(messages, tools, Json::object()).find(kProbe) != std::string::npos;
-  } catch (const Error&) {
-    return false;
-  }
+bool templateTakesTools(const llm::Model& model) {
+  return model.calls() == llm::CallFormat::Json || model.calls() == llm::CallFormat::Function;
 }
 
 Json genericToolMessages(const Json& messages, const Json& tools, const ToolChoice& choice) {

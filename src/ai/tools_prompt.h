@@ -1,5 +1,5 @@
 #pragma once
-// Tools for every chat template: whether a model's template writes a request's tools, the
+// Tools for every chat template: whether a model's template takes a request's tools, the
 // generic tool prompt for those that do not (docs/serve.md), and the grammar that forces a call
 // (tool_choice "required" or a named function).
 #include <gizml/grammar.h>
@@ -11,9 +11,9 @@
 
 namespace gizml::ai {
 
-/// Whether the model's chat template shows the request's tools: the chat rendered with a probe
-/// tool names it. A template that fails on tools does not write them.
-bool templateWritesTools(const llm::Model& model);
+/// Whether the server gives a request's tools to the model's chat template: it writes calls in
+/// a form llm::toolCalls reads (Model::calls). Other models get the generic tool prompt.
+bool templateTakesTools(const llm::Model& model);
 
 /// What the request asks of the model's calls (tool_choice, parallel_tool_calls).
 struct ToolChoice {

@@ -1,10 +1,10 @@
-// The event loop of transport.h: accepting, reading requests, deadlines, caps, eviction.
+// The event loop of transport.h: accepting on the Listener, reading requests, deadlines, caps,
+// eviction.
 #include "ai/transport.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gizml/error.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -81,11 +81,13 @@ std::string addressOf(const sockaddr_storage& a) {
 }  // namespace
 
 struct Transport::Impl {
-  Impl(TransportOptions o, Access a, Handler h) : options(std::move(o)), access(std::move(a)), handler(std::move(h)) {}
+  Impl(Listener l, TransportOptions o, Access a, Handler h)
+      : listener(std::move(l)), options(std::move(o)), access(std::move(a)), handler(std::move(h)) {}
+  Listener listener;
   TransportOptions options;
   Access access;
   Handler handler;
-  int listenFd = -1, epollFd = -1, wakeFd = -1, spareFd = -1, port = 0;
+  int listenFd = listener.fd(), epollFd = -1, wakeFd = -1, spareFd = -1;
   std::thread loopThread;
   std::atomic<bool> stopping{false};
   std::mutex stopMutex;
@@ -103,7 +105,7 @@ struct Transport::Impl {
   std::mutex returnedMutex;
   std::vector<std::pair<Connection*, bool>> returned;
 
-  void bind();
+  void watchListener();
   void loop();
   void acceptAll();
   void admit(int fd, const sockaddr_storage& peer);
@@ -131,41 +133,12 @@ struct Transport::Impl {
   void sweep();
   void shutdownAll();
   ~Impl() {
-    for (int fd : {listenFd, epollFd, wakeFd, spareFd})
+    for (int fd : {epollFd, wakeFd, spareFd})
       if (fd >= 0) ::close(fd);
   }
 };
 
-void Transport::Impl::bind() {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(options.port);
-  const int rc = ::getaddrinfo(options.host.c_str(), service.c_str(), &hints, &found);
-  check(rc == 0, "serve: cannot resolve host '" + options.host + "': " + ::gai_strerror(rc));
-  std::string failure = "no address";
-  for (addrinfo* a = found; a && listenFd < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    // The kernel caps the backlog at net.core.somaxconn; a burst of connects waits there.
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
-      listenFd = fd;
-    } else {
-      failure = std::strerror(errno);
-      ::close(fd);
-    }
-  }
-  ::freeaddrinfo(found);
-  check(listenFd >= 0, "serve: cannot listen on " + options.host + ":" + service + ": " + failure);
-  sockaddr_storage bound{};
-  socklen_t size = sizeof bound;
-  ::getsockname(listenFd, reinterpret_cast<sockaddr*>(&bound), &size);
-  port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+void Transport::Impl::watchListener() {
   epollFd = ::epoll_create1(EPOLL_CLOEXEC);
   wakeFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   check(epollFd >= 0 && wakeFd >= 0, std::string("serve: epoll: ") + std::strerror(errno));
@@ -580,20 +553,20 @@ void Transport::Impl::shutdownAll() {
   connections.clear();
 }
 
-Transport::Transport(TransportOptions options, Access access, Handler handler)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(access), std::move(handler))) {
+Transport::Transport(Listener listener, TransportOptions options, Access access, Handler handler)
+    : impl_(std::make_unique<Impl>(std::move(listener), std::move(options), std::move(access), std::move(handler))) {
   Impl& m = *impl_;
   check(m.options.headTimeoutMs > 0 && m.options.bodyTimeoutMs > 0 && m.options.requestTimeoutMs > 0 &&
             m.options.idleTimeoutMs > 0,
         "serve: the timeouts must be positive");
   check(m.options.maxConnections > 0 && m.options.maxPerClient > 0, "serve: the connection caps must be positive");
-  m.bind();
+  m.watchListener();
   m.loopThread = std::thread([&m] { m.loop(); });
 }
 
 Transport::~Transport() { stop(); }
 
-int Transport::port() const { return impl_->port; }
+int Transport::port() const { return impl_->listener.port(); }
 
 void Transport::stop() {
   Impl& m = *impl_;

@@ -3,6 +3,8 @@
 // and body with no thread each, under deadlines and caps, then hands each complete request to a
 // handler on a thread of its own, which writes the answer (blocking, streamed or whole) and gives
 // the connection back for its next request. Slow clients cost a socket and a buffer, never a thread.
+#include <gizml/ai.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,8 +15,6 @@
 namespace gizml::ai {
 
 struct TransportOptions {
-  std::string host = "127.0.0.1";
-  int port = 8080;  // 0: an ephemeral port
   http::Limits limits;
   int headTimeoutMs = 5000;      // a request's head must arrive within this of its first byte
                                  // (a new connection's first byte within this of its accept)
@@ -33,8 +33,8 @@ using Handler = std::function<bool(int fd, const http::Request& request, bool ke
 
 class Transport {
  public:
-  /// Binds and listens (throws gizml::Error when it cannot), then serves until stop().
-  Transport(TransportOptions options, Access access, Handler handler);
+  /// Accepts on listener and serves until stop().
+  Transport(Listener listener, TransportOptions options, Access access, Handler handler);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;

@@ -11,6 +11,7 @@
 
 #include "llm/models/language_model.h"
 #include "llm/quant/converted_model.h"
+#include "llm/tool_calls.h"
 
 namespace gizml::llm {
 namespace {
@@ -52,8 +53,10 @@ Model::Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokeniz
   };
   addEnd(tokenizer_->eos());
   for (int64_t id : model_->config().eosTokenIds) addEnd(id);
-  if (template_)
+  if (template_) {
     if (const std::optional<TokenId> end = templateTurnEnd(*template_, *tokenizer_)) addEnd(*end);
+    calls_ = callFormatOf(*template_, templateVars(*tokenizer_, false));
+  }
 }
 
 std::string Model::chatPrompt(const nlohmann::ordered_json& messages, bool thinking) const {

@@ -289,8 +289,9 @@ TEST_F(FeaturesTest, ToolCallsStreamAsOpenAIsDeltas) {
 TEST(GenericTools, ATemplateWithoutToolsGetsTheGenericPromptAndItsCallsParse) {
   TestModel qwen;  // the Qwen3 tokenizer; SmolLM2's template in place of Qwen3's
   llm::Model smol(qwen.fake, qwen.tokenizer, kSmolTemplate);
-  EXPECT_FALSE(ai::templateWritesTools(smol));
-  EXPECT_TRUE(ai::templateWritesTools(*qwen.model));
+  EXPECT_EQ(smol.calls(), llm::CallFormat::None);
+  EXPECT_FALSE(ai::templateTakesTools(smol));
+  EXPECT_TRUE(ai::templateTakesTools(*qwen.model));
 
   std::vector<ai::Served> served;
   served.push_back({"smol", smol, smol.engine(2, 1024)});

@@ -208,15 +208,14 @@ TEST(JsonInput, NamesWhereItIsTooDeepAndParsesWhatIsNot) {
 TEST(AnswerLimits, DeepToolCallsInModelOutputAreText) {
   // Model output is outside input too: a call whose arguments nest too deep is no call.
   const std::string deep = nestedArrays(30000);
-  std::string rest;
-  const auto calls = ai::parseToolCalls("<tool_call>\n{\"name\": \"f\", \"arguments\": " + deep + "}\n</tool_call>",
-                                        nlohmann::ordered_json::array(), rest);
-  EXPECT_TRUE(calls.empty());
-  EXPECT_NE(rest.find("<tool_call>"), std::string::npos);
+  const llm::ToolCalls read = llm::toolCalls("<tool_call>\n{\"name\": \"f\", \"arguments\": " + deep + "}\n</tool_call>");
+  EXPECT_TRUE(read.calls.empty());
+  EXPECT_NE(read.rest.find("<tool_call>"), std::string::npos);
+  ASSERT_EQ(read.errors.size(), 1u);
+  EXPECT_NE(read.errors[0].find("nested deeper than 64 levels"), std::string::npos) << read.errors[0];
   // In Qwen's function form a too-deep value stays the string it was.
-  const auto typed = ai::parseToolCalls("<tool_call>\n<function=f>\n<parameter=p>\n" + deep +
-                                            "\n</parameter>\n</function>\n</tool_call>",
-                                        nlohmann::ordered_json::array(), rest);
+  const auto typed = llm::toolCalls("<tool_call>\n<function=f>\n<parameter=p>\n" + deep +
+                                    "\n</parameter>\n</function>\n</tool_call>").calls;
   ASSERT_EQ(typed.size(), 1u);
   EXPECT_EQ(json::parse(typed[0].arguments)["p"], deep);
 }

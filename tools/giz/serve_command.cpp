@@ -126,7 +126,7 @@ int serveCommand(int argc, char** argv) {
   std::vector<std::string> servedNames;
   for (const auto& s : served) servedNames.push_back(s.name + " (" + std::to_string(s.engine.slots()) + " slots of " +
                                                      std::to_string(s.engine.maxTokens()) + " tokens)");
-  gizml::ai::Server server(std::move(served), options);
+  gizml::ai::Server server = gizml::ai::serve(std::move(served), gizml::ai::Listener(options.host, options.port), options);
   std::cout << "serving";
   for (size_t i = 0; i < servedNames.size(); ++i) std::cout << (i ? ", " : " ") << servedNames[i];
   std::cout << "\n" << server.url() << "/v1\n" << std::flush;
