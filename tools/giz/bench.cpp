@@ -41,6 +41,7 @@ int benchCommand(int argc, char** argv) {
   using gizml::check;
   std::string model, tokensFile, logitsFile, kv = "default";
   int64_t prefill = 512, decode = 128;
+  int bits = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -49,6 +50,7 @@ int benchCommand(int argc, char** argv) {
     else if (a == "--tokens" && hasValue) tokensFile = argv[++i];
     else if (a == "--logits" && hasValue) logitsFile = argv[++i];
     else if (a == "--kv" && hasValue) kv = argv[++i];
+    else if (a == "--bits" && hasValue) bits = parseBits(argv[++i]);
     else if (a.rfind("--", 0) == 0 || !model.empty()) return benchUsage();
     else model = a;
   }
@@ -60,7 +62,7 @@ int benchCommand(int argc, char** argv) {
   else if (kv == "bf16") options.kvCache = gizml::DType::BF16;
   else check(kv == "default", "bench: --kv is f32, f16 or bf16, not '" + kv + "'");
 
-  const auto weights = gizml::llm::ConvertedModel::open(convertedFolder(model));
+  const auto weights = gizml::llm::ConvertedModel::open(convertedFolder(model, bits));
   auto lm = gizml::llm::buildLanguageModel(weights, options);
   const int64_t vocab = lm->config().vocabSize;
   std::vector<int32_t> prompt;

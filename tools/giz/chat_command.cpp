@@ -21,7 +21,7 @@ int chatCommand(int argc, char** argv) {
   GenerationOptions options;
   std::vector<std::string> words;
   if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 1) return chatUsage();
-  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0]));
+  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0], options.bits));
   gizml::llm::Engine engine = model.engine(1, options.context);
   nlohmann::ordered_json messages = startMessages(options);
   const bool terminal = isatty(STDIN_FILENO) != 0;

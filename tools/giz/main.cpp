@@ -14,6 +14,9 @@ int runCommand(int argc, char** argv);       // run_command.cpp
 int chatCommand(int argc, char** argv);      // chat_command.cpp
 int benchCommand(int argc, char** argv);     // bench.cpp
 int serveCommand(int argc, char** argv);     // serve_command.cpp
+int pullCommand(int argc, char** argv);      // pull_command.cpp
+int listCommand(int argc, char** argv);      // pull_command.cpp
+int rmCommand(int argc, char** argv);        // pull_command.cpp
 
 namespace {
 
@@ -35,7 +38,10 @@ int usage() {
                "  run       MODEL PROMPT [--max-tokens N --temperature T --seed S ...]  answer a prompt\n"
                "  chat      MODEL [--system TEXT ...]  a conversation, one message per line of stdin\n"
                "  bench     MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed\n"
-               "  serve     MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API\n";
+               "  serve     MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API\n"
+               "  pull      NAME [--bits 4]  download a model from the Hugging Face hub and convert it\n"
+               "  list      [--catalogue]  the models in the cache (name, size, format, bits), or the aliases\n"
+               "  rm        NAME  remove a model's download and conversions\n";
   return 2;
 }
 
@@ -53,6 +59,9 @@ int main(int argc, char** argv) {
     if (command == "chat") return chatCommand(argc, argv);
     if (command == "bench") return benchCommand(argc, argv);
     if (command == "serve") return serveCommand(argc, argv);
+    if (command == "pull") return pullCommand(argc, argv);
+    if (command == "list") return listCommand(argc, argv);
+    if (command == "rm") return rmCommand(argc, argv);
   } catch (const gizml::Error& e) {
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;

@@ -18,7 +18,7 @@ int runCommand(int argc, char** argv) {
   GenerationOptions options;
   std::vector<std::string> words;
   if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 2) return runUsage();
-  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0]));
+  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0], options.bits));
   nlohmann::ordered_json messages = startMessages(options);
   messages.push_back({{"role", "user"}, {"content", words[1]}});
   gizml::llm::Request request;

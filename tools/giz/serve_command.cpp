@@ -76,8 +76,9 @@ void raiseOpenFileLimit(int connections) {
               << connections << "; past it connections get 503\n";
 }
 
-// The name a model is served under: its folder's (or the GGUF file's stem).
+// The name a model is served under: its folder's (or the GGUF file's stem); a hub name as given.
 std::string nameOf(const std::string& model) {
+  if (!fs::exists(fs::path(model))) return model;
   fs::path path = fs::absolute(fs::path(model)).lexically_normal();
   if (path.filename().empty()) path = path.parent_path();
   return path.extension() == ".gguf" ? path.stem().string() : path.filename().string();
@@ -91,6 +92,7 @@ int serveCommand(int argc, char** argv) {
   int slots = 4;
   int64_t context = 4096;
   int64_t maxBodyMb = 8;
+  int bits = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -103,6 +105,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--slots") slots = static_cast<int>(wholeNumber(arg, argv[++i]));
     else if (arg == "--context") context = wholeNumber(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
+    else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = wholeNumber(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
     else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
@@ -128,7 +131,7 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<gizml::ai::Served> served;
   for (size_t i = 0; i < models.size(); ++i) {
-    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i]));
+    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i], bits));
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens);
