@@ -114,7 +114,7 @@ std::vector<CachedRepo> cachedRepos(const fs::path& cache) {
     r.repo = rest.substr(0, split) + "/" + rest.substr(split + 2);
     std::error_code inner;
     for (auto it = fs::recursive_directory_iterator(e.path() / "refs", inner); !inner && it != fs::recursive_directory_iterator(); it.increment(inner))
-      if (it->is_regular_file()) r.refs[fs::relative(it->path(), e.path() / "refs").string()] = readText(it->path());
+      if (it->is_regular_file()) r.refs[it->path().lexically_relative(e.path() / "refs").generic_string()] = readText(it->path());
     for (const fs::directory_entry& s : fs::directory_iterator(e.path() / "snapshots", inner))
       if (s.is_directory()) r.snapshots.push_back(s.path().filename().string());
     for (const fs::directory_entry& b : fs::directory_iterator(e.path() / "blobs", inner))

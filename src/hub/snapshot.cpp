@@ -143,7 +143,7 @@ std::vector<RepoFile> filesIn(const fs::path& snapshot) {
   for (auto it = fs::recursive_directory_iterator(snapshot, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
     if (fs::is_regular_file(it->path())) {
       RepoFile f;
-      f.path = fs::relative(it->path(), snapshot).generic_string();
+      f.path = it->path().lexically_relative(snapshot).generic_string();
       files.push_back(f);
     }
   return files;

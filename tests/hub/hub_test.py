@@ -126,13 +126,16 @@ def scenario_first_run(case):
     first = case.giz_run(["run", repo + ":q4_1", *prompt], hub.endpoint)
     check(first.returncode == 0, f"first run failed: {first.stderr}")
     print("answer:", first.stdout.strip())
-    check("Paris" in first.stdout, f"no answer about Paris: {first.stdout!r}")
+    # The reference: the same GGUF named by its local path (converted the way giz always did).
+    local = case.giz_run(["run", found.stdout.strip(), *prompt], "http://127.0.0.1:9", HF_HUB_OFFLINE="1")
+    check(local.returncode == 0 and first.stdout.strip() and first.stdout == local.stdout,
+          f"answers differ: by name {first.stdout!r}, by path {local.stdout!r}")
     check("converting" in first.stderr, "the first run did not convert")
     commit, files = check_cache(case, repo, folder)
     check(files == ["SmolLM2-135M-Instruct.Q4_1.gguf"], f"fetched {files}, not only the chosen GGUF")
     fetched = [r["path"] for r in hub.requests() if r["server"] == "hub" and "/resolve/" in r["path"]]
     check(fetched == [f"/{repo}/resolve/{commit}/SmolLM2-135M-Instruct.Q4_1.gguf"], f"resolve requests: {fetched}")
-    check(len(converted_folders(case)) == 1, f"conversions: {converted_folders(case)}")
+    check(len([p for p in converted_folders(case) if "hub" in p.parts]) == 1, f"conversions: {converted_folders(case)}")
     hub.stop()
     # Again with the hub gone: offline by the hub's variable, then without it (the cached ref is used).
     for extra in ({"HF_HUB_OFFLINE": "1"}, {}):
@@ -143,8 +146,9 @@ def scenario_first_run(case):
     # --bits picks another conversion, from the same download.
     eight = case.giz_run(["run", repo + ":Q4_1", *prompt, "--bits", "8"], hub.endpoint, HF_HUB_OFFLINE="1")
     check(eight.returncode == 0 and "converting" in eight.stderr, f"--bits 8: {eight.stderr}")
-    check(sorted(p.name for p in converted_folders(case)) == ["SmolLM2-135M-Instruct.Q4_1.gguf-4bits",
-                                                              "SmolLM2-135M-Instruct.Q4_1.gguf-8bits"], f"{converted_folders(case)}")
+    check(sorted(p.name for p in converted_folders(case) if "hub" in p.parts) == ["SmolLM2-135M-Instruct.Q4_1.gguf-4bits",
+                                                                               "SmolLM2-135M-Instruct.Q4_1.gguf-8bits"],
+          f"{converted_folders(case)}")
 
 
 def scenario_resume(case):

@@ -28,7 +28,7 @@ std::string localConversion(const std::string& model, int bits) {
   fs::path full = fs::absolute(path).lexically_normal();
   if (full.filename().empty()) full = full.parent_path();  // "folder/"
   std::string name = gguf ? full.stem().string() : full.filename().string();
-  if (effective(bits) != kDefaultBits) name += "-" + std::to_string(bits) + "bits";
+  if (effective(bits) != kDefaultBits) name.append("-").append(std::to_string(bits)).append("bits");
   const fs::path dest = convertedRoot() / name;
   convertOnce(model, dest, bits);
   return dest.string();

@@ -56,7 +56,7 @@ void listHubCache(const gizml::hub::Settings& settings) {
       for (auto it = fs::recursive_directory_iterator(snapshot, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         if (it->path().extension() == ".gguf") {
           ggufs = true;
-          row(label + ":" + fs::relative(it->path(), snapshot).generic_string(), bytesUnder(it->path()), "gguf", "-");
+          row(label + ":" + it->path().lexically_relative(snapshot).generic_string(), bytesUnder(it->path()), "gguf", "-");
         }
       if (!ggufs) row(label, bytesUnder(snapshot), fs::exists(snapshot / "model_index.json") ? "diffusers" : "safetensors", "-");
     }
@@ -72,10 +72,15 @@ void listConversions() {
         const std::string v = variant.path().filename().string();
         const size_t dash = v.rfind('-');
         if (!fs::exists(variant.path() / "manifest.json") || dash == std::string::npos) continue;
-        std::string file = v.substr(0, dash);
-        for (size_t at = file.find("--"); at != std::string::npos; at = file.find("--")) file.replace(at, 2, "/");
-        const std::string name = repoOfFolder(repo.path().filename().string()) + "@" + commit.path().filename().string().substr(0, 12) +
-                                 (file == "safetensors" ? "" : ":" + file);
+        std::string file;  // the variant's "--" back to "/"
+        for (size_t i = 0; i < dash; ++i) {
+          const bool separator = v.compare(i, 2, "--") == 0;
+          file += separator ? '/' : v[i];
+          i += separator ? 1 : 0;
+        }
+        std::string name = repoOfFolder(repo.path().filename().string());
+        name.append("@").append(commit.path().filename().string().substr(0, 12));
+        if (file != "safetensors") name.append(":").append(file);
         row(name, bytesUnder(variant.path()), "converted", v.substr(dash + 1, v.size() - dash - 5));
       }
   for (const fs::directory_entry& local : fs::directory_iterator(root, ec))
