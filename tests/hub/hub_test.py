@@ -2,7 +2,7 @@
 
 usage: hub_test.py SCENARIO GIZ REPO_ROOT
 SCENARIO: first_run (SmolLM2's real GGUF: download, convert, answer; then offline), resume,
-corrupt, gated, offline, concurrent, interop (huggingface_hub, the hub's own client, reads our
+corrupt, gated, offline, concurrent, pipeline (a diffusers repository), interop (huggingface_hub, the hub's own client, reads our
 cache and we read its). Exits 77 (CTest's skip) when what a scenario needs is not installed.
 References: hashlib for every SHA-256, huggingface_hub for the cache layout.
 """
@@ -271,6 +271,32 @@ def scenario_concurrent(case):
     check(sorted(cdn) == sorted(set(cdn)) and len(cdn) == 2, f"the LFS files were fetched {cdn}, not once each")
     check(len(converted_folders(case)) == 1, "conversions")
     check(not list((case.tmp / "xdg").rglob("*.partial*")), "a partial conversion is left")
+
+
+def scenario_pipeline(case):
+    """A diffusers pipeline (Z-Image-Turbo's layout): model_index.json first, then only its components' files."""
+    folder = case.repos / "test-org" / "pipe"
+    index = {"_class_name": "ZImagePipeline", "_diffusers_version": "0.36.0", "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"],
+             "text_encoder": ["transformers", "Qwen3Model"], "tokenizer": ["transformers", "Qwen2Tokenizer"],
+             "transformer": ["diffusers", "ZImageTransformer2DModel"], "vae": ["diffusers", "AutoencoderKL"]}
+    files = {"model_index.json": json.dumps(index), "README.md": "# pipe", "assets/showcase.jpg": "jpeg",
+             "single_file.safetensors": "a root checkpoint", "scheduler/scheduler_config.json": "{}",
+             "text_encoder/config.json": "{}", "text_encoder/model.safetensors": "weights",
+             "tokenizer/tokenizer.json": "{}", "tokenizer/merges.txt": "a b", "transformer/config.json": "{}",
+             "transformer/diffusion_pytorch_model.safetensors": "weights", "vae/config.json": "{}",
+             "vae/diffusion_pytorch_model.safetensors": "weights"}
+    for path, text in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text if path == "model_index.json" else text + path)  # distinct blobs
+    hub = FakeHub(case.repos)
+    pulled = case.giz_run(["pull", "test-org/pipe"], hub.endpoint)
+    hub.stop()
+    check(pulled.returncode == 0 and "a diffusion pipeline" in pulled.stdout, f"pull: {pulled.stdout} {pulled.stderr}")
+    commit, fetched = check_cache(case, "test-org/pipe", folder)
+    wanted = sorted(p for p in files if p not in ("README.md", "assets/showcase.jpg", "single_file.safetensors"))
+    check(fetched == wanted, f"fetched {fetched}")
+    run = case.giz_run(["run", "test-org/pipe", "Hi"], hub.endpoint)
+    check(run.returncode == 1 and "is a diffusion pipeline" in run.stderr, f"run on a pipeline: {run.stderr}")
 
 
 def scenario_interop(case):
