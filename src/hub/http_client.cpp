@@ -129,7 +129,7 @@ void backoff(int attempt) {
 }
 
 [[noreturn]] void fail(const std::string& url, const Outcome& o) {
-  if (o.code != CURLE_OK) throw UnreachableError("cannot reach " + url + ": " + o.error);
+  if (o.code != CURLE_OK) throw UnreachableError(url + ": " + o.error);
   throw HttpError(url + ": HTTP " + std::to_string(o.status) + shortBody(o.body), o.status, o.errorCode);
 }
 
