@@ -34,6 +34,13 @@ std::string localConversion(const std::string& model, int bits) {
   return dest.string();
 }
 
+// A local path: one that exists, or one no name can be (absolute, relative to . or ~, a bare .gguf file).
+bool localPath(const std::string& model) {
+  if (fs::exists(fs::path(model)) || model.empty()) return true;
+  const bool gguf = model.size() > 5 && model.compare(model.size() - 5, 5, ".gguf") == 0 && model.find(':') == std::string::npos;
+  return model[0] == '/' || model[0] == '.' || model[0] == '~' || gguf;
+}
+
 }  // namespace
 
 fs::path convertedRoot() {
@@ -83,7 +90,7 @@ void convertOnce(const fs::path& source, const fs::path& dest, int bits) {
 }
 
 std::string convertedFolder(const std::string& model, int bits) {
-  if (fs::exists(fs::path(model))) return localConversion(model, bits);  // a local path is never a name
+  if (localPath(model)) return localConversion(model, bits);  // a local path is never a name
   const gizml::hub::ModelName name = gizml::hub::parseName(model);
   const gizml::hub::Snapshot snapshot =
       gizml::hub::fetch(name, gizml::hub::settingsFromEnvironment(), gizml::hub::Freshness::CachedFirst);
