@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang-14 libclang-rt-14-dev ccache pkg-config
           libhwy-dev libgtest-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
+          libcurl4-openssl-dev libssl-dev
           python3 python3-venv
           # hipRTC of Debian's ROCm 5 (in libamdhip64): the tests compile every GPU kernel for AMD too
           libamdhip64-5 libhiprtc-builtins5 rocm-device-libs)

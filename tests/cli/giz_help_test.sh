@@ -17,7 +17,7 @@ expect() {
   [[ "$err" =~ $err_re ]] || fail "giz $*: stderr '${err:0:200}' does not match '$err_re'"
 }
 
-commands=(info run chat serve bench convert template tokenize)
+commands=(info run chat serve bench convert pull list rm template tokenize)
 for asked in --help -h help; do
   expect 0 "^usage: giz <command>" "^$" -- "$asked"
 done

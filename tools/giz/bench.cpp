@@ -22,6 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]\n"
+    "                  [--bits 4]   MODEL as for giz run (giz run --help)\n"
     "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps\n";
 
 // The peak resident set of this process (VmHWM), in MiB.
@@ -41,6 +42,7 @@ int benchCommand(int argc, char** argv) {
   std::string model, tokensFile, logitsFile, kv = "default";
   int64_t prefill = 512, decode = 128;
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
+  int bits = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -49,6 +51,7 @@ int benchCommand(int argc, char** argv) {
     else if (a == "--tokens" && hasValue) tokensFile = argv[++i];
     else if (a == "--logits" && hasValue) logitsFile = argv[++i];
     else if (a == "--kv" && hasValue) kv = argv[++i];
+    else if (a == "--bits" && hasValue) bits = parseBits(argv[++i]);
     else if (a.rfind("--", 0) == 0 || !model.empty()) return usageReply(kUsage, false);
     else model = a;
   }
@@ -60,7 +63,7 @@ int benchCommand(int argc, char** argv) {
   else if (kv == "bf16") options.kvCache = gizml::DType::BF16;
   else check(kv == "default", "bench: --kv is f32, f16 or bf16, not '" + kv + "'");
 
-  const auto weights = gizml::llm::ConvertedModel::open(convertedFolder(model));
+  const auto weights = gizml::llm::ConvertedModel::open(convertedFolder(model, bits));
   auto lm = gizml::llm::buildLanguageModel(weights, options);
   const int64_t vocab = lm->config().vocabSize;
   std::vector<int32_t> prompt;

@@ -6,19 +6,6 @@
 
 #include "command_line.h"
 
-namespace fs = std::filesystem;
-
-namespace {
-
-fs::path cacheRoot() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "gizml" / "models";
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) throw gizml::Error("neither XDG_CACHE_HOME nor HOME is set: no cache for converted models");
-  return fs::path(home) / ".cache" / "gizml" / "models";
-}
-
-}  // namespace
-
 bool parseGenerationFlags(int argc, char** argv, int first, GenerationOptions& o, std::vector<std::string>& words) {
   gizml::llm::Sampling& s = o.sampling;
   for (int i = first; i < argc; ++i) {
@@ -35,31 +22,10 @@ bool parseGenerationFlags(int argc, char** argv, int first, GenerationOptions& o
     else if (arg == "--top-p") s.topP = parseNumber(arg, argv[++i]);
     else if (arg == "--min-p") s.minP = parseNumber(arg, argv[++i]);
     else if (arg == "--seed") s.seed = static_cast<uint64_t>(parseCount(arg, argv[++i]));
+    else if (arg == "--bits") o.bits = parseBits(argv[++i]);
     else return false;
   }
   return true;
-}
-
-std::string convertedFolder(const std::string& model) {
-  const fs::path path(model);
-  if (fs::exists(path / "manifest.json")) return model;
-  const bool gguf = path.extension() == ".gguf" && fs::is_regular_file(path);
-  if (!gguf && !fs::exists(path / "config.json"))
-    throw gizml::Error(model + ": neither a converted model, a Hugging Face folder nor a .gguf file");
-  fs::path full = fs::absolute(path).lexically_normal();
-  if (full.filename().empty()) full = full.parent_path();  // "folder/"
-  const std::string name = gguf ? full.stem().string() : full.filename().string();
-  const fs::path dest = cacheRoot() / name;
-  if (fs::exists(dest / "manifest.json")) return dest.string();
-  // Converted beside its place and renamed, so that an interrupted conversion is not taken for one.
-  const fs::path partial = dest.string() + ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
-  std::cerr << "converting " << model << " into " << dest.string() << "\n";
-  gizml::llm::convert(model, partial.string());
-  fs::remove_all(dest);
-  fs::rename(partial, dest);
-  return dest.string();
 }
 
 nlohmann::ordered_json startMessages(const GenerationOptions& options) {

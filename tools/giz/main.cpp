@@ -16,6 +16,9 @@ int runCommand(int argc, char** argv);       // run_command.cpp
 int chatCommand(int argc, char** argv);      // chat_command.cpp
 int benchCommand(int argc, char** argv);     // bench.cpp
 int serveCommand(int argc, char** argv);     // serve_command.cpp
+int pullCommand(int argc, char** argv);      // pull_command.cpp
+int listCommand(int argc, char** argv);      // pull_command.cpp
+int rmCommand(int argc, char** argv);        // pull_command.cpp
 
 namespace {
 
@@ -45,6 +48,9 @@ constexpr Command kCommands[] = {
     {"convert", convertCommand, "SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model"},
     {"template", templateCommand, "--template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"
                                   "            render a chat template on a conversation"},
+    {"pull", pullCommand, "NAME [--bits 4]  download a model from the Hugging Face hub and convert it"},
+    {"list", listCommand, "[--catalogue]  the models in the cache (name, size, format, bits), or the aliases"},
+    {"rm", rmCommand, "NAME  remove a model's download and conversions"},
     {"tokenize", tokenizeCommand, "--tokenizer PATH [--special] TEXT | --decode ID...  text <-> token ids"},
 };
 

@@ -8,8 +8,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz run MODEL PROMPT [--max-tokens 512] [--temperature 0] [--top-k 0] [--top-p 1]\n"
-    "                [--min-p 0] [--seed 0] [--system TEXT] [--think]\n"
-    "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use)\n";
+    "                [--min-p 0] [--seed 0] [--system TEXT] [--think] [--bits 4]\n"
+    "  MODEL: a converted folder, a Hugging Face folder or .gguf file, or a name on the hub (Qwen/Qwen3-0.6B,\n"
+    "  org/repo-GGUF:Q4_K_M, an alias of giz list --catalogue; docs/models.md), converted on first use;\n"
+    "  --bits: the conversion's width (2..8 or 16)\n";
 
 }  // namespace
 
@@ -18,7 +20,7 @@ int runCommand(int argc, char** argv) {
   GenerationOptions options;
   std::vector<std::string> words;
   if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() != 2) return usageReply(kUsage, false);
-  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0]));
+  const gizml::llm::Model model = gizml::llm::load(convertedFolder(words[0], options.bits));
   nlohmann::ordered_json messages = startMessages(options);
   messages.push_back({{"role", "user"}, {"content", words[1]}});
   gizml::llm::Request request;

@@ -20,8 +20,8 @@ constexpr const char* kUsage =
     "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
-    "                 [--max-connections 4096] [--max-per-client 256]\n"
-    "  MODEL: a converted folder, or a Hugging Face folder or .gguf file (converted on first use);\n"
+    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4]\n"
+    "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
     "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
@@ -57,8 +57,9 @@ void raiseOpenFileLimit(int connections) {
               << connections << "; past it connections get 503\n";
 }
 
-// The name a model is served under: its folder's (or the GGUF file's stem).
+// The name a model is served under: its folder's (or the GGUF file's stem); a hub name as given.
 std::string nameOf(const std::string& model) {
+  if (!fs::exists(fs::path(model))) return model;
   fs::path path = fs::absolute(fs::path(model)).lexically_normal();
   if (path.filename().empty()) path = path.parent_path();
   return path.extension() == ".gguf" ? path.stem().string() : path.filename().string();
@@ -73,6 +74,7 @@ int serveCommand(int argc, char** argv) {
   int slots = 4;
   int64_t context = 4096;
   int64_t maxBodyMb = 8;
+  int bits = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -84,6 +86,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--slots") slots = static_cast<int>(parseCount(arg, argv[++i]));
     else if (arg == "--context") context = parseCount(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
+    else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
     else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
@@ -109,7 +112,7 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<gizml::ai::Served> served;
   for (size_t i = 0; i < models.size(); ++i) {
-    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i]));
+    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i], bits));
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens);
