@@ -113,13 +113,14 @@ class ThreadPool {
   // with `sleepers` counted, which whoever makes done() true checks before notifying.
   template <class Done>
   void waitFor(Done done, std::atomic<int>& sleepers, std::condition_variable& cv) {
-    const auto until = std::chrono::steady_clock::now() +
-                       (spinning_.load(std::memory_order_relaxed) ? spin_ : std::chrono::microseconds(0));
-    for (int round = 0; !done(); ++round) {
-      for (int i = 0; i < 16; ++i) relax();
-      if (round % 16 == 15) {
-        if (std::chrono::steady_clock::now() >= until) break;
-        std::this_thread::yield();
+    if (spinning_.load(std::memory_order_relaxed)) {
+      const auto until = std::chrono::steady_clock::now() + spin_;
+      for (int round = 1; !done(); ++round) {
+        for (int i = 0; i < 16; ++i) relax();
+        if (round % 16 == 0) {
+          if (std::chrono::steady_clock::now() >= until) break;
+          std::this_thread::yield();
+        }
       }
     }
     if (done()) return;
