@@ -119,7 +119,7 @@ constexpr int64_t kPiecesPerThread = 32;
 int64_t panelBytes(const QuantMatrix& m) { return m.panelCodeBytes() + m.cols() / m.group() * 2 * m.panelRows(); }
 
 // Cuts of the joint panel range [0, firstPanel.back()) into pieces of about equal bytes, each
-// cut on an even panel of its matrix (outputs of 8-row panels then never share a cache line).
+// cut on an even panel of its matrix (two threads' outputs of 8-row panels meet on 64-byte steps).
 std::vector<int64_t> pieceCuts(const std::vector<const QuantMatrix*>& matrices, const std::vector<int64_t>& firstPanel,
                                int64_t rows) {
   int64_t total = 0;
