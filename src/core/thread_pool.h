@@ -1,5 +1,8 @@
 #pragma once
-// A persistent pool of worker threads, one per core, that splits index ranges among them.
+// A persistent pool of worker threads, one per core, that splits index ranges among them. Tasks
+// go to whichever thread takes them first (the caller works too, and waits only for workers that
+// joined); an idle thread spins briefly (GIZML_POOL_SPIN_US, default 100, yielding meanwhile)
+// while the machine has no other runnable work, then sleeps on a condition variable.
 #include <cstdint>
 #include <functional>
 

@@ -106,21 +106,67 @@ void QuantMatrix::checkFits(const QuantActs& x) const {
 
 void QuantMatrix::matmul(const QuantActs& x, float* y) const { matmulAll({this}, x, {y}); }
 
+namespace {
+
+// A piece of a decode pass reads about this many bytes of weights (a few microseconds at one
+// thread's bandwidth; a pass of several activation rows has pieces up to 4x smaller, as each
+// byte serves more work), and a thread takes at most this many pieces: enough that a thread
+// slowed by the rest of the machine, or one that woke late, leaves its share to the others.
+constexpr int64_t kPieceBytes = 64 << 10;
+constexpr int64_t kPiecesPerThread = 32;
+
+// The weight bytes one panel of m reads: its codes, then each group's exponents and zero points.
+int64_t panelBytes(const QuantMatrix& m) { return m.panelCodeBytes() + m.cols() / m.group() * 2 * m.panelRows(); }
+
+// Cuts of the joint panel range [0, firstPanel.back()) into pieces of about equal bytes, each
+// cut on an even panel of its matrix (two threads' outputs of 8-row panels meet on 64-byte steps).
+std::vector<int64_t> pieceCuts(const std::vector<const QuantMatrix*>& matrices, const std::vector<int64_t>& firstPanel,
+                               int64_t rows) {
+  int64_t total = 0;
+  for (size_t i = 0; i < matrices.size(); ++i) total += (firstPanel[i + 1] - firstPanel[i]) * panelBytes(*matrices[i]);
+  const int64_t pieces = std::clamp<int64_t>(total * std::min<int64_t>(rows, 4) / kPieceBytes, 1, kPiecesPerThread * core::threadCount());
+  std::vector<int64_t> cuts{0};
+  int64_t before = 0, k = 1;  // bytes of the matrices before i; the next cut's number
+  for (size_t i = 0; i < matrices.size() && k < pieces; ++i) {
+    const int64_t bytes = panelBytes(*matrices[i]), panels = firstPanel[i + 1] - firstPanel[i];
+    for (; k < pieces && total * k / pieces < before + panels * bytes; ++k) {
+      const int64_t within = (total * k / pieces - before + bytes - 1) / bytes;
+      const int64_t cut = firstPanel[i] + std::min(panels, (within + 1) / 2 * 2);
+      if (cut > cuts.back() && cut < firstPanel.back()) cuts.push_back(cut);
+    }
+    before += panels * bytes;
+  }
+  cuts.push_back(firstPanel.back());
+  return cuts;
+}
+
+}  // namespace
+
 void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys) {
   check(matrices.size() == ys.size(), "matmulAll: one output per matrix");
-  std::vector<int64_t> firstPanel{0};  // of each packed matrix in the joint range
+  std::vector<const QuantMatrix*> packed;  // and their outputs, panels numbered one after another
+  std::vector<float*> packedYs;
+  std::vector<int64_t> firstPanel{0};
   for (size_t i = 0; i < matrices.size(); ++i) {
     const QuantMatrix& m = *matrices[i];
     m.checkFits(x);
-    if (!m.packed()) quantMatmul(m.source_, x, ys[i]);
-    firstPanel.push_back(firstPanel.back() + (m.packed() ? m.panels() : 0));
+    if (!m.packed()) {
+      quantMatmul(m.source_, x, ys[i]);
+      continue;
+    }
+    packed.push_back(&m);
+    packedYs.push_back(ys[i]);
+    firstPanel.push_back(firstPanel.back() + m.panels());
   }
-  // About 32 rows a task: decode (one activation row) still spreads over the threads.
-  const int64_t grain = matrices.empty() ? 1 : std::max<int64_t>(1, 32 / matrices[0]->panelRows());
-  core::parallelFor(firstPanel.back(), grain, [&](int64_t p0, int64_t p1) {
-    for (size_t i = 0; i < matrices.size(); ++i) {
+  if (packed.empty()) return;
+  // Pieces by bytes, not panels: a 6-bit matrix's panels beside 4-bit ones take longer. Which
+  // thread computes a panel does not change its sums (each output is one panel kernel's).
+  const std::vector<int64_t> cuts = pieceCuts(packed, firstPanel, x.rows);
+  core::parallelTasks(static_cast<int64_t>(cuts.size()) - 1, [&](int64_t piece) {
+    const int64_t p0 = cuts[static_cast<size_t>(piece)], p1 = cuts[static_cast<size_t>(piece) + 1];
+    for (size_t i = 0; i < packed.size(); ++i) {
       const int64_t b = std::max(p0, firstPanel[i]), e = std::min(p1, firstPanel[i + 1]);
-      if (b < e) panelsOf(*matrices[i], b - firstPanel[i], e - firstPanel[i], x, ys[i]);
+      if (b < e) panelsOf(*packed[i], b - firstPanel[i], e - firstPanel[i], x, packedYs[i]);
     }
   });
 }

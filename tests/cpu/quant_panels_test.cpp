@@ -93,3 +93,25 @@ TEST(QuantPanels, MatricesSharingActivationsGiveTheirOwnProducts) {
   }
   expectError([&] { matmulAll({&ma}, x, {}); }, {"one output per matrix"});
 }
+
+TEST(QuantPanels, APassSplitByBytesGivesEachMatrixThePortableKernelsBits) {
+  // Big enough for many pieces of a pass (cpu/quant_panels.cpp splits by weight bytes, 64 KiB a
+  // piece at one activation row): a 4-bit matrix beside a 6-bit one three times its height (the
+  // layers and the head), and an 8-bit one, cut where their bytes say. Every output must be the
+  // one the portable row-major kernel gives alone, bit for bit, wherever the cuts fall.
+  const Quantized a = quantizeWeights(4, 32, 1000, 512, 21), b = quantizeWeights(6, 32, 3001, 512, 22),
+                  c = quantizeWeights(8, 32, 77, 512, 23);
+  const QuantMatrix ma(a.weights), mb(b.weights), mc(c.weights);
+  for (int64_t rows : {1, 5}) {
+    SCOPED_TRACE(std::to_string(rows) + " activation rows");
+    const QuantActs x = activations(rows, 512, 32, 24);
+    std::vector<float> ya(static_cast<size_t>(rows * 1000)), yb(static_cast<size_t>(rows * 3001)),
+        yc(static_cast<size_t>(rows * 77));
+    matmulAll({&ma, &mb, &mc}, x, {ya.data(), yb.data(), yc.data()});
+    for (auto [q, y] : {std::pair{&a, &ya}, std::pair{&b, &yb}, std::pair{&c, &yc}}) {
+      std::vector<float> portable(y->size());
+      QuantMatrix(q->weights, Isa::Portable).matmul(x, portable.data());
+      EXPECT_EQ(*y, portable);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+// core/thread_pool.h: every task runs exactly once, on whichever thread takes it, through many
+// jobs in a row (workers then spinning), after pauses long enough for them to sleep, from two
+// calling threads at once, with errors rethrown to the caller and nested calls run inline.
+#include "core/thread_pool.h"
+
+#include <gizml/error.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "common/expect_error.h"
+
+using namespace gizml;
+
+namespace {
+
+// Runs `tasks` tasks and checks that each ran once.
+void expectEachTaskOnce(int64_t tasks) {
+  std::vector<std::atomic<int>> runs(static_cast<size_t>(tasks));
+  core::parallelTasks(tasks, [&](int64_t t) { runs[static_cast<size_t>(t)].fetch_add(1); });
+  for (int64_t t = 0; t < tasks; ++t) ASSERT_EQ(runs[static_cast<size_t>(t)].load(), 1) << "task " << t << " of " << tasks;
+}
+
+}  // namespace
+
+TEST(ThreadPool, EveryTaskRunsOnce) {
+  for (int64_t tasks : {0, 1, 2, 3, 7, 64, 1000}) expectEachTaskOnce(tasks);
+}
+
+TEST(ThreadPool, ParallelForCoversTheRangeInPiecesOfAtLeastTheGrain) {
+  for (int64_t n : {1, 5, 64, 1001})
+    for (int64_t grain : {1, 3, 100}) {
+      std::mutex m;
+      std::set<std::pair<int64_t, int64_t>> ranges;
+      core::parallelFor(n, grain, [&](int64_t b, int64_t e) {
+        std::lock_guard lock(m);
+        ranges.insert({b, e});
+      });
+      int64_t next = 0;
+      for (auto [b, e] : ranges) {
+        EXPECT_EQ(b, next) << n << " by " << grain;
+        EXPECT_TRUE(e - b >= grain || e == n) << n << " by " << grain << ": [" << b << ", " << e << ")";
+        next = e;
+      }
+      EXPECT_EQ(next, n);
+    }
+}
+
+TEST(ThreadPool, ManyJobsInARowAndAfterPausesLongEnoughToSleep) {
+  std::atomic<int64_t> sum{0};
+  for (int job = 0; job < 20000; ++job) {
+    // Every 2000th job after a pause past the spin (workers asleep on the condition variable).
+    if (job % 2000 == 1999) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    core::parallelTasks(3, [&](int64_t t) { sum.fetch_add(t + 1); });
+  }
+  EXPECT_EQ(sum.load(), 20000 * 6);
+}
+
+TEST(ThreadPool, WorkersWriteResultsTheCallerReads) {
+  // Plain (non-atomic) writes by whichever thread, read after the call returns.
+  std::vector<int64_t> out(4096);
+  for (int round = 0; round < 200; ++round) {
+    core::parallelFor(static_cast<int64_t>(out.size()), 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[static_cast<size_t>(i)] = i * round;
+    });
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], static_cast<int64_t>(i) * round);
+  }
+}
+
+TEST(ThreadPool, TwoCallingThreadsAtOnce) {
+  std::atomic<int64_t> a{0}, b{0};
+  const auto caller = [](std::atomic<int64_t>& sum) {
+    for (int job = 0; job < 2000; ++job) core::parallelTasks(4, [&](int64_t t) { sum.fetch_add(t); });
+  };
+  std::thread other(caller, std::ref(b));
+  caller(a);
+  other.join();
+  EXPECT_EQ(a.load(), 2000 * 6);
+  EXPECT_EQ(b.load(), 2000 * 6);
+}
+
+TEST(ThreadPool, AnErrorInATaskReachesTheCallerAndThePoolGoesOn) {
+  std::atomic<int> ran{0};
+  expectError(
+      [&] {
+        core::parallelTasks(16, [&](int64_t t) {
+          ran.fetch_add(1);
+          check(t != 5, "task 5 fails");
+        });
+      },
+      {"task 5 fails"});
+  EXPECT_EQ(ran.load(), 16);  // the other tasks still ran
+  expectEachTaskOnce(100);
+}
+
+TEST(ThreadPool, NestedCallsRunInline) {
+  std::atomic<int64_t> sum{0};
+  core::parallelTasks(8, [&](int64_t) {
+    const auto self = std::this_thread::get_id();
+    core::parallelFor(100, 1, [&](int64_t b, int64_t e) {
+      EXPECT_EQ(std::this_thread::get_id(), self);
+      EXPECT_EQ(b, 0);
+      EXPECT_EQ(e, 100);
+      sum.fetch_add(e - b);
+    });
+  });
+  EXPECT_EQ(sum.load(), 800);
+}
