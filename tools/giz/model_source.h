@@ -22,5 +22,15 @@ std::filesystem::path hubConversion(const gizml::hub::Snapshot& snapshot, int bi
 /// folder of its own that is renamed into place, so that an interrupted conversion is never taken for one.
 void convertOnce(const std::filesystem::path& source, const std::filesystem::path& dest, int bits);
 
+/// The catalogue alias a command uses when it names no model.
+inline constexpr const char* kDefaultModel = "smollm2";
+
+/// The converted folder of kDefaultModel; when it is neither cached nor reachable, an error that
+/// says which model that is and how to get it.
+std::string defaultConvertedFolder(int bits = 0);
+
+/// True when word names a model (a local path, a hub name or an alias) rather than being a prompt.
+bool namesModel(const std::string& word);
+
 /// Parses the value of --bits: 2..8 or 16.
 int parseBits(const std::string& text);
