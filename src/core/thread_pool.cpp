@@ -18,6 +18,7 @@ namespace gizml::core {
 namespace {
 
 thread_local bool insideWorker = false;
+thread_local bool singleThread = false;  // inside a SingleThreadScope
 
 // How long a thread that waits spins before it sleeps: a decode step runs about 150 jobs of
 // tens of microseconds each, and waking a thread whose core went idle costs as much as a job in
@@ -185,7 +186,10 @@ ThreadPool& pool() {
 
 }  // namespace
 
-int threadCount() { return pool().size(); }
+int threadCount() { return singleThread ? 1 : pool().size(); }
+
+SingleThreadScope::SingleThreadScope() : outer_(singleThread) { singleThread = true; }
+SingleThreadScope::~SingleThreadScope() { singleThread = outer_; }
 
 void parallelTasks(int64_t tasks, const std::function<void(int64_t)>& body) {
   if (tasks <= 0) return;

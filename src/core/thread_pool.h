@@ -8,8 +8,23 @@
 
 namespace gizml::core {
 
-/// Number of threads parallelFor uses (the cores, or GIZML_THREADS when set).
+/// Number of threads parallelFor uses (the cores, or GIZML_THREADS when set; 1 inside a
+/// SingleThreadScope).
 int threadCount();
+
+/// While one lives, this thread's parallelFor and parallelTasks run inline and threadCount() is 1:
+/// the single-thread result inside a process whose pool has more threads (tests/ops compares every
+/// backend against it).
+class SingleThreadScope {
+ public:
+  SingleThreadScope();
+  ~SingleThreadScope();
+  SingleThreadScope(const SingleThreadScope&) = delete;
+  SingleThreadScope& operator=(const SingleThreadScope&) = delete;
+
+ private:
+  bool outer_;
+};
 
 /// Calls body(begin, end) on disjoint ranges covering [0, n), each at least `grain` long (but
 /// the last), in parallel on the pool. Runs inline when n is small or when called from a worker.

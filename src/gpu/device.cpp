@@ -2,7 +2,11 @@
 #include "gpu/device.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string_view>
 
 #include "gpu/emulator/emulator.h"
 
@@ -16,6 +20,34 @@ std::mutex& registryMutex() {
 std::map<int, std::weak_ptr<Device>>& registry() {
   static std::map<int, std::weak_ptr<Device>> r;
   return r;
+}
+
+/// Whether GIZML_DEBUG (a comma-separated list) names `topic`.
+bool debugTopic(std::string_view topic) {
+  const char* env = std::getenv("GIZML_DEBUG");
+  std::string_view rest = env ? env : "";
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == topic) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+/// GIZML_DEBUG=kernels: each kernel source on stderr the first time this process loads it (from
+/// the compiler or the disk cache), under a line naming the kernel asked for and the target.
+void printKernelSource(const std::string& source, const std::string& name, const Properties& properties,
+                       bool compiled) {
+  static const bool enabled = debugTopic("kernels");
+  if (!enabled) return;
+  static std::mutex mutex;
+  static std::set<std::string> printed;  // each module source once, not once per kernel in it
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!printed.insert(source).second) return;
+  std::fprintf(stderr, "==== gizml kernel %s for %s (%s), %s ====\n%s\n==== end of kernel %s ====\n", name.c_str(),
+               properties.arch.c_str(), properties.name.c_str(), compiled ? "compiled" : "from the kernel cache",
+               source.c_str(), name.c_str());
 }
 
 }  // namespace
@@ -146,7 +178,9 @@ Handle Device::function(const std::string& source, const std::string& name) {
   const std::string key = hashText(source + "\n" + properties.arch + "\n" + properties.name + "\n" + version +
                                    "\ndriver " + std::to_string(properties.driverVersion));
   std::vector<char> image;
-  if (!cacheLoad(key, image)) {
+  const bool cached = cacheLoad(key, image);
+  printKernelSource(source, name, properties, !cached);
+  if (!cached) {
     std::string used;
     image = api.emulator ? emulator::compile(source, properties) : compileForDevice(source, properties, used);
     cacheStore(key, image);
