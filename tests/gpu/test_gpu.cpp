@@ -1,6 +1,7 @@
-// Tensors on a GPU against the same operations on the CPU: bit-equal where docs/tensor.md says
-// the GPU follows the CPU's order and rounding, close where it uses the GPU's own exp/log/tanh or
-// tensor cores. Each test reports itself skipped, with the reason, where no GPU is found.
+// Tensors on a GPU: devices, memory, streams, and the comparisons with the CPU that
+// tests/ops/backend_ops_test.cpp's table of operations (small odd shapes) leaves out: reductions of
+// long rows (many chunks and blocks) and half-precision products on tensor cores at tile-crossing
+// sizes. Each test reports itself skipped, with the reason, where no GPU is found.
 #include <gizhw/gpu.h>
 #include <gizml/tensor.h>
 #include <gtest/gtest.h>
@@ -66,44 +67,6 @@ TEST_F(Gpu, RoundTripsEveryDType) {
   }
 }
 
-TEST_F(Gpu, ExactElementwiseIsBitEqual) {
-  const auto x = random(2, {257, 33}), y = random(3, {257, 33}), row = random(4, {33});
-  const auto gx = x.on(gpu()), gy = y.on(gpu()), grow = row.on(gpu());
-  expectBits(gx.add(gy), x.add(y), "add");
-  expectBits(gx.sub(grow), x.sub(row), "sub broadcast");
-  expectBits(gx.mul(gy), x.mul(y), "mul");
-  expectBits(gx.div(gy), x.div(y), "div");
-  expectBits(gx.abs().sqrt(), x.abs().sqrt(), "sqrt");
-  expectBits(gx.abs().rsqrt(), x.abs().rsqrt(), "rsqrt");
-  expectBits(gx.min(gy), x.min(y), "min");
-  expectBits(gx.max(gy), x.max(y), "max");
-  expectBits(gx.mod(gy), x.mod(y), "mod");
-  expectBits(gx.floor(), x.floor(), "floor");
-  expectBits(gx.mul(T::scalar(3.0).on(gpu())).round(), x.mul(T::scalar(3.0)).round(), "round");
-  expectBits(gx.relu().sign(), x.relu().sign(), "relu sign");
-  expectBits(T::where(gx.gt(gy), gx, gy), T::where(x.gt(y), x, y), "where");
-  for (DType t : kAllDTypes) {
-    expectBits(gx.mul(T::scalar(100.0).on(gpu())).cast(t), x.mul(T::scalar(100.0)).cast(t), std::string("cast to ") + dtypeName(t));
-    const auto xt = x.mul(T::scalar(50.0)).cast(t);
-    expectBits(xt.on(gpu()).add(xt.on(gpu())), xt.add(xt), std::string("add in ") + dtypeName(t));
-    expectBits(xt.on(gpu()).cast(DType::F16), xt.cast(DType::F16), std::string("to f16 from ") + dtypeName(t));
-  }
-  const auto i = x.mul(T::scalar(1000.0)).cast(DType::I64), j = y.mul(T::scalar(10.0)).cast(DType::I32);
-  const auto gi = i.on(gpu()), gj = j.on(gpu());
-  expectBits(gi.mul(gj).sub(gi).mod(gj), i.mul(j).sub(i).mod(j), "integer arithmetic");
-  expectBits(gj.pow(T::scalar(3.0, DType::I32).on(gpu())), j.pow(T::scalar(3.0, DType::I32)), "integer pow");
-  expectBits(gi.lt(gj), i.lt(j), "integer compare");
-}
-
-TEST_F(Gpu, TranscendentalsAreClose) {
-  const auto x = random(5, {1000}), gx = x.on(gpu());
-  for (T::UnaryOp op : {T::UnaryOp::Exp, T::UnaryOp::Sin, T::UnaryOp::Cos, T::UnaryOp::Tanh, T::UnaryOp::Sigmoid,
-                        T::UnaryOp::Silu, T::UnaryOp::GeluErf, T::UnaryOp::GeluTanh})
-    expectClose(T::unary(op, gx), T::unary(op, x), 1e-6, T::opName(op));
-  expectClose(gx.abs().log(), x.abs().log(), 1e-6, "log");
-  expectClose(gx.abs().pow(gx), x.abs().pow(x), 1e-6, "pow");
-}
-
 TEST_F(Gpu, LazyChainIsOneKernelAndOneAllocation) {
   const int64_t n = 1 << 20;
   const auto x = T::uniform(T::Key(1), {n}, -2, 2).on(gpu()), y = T::uniform(T::Key(2), {n}, -2, 2).on(gpu());
@@ -119,8 +82,9 @@ TEST_F(Gpu, LazyChainIsOneKernelAndOneAllocation) {
   expectBits(out, chain(x.host(), y.host()).eval(), "fused chain");
 }
 
-TEST_F(Gpu, ReductionsAreBitEqual) {
-  for (int64_t n : {1, 17, 4096, 4097, 100003}) {
+TEST_F(Gpu, LongReductionsAreBitEqual) {
+  // One full chunk of 4096 and 25 of them: the table's rows are at most 4097 long.
+  for (int64_t n : {4096, 100003}) {
     const auto x = random(6 + n, {3, n}), gx = x.on(gpu());
     const std::string at = " over " + std::to_string(n);
     expectBits(gx.sum(), x.sum(), "sum" + at);
@@ -131,43 +95,14 @@ TEST_F(Gpu, ReductionsAreBitEqual) {
     expectBits(gx.max({1}), x.max({1}), "max" + at);
     expectBits(gx.min(), x.min(), "min" + at);
     expectBits(gx.argmax(1), x.argmax(1), "argmax" + at);
-    expectBits(gx.argmin(0), x.argmin(0), "argmin" + at);
     const auto small = x.mul(T::scalar(0.01)).add(T::scalar(1.0));
     expectBits(small.on(gpu()).prod({1}), small.prod({1}), "prod" + at);
     expectBits(gx.cumsum(1), x.cumsum(1), "cumsum" + at);
     const auto i = x.mul(T::scalar(100.0)).cast(DType::I32);
     expectBits(i.on(gpu()).sum({1}), i.sum({1}), "integer sum" + at);
-    expectBits(i.on(gpu()).max({1}), i.max({1}), "integer max" + at);
-    expectBits(i.on(gpu()).mean({1}), i.mean({1}), "integer mean" + at);
     expectBits(i.on(gpu()).cumsum(1), i.cumsum(1), "integer cumsum" + at);
-    expectBits(i.on(gpu()).argmax(1), i.argmax(1), "integer argmax" + at);
   }
-  const auto bf = random(7, {4, 5000}, DType::BF16);
-  expectBits(bf.on(gpu()).sum({1}), bf.sum({1}), "bf16 sum");
-  const auto b = random(8, {1000}).gt(T::scalar(0.0));
-  expectBits(b.on(gpu()).sum(), b.sum(), "bool count");
-  auto nan = random(9, {100});
-  nan = T::where(nan.gt(T::scalar(1.5)), T::scalar(NAN), nan);
-  expectBits(nan.on(gpu()).argmax(0), nan.argmax(0), "argmax with NaN");
-  expectBits(nan.on(gpu()).max(), nan.max(), "max with NaN");
 }
-
-TEST_F(Gpu, SoftmaxIsClose) {
-  const auto x = random(10, {7, 5000}), gx = x.on(gpu());
-  expectClose(gx.softmax(1), x.softmax(1), 1e-6, "softmax");
-  expectClose(gx.logSoftmax(0), x.logSoftmax(0), 1e-6, "logSoftmax");
-}
-
-TEST_F(Gpu, MatmulF32IsBitEqual) {
-  const auto a = random(11, {2, 70, 300}), b = random(12, {300, 45});
-  expectBits(a.on(gpu()).matmul(b.on(gpu())), a.matmul(b), "batched f32 matmul");
-  expectBits(a.on(gpu()).transpose(1, 2).matmul(a.on(gpu())), a.transpose(1, 2).matmul(a), "transposed operand");
-  const auto v = random(13, {300});
-  expectBits(b.on(gpu()).transpose(0, 1).matmul(v.on(gpu())), b.transpose(0, 1).matmul(v), "matrix-vector");
-  const auto i = a.mul(T::scalar(10.0)).cast(DType::I64), j = b.mul(T::scalar(10.0)).cast(DType::I32);
-  expectBits(i.on(gpu()).matmul(j.on(gpu())), i.matmul(j), "integer matmul");
-}
-
 TEST_F(Gpu, MatmulHalvesOnTensorCores) {
   for (DType t : {DType::BF16, DType::F16}) {
     for (int64_t s : {64, 200, 257}) {
@@ -176,18 +111,6 @@ TEST_F(Gpu, MatmulHalvesOnTensorCores) {
                   std::string("matmul ") + dtypeName(t) + " " + std::to_string(s));
     }
   }
-}
-
-TEST_F(Gpu, JoiningAndIndexing) {
-  const auto x = random(16, {4, 6}), y = random(17, {4, 2});
-  const auto gx = x.on(gpu()), gy = y.on(gpu());
-  expectBits(T::concat({gx, gy}, 1), T::concat({x, y}, 1), "concat");
-  expectBits(T::stack({gx, gx}, 0), T::stack({x, x}, 0), "stack");
-  const auto idx = T::tensor({3}, {3, 0, -1}, DType::I64);
-  expectBits(gx.indexSelect(0, idx.on(gpu())), x.indexSelect(0, idx), "indexSelect");
-  const auto g = T::tensor({2, 6}, {0, 1, 2, 3, 0, 1, 3, 2, 1, 0, 3, 2}, DType::I32);
-  expectBits(T::gather(gx.transpose(0, 1).transpose(0, 1), 0, g.on(gpu())), T::gather(x, 0, g), "gather");
-  expectBits(gx.slice(1, 1, 5, 2).reshape({8}), x.slice(1, 1, 5, 2).reshape({8}), "slice then reshape");
 }
 
 TEST_F(Gpu, MixedDevicesAreAnError) {

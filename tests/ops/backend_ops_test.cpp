@@ -127,13 +127,13 @@ std::vector<Backend> backends(std::optional<gizhw::gpu::Gpu>& gpu) {
   return list;
 }
 
-}  // namespace
-
-TEST(BackendOps, EveryRowMatchesTheCpuAtOneThread) {
+// Each row (those byArchitecture only, with `architectureRowsOnly`) on every backend.
+void runRows(bool architectureRowsOnly) {
   std::optional<gizhw::gpu::Gpu> gpu;
   const std::vector<Backend> list = backends(gpu);
   const Place cpu{[](const T::Tensor& t) { return t; }, false};
   for (const OpRow& row : allRows()) {
+    if (architectureRowsOnly && !row.byArchitecture) continue;
     const std::string& name = row.covers.front();
     Outputs want;
     try {
@@ -164,6 +164,12 @@ TEST(BackendOps, EveryRowMatchesTheCpuAtOneThread) {
     }
   }
 }
+
+}  // namespace
+
+TEST(BackendOps, EveryRowMatchesTheCpuAtOneThread) { runRows(false); }
+
+TEST(BackendOps, ArchitectureRowsMatchTheCpuAtOneThread) { runRows(true); }
 
 // ---- coverage ------------------------------------------------------------------------------------
 

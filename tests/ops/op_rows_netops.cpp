@@ -73,7 +73,7 @@ std::vector<OpRow> denseRows() {
                       double rate;
                     };
                     for (const Case& s : {Case{2, 5, 40, 12, 7, false, 0.0}, Case{1, 33, 33, 8, 20, true, 0.0},
-                                          Case{2, 4, 21, 8, 5, true, 0.3}}) {
+                                          Case{2, 4, 21, 8, 5, true, 0.3}, Case{1, 70, 70, 64, 64, false, 0.1}}) {
                       const auto q = place(finite(10, {s.b, s.tq, s.d})), k = place(finite(11, {s.b, s.tk, s.d}));
                       const auto v = place(finite(12, {s.b, s.tk, s.e}));
                       add(out, "tq " + std::to_string(s.tq) + " tk " + std::to_string(s.tk),
@@ -229,10 +229,14 @@ std::vector<OpRow> attentionRowsRows() {
          add(out, "30 queries", [&] { return N::attendedRows(qkv, 2, 32, false, 0, {}, 30); });
        }});
   // Heads of 64: tensor cores on NVIDIA sm_80+.
-  rows.push_back({{"netops::attendedRows"}, ulpsOfMax(2), "", [qkvFor](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::attendedRows"},
+                  ulpsOfMax(2),
+                  "",
+                  [qkvFor](const Place& place, Outputs& out) {
                     const auto qkv = qkvFor(place, 51, {70, 3 * 64});
                     add(out, "1 head of 64", [&] { return N::attendedRows(qkv, 1, 64, false, 0); });
-                  }});
+                  },
+                  true});
   rows.push_back({{"netops::crossAttentionRows"}, ulpsOfMax(1), "", [qkvFor, outFor](const Place& place, Outputs& out) {
                     const auto q = qkvFor(place, 52, {13, 2 * 48}), kv = qkvFor(place, 53, {9, 2 * 2 * 48});
                     const auto y = outFor(place, {13, 2 * 48});

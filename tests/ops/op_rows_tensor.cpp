@@ -19,6 +19,7 @@ const T::Shape kOdd = {5, 7};
 
 struct UnaryName {
   UnaryOp op;
+  const char* member;  // the enum member's name
   const char* method;  // Tensor's method ("" where there is none: Not is reached through unary())
   Tolerance gpu;
 };
@@ -26,39 +27,42 @@ struct UnaryName {
 // Programming Guide, "Mathematical Functions"); sigmoid, silu and the GELUs compose them, so
 // near their zeros the error is bounded by a few ulps of 1 instead (floor 1).
 const UnaryName kUnary[] = {
-    {UnaryOp::Neg, "neg", kBits},
-    {UnaryOp::Abs, "abs", kBits},
-    {UnaryOp::Exp, "exp", ulps(2)},
-    {UnaryOp::Log, "log", ulps(2)},
-    {UnaryOp::Sqrt, "sqrt", kBits},
-    {UnaryOp::Rsqrt, "rsqrt", kBits},
-    {UnaryOp::Sin, "sin", ulps(2, 1)},
-    {UnaryOp::Cos, "cos", ulps(2, 1)},
-    {UnaryOp::Tanh, "tanh", ulps(2, 1)},
-    {UnaryOp::Sigmoid, "sigmoid", ulps(4, 1)},
-    {UnaryOp::Relu, "relu", kBits},
-    {UnaryOp::Silu, "silu", ulps(4, 1)},
-    {UnaryOp::GeluErf, "gelu", ulps(4, 1)},
-    {UnaryOp::GeluTanh, "geluTanh", ulps(4, 1)},
-    {UnaryOp::Floor, "floor", kBits},
-    {UnaryOp::Ceil, "ceil", kBits},
-    {UnaryOp::Round, "round", kBits},
-    {UnaryOp::Sign, "sign", kBits},
-    {UnaryOp::Not, "", kBits},
+    {UnaryOp::Neg, "Neg", "neg", kBits},
+    {UnaryOp::Abs, "Abs", "abs", kBits},
+    {UnaryOp::Exp, "Exp", "exp", ulps(2)},
+    {UnaryOp::Log, "Log", "log", ulps(2)},
+    {UnaryOp::Sqrt, "Sqrt", "sqrt", kBits},
+    {UnaryOp::Rsqrt, "Rsqrt", "rsqrt", kBits},
+    {UnaryOp::Sin, "Sin", "sin", ulps(2, 1)},
+    {UnaryOp::Cos, "Cos", "cos", ulps(2, 1)},
+    {UnaryOp::Tanh, "Tanh", "tanh", ulps(2, 1)},
+    {UnaryOp::Sigmoid, "Sigmoid", "sigmoid", ulps(4, 1)},
+    {UnaryOp::Relu, "Relu", "relu", kBits},
+    {UnaryOp::Silu, "Silu", "silu", ulps(4, 1)},
+    {UnaryOp::GeluErf, "GeluErf", "gelu", ulps(4, 1)},
+    {UnaryOp::GeluTanh, "GeluTanh", "geluTanh", ulps(4, 1)},
+    {UnaryOp::Floor, "Floor", "floor", kBits},
+    {UnaryOp::Ceil, "Ceil", "ceil", kBits},
+    {UnaryOp::Round, "Round", "round", kBits},
+    {UnaryOp::Sign, "Sign", "sign", kBits},
+    {UnaryOp::Not, "Not", "", kBits},
 };
 
 struct BinaryName {
   BinaryOp op;
+  const char* member;
   const char* method;
   Tolerance gpu;
 };
 const BinaryName kBinary[] = {
-    {BinaryOp::Add, "add", kBits}, {BinaryOp::Sub, "sub", kBits},      {BinaryOp::Mul, "mul", kBits},
-    {BinaryOp::Div, "div", kBits}, {BinaryOp::Pow, "pow", ulps(2, 1)}, {BinaryOp::Min, "min", kBits},
-    {BinaryOp::Max, "max", kBits}, {BinaryOp::Mod, "mod", kBits},      {BinaryOp::Eq, "eq", kBits},
-    {BinaryOp::Ne, "ne", kBits},   {BinaryOp::Lt, "lt", kBits},        {BinaryOp::Le, "le", kBits},
-    {BinaryOp::Gt, "gt", kBits},   {BinaryOp::Ge, "ge", kBits},        {BinaryOp::And, "", kBits},
-    {BinaryOp::Or, "", kBits},
+    {BinaryOp::Add, "Add", "add", kBits},      {BinaryOp::Sub, "Sub", "sub", kBits},
+    {BinaryOp::Mul, "Mul", "mul", kBits},      {BinaryOp::Div, "Div", "div", kBits},
+    {BinaryOp::Pow, "Pow", "pow", ulps(2, 1)}, {BinaryOp::Min, "Min", "min", kBits},
+    {BinaryOp::Max, "Max", "max", kBits},      {BinaryOp::Mod, "Mod", "mod", kBits},
+    {BinaryOp::Eq, "Eq", "eq", kBits},         {BinaryOp::Ne, "Ne", "ne", kBits},
+    {BinaryOp::Lt, "Lt", "lt", kBits},         {BinaryOp::Le, "Le", "le", kBits},
+    {BinaryOp::Gt, "Gt", "gt", kBits},         {BinaryOp::Ge, "Ge", "ge", kBits},
+    {BinaryOp::And, "And", "", kBits},         {BinaryOp::Or, "Or", "", kBits},
 };
 
 std::vector<std::string> names(const std::string& enumName, const char* method, const char* freeFunction) {
@@ -79,7 +83,7 @@ T::Tensor slicedOn(const Place& place, uint64_t seed, DType dtype) {
 std::vector<OpRow> unaryRows() {
   std::vector<OpRow> rows;
   for (const UnaryName& u : kUnary) {
-    rows.push_back({names(std::string("UnaryOp::") + T::opName(u.op), u.method, "unary"), u.gpu, "",
+    rows.push_back({names(std::string("UnaryOp::") + u.member, u.method, "unary"), u.gpu, "",
                     [op = u.op](const Place& place, Outputs& out) {
                       for (DType t : kAllDTypes)
                         add(out, label(t, kOdd), [&] { return T::unary(op, place(values(1, kOdd, t))); });
@@ -95,7 +99,7 @@ std::vector<OpRow> unaryRows() {
 std::vector<OpRow> binaryRows() {
   std::vector<OpRow> rows;
   for (const BinaryName& b : kBinary) {
-    rows.push_back({names(std::string("BinaryOp::") + T::opName(b.op), b.method, "binary"), b.gpu, "",
+    rows.push_back({names(std::string("BinaryOp::") + b.member, b.method, "binary"), b.gpu, "",
                     [op = b.op](const Place& place, Outputs& out) {
                       for (DType t : kAllDTypes)
                         add(out, label(t, kOdd),
@@ -197,7 +201,8 @@ std::vector<OpRow> lazyRows() {
            }}};
 }
 
-// Reductions over a row, a column and everything, of an odd shape and a transposed view.
+// Reductions over a row, a column and everything, of an odd shape and a transposed view, and
+// rows of 4097 (two of the 4096-value chunks of docs/tensor.md's order).
 OpRow reductionRow(const std::string& name, Tolerance gpu, std::vector<DType> dtypes,
                    std::function<T::Tensor(const T::Tensor&, int64_t axis)> reduce) {
   return {{"tensor::" + name}, gpu, "", [dtypes, reduce](const Place& place, Outputs& out) {
@@ -208,6 +213,8 @@ OpRow reductionRow(const std::string& name, Tolerance gpu, std::vector<DType> dt
                 add(out, label(t, {9, 37}, over), [&] { return reduce(x, axis); });
                 add(out, label(t, {9, 37}, "transposed, " + over), [&] { return reduce(xt, axis); });
               }
+              const auto wide = place(values(29, {2, 4097}, t));
+              add(out, label(t, {2, 4097}, "axis 1"), [&] { return reduce(wide, 1); });
             }
           }};
 }
@@ -248,6 +255,9 @@ std::vector<OpRow> matmulRows() {
            add(out, label(t, {33}, "matrix-vector"),
                [&] { return T::matmul(b.transpose(0, 1), place(values(31, {33}, t))); });
          }
+         // K = 300: past the fma chains' blocks of 256.
+         const auto a = place(finite(34, {7, 300})), b = place(finite(35, {300, 5}));
+         add(out, "f32 [7, 300] x [300, 5]", [&] { return a.matmul(b); });
        }},
       // Two BF16 or F16 operands run on the tensor cores (f32 accumulation in the hardware's
       // order, one rounding at the end): a couple of ulps of the sum's scale, sqrt(33) ~ 6.
@@ -260,7 +270,8 @@ std::vector<OpRow> matmulRows() {
            add(out, label(t, {19, 33}, "tensor cores, transposed operand"),
                [&] { return a.matmul(b.transpose(0, 1)); });
          }
-       }},
+       },
+       true},
   };
 }
 

@@ -50,13 +50,16 @@ struct OpRow {
   /// Empty: the row runs on GPUs too. Else why it runs on the CPU only (the reason is printed).
   std::string cpuOnly;
   std::function<void(const Place&, Outputs&)> run;
+  /// Whether its GPU kernels take other paths by compute capability (tensor cores, sm_80+): the
+  /// rows ctest runs again on the emulator at 8.0 and 9.0 (the full table runs at 8.9).
+  bool byArchitecture = false;
 };
 
 std::vector<OpRow> tensorRows();
 std::vector<OpRow> netopsRows();
 
 /// Deterministic inputs: normal values times 3 in float dtypes with NaN, +-inf, -0, 0 and halves
-/// first; whole numbers in [-40, 40] (saturated to the dtype) in integer dtypes; Bool x > 0.
+/// first; whole normal numbers (std 13) in integer dtypes, saturated to the dtype; Bool x != 0.
 T::Tensor values(uint64_t seed, const T::Shape& shape, DType dtype = DType::F32);
 /// Finite normal values (mean 0, std) rounded to BF16 (exact in every float dtype and on every
 /// backend's BF16 path), held as `dtype`.
