@@ -147,10 +147,6 @@ void runRows(bool architectureRowsOnly) {
         << name << ": every case was rejected";
     for (const Backend& backend : list) {
       const bool gpuBackend = backend.place.gpu;
-      if (gpuBackend && !row.cpuOnly.empty()) {
-        std::printf("[ cpu only ] %s: %s\n", name.c_str(), row.cpuOnly.c_str());
-        continue;
-      }
       Outputs got;
       try {
         row.run(backend.place, got);

@@ -39,13 +39,13 @@ Modulation modulation(const Place& place, int64_t rows, int64_t width, uint64_t 
 std::vector<OpRow> denseRows() {
   std::vector<OpRow> rows;
   rows.push_back(
-      {{"netops::affine"}, kBits, "", [](const Place& place, Outputs& out) {
+      {{"netops::affine"}, kBits, [](const Place& place, Outputs& out) {
          const auto x = place(finite(1, {13, 70})), w = place(finite(2, {33, 70}, 0.2)), b = place(finite(3, {33}));
          add(out, "f32 products", [&] { return N::affine(x, w, b, DType::F32); });
          add(out, "transposed x", [&] { return N::affine(place(finite(4, {70, 13})).transpose(0, 1), w, b); });
        }});
   rows.push_back(
-      {{"netops::layerNorm", "netops::layerNormGrad"}, kBits, "", [](const Place& place, Outputs& out) {
+      {{"netops::layerNorm", "netops::layerNormGrad"}, kBits, [](const Place& place, Outputs& out) {
          const auto x = place(finite(5, {3, 7, 45}, 4.0)), w = place(finite(6, {45})), b = place(finite(7, {45}));
          const auto y = N::layerNorm(x, w, b, 1e-5);
          for (size_t i = 0; i < y.size(); ++i) add(out, "layerNorm " + std::to_string(i), [&] { return y[i]; });
@@ -54,7 +54,6 @@ std::vector<OpRow> denseRows() {
        }});
   rows.push_back({{"netops::crossEntropyLoss", "netops::crossEntropyRows", "netops::crossEntropyGrad"},
                   kBits,
-                  "",
                   [](const Place& place, Outputs& out) {
                     for (int64_t classes : {1, 5, 77, 4099}) {
                       const auto logits = place(finite(9, {9, classes}, 8.0));
@@ -66,7 +65,7 @@ std::vector<OpRow> denseRows() {
                       add(out, "grad, " + c, [&] { return N::crossEntropyGrad(logits, labels, 0.25); });
                     }
                   }});
-  rows.push_back({{"netops::attention"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::attention"}, kBits, [](const Place& place, Outputs& out) {
                     struct Case {
                       int64_t b, tq, tk, d, e;
                       bool causal;
@@ -81,17 +80,17 @@ std::vector<OpRow> denseRows() {
                     }
                   }});
   rows.push_back(
-      {{"netops::dropout"}, kBits, "", [](const Place& place, Outputs& out) {
+      {{"netops::dropout"}, kBits, [](const Place& place, Outputs& out) {
          add(out, "f32 [37, 101]", [&] { return N::dropout(place(finite(13, {37, 101})), T::Key(10), 0.35); });
        }});
-  rows.push_back({{"netops::argmax"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::argmax"}, kBits, [](const Place& place, Outputs& out) {
                     auto x = finite(14, {6, 33});
                     x = T::where(x.gt(T::scalar(1.5)), T::scalar(NAN), x);  // NaN never wins
                     add(out, "f32 with NaN", [&] { return ints(N::argmax(place(x))); });
                   }});
   // Within 1e-5 (1 + |y|): the GPU adds each group's slices in f64, the host all in f64.
   rows.push_back(
-      {{"netops::groupNorm"}, ulps(84, 1), "", [](const Place& place, Outputs& out) {
+      {{"netops::groupNorm"}, ulps(84, 1), [](const Place& place, Outputs& out) {
          const auto x = place(finite(15, {6, 5, 7}, 3.0)), w = place(finite(16, {6})), b = place(finite(17, {6}));
          for (bool act : {false, true})
            add(out, act ? "with SiLU" : "plain", [&] { return N::groupNorm(x, 2, w, b, 1e-5, act); });
@@ -101,7 +100,7 @@ std::vector<OpRow> denseRows() {
 
 std::vector<OpRow> convolutionRows() {
   std::vector<OpRow> rows;
-  rows.push_back({{"netops::im2col", "netops::col2im"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::im2col", "netops::col2im"}, kBits, [](const Place& place, Outputs& out) {
                     const auto x = place(finite(20, {2, 3, 7, 5}));
                     add(out, "im2col 3x2 stride 2 pad 1", [&] { return N::im2col(x, 3, 2, 2, 1); });
                     add(out, "im2col of a transposed view", [&] { return N::im2col(x.transpose(2, 3), 2, 2, 1, 0); });
@@ -109,21 +108,21 @@ std::vector<OpRow> convolutionRows() {
                       return N::col2im(place(finite(21, {2 * 4 * 3, 3 * 3 * 2})), 2, 3, 7, 5, 3, 2, 2, 1);
                     });
                   }});
-  rows.push_back({{"netops::im2col1d", "netops::col2im1d"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::im2col1d", "netops::col2im1d"}, kBits, [](const Place& place, Outputs& out) {
                     const auto x = place(finite(22, {11, 3}));
                     add(out, "im2col1d k 3 stride 2 pad 1 dilation 2", [&] { return N::im2col1d(x, 3, 2, 1, 2); });
                     add(out, "im2col1d rows 1..3", [&] { return N::im2col1d(x, 3, 1, 1, 1, 1, 3); });
                     add(out, "col2im1d", [&] { return N::col2im1d(place(finite(23, {6, 3 * 3})), 3, 11, 3, 2, 1); });
                   }});
   rows.push_back(
-      {{"netops::conv1d", "netops::convTranspose1d"}, kBits, "", [](const Place& place, Outputs& out) {
+      {{"netops::conv1d", "netops::convTranspose1d"}, kBits, [](const Place& place, Outputs& out) {
          const auto x = place(finite(24, {13, 3})), w = place(finite(25, {4, 3, 3})), b = place(finite(26, {4}));
          add(out, "conv1d with bias", [&] { return N::conv1d(x, w, {b}, 2, 1, 2); });
          add(out, "conv1d", [&] { return N::conv1d(x, w, {}, 1, 0, 1); });
          const auto wt = place(finite(27, {3, 4, 3}));
          add(out, "convTranspose1d with bias", [&] { return N::convTranspose1d(x, wt, {b}, 2, 1); });
        }});
-  rows.push_back({{"netops::pool2d", "netops::pool2dGrad"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::pool2d", "netops::pool2dGrad"}, kBits, [](const Place& place, Outputs& out) {
                     const auto x = place(finite(28, {2, 3, 7, 9})), dy = place(finite(29, {2, 3, 3, 4}));
                     for (bool average : {false, true}) {
                       const std::string kind = average ? "average" : "max";
@@ -131,14 +130,14 @@ std::vector<OpRow> convolutionRows() {
                       add(out, kind + " gradient", [&] { return N::pool2dGrad(dy, x, 3, 2, average); });
                     }
                   }});
-  rows.push_back({{"netops::patchRows"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::patchRows"}, kBits, [](const Place& place, Outputs& out) {
                     const auto x = place(finite(30, {3, 7, 9}));
                     for (DType t : {DType::F32, DType::BF16, DType::F16})
                       add(out, label(t, {3, 7, 9}, "rows 1..6"), [&] { return N::patchRows(x, 3, 3, 1, 1, 6, t); });
                   }});
   // F32 products: the host's bits (compute BF16's bound is checked in tests/netops/conv_gpu_test.cpp).
   rows.push_back(
-      {{"netops::lazyConv", "netops::lazyConv3"}, kBits, "", [](const Place& place, Outputs& out) {
+      {{"netops::lazyConv", "netops::lazyConv3"}, kBits, [](const Place& place, Outputs& out) {
          const auto x = place(finite(31, {4, 9, 11})), w = place(finite(32, {6, 4 * 3 * 3}));
          const auto b = place(finite(33, {6, 1}));
          add(out, "3x3 pad 1, + bias, relu",
@@ -152,7 +151,7 @@ std::vector<OpRow> convolutionRows() {
 
 std::vector<OpRow> normRows() {
   std::vector<OpRow> rows;
-  rows.push_back({{"netops::pixelNormInto"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::pixelNormInto"}, kBits, [](const Place& place, Outputs& out) {
                     for (DType t : {DType::F32, DType::BF16})
                       for (bool act : {false, true}) {
                         // x a transposed view, odd channel and pixel counts.
@@ -162,20 +161,19 @@ std::vector<OpRow> normRows() {
                         add(out, label(t, {2, 5, 37}, act ? "with SiLU" : "plain"), [&] { return y; });
                       }
                   }});
-  rows.push_back(
-      {{"netops::modulatedNorm", "netops::modulatedNormInto"}, kBits, "", [](const Place& place, Outputs& out) {
-         const int64_t rows = 7, width = 96;
-         const auto x = place(finite(41, {rows, width}, 3.0));
-         const auto m = modulation(place, rows, width, 42);
-         for (bool centered : {false, true}) {
-           const std::string kind = centered ? "centered" : "rms";
-           add(out, kind, [&] { return N::modulatedNorm(x, m.w, m.shift, m.scale, m.map, 1e-6, centered); });
-           const auto y = place(T::zeros({rows, width}));
-           N::modulatedNormInto(x, m.w, m.shift, m.scale, m.map, 1e-6, y, centered);
-           add(out, kind + " into f32", [&] { return y; });
-         }
-       }});
-  rows.push_back({{"netops::gatedNormAddInto"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::modulatedNorm", "netops::modulatedNormInto"}, kBits, [](const Place& place, Outputs& out) {
+                    const int64_t rows = 7, width = 96;
+                    const auto x = place(finite(41, {rows, width}, 3.0));
+                    const auto m = modulation(place, rows, width, 42);
+                    for (bool centered : {false, true}) {
+                      const std::string kind = centered ? "centered" : "rms";
+                      add(out, kind, [&] { return N::modulatedNorm(x, m.w, m.shift, m.scale, m.map, 1e-6, centered); });
+                      const auto y = place(T::zeros({rows, width}));
+                      N::modulatedNormInto(x, m.w, m.shift, m.scale, m.map, 1e-6, y, centered);
+                      add(out, kind + " into f32", [&] { return y; });
+                    }
+                  }});
+  rows.push_back({{"netops::gatedNormAddInto"}, kBits, [](const Place& place, Outputs& out) {
                     const int64_t rows = 5, width = 77;
                     const auto x = place(finite(43, {rows, width})), y = place(finite(44, {rows, width}, 4.0));
                     const auto m = modulation(place, rows, width, 45);
@@ -184,7 +182,6 @@ std::vector<OpRow> normRows() {
                   }});
   rows.push_back({{"netops::int8Rows", "netops::int8RowsInto", "netops::modulatedInt8RowsInto"},
                   kBits,
-                  "",
                   [](const Place& place, Outputs& out) {
                     const int64_t rows = 3, width = 512;
                     // Full 24-bit mantissas: nearly every addition of the rotation rounds.
@@ -223,7 +220,7 @@ std::vector<OpRow> attentionRowsRows() {
   };
   // Heads of 32 and 48: the plain kernel everywhere, the host's steps in its order.
   rows.push_back(
-      {{"netops::attendedRows", "netops::attentionRows"}, ulpsOfMax(1), "", [qkvFor](const Place& place, Outputs& out) {
+      {{"netops::attendedRows", "netops::attentionRows"}, ulpsOfMax(1), [qkvFor](const Place& place, Outputs& out) {
          const auto qkv = qkvFor(place, 50, {45, 3 * 2 * 32});
          add(out, "2 heads of 32, groups of 20", [&] { return N::attendedRows(qkv, 2, 32, false, 20); });
          add(out, "30 queries", [&] { return N::attendedRows(qkv, 2, 32, false, 0, {}, 30); });
@@ -231,25 +228,24 @@ std::vector<OpRow> attentionRowsRows() {
   // Heads of 64: tensor cores on NVIDIA sm_80+.
   rows.push_back({{"netops::attendedRows"},
                   ulpsOfMax(2),
-                  "",
                   [qkvFor](const Place& place, Outputs& out) {
                     const auto qkv = qkvFor(place, 51, {70, 3 * 64});
                     add(out, "1 head of 64", [&] { return N::attendedRows(qkv, 1, 64, false, 0); });
                   },
                   true});
-  rows.push_back({{"netops::crossAttentionRows"}, ulpsOfMax(1), "", [qkvFor, outFor](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::crossAttentionRows"}, ulpsOfMax(1), [qkvFor, outFor](const Place& place, Outputs& out) {
                     const auto q = qkvFor(place, 52, {13, 2 * 48}), kv = qkvFor(place, 53, {9, 2 * 2 * 48});
                     const auto y = outFor(place, {13, 2 * 48});
                     N::crossAttentionRows(q, kv, 2, 48, y);
                     add(out, "2 heads of 48", [&] { return y; });
                   }});
   rows.push_back(
-      {{"netops::neighborhood3d"}, ulpsOfMax(1), "", [qkvFor](const Place& place, Outputs& out) {
+      {{"netops::neighborhood3d"}, ulpsOfMax(1), [qkvFor](const Place& place, Outputs& out) {
          const auto qkv = qkvFor(place, 54, {3 * 4 * 5, 3 * 2 * 16});
          add(out, "grid 3x4x5, kernel 3x3x3", [&] { return N::neighborhood3d(qkv, {3, 4, 5}, {3, 3, 3}, 2, 0.25); });
        }});
   // In place on q and k, in f32, rounded once: the host's bits (rounded to BF16 on a GPU).
-  rows.push_back({{"netops::headPrepInPlace"}, kBits, "", [qkvFor](const Place& place, Outputs& out) {
+  rows.push_back({{"netops::headPrepInPlace"}, kBits, [qkvFor](const Place& place, Outputs& out) {
                     const int64_t n = 13, heads = 2, head = 32, row0 = 5, half = 16;
                     const auto qkv = qkvFor(place, 55, {20, 3 * heads * head});
                     N::HeadPrep p;

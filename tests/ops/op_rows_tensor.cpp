@@ -83,7 +83,7 @@ T::Tensor slicedOn(const Place& place, uint64_t seed, DType dtype) {
 std::vector<OpRow> unaryRows() {
   std::vector<OpRow> rows;
   for (const UnaryName& u : kUnary) {
-    rows.push_back({names(std::string("UnaryOp::") + u.member, u.method, "unary"), u.gpu, "",
+    rows.push_back({names(std::string("UnaryOp::") + u.member, u.method, "unary"), u.gpu,
                     [op = u.op](const Place& place, Outputs& out) {
                       for (DType t : kAllDTypes)
                         add(out, label(t, kOdd), [&] { return T::unary(op, place(values(1, kOdd, t))); });
@@ -99,7 +99,7 @@ std::vector<OpRow> unaryRows() {
 std::vector<OpRow> binaryRows() {
   std::vector<OpRow> rows;
   for (const BinaryName& b : kBinary) {
-    rows.push_back({names(std::string("BinaryOp::") + b.member, b.method, "binary"), b.gpu, "",
+    rows.push_back({names(std::string("BinaryOp::") + b.member, b.method, "binary"), b.gpu,
                     [op = b.op](const Place& place, Outputs& out) {
                       for (DType t : kAllDTypes)
                         add(out, label(t, kOdd),
@@ -121,7 +121,7 @@ std::vector<OpRow> binaryRows() {
 
 std::vector<OpRow> shapeRows() {
   std::vector<OpRow> rows;
-  rows.push_back({{"tensor::cast"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"tensor::cast"}, kBits, [](const Place& place, Outputs& out) {
                     for (DType from : kAllDTypes) {
                       const auto x = place(values(12, kOdd, from));
                       for (DType to : kAllDTypes)
@@ -135,7 +135,6 @@ std::vector<OpRow> shapeRows() {
       {{"tensor::contiguous", "tensor::clone", "tensor::reshape", "tensor::permute", "tensor::transpose",
         "tensor::slice", "tensor::expand", "tensor::squeeze", "tensor::unsqueeze"},
        kBits,
-       "",
        [](const Place& place, Outputs& out) {
          for (DType t : {DType::F32, DType::BF16, DType::I8, DType::Bool}) {
            const auto x = place(values(14, {3, 1, 5, 7}, t));
@@ -148,14 +147,14 @@ std::vector<OpRow> shapeRows() {
            });
          }
        }});
-  rows.push_back({{"tensor::concat", "tensor::stack"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"tensor::concat", "tensor::stack"}, kBits, [](const Place& place, Outputs& out) {
                     for (DType t : {DType::F32, DType::F16, DType::I64}) {
                       const auto a = place(values(15, kOdd, t)), b = transposedOn(place, 16, t);
                       add(out, label(t, kOdd, "concat"), [&] { return T::concat({a, b, a.slice(1, 0, 3)}, 1); });
                       add(out, label(t, kOdd, "stack"), [&] { return T::stack({a, b}, 1); });
                     }
                   }});
-  rows.push_back({{"tensor::gather", "tensor::indexSelect"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"tensor::gather", "tensor::indexSelect"}, kBits, [](const Place& place, Outputs& out) {
                     const auto idx = T::tensor({4}, {4, 0, -1, 2}, DType::I64);
                     const auto gidx = T::tensor({2, 7}, {0, 1, 2, 3, 4, 0, 1, 4, 3, 2, 1, 0, 4, 3}, DType::I32);
                     for (DType t : {DType::F32, DType::BF16, DType::I32}) {
@@ -164,7 +163,7 @@ std::vector<OpRow> shapeRows() {
                       add(out, label(t, kOdd, "gather"), [&] { return T::gather(x, 0, place(gidx)); });
                     }
                   }});
-  rows.push_back({{"tensor::assign"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"tensor::assign"}, kBits, [](const Place& place, Outputs& out) {
                     for (DType t : {DType::F32, DType::F16, DType::I8}) {
                       const auto dst = place(T::zeros({5, 9}, t));
                       T::assign(dst.slice(1, 1, 8), transposedOn(place, 18, DType::F32));
@@ -172,7 +171,7 @@ std::vector<OpRow> shapeRows() {
                       add(out, label(t, {5, 9}, "assigned into slices"), [&] { return dst; });
                     }
                   }});
-  rows.push_back({{"tensor::where"}, kBits, "", [](const Place& place, Outputs& out) {
+  rows.push_back({{"tensor::where"}, kBits, [](const Place& place, Outputs& out) {
                     for (DType t : kAllDTypes)
                       add(out, label(t, kOdd), [&] {
                         return T::where(place(values(20, kOdd, DType::Bool)), place(values(21, kOdd, t)),
@@ -187,7 +186,7 @@ std::vector<OpRow> shapeRows() {
 
 // Fused chains: the same Lazy code builds both the eager results above and these.
 std::vector<OpRow> lazyRows() {
-  return {{{"tensor::lazy", "tensor::eval", "tensor::evalInto"}, ulps(4, 1), "", [](const Place& place, Outputs& out) {
+  return {{{"tensor::lazy", "tensor::eval", "tensor::evalInto"}, ulps(4, 1), [](const Place& place, Outputs& out) {
              for (DType t : {DType::F32, DType::BF16, DType::I32}) {
                const auto x = place(values(25, kOdd, t)), y = transposedOn(place, 26, t);
                const auto chain = T::where((T::lazy(x) * 2.0).gt(T::lazy(y)), (T::lazy(x) - T::lazy(y)).abs().sqrt(),
@@ -205,7 +204,7 @@ std::vector<OpRow> lazyRows() {
 // rows of 4097 (two of the 4096-value chunks of docs/tensor.md's order).
 OpRow reductionRow(const std::string& name, Tolerance gpu, std::vector<DType> dtypes,
                    std::function<T::Tensor(const T::Tensor&, int64_t axis)> reduce) {
-  return {{"tensor::" + name}, gpu, "", [dtypes, reduce](const Place& place, Outputs& out) {
+  return {{"tensor::" + name}, gpu, [dtypes, reduce](const Place& place, Outputs& out) {
             for (DType t : dtypes) {
               const auto x = place(values(27, {9, 37}, t)), xt = place(values(28, {37, 9}, t)).transpose(0, 1);
               for (int64_t axis : {-1, 0, 1}) {
@@ -246,7 +245,6 @@ std::vector<OpRow> matmulRows() {
   return {
       {{"tensor::matmul"},
        kBits,
-       "",
        [](const Place& place, Outputs& out) {
          for (DType t : {DType::F32, DType::I32, DType::I64}) {
            const auto a = place(values(29, {2, 7, 33}, t)), b = place(values(30, {33, 5}, t));
@@ -263,7 +261,6 @@ std::vector<OpRow> matmulRows() {
       // order, one rounding at the end): a couple of ulps of the sum's scale, sqrt(33) ~ 6.
       {{"tensor::matmul"},
        ulps(2, 6),
-       "",
        [](const Place& place, Outputs& out) {
          for (DType t : {DType::BF16, DType::F16}) {
            const auto a = place(finite(32, {19, 33}, 1.0, t)), b = place(finite(33, {5, 33}, 1.0, t));

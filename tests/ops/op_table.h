@@ -47,8 +47,6 @@ struct OpRow {
   /// "netops::attention" (the coverage check's names; the first also names the row).
   std::vector<std::string> covers;
   Tolerance gpu = kBits;
-  /// Empty: the row runs on GPUs too. Else why it runs on the CPU only (the reason is printed).
-  std::string cpuOnly;
   std::function<void(const Place&, Outputs&)> run;
   /// Whether its GPU kernels take other paths by compute capability (tensor cores, sm_80+): the
   /// rows ctest runs again on the emulator at 8.0 and 9.0 (the full table runs at 8.9).
