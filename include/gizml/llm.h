@@ -97,6 +97,10 @@ const char* finishName(Finish f);
 struct Progress {
   int request = 0;
   std::vector<TokenId> tokens;
+  /// The text these tokens complete that is safe to send (with the engine's tokenizer): whole
+  /// UTF-8 characters, never the start of a stop string that may still complete (held back
+  /// until it cannot), cut before a stop string; at the request's end what was held back.
+  std::string text;
   std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
   Finish finish = Finish::Running;
   int64_t drafted = 0, accepted = 0;   // the model's drafts verified in this step, and kept
@@ -105,6 +109,7 @@ struct Progress {
 
 struct Result {
   std::vector<TokenId> tokens;  // the end-of-turn token that ended it included
+  std::string text;             // the Progress texts together: the answer, cut before a stop string
   std::vector<TokenLogprob> logprobs;
   Finish finish = Finish::Running;
   int64_t drafted = 0, accepted = 0;

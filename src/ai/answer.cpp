@@ -1,10 +1,14 @@
-// Streaming a request's text: stop strings held back and cut, then reasoning, content and tool
-// calls apart (Qwen's <think>; the <tool_call> blocks read by llm::toolCalls as each closes).
+// Streaming a chat answer's text: reasoning, content and tool calls apart (Qwen's <think>; the
+// <tool_call> blocks read by llm::toolCalls as each closes).
 #include "ai/answer.h"
 
 #include <algorithm>
 
+#include "llm/engine/stop_text.h"
+
 namespace gizml::ai {
+using llm::heldBack;
+
 namespace {
 
 constexpr std::string_view kThink = "<think>", kThinkEnd = "</think>";
@@ -13,51 +17,6 @@ constexpr std::string_view kCall = "<tool_call>", kCallEnd = "</tool_call>";
 bool isBlank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 }  // namespace
-
-size_t heldBack(std::string_view text, const std::vector<std::string_view>& markers) {
-  size_t best = 0;
-  for (std::string_view m : markers)
-    for (size_t k = std::min(m.size() - (m.empty() ? 0 : 1), text.size()); k > best; --k)
-      if (text.substr(text.size() - k) == m.substr(0, k)) {
-        best = k;
-        break;
-      }
-  return best;
-}
-
-TextStream::TextStream(const Tokenizer& tokenizer, std::vector<std::string> stops)
-    : decoder_(tokenizer, true), stops_(std::move(stops)) {}
-
-std::string TextStream::release() {
-  size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
-  if (first != std::string::npos) {
-    stopped_ = true;
-    std::string out = pending_.substr(0, first);
-    pending_.clear();
-    return out;
-  }
-  std::vector<std::string_view> markers(stops_.begin(), stops_.end());
-  const size_t keep = heldBack(pending_, markers);
-  std::string out = pending_.substr(0, pending_.size() - keep);
-  pending_.erase(0, pending_.size() - keep);
-  return out;
-}
-
-std::string TextStream::push(TokenId token) {
-  if (stopped_) return "";
-  pending_ += decoder_.push(token);
-  return release();
-}
-
-std::string TextStream::finish() {
-  if (stopped_) return "";
-  pending_ += decoder_.flush();
-  std::string out = release();
-  if (!stopped_) out += pending_;
-  pending_.clear();
-  return out;
-}
 
 AnswerStream::AnswerStream(bool reasoning, nlohmann::ordered_json tools, bool inReasoning)
     : reasoning_(reasoning),

@@ -1,7 +1,6 @@
 #pragma once
-// A request's tokens turned into the text the server sends, as they come: whole UTF-8
-// characters only, cut at the first stop string and never showing the start of one that may
-// still complete; then (chat) split into reasoning, content and tool calls.
+// A chat answer's text (the engine's, safe to send: llm::StopText) split as it comes into
+// reasoning, content and tool calls.
 #include <gizml/ai.h>
 #include <gizml/llm.h>
 
@@ -13,28 +12,6 @@ namespace gizml::ai {
 
 using llm::TokenId;
 using llm::Tokenizer;
-
-/// Tokens -> text safe to send now.
-class TextStream {
- public:
-  TextStream(const Tokenizer& tokenizer, std::vector<std::string> stops);
-  /// The text that token completes and that can no longer be part of a stop string.
-  std::string push(TokenId token);
-  /// At the end of the request: what was held back (no stop string after all).
-  std::string finish();
-  /// A stop string was found: the text before it was sent, nothing after it will be.
-  bool stopped() const { return stopped_; }
-
- private:
-  std::string release();  // takes from pending_ what is safe
-  llm::StreamDecoder decoder_;
-  std::vector<std::string> stops_;
-  std::string pending_;
-  bool stopped_ = false;
-};
-
-/// The longest suffix of text that begins one of the markers (shorter than it), in bytes.
-size_t heldBack(std::string_view text, const std::vector<std::string_view>& markers);
 
 /// Text -> reasoning, content and tool calls as they come (each call once its </tool_call>
 /// arrived, an unclosed one at the end).

@@ -35,7 +35,6 @@ ChoiceWriter::ChoiceWriter(const Tokenizer& tokenizer, const Generation& g, size
       logprobs_(g.logprobs),
       parallelCalls_(g.toolChoice.parallel),
       newId_(newId),
-      text_(tokenizer, g.request.stop),
       answer_(g.chat && g.reasoning, g.chat ? g.tools : Json::array(), g.inReasoning),
       stepLogprobs_(emptyLogprobs(g.chat)),
       wholeLogprobs_(emptyLogprobs(g.chat)) {}
@@ -43,16 +42,10 @@ ChoiceWriter::ChoiceWriter(const Tokenizer& tokenizer, const Generation& g, size
 void ChoiceWriter::take(Job::Choice& taken) {
   if (finished_) return;
   tokens_ += static_cast<int64_t>(taken.tokens.size());
-  std::string piece;
-  for (TokenId token : taken.tokens) piece += text_.push(token);
-  bool done = taken.done;
-  llm::Finish finish = taken.finish;
-  if (text_.stopped() && !done) done = true, finish = llm::Finish::Stop;  // the engine stops there too
-  if (done) piece += text_.finish();
-
+  const bool done = taken.done;
   AnswerStream::Delta d;
   if (chat_) {
-    d = answer_.push(piece);
+    d = answer_.push(taken.text);
     if (done) {
       AnswerStream::Delta rest = answer_.finish();
       d.content += rest.content;
@@ -63,7 +56,7 @@ void ChoiceWriter::take(Job::Choice& taken) {
     if (!parallelCalls_ && !calls_.empty()) d.calls.clear();
     if (!parallelCalls_ && d.calls.size() > 1) d.calls.resize(1);
   } else {
-    d.content = std::move(piece);
+    d.content = std::move(taken.text);
   }
 
   stepLogprobs_ = emptyLogprobs(chat_);
@@ -93,7 +86,7 @@ void ChoiceWriter::take(Job::Choice& taken) {
     calls_.push_back({{"index", calls_.size()}, {"id", "call_" + newId_()}, {"type", "function"},
                       {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
   delta_ = std::move(d);
-  if (done) finished_ = true, finish_ = finish, endPending_ = true;
+  if (done) finished_ = true, finish_ = taken.finish, endPending_ = true;
 }
 
 const char* ChoiceWriter::finishReason() const {

@@ -19,9 +19,9 @@ class ChoiceWriter {
   /// index: the choice's place in choices[]; newId makes the ids of its tool calls.
   ChoiceWriter(const Tokenizer& tokenizer, const Generation& g, size_t index, std::string (*newId)());
 
-  /// A take of this choice: its new tokens, and its end when it came.
+  /// A take of this choice: its new tokens and their text, and its end when it came.
   void take(Job::Choice& taken);
-  /// Its end came, or a stop string ended its text (the engine's request ends there too).
+  /// Its end came (a stop string's too: the engine ends the request there).
   bool finished() const { return finished_; }
   int64_t completionTokens() const { return tokens_; }
 
@@ -42,7 +42,6 @@ class ChoiceWriter {
   int logprobs_;
   bool parallelCalls_;
   std::string (*newId_)();
-  TextStream text_;
   AnswerStream answer_;
 
   bool finished_ = false;

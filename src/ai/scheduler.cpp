@@ -24,6 +24,7 @@ Job::Taken Job::take(std::chrono::milliseconds timeout) {
   for (size_t i = 0; i < pending.size(); ++i) {
     Choice& c = pending[i];
     t.choices[i].tokens.swap(c.tokens);
+    t.choices[i].text.swap(c.text);
     t.choices[i].logprobs.swap(c.logprobs);
     t.choices[i].done = std::exchange(c.done, false);  // an end is given once
     t.choices[i].finish = c.finish;
@@ -146,6 +147,7 @@ void Scheduler::loop() {
         std::lock_guard lock(job.mutex);
         Job::Choice& c = job.pending[it->second.choice];
         c.tokens.insert(c.tokens.end(), p.tokens.begin(), p.tokens.end());
+        c.text += p.text;
         for (llm::TokenLogprob& l : p.logprobs) c.logprobs.push_back(std::move(l));
         if (it->second.choice == 0) job.cached = p.cached;
         if (p.finish != llm::Finish::Running) {

@@ -25,9 +25,10 @@ struct Job {
   llm::Request request;
   int choices = 1;  // OpenAI's n: run together on one read of the prompt (Engine::add)
 
-  /// One choice's tokens not yet taken, and its end.
+  /// One choice's tokens not yet taken, their text (the engine's, safe to send), and its end.
   struct Choice {
     std::vector<TokenId> tokens;
+    std::string text;
     std::vector<llm::TokenLogprob> logprobs;
     llm::Finish finish = llm::Finish::Running;
     bool done = false;

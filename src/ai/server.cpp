@@ -1,12 +1,10 @@
 // gizml::ai::Server (and serve): the routes on transport.h's connections from a Listener, and
-// each completion run through its engine's scheduler and written whole or as Server-Sent Events.
+// each completion run through its engine's scheduler and written by its Reply (reply.h).
 #include <gizml/ai.h>
 #include <gizml/error.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -15,38 +13,20 @@
 #include <random>
 
 #include "ai/access.h"
-#include "ai/choice.h"
+#include "ai/completion.h"
 #include "ai/error_response.h"
 #include "ai/fingerprint.h"
 #include "ai/http.h"
 #include "ai/openai.h"
+#include "ai/reply.h"
 #include "ai/scheduler.h"
 #include "ai/transport.h"
+#include "core/json_text.h"
 
 namespace gizml::ai {
 namespace {
 
 using Json = nlohmann::ordered_json;
-using Clock = std::chrono::steady_clock;
-
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-// The socket's send timeout (the transport's) bounds each send and the whole write too: a client
-// that reads a byte now and then cannot hold the write (and its thread) for ever.
-bool sendAll(int fd, std::string_view data) {
-  timeval limit{};
-  socklen_t size = sizeof limit;
-  const bool timed = ::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, &size) == 0 && (limit.tv_sec > 0 || limit.tv_usec > 0);
-  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(limit.tv_sec) + std::chrono::microseconds(limit.tv_usec);
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-    if (timed && !data.empty() && Clock::now() >= deadline) return false;
-  }
-  return true;
-}
 
 // The client closed its side (or the server shut the socket down). Bytes it sent ahead (a
 // pipelined request) are left to be read.
@@ -71,15 +51,6 @@ std::string randomId() {
   for (int i = 0; i < 24; ++i) id += digits[engine() % 62];
   return id;
 }
-
-// Writes a streamed body: chunked on HTTP/1.1, raw on 1.0 (the connection then closes).
-struct BodyWriter {
-  int fd;
-  bool chunked;
-  bool write(std::string_view data) const { return sendAll(fd, chunked ? http::chunk(data) : std::string(data)); }
-  bool end() const { return !chunked || sendAll(fd, http::lastChunk()); }
-};
-
 
 }  // namespace
 
@@ -131,13 +102,13 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
       for (const Entry& e : models) data.push_back(modelObject(e));
       body = {{"object", "list"}, {"data", data}};
     }
-    return sendAll(fd, http::response(200, "application/json", dump(body), keepAlive));
+    return sendAll(fd, http::response(200, "application/json", jsonText(body), keepAlive));
   }
   if (path.substr(0, 8) == "/models/") {
     if (request.method != "GET") return methodNotAllowed("GET");
     const std::string name(path.substr(8));
     for (const Entry& e : models)
-      if (e.name == name) return sendAll(fd, http::response(200, "application/json", dump(modelObject(e)), keepAlive));
+      if (e.name == name) return sendAll(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
     return sendAll(fd, errorResponse(404, "The model '" + name + "' does not exist", keepAlive, "model", "model_not_found"));
   }
   if (path == "/chat/completions" || path == "/completions") {
@@ -155,98 +126,27 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
                                    keepAlive, "", "not_found"));
 }
 
+// The request's choices from its engine, taken as they come and written by its Reply.
 bool Server::Impl::complete(int fd, const http::Request& request, bool chat, bool keepAlive) {
   Generation g = parseGeneration(request.body, chat, targets, options.thinking);
   Entry& entry = models[g.target];
-  const Tokenizer& tokenizer = entry.model.tokenizer();
-  const int64_t promptTokens = static_cast<int64_t>(g.request.prompt.size());
-  std::vector<ChoiceWriter> choices;
-  for (int i = 0; i < g.choices; ++i) choices.emplace_back(tokenizer, g, static_cast<size_t>(i), randomId);
+  Completion completion(g, entry.model.tokenizer(), entry.name, entry.fingerprint, randomId);
+  const std::unique_ptr<Reply> reply =
+      g.stream ? streamedReply(fd, keepAlive, request.minor >= 1, g.includeUsage) : wholeReply(fd, keepAlive);
   auto job = std::make_shared<Job>();
   job->request = std::move(g.request);
   job->choices = g.choices;
   entry.scheduler->submit(job);
-
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + randomId();
-  const std::time_t created = std::time(nullptr);
-  const char* object = chat ? (g.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
-  const auto base = [&] {
-    return Json{{"id", id}, {"object", object}, {"created", created}, {"model", entry.name},
-                {"system_fingerprint", entry.fingerprint}};
-  };
-  const BodyWriter writer{fd, request.minor >= 1};
-  const auto event = [&](const Json& j) { return writer.write("data: " + dump(j) + "\n\n"); };
-  const auto chunkOf = [&](Json choicesJson) {
-    Json c = base();
-    c["choices"] = std::move(choicesJson);
-    return c;
-  };
-  bool headSent = false;
-  int64_t cached = 0;
-  const auto usage = [&] {
-    int64_t completion = 0;
-    for (const ChoiceWriter& c : choices) completion += c.completionTokens();
-    return Json{{"prompt_tokens", promptTokens}, {"completion_tokens", completion},
-                {"total_tokens", promptTokens + completion}, {"prompt_tokens_details", {{"cached_tokens", cached}}}};
-  };
-  const auto allFinished = [&] {
-    return std::all_of(choices.begin(), choices.end(), [](const ChoiceWriter& c) { return c.finished(); });
-  };
-
   for (;;) {
     Job::Taken t = job->take(std::chrono::milliseconds(50));
     if (t.empty() && !t.done) {
-      if (stopping || peerClosed(fd)) {
-        entry.scheduler->cancel(job);
-        return false;
-      }
+      if (stopping || peerClosed(fd)) break;
       continue;
     }
-    if (t.done && t.errorStatus != 0) {
-      if (!headSent) return sendAll(fd, errorResponse(t.errorStatus, t.error, keepAlive && t.errorStatus < 500));
-      event(errorBody(t.error, "server_error", "", ""));
-      writer.write("data: [DONE]\n\n");
-      writer.end();
-      return false;
-    }
-    cached = t.cached;
-    for (size_t i = 0; i < choices.size(); ++i) choices[i].take(t.choices[i]);
-    const bool finished = allFinished();
-    if (finished && !t.done) entry.scheduler->cancel(job);  // stop strings ended them first
-
-    if (g.stream) {
-      if (!headSent) {
-        if (!sendAll(fd, http::streamHead(200, "text/event-stream", keepAlive, writer.chunked))) break;
-        headSent = true;
-        if (chat)
-          for (const ChoiceWriter& c : choices)
-            if (!event(chunkOf(Json::array({c.opening()})))) {
-              entry.scheduler->cancel(job);
-              return false;
-            }
-      }
-      for (ChoiceWriter& c : choices)
-        for (Json& choice : c.chunks())
-          if (!event(chunkOf(Json::array({std::move(choice)})))) {
-            entry.scheduler->cancel(job);
-            return false;
-          }
-      if (!finished) continue;
-      bool ok = true;
-      if (g.includeUsage) {
-        Json last = chunkOf(Json::array());
-        last["usage"] = usage();
-        ok = event(last);
-      }
-      ok = ok && writer.write("data: [DONE]\n\n") && writer.end();
-      return ok && writer.chunked;
-    }
-    if (!finished) continue;
-    Json all = Json::array();
-    for (const ChoiceWriter& c : choices) all.push_back(c.whole());
-    Json body = chunkOf(std::move(all));
-    body["usage"] = usage();
-    return sendAll(fd, http::response(200, "application/json", dump(body), keepAlive));
+    if (t.errorStatus != 0) return reply->fail(t.errorStatus, t.error);
+    completion.take(t);
+    if (!reply->send(completion)) break;
+    if (completion.finished()) return reply->end(completion);
   }
   entry.scheduler->cancel(job);
   return false;

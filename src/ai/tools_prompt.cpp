@@ -5,16 +5,16 @@
 
 #include <gizml/error.h>
 
+#include "core/json_text.h"
+
 namespace gizml::ai {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 // A tool call as the generic format writes it (and the grammar forces it).
 std::string callText(const std::string& name, const Json& arguments) {
-  return "<tool_call>\n" + dump(Json{{"name", name}, {"arguments", arguments}}) + "\n</tool_call>";
+  return "<tool_call>\n" + jsonText(Json{{"name", name}, {"arguments", arguments}}) + "\n</tool_call>";
 }
 
 std::string preamble(const Json& tools, const ToolChoice& choice) {
@@ -26,7 +26,7 @@ std::string preamble(const Json& tools, const ToolChoice& choice) {
     entry["parameters"] = f.contains("parameters") && f["parameters"].is_object() ? f["parameters"] : Json::object();
     listed.push_back(std::move(entry));
   }
-  std::string text = "You can call these tools (their parameters as JSON Schema):\n" + dump(listed) +
+  std::string text = "You can call these tools (their parameters as JSON Schema):\n" + jsonText(listed) +
                      "\n\nTo call a tool, answer with one block per call, each exactly:\n" +
                      callText("TOOL_NAME", Json{{"ARGUMENT", "VALUE"}}) +
                      "\nwith the arguments as one JSON object. Each result comes back in a message "
@@ -97,7 +97,7 @@ std::shared_ptr<const grammar::Grammar> toolCallGrammar(const Json& tools, const
   check(!calls.empty(), "tool_choice: no tool to call");
   const Json schema = calls.size() == 1 ? calls[0] : Json{{"anyOf", calls}};
   return std::make_shared<const grammar::Grammar>(
-      grammar::Grammar::tagged(dump(schema), "<tool_call>\n", "\n</tool_call>", choice.parallel ? -1 : 1));
+      grammar::Grammar::tagged(jsonText(schema), "<tool_call>\n", "\n</tool_call>", choice.parallel ? -1 : 1));
 }
 
 }  // namespace gizml::ai

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/json_input.h"
+#include "core/json_text.h"
 
 namespace gizml::llm {
 namespace {
@@ -24,8 +25,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && isBlank(s.back())) s.remove_suffix(1);
   return s;
 }
-
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 // The JSON type a tool's schema gives a parameter ("" when it says none).
 std::string parameterType(const Json& tools, const std::string& function, const std::string& name) {
@@ -90,7 +89,7 @@ std::optional<ToolCall> functionForm(std::string_view body, const Json& tools, s
     if (next == std::string_view::npos || next >= body.size()) break;
     at = next;
   }
-  call.arguments = dump(args);
+  call.arguments = jsonText(args);
   return call;
 }
 
@@ -113,10 +112,10 @@ std::optional<ToolCall> jsonForm(std::string_view body, std::string& error) {
   auto args = j.find("arguments");
   if (args == j.end()) args = j.find("parameters");
   if (args == j.end() || args->is_null()) call.arguments = "{}";
-  else if (args->is_object()) call.arguments = dump(*args);
+  else if (args->is_object()) call.arguments = jsonText(*args);
   else if (!args->is_string()) return noCall(error, "its \"arguments\" are not an object");
   else if (const std::optional<Json> text = tryParseJson(args->get<std::string>()); text && text->is_object())
-    call.arguments = dump(*text);  // arguments given as JSON text, as OpenAI's API sends them
+    call.arguments = jsonText(*text);  // arguments given as JSON text, as OpenAI's API sends them
   else return noCall(error, "its \"arguments\" string is not a JSON object");
   return call;
 }

@@ -1,72 +1,10 @@
-// Streaming text: UTF-8 and stop strings held back; reasoning, content and tool calls apart.
+// Streaming a chat answer: reasoning, content and tool calls apart.
 #include <gtest/gtest.h>
 
 #include "ai/answer.h"
-#include "serve_fixture.h"
 
 using namespace gizml;
 using namespace gizml::ai;
-
-namespace {
-
-const Tokenizer& qwen3() {
-  static const Tokenizer t = Tokenizer::fromJson(servetest::sharedData("tokenizers/qwen3"));
-  return t;
-}
-
-// The pieces a TextStream sends for the tokens of text, one at a time, and at the end.
-std::vector<std::string> pieces(const std::string& text, std::vector<std::string> stops, bool* stopped = nullptr) {
-  TextStream stream(qwen3(), std::move(stops));
-  std::vector<std::string> out;
-  for (TokenId id : qwen3().encode(text, false)) out.push_back(stream.push(id));
-  out.push_back(stream.finish());
-  if (stopped) *stopped = stream.stopped();
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& parts) {
-  std::string s;
-  for (const std::string& p : parts) s += p;
-  return s;
-}
-
-}  // namespace
-
-TEST(TextStream, CutsAtTheFirstStopAndNeverSendsItsStart) {
-  bool stopped = false;
-  const std::vector<std::string> out = pieces("Hello world, and END of it", {"END", "xyz"}, &stopped);
-  EXPECT_TRUE(stopped);
-  EXPECT_EQ(joined(out), "Hello world, and ");
-  // Nothing sent ever ends with a prefix of a stop string it later completes.
-  std::string sent;
-  for (const std::string& p : out) {
-    sent += p;
-    EXPECT_EQ(sent.find("EN"), std::string::npos);
-  }
-  EXPECT_EQ(joined(pieces("no stop here", {"STOP"}, &stopped)), "no stop here");
-  EXPECT_FALSE(stopped);
-  // A held-back start that does not complete is sent at the end.
-  EXPECT_EQ(joined(pieces("ends with ST", {"STOP"})), "ends with ST");
-}
-
-TEST(TextStream, NeverSplitsACharacter) {
-  const std::string text = "día 你好 🎉 ok";
-  for (const std::string& p : pieces(text, {})) {
-    // Each piece is whole UTF-8: it does not begin with a continuation byte.
-    if (!p.empty()) {
-      EXPECT_NE(static_cast<unsigned char>(p[0]) & 0xC0, 0x80) << p;
-    }
-  }
-  EXPECT_EQ(joined(pieces(text, {})), text);
-  EXPECT_EQ(joined(pieces(text, {"🎉"})), "día 你好 ");
-}
-
-TEST(HeldBack, LongestSuffixStartingAMarker) {
-  EXPECT_EQ(heldBack("abc<tool", {"<tool_call>"}), 5u);
-  EXPECT_EQ(heldBack("abc<", {"<tool_call>", "<think>"}), 1u);
-  EXPECT_EQ(heldBack("abc", {"<tool_call>"}), 0u);
-  EXPECT_EQ(heldBack("ab", {"b", "abc"}), 2u);
-}
 
 TEST(AnswerStream, SplitsReasoningFromContentAcrossAnySplit) {
   const std::string text = "<think>\nweigh it\n</think>\n\nThe answer.";

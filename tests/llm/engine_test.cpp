@@ -83,6 +83,31 @@ TEST_F(EngineTest, StopStringOnDecodedText) {
   const Result result = withStop.generate({r})[0];
   EXPECT_EQ(result.finish, Finish::Stop);
   EXPECT_EQ(tokenizer->decode(result.tokens), text.substr(0, text.find(stop) + stop.size()));
+  // The text is cut before the stop string, and no step gave the stop's first character before
+  // the step that completed it (it could still have been a stop).
+  EXPECT_EQ(result.text, text.substr(0, text.find(stop)));
+  withStop.add(r);
+  std::string sent;
+  for (;;) {
+    const std::vector<Progress> steps = withStop.advance();
+    ASSERT_EQ(steps.size(), 1u);
+    sent += steps[0].text;
+    if (steps[0].finish != Finish::Running) break;
+    EXPECT_EQ(sent.find(stop.substr(0, 1), text.find(stop)), std::string::npos) << sent;
+  }
+  EXPECT_EQ(sent, result.text);
+}
+
+TEST_F(EngineTest, TextOfARequestWithNoStopIsItsTokensDecoded) {
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  Engine withText(model, tokenizer, {}, 2, 64);
+  Request r = request({9, 1}, 12);
+  r.stop = {"not in this text"};
+  const std::vector<Result> results = withText.generate({request({9, 1}, 12), r});
+  for (const Result& result : results) {
+    EXPECT_EQ(result.finish, Finish::Length);
+    EXPECT_EQ(result.text, tokenizer->decode(result.tokens));
+  }
 }
 
 TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndInABatch) {

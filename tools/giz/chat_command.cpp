@@ -40,7 +40,7 @@ int chatCommand(int argc, char** argv) {
     request.marks = std::move(chat.ends);  // where the next turn may resume
     request.limit = options.maxTokens;
     request.sampling = options.sampling;
-    messages.push_back({{"role", "assistant"}, {"content", streamAnswer(model, engine, request)}});
+    messages.push_back({{"role", "assistant"}, {"content", streamAnswer(engine, request)}});
   }
   return 0;
 }

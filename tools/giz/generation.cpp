@@ -34,18 +34,14 @@ nlohmann::ordered_json startMessages(const GenerationOptions& options) {
   return messages;
 }
 
-std::string streamAnswer(const gizml::llm::Model& model, gizml::llm::Engine& engine, const gizml::llm::Request& request) {
-  gizml::llm::StreamDecoder decoder(model.tokenizer(), true);
+std::string streamAnswer(gizml::llm::Engine& engine, const gizml::llm::Request& request) {
   std::string text;
   engine.add(request);
   while (engine.running() > 0)
-    for (const gizml::llm::Progress& p : engine.advance())
-      for (gizml::llm::TokenId t : p.tokens) {
-        const std::string piece = decoder.push(t);
-        text += piece;
-        std::cout << piece << std::flush;
-      }
-  const std::string rest = decoder.flush();
-  std::cout << rest << "\n" << std::flush;
-  return text + rest;
+    for (const gizml::llm::Progress& p : engine.advance()) {
+      text += p.text;
+      std::cout << p.text << std::flush;
+    }
+  std::cout << "\n" << std::flush;
+  return text;
 }

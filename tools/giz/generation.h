@@ -26,4 +26,4 @@ bool parseGenerationFlags(int argc, char** argv, int first, GenerationOptions& o
 nlohmann::ordered_json startMessages(const GenerationOptions& options);
 
 /// Runs request alone on engine, writing each piece of text to stdout as it comes; returns the text.
-std::string streamAnswer(const gizml::llm::Model& model, gizml::llm::Engine& engine, const gizml::llm::Request& request);
+std::string streamAnswer(gizml::llm::Engine& engine, const gizml::llm::Request& request);

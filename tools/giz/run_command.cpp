@@ -31,6 +31,6 @@ int runCommand(int argc, char** argv) {
   request.limit = options.maxTokens;
   request.sampling = options.sampling;
   gizml::llm::Engine engine = model.engine(1, static_cast<int64_t>(request.prompt.size()) + options.maxTokens);
-  streamAnswer(model, engine, request);
+  streamAnswer(engine, request);
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
+#include "llm/engine/stop_text.h"
 #include "llm/models/language_model.h"
 
 namespace gizml::llm {
@@ -41,8 +42,7 @@ struct Running {
   std::vector<TokenId> drafts;  // guessed after toFeed, verified in this step's pass
   int64_t drafted = 0, accepted = 0;
   std::vector<TokenId> generated;
-  std::optional<StreamDecoder> decoder;  // only with stop strings
-  std::string text;
+  std::optional<StopText> text;  // with the engine's tokenizer: Progress::text
   std::optional<GrammarConstraint> grammar;  // only with a grammar
   int64_t cached = 0;           // prompt tokens its slot held already
   int leader = -1;              // a later choice of n: waits for this request's prompt, then copies it
@@ -208,17 +208,20 @@ struct Engine::Impl {
     r.generated.push_back(token);
     p.tokens.push_back(token);
     r.toFeed.assign(1, token);
-    if (std::find(endOfTurn.begin(), endOfTurn.end(), token) != endOfTurn.end()) return Finish::EndOfTurn;
-    if (r.decoder) {
-      const size_t before = r.text.size();
-      r.text += r.decoder->push(token);
-      for (const std::string& stop : r.request.stop)
-        if (r.text.find(stop, before >= stop.size() ? before - stop.size() + 1 : 0) != std::string::npos)
-          return Finish::Stop;
+    if (std::find(endOfTurn.begin(), endOfTurn.end(), token) != endOfTurn.end()) return ended(r, p, Finish::EndOfTurn);
+    if (r.text) {
+      p.text += r.text->push(token);
+      if (r.text->stopped()) return Finish::Stop;
     }
-    if (static_cast<int64_t>(r.generated.size()) >= r.request.limit) return Finish::Length;
-    if (static_cast<int64_t>(slot.held.size()) >= slot.state->capacity()) return Finish::Length;
+    if (static_cast<int64_t>(r.generated.size()) >= r.request.limit) return ended(r, p, Finish::Length);
+    if (static_cast<int64_t>(slot.held.size()) >= slot.state->capacity()) return ended(r, p, Finish::Length);
     return Finish::Running;
+  }
+
+  // A request ends with no stop string found: the text held back in case one began goes out.
+  static Finish ended(Running& r, Progress& p, Finish finish) {
+    if (r.text) p.text += r.text->finish();
+    return finish;
   }
 };
 
@@ -295,7 +298,7 @@ int Engine::Impl::addOne(const Request& request) {
   r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
   for (size_t mark : request.marks)
     if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
-  if (!request.stop.empty()) r.decoder.emplace(*m.tokenizer, true);
+  if (m.tokenizer) r.text.emplace(*m.tokenizer, request.stop);
   if (request.sampling.grammar) {
     if (!m.grammarTokens) m.grammarTokens = std::make_unique<GrammarTokens>(*m.tokenizer, m.endOfTurn);
     r.grammar.emplace(request.sampling);
@@ -362,6 +365,7 @@ std::vector<Result> Engine::generate(const std::vector<Request>& requests) {
       if (it == index.end()) continue;  // a request added by someone else
       Result& r = results[it->second];
       r.tokens.insert(r.tokens.end(), p.tokens.begin(), p.tokens.end());
+      r.text += p.text;
       for (TokenLogprob& l : p.logprobs) r.logprobs.push_back(std::move(l));
       r.drafted += p.drafted;
       r.accepted += p.accepted;
