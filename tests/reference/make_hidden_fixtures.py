@@ -1,6 +1,6 @@
 """transformers' hidden states after the first N layers, for a model loaded with only those
 (gizml::llm::LoadOptions::layers, Engine::hidden): tests/llm/hidden_test.cpp and
-tests/slow/real_model_test.cpp compare against them.
+tests/slow/hidden_real_test.cpp compare against them.
 
 Run with a Python that has torch and transformers 5, and gguf and accelerate for smollm2 (here
 /work/venv-torch/bin/python):
