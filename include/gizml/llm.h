@@ -3,6 +3,7 @@
 // quantized format (docs/format.md), once; loading it; generating with an Engine.
 #include <gizml/error.h>
 #include <gizml/grammar.h>
+#include <gizml/tensor.h>
 #include <gizml/tokenizer.h>
 
 #include <cstdint>
@@ -132,7 +133,8 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
   ~Engine();
 
-  /// Starts a request in a free slot; returns its id. Throws when no slot is free.
+  /// Starts a request in a free slot; returns its id. Throws when no slot is free, or when the
+  /// model was loaded with only its first layers (LoadOptions::layers: it has no output layer).
   int add(const Request& request);
   /// Starts `choices` requests on one prompt in as many free slots (OpenAI's n): the prompt is
   /// read once, in choice 0's slot, and each other choice continues from a copy of that state
@@ -157,6 +159,14 @@ class Engine {
 
   /// Runs requests to their ends, as many at once as there are slots, the rest as slots free up.
   std::vector<Result> generate(const std::vector<Request>& requests);
+
+  /// The hidden state of every token of prompt (up to maxTokens of them) after the model's
+  /// layers: the residual stream, without the final norm, as an F32 tensor [tokens, hidden]
+  /// (transformers' hidden_states[layers], embeddings scaled as the model scales them). All
+  /// layers of a whole model, or the first LoadOptions::layers: a text encoder (Z-Image reads
+  /// Qwen3-4B's first 35 of 36). The prompt is read in a state of its own, apart from the slots
+  /// and their requests.
+  tensor::Tensor hidden(const std::vector<TokenId>& prompt) const;
 
  private:
   struct Impl;
@@ -206,6 +216,14 @@ struct ChatTokens {
   std::vector<size_t> ends;
 };
 
+struct LoadOptions {
+  /// Only the first `layers` layers of the model: their weights alone are read (the final norm,
+  /// the output layer and the MTP layer are not), so memory falls in proportion. Such a model
+  /// gives Engine::hidden, not text. 0: all layers; anything outside 0 .. the model's layers is
+  /// an Error naming both.
+  int64_t layers = 0;
+};
+
 /// A converted model, loaded: its tokenizer, chat template and architecture.
 class Model {
  public:
@@ -244,10 +262,11 @@ class Model {
   std::vector<TokenId> endOfTurn_;
   std::string conversion_;
   CallFormat calls_ = CallFormat::None;
-  friend Model load(const std::string& folder);
+  friend Model load(const std::string& folder, const LoadOptions& options);
 };
 
 /// Loads a converted folder (convert's output). Throws gizml::Error naming the file at fault.
 Model load(const std::string& folder);
+Model load(const std::string& folder, const LoadOptions& options);
 
 }  // namespace gizml::llm

@@ -108,11 +108,13 @@ Engine Model::engine(int slots, int64_t maxTokens) const {
   return Engine(model_, tokenizer_, endOfTurn_, slots, maxTokens);
 }
 
-Model load(const std::string& folder) {
+Model load(const std::string& folder) { return load(folder, LoadOptions{}); }
+
+Model load(const std::string& folder, const LoadOptions& options) {
   auto weights = std::make_shared<const ConvertedModel>(ConvertedModel::open(folder));
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
   // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
-  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights).release(),
+  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, {.layers = options.layers}).release(),
                                        [weights](LanguageModel* m) { delete m; });
   Model out(std::move(model), std::move(tokenizer), weights->chatTemplate());
   // FNV-1a of the manifest: the same conversion gives the same name on every machine.

@@ -172,23 +172,6 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureTest,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "qwen3_vl", "gemma3"),
                          [](const auto& info) { return info.param; });
 
-/// A copy of the converted llama whose manifest `edit` changed.
-std::string editedModel(const std::string& tag, const std::function<void(nlohmann::json&)>& edit) {
-  const std::string out = freshFolder(tag);
-  const std::string from = converted("llama", 8).folder();
-  for (const char* file : {kManifestName, kDataName}) fs::copy_file(fs::path(from) / file, fs::path(out) / file);
-  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(fs::path(out) / kManifestName));
-  edit(manifest);
-  std::ofstream(fs::path(out) / kManifestName) << manifest.dump(1);
-  return out;
-}
-
-nlohmann::json& entry(nlohmann::json& manifest, const std::string& name) {
-  for (nlohmann::json& t : manifest["tensors"])
-    if (t["name"] == name) return t;
-  throw std::runtime_error("no " + name);
-}
-
 TEST(ModelErrors, MissingTensorIsNamed) {
   const std::string folder = editedModel("missing", [](nlohmann::json& m) {
     entry(m, "model.layers.1.mlp.up_proj.weight")["name"] = "model.layers.1.mlp.unused.weight";

@@ -8,14 +8,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "llm/formats/safetensors.h"
 #include "llm/models/language_model.h"
 #include "llm/quant/converted_model.h"
+#include "llm_test_util.h"
 
 namespace {
 
@@ -61,6 +64,24 @@ constexpr int kUnquantized = 0;
   const Bits stored = bits == kUnquantized ? Bits{.layers = 8, .head = 8, .group = 256} : Bits{.layers = bits, .head = bits};
   convert(modelData(arch) + "/hf", out.string(), stored);
   return cache.emplace(key, ConvertedModel::open(out.string())).first->second;
+}
+
+/// A copy of the converted llama (8 bits) whose manifest `edit` changed.
+[[maybe_unused]] std::string editedModel(const std::string& tag, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string out = freshFolder(tag);
+  const std::string from = converted("llama", 8).folder();
+  for (const char* file : {kManifestName, kDataName}) fs::copy_file(fs::path(from) / file, fs::path(out) / file);
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(fs::path(out) / kManifestName));
+  edit(manifest);
+  std::ofstream(fs::path(out) / kManifestName) << manifest.dump(1);
+  return out;
+}
+
+/// The manifest's entry of tensor `name`.
+[[maybe_unused]] nlohmann::json& entry(nlohmann::json& manifest, const std::string& name) {
+  for (nlohmann::json& t : manifest["tensors"])
+    if (t["name"] == name) return t;
+  throw std::runtime_error("no " + name);
 }
 
 /// Every position's logits of tokens fed at once to a fresh state.

@@ -67,6 +67,9 @@ struct Engine::Impl {
   std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
 
   void validate(const Request& r) const {
+    check(model->hasLogits(), "engine: the model was loaded with only its first " +
+                                  std::to_string(model->config().numLayers) +
+                                  " layers (LoadOptions::layers); it gives hidden states, not text");
     check(!r.prompt.empty(), "request: the prompt is empty");
     check(static_cast<int64_t>(r.prompt.size()) <= maxTokens,
           "request: the prompt's " + std::to_string(r.prompt.size()) + " tokens exceed the engine's " +
@@ -351,6 +354,14 @@ void Engine::cancel(int request) {
     if (const auto f = impl_->running.find(id); f != impl_->running.end()) f->second.leader = -1;
   impl_->release(it->second);
   impl_->running.erase(it);
+}
+
+tensor::Tensor Engine::hidden(const std::vector<TokenId>& prompt) const {
+  check(!prompt.empty(), "hidden: the prompt is empty");
+  check(static_cast<int64_t>(prompt.size()) <= impl_->maxTokens,
+        "hidden: the prompt's " + std::to_string(prompt.size()) + " tokens exceed the engine's " +
+            std::to_string(impl_->maxTokens) + "-token context");
+  return impl_->model->hidden(prompt);
 }
 
 std::vector<Result> Engine::generate(const std::vector<Request>& requests) {

@@ -7,19 +7,42 @@
 #include <set>
 
 namespace gizml::llm {
+namespace {
+
+// The config of the layers built: the first options.layers (without the MTP layer, which reads
+// the last layer's output) when they are fewer than the model's.
+ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& options) {
+  ModelConfig c = weights.config();
+  check(options.layers >= 0 && options.layers <= c.numLayers,
+        weights.folder() + ": layers " + std::to_string(options.layers) + " is not between 1 and the model's " +
+            std::to_string(c.numLayers) + " (0: all)");
+  if (options.layers == 0 || options.layers == c.numLayers) return c;
+  c.numLayers = options.layers;
+  c.layerTypes.resize(static_cast<size_t>(c.numLayers));
+  c.mtpLayers = 0;
+  return c;
+}
+
+}  // namespace
 
 DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder)
-    : weights_(weights), config_(weights.config()), options_(options), decoder_(decoder) {
+    : weights_(weights), config_(loadedConfig(weights, options)), storedLayers_(weights.config().numLayers),
+      options_(options), decoder_(decoder) {
   const ModelConfig& c = config_;
   const std::string where = weights.folder() + ": ";
   check(c.vocabSize > 0 && c.hiddenSize > 0 && c.numLayers > 0 && c.numHeads > 0 && c.numKvHeads > 0 && c.headDim > 0,
         where + "sizes must be positive");
   check(c.numHeads % c.numKvHeads == 0, where + "num_kv_heads must divide num_heads");
-  check(static_cast<int64_t>(c.layerTypes.size()) == c.numLayers, where + "one layer type per layer expected");
+  check(static_cast<int64_t>(weights.config().layerTypes.size()) == storedLayers_,
+        where + "one layer type per layer expected");
   for (LayerType t : c.layerTypes)
     check(decoder.recurrentLayers || t != LayerType::LinearAttention,
           where + "linear attention layers are not supported by this model");
   embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize, "", Linear::Use::Rows);
+  if (!hasLogits()) {
+    decoder_.keepHidden = false;  // (for the MTP layer, which is not built)
+    return;
+  }
   // A tied output layer is the embedding (convert stores it once, at the head's width).
   const bool tied = c.tieWordEmbeddings && !weights.has("lm_head.weight");
   head_ = Linear(weights, tied ? "model.embed_tokens.weight" : "lm_head.weight", c.vocabSize, c.hiddenSize);
@@ -68,19 +91,37 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
   return batch;
 }
 
-std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds) {
-  const Batch batch = plan(feeds);
-  const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
-  std::vector<float> x(static_cast<size_t>(batch.rows * hidden));
+void DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, float* x) const {
+  const int64_t hidden = config_.hiddenSize;
   int64_t row = 0;
   for (const Feed& feed : feeds)
     for (int32_t t : feed.tokens) {
-      float* e = x.data() + row++ * hidden;
+      float* e = x + row++ * hidden;
       embed_.row(t, e);
       if (decoder_.embedScale != 1.0f)
         for (int64_t i = 0; i < hidden; ++i) e[i] *= decoder_.embedScale;
     }
-  for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x.data(), batch);
+  for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x, batch);
+}
+
+tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens) const {
+  check(!tokens.empty(), "hidden: no tokens");
+  const auto n = static_cast<int64_t>(tokens.size());
+  const std::unique_ptr<SequenceState> state = newState(n);
+  const std::vector<Feed> feeds = {{state.get(), tokens}};
+  const Batch batch = plan(feeds);
+  tensor::Tensor out = tensor::empty({n, config_.hiddenSize});
+  runLayers(feeds, batch, out.data<float>());
+  return out;
+}
+
+std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds) {
+  check(hasLogits(), "forward: the model holds only its first " + std::to_string(config_.numLayers) + " of " +
+                         std::to_string(storedLayers_) + " layers; it gives hidden states, not logits");
+  const Batch batch = plan(feeds);
+  const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
+  std::vector<float> x(static_cast<size_t>(batch.rows * hidden));
+  runLayers(feeds, batch, x.data());
 
   // Only the rows whose logits are asked for go through the norm and the output layer (all of
   // them when the family keeps every row's hidden state).

@@ -1,7 +1,9 @@
 #pragma once
 // What every architecture here shares around its layers: the token embedding, the stack of
 // layers over each sequence's KV cache, the final norm and the output layer, and the batching
-// of feeds (their tokens are the rows of one pass). A family supplies its layers.
+// of feeds (their tokens are the rows of one pass). A family supplies its layers. Built with
+// ModelOptions::layers, it holds only the first layers (config().numLayers says how many) and
+// neither the final norm nor the output layer: it gives hidden() alone.
 #include <memory>
 #include <vector>
 
@@ -24,6 +26,8 @@ class DecoderModel : public LanguageModel {
   const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override;
   std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override;
+  tensor::Tensor hidden(const std::vector<int32_t>& tokens) const override;
+  bool hasLogits() const override { return config_.numLayers == storedLayers_; }
 
  protected:
   DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder);
@@ -41,12 +45,15 @@ class DecoderModel : public LanguageModel {
 
  private:
   Batch plan(const std::vector<Feed>& feeds) const;
+  /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale), then every layer.
+  void runLayers(const std::vector<Feed>& feeds, const Batch& batch, float* x) const;
 
   ConvertedModel weights_;
   ModelConfig config_;
+  int64_t storedLayers_ = 0;  // the layers of the converted model, config_.numLayers or more
   ModelOptions options_;
   DecoderOptions decoder_;
-  Linear embed_, head_;
+  Linear embed_, head_;  // head_ and norm_ only with every layer
   RmsNorm norm_;
 };
 

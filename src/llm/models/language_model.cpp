@@ -7,6 +7,10 @@
 
 namespace gizml::llm {
 
+tensor::Tensor LanguageModel::hidden(const std::vector<int32_t>&) const {
+  throw Error("hidden: this model gives logits only, not its hidden states");
+}
+
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights) {
   return buildLanguageModel(weights, ModelOptions{});
 }

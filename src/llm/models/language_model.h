@@ -56,6 +56,13 @@ class LanguageModel {
   /// appends the tokens to their states, and returns per feed the F32 logits [rows, vocab]: one
   /// row (the last token), or one per fed token when allLogits.
   virtual std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) = 0;
+  /// The residual stream after the model's layers (all of them, or the first ModelOptions::layers)
+  /// at every one of `tokens`, read from a fresh state: F32 [tokens, hidden], no final norm
+  /// (transformers' hidden_states[layers]).
+  virtual tensor::Tensor hidden(const std::vector<int32_t>& tokens) const;
+  /// Whether the model has its output layer, so forward gives logits (not when only the first
+  /// layers were loaded).
+  virtual bool hasLogits() const { return true; }
 
   /// Whether draft() guesses tokens ahead (the model's multi-token prediction layers).
   virtual bool drafts() const { return false; }
@@ -72,6 +79,10 @@ class LanguageModel {
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
 struct ModelOptions {
   DType kvCache = DType::F32;  // keys and values in F32, F16 or BF16
+  /// Only the first `layers` layers are built (their weights alone are read), without the final
+  /// norm, the output layer and the MTP layer: such a model gives hidden() but no logits.
+  /// 0: all layers, a whole model.
+  int64_t layers = 0;
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,
