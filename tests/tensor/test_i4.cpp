@@ -106,7 +106,9 @@ TEST(I4, CastsToEveryDTypeAreExact) {
     EXPECT_EQ(y.dtype(), dtype);
     EXPECT_EQ(y.toDoubles(), values(std::string("from_i4 ") + name + " out"));
     // Back to I4: every dtype holding [-8, 7] gives the values again.
-    if (dtype != DType::U8 && dtype != DType::Bool) EXPECT_EQ(y.cast(DType::I4).toInts(), x.toInts());
+    if (dtype != DType::U8 && dtype != DType::Bool) {
+      EXPECT_EQ(y.cast(DType::I4).toInts(), x.toInts());
+    }
   }
 }
 
