@@ -7,15 +7,20 @@
 
 namespace gizml {
 
-// F64 is last so that the numbers of the others stay as they were. It computes in double on the
-// CPU only: GPU tensors, tile programs and the quantized LLM paths reject it (docs/tensor.md).
-enum class DType : uint8_t { F32, F16, BF16, I8, U8, I32, I64, Bool, F64 };
+// F64 and I4 are last so that the numbers of the others stay as they were. F64 computes in double
+// on the CPU only: GPU tensors, tile programs and the quantized LLM paths reject it. I4 is a signed
+// 4-bit integer, two a byte (element 2k in the low nibble, 2k + 1 in the high one): int8Rows'
+// 4-bit codes. GPUs hold it for copies and int8RowsInto only (docs/tensor.md).
+enum class DType : uint8_t { F32, F16, BF16, I8, U8, I32, I64, Bool, F64, I4 };
 
-/// The dtypes that every backend (the CPU and the GPUs) supports: all but F64.
+/// The dtypes that every backend (the CPU and the GPUs) supports: all but F64 and I4.
 inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I8,
                                        DType::U8,  DType::I32, DType::I64,  DType::Bool};
 
+/// Bytes of one element; an Error for I4, whose elements are half a byte (use dtypeBytes).
 size_t dtypeSize(DType t);
+/// Bytes that `count` contiguous elements take: count times the size, ceil(count / 2) for I4.
+size_t dtypeBytes(DType t, int64_t count);
 const char* dtypeName(DType t);
 inline bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;

@@ -81,16 +81,16 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
 /// ConvRot's activation rows: each 256 values of x ([rows, width], width a multiple of 256) times
 /// the regular Hadamard matrix over 16, y in F32; s = max |y| / 127 a row (/ 7 for 4 bits; at
 /// least 1e-30); q = y / s to nearest even within [-128, 127] ([-8, 7]). Returns [q, s]: q the
-/// integers [rows, width] (F32 on the host, I8 on a GPU), s [rows, 1] F32.
+/// integers [rows, width] (F32 on the host; on a GPU I8, I4 for 4 bits), s [rows, 1] F32.
 std::vector<Tensor> int8Rows(const Tensor& x, int64_t bits = 8);
-/// int8Rows into q ([rows, width], I8 or F32) and s ([rows, 1] F32). `bits` (8 or 4) is an
-/// argument here: this library has no I4 dtype, 4-bit codes go to I8 or F32.
-void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bits = 8);
+/// int8Rows into q ([rows, width] I8, I4 or F32) and s ([rows, 1] F32). `bits` (8 or 4; 0: from
+/// q, 4 for I4 and 8 otherwise) lets I8 and F32 hold 4-bit codes too; an I4 q takes only 4.
+void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bits = 0);
 /// int8Rows of modulatedNorm's rows of x (F32, not rounded to BF16) in one pass into q and s;
-/// with y also modulatedNorm's values.
+/// with y also modulatedNorm's values. `bits` as int8RowsInto's.
 void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
                            const Tensor& map, double eps, const std::optional<Tensor>& y, const Tensor& q,
-                           const Tensor& s, bool centered = false, int64_t bits = 8);
+                           const Tensor& s, bool centered = false, int64_t bits = 0);
 
 /// The patches of x ([c, h, w]) under a kh x kw window (stride 1, pad zeros around) for output
 /// rows r0 to r1: [c kh kw, (r1 - r0) ow] of dtype, entry (ch kh kw + i kw + j, (oy - r0) ow + ox)

@@ -110,12 +110,14 @@ class Tensor {
   /// "cpu" or "cuda:0 (NVIDIA H200)".
   std::string device() const { return storage_->deviceText(); }
 
-  /// The host address of the first element (offset applied); an Error for GPU tensors.
+  /// The host address of the first element (offset applied; I4: the byte holding it, which it
+  /// starts); an Error for GPU tensors.
   void* rawData() const;
   template <class T>
   T* data() const { return static_cast<T*>(rawData()); }
 
-  // Views: no copy, the same storage.
+  // Views: no copy, the same storage. An I4 view must not split a byte: an Error names the
+  // op, except reshape, which copies instead.
   Tensor reshape(const Shape& shape) const;  // one axis may be -1; copies only if not viewable
   Tensor permute(const Axes& axes) const;
   Tensor transpose(int64_t a, int64_t b) const;
@@ -173,6 +175,10 @@ class Tensor {
   std::vector<int64_t> toInts() const;
 
  private:
+  /// This tensor's storage seen as (shape, strides, offset): an Error naming op when the tensor
+  /// is I4 and the view would split a byte (docs/tensor.md, "I4").
+  Tensor view(const char* op, Shape shape, Shape strides, int64_t offset) const;
+
   std::shared_ptr<Storage> storage_;
   DType dtype_ = DType::F32;
   Shape shape_;

@@ -11,8 +11,14 @@ size_t dtypeSize(DType t) {
     case DType::F16: case DType::BF16: return 2;
     case DType::I8: case DType::U8: case DType::Bool: return 1;
     case DType::I64: case DType::F64: return 8;
+    case DType::I4: throw Error("dtype i4 packs two elements a byte: it has no whole-byte element size");
   }
   throw Error("unknown dtype " + std::to_string(static_cast<int>(t)));
+}
+
+size_t dtypeBytes(DType t, int64_t count) {
+  const auto n = static_cast<size_t>(count);
+  return t == DType::I4 ? (n + 1) / 2 : n * dtypeSize(t);
 }
 
 const char* dtypeName(DType t) {
@@ -26,6 +32,7 @@ const char* dtypeName(DType t) {
     case DType::I64: return "i64";
     case DType::Bool: return "bool";
     case DType::F64: return "f64";
+    case DType::I4: return "i4";
   }
   return "?";
 }
@@ -35,6 +42,7 @@ namespace {
 int floatRank(DType t) { return t == DType::F64 ? 4 : t == DType::F32 ? 3 : 2; }  // F16 and BF16 rank alike
 int intBits(DType t) {
   switch (t) {
+    case DType::I4: return 4;
     case DType::I8: case DType::U8: return 8;
     case DType::I32: return 32;
     default: return 64;
@@ -52,8 +60,9 @@ DType promoteTypes(DType a, DType b) {
   }
   if (isFloat(a)) return a;  // an integer with a float gives the float
   if (isFloat(b)) return b;
-  // Two integers: the wider one; U8 with I8 needs a signed type that holds both.
-  if ((a == DType::U8 && b == DType::I8) || (a == DType::I8 && b == DType::U8)) return DType::I32;
+  // Two integers: the wider one; U8 with I8 or I4 needs a signed type that holds both.
+  if ((a == DType::U8 || b == DType::U8) && (a == DType::I8 || b == DType::I8 || a == DType::I4 || b == DType::I4))
+    return DType::I32;
   return intBits(a) >= intBits(b) ? a : b;
 }
 

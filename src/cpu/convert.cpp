@@ -2,6 +2,7 @@
 
 #include <gizml/error.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -22,6 +23,7 @@ void gather(const void* base, int64_t stride, int64_t n, F&& put) {
 
 int64_t bounds(DType t, bool upper) {
   switch (t) {
+    case DType::I4: return upper ? 7 : -8;
     case DType::I8: return upper ? 127 : -128;
     case DType::U8: return upper ? 255 : 0;
     case DType::I32: return upper ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min();
@@ -99,6 +101,25 @@ void storeI64(DType dst, const int64_t* in, int64_t n, void* out) {
   }
 }
 
+void loadI4(const void* base, int64_t first, int64_t stride, int64_t n, int64_t* out) {
+  const auto* bytes = static_cast<const uint8_t*>(base);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t e = first + i * stride;
+    const int nibble = (bytes[e >> 1] >> ((e & 1) * 4)) & 0xf;
+    out[i] = (nibble ^ 8) - 8;  // sign-extend bit 3
+  }
+}
+
+void storeI4(void* base, int64_t first, const int64_t* in, int64_t n) {
+  auto* bytes = static_cast<uint8_t*>(base);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t e = first + i;
+    const int shift = static_cast<int>(e & 1) * 4;
+    uint8_t& b = bytes[e >> 1];
+    b = static_cast<uint8_t>((b & ~(0xf << shift)) | ((in[i] & 0xf) << shift));
+  }
+}
+
 void roundF32To(DType dst, float* v, int64_t n) {
   switch (dst) {
     case DType::F16: for (int64_t i = 0; i < n; ++i) v[i] = halfToFloat(floatToHalf(v[i])); return;
@@ -110,6 +131,7 @@ void roundF32To(DType dst, float* v, int64_t n) {
 
 void wrapI64To(DType dst, int64_t* v, int64_t n) {
   switch (dst) {
+    case DType::I4: for (int64_t i = 0; i < n; ++i) v[i] = ((v[i] & 0xf) ^ 8) - 8; return;
     case DType::I8: for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int8_t>(v[i]); return;
     case DType::U8: for (int64_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(v[i]); return;
     case DType::I32: for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(v[i]); return;
@@ -117,13 +139,20 @@ void wrapI64To(DType dst, int64_t* v, int64_t n) {
   }
 }
 
+void castI64ToI64(DType dst, int64_t* v, int64_t n) {
+  if (dst != DType::I4) return wrapI64To(dst, v, n);
+  for (int64_t i = 0; i < n; ++i) v[i] = std::clamp<int64_t>(v[i], -8, 7);
+}
+
 namespace {
-// A float to dst's integer: truncated toward zero, saturating at dst's range, NaN gives 0.
+// A float to dst's integer: truncated toward zero (I4: rounded to nearest even, as int8Rows
+// rounds its codes), saturating at dst's range, NaN gives 0.
 template <class F>
 void floatToI64(DType dst, const F* in, int64_t n, int64_t* out) {
   const double lo = static_cast<double>(bounds(dst, false)), hi = static_cast<double>(bounds(dst, true));
+  const bool nearest = dst == DType::I4;
   for (int64_t i = 0; i < n; ++i) {
-    const double x = std::trunc(static_cast<double>(in[i]));
+    const double x = nearest ? std::nearbyint(static_cast<double>(in[i])) : std::trunc(static_cast<double>(in[i]));
     if (std::isnan(x)) out[i] = 0;
     else if (x <= lo) out[i] = bounds(dst, false);
     else if (x >= hi) out[i] = bounds(dst, true);

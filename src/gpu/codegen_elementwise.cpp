@@ -29,10 +29,9 @@ std::string load(DType t, const std::string& pointer, const std::string& offset)
     case DType::U8: return "(i64)((const u8*)" + pointer + ")" + at;
     case DType::I32: return "(i64)((const int*)" + pointer + ")" + at;
     case DType::I64: return "((const i64*)" + pointer + ")" + at;
-    case DType::F64: break;  // CPU only: Lazy::eval rejects f64 on a GPU before this
+    case DType::F64: case DType::I4: break;  // Lazy::eval rejects both on a GPU before this
   }
-  if (t == DType::F64) throw Error("elementwise on the GPU: dtype f64 runs only on the CPU");
-  return "";
+  throw Error(std::string("elementwise on the GPU: no kernel for dtype ") + dtypeName(t));
 }
 
 std::string store(DType t, const std::string& value) {
@@ -45,10 +44,9 @@ std::string store(DType t, const std::string& value) {
     case DType::U8: return "((u8*)p.out)[i] = (u8)" + value + ";";
     case DType::I32: return "((int*)p.out)[i] = (int)" + value + ";";
     case DType::I64: return "((i64*)p.out)[i] = " + value + ";";
-    case DType::F64: break;
+    case DType::F64: case DType::I4: break;
   }
-  if (t == DType::F64) throw Error("elementwise on the GPU: dtype f64 runs only on the CPU");
-  return "";
+  throw Error(std::string("elementwise on the GPU: no kernel for dtype ") + dtypeName(t));
 }
 
 uint64_t scalarBits(const Lazy::Node& node) {

@@ -88,12 +88,14 @@ DevicePtr deviceOf(const Lazy::Node& root, const Tensor* out) {
 
 Tensor empty(const Shape& shape, DType dtype, const DevicePtr& device) {
   const int64_t n = tensor::elementCount(shape);
-  auto storage = std::make_shared<tensor::Storage>(static_cast<size_t>(n) * dtypeSize(dtype), Gpu(device));
+  auto storage = std::make_shared<tensor::Storage>(dtypeBytes(dtype, n), Gpu(device));
   return Tensor(storage, dtype, shape, tensor::contiguousStrides(shape), 0);
 }
 
 uint64_t address(const Tensor& t) {
-  return t.storage()->deviceAddress() + static_cast<uint64_t>(t.offset() * static_cast<int64_t>(dtypeSize(t.dtype())));
+  // An I4 tensor starts at a byte (its views may not split one): its offset is even.
+  const int64_t bytes = t.dtype() == DType::I4 ? t.offset() / 2 : t.offset() * static_cast<int64_t>(dtypeSize(t.dtype()));
+  return t.storage()->deviceAddress() + static_cast<uint64_t>(bytes);
 }
 
 Tensor toDevice(const Tensor& t, const Gpu& gpu) {
@@ -101,7 +103,7 @@ Tensor toDevice(const Tensor& t, const Gpu& gpu) {
   gpu.device()->checkOpen();
   Tensor out = empty(c.shape(), c.dtype(), gpu.device());
   // From pageable memory the driver stages the bytes before returning, so `c` may go after.
-  gpu.copyToDevice(address(out), c.rawData(), static_cast<size_t>(c.numel()) * dtypeSize(c.dtype()), gpu.stream());
+  gpu.copyToDevice(address(out), c.rawData(), dtypeBytes(c.dtype(), c.numel()), gpu.stream());
   return out;
 }
 
@@ -110,7 +112,7 @@ Tensor toHost(const Tensor& t) {
   const Tensor c = t.contiguous();  // on the GPU
   Tensor out = tensor::empty(c.shape(), c.dtype());
   Gpu gpu = gpuOf(c);
-  gpu.copyToHost(out.rawData(), address(c), static_cast<size_t>(c.numel()) * dtypeSize(c.dtype()), gpu.stream());
+  gpu.copyToHost(out.rawData(), address(c), dtypeBytes(c.dtype(), c.numel()), gpu.stream());
   gpu.synchronize();
   return out;
 }

@@ -122,7 +122,7 @@ void modulatedInto(const char* fn, const Modulated& m, const Tensor& y) {
 
 void int8RowsInto(const char* fn, const std::optional<Modulated>& m, const Tensor& x, const std::optional<Tensor>& y,
                   const Tensor& q, const Tensor& s, int64_t bits) {
-  requireGpuOutput(fn, "q", q, {DType::I8, DType::F32});
+  requireGpuOutput(fn, "q", q, {DType::I8, DType::I4, DType::F32});
   requireGpuOutput(fn, "s", s, {DType::F32});
   if (y) requireGpuOutput(fn, "y", *y, {DType::BF16, DType::F32});
   const int64_t rows = x.size(0), width = x.size(1);
@@ -132,7 +132,7 @@ void int8RowsInto(const char* fn, const std::optional<Modulated>& m, const Tenso
   const uint64_t none = 0;
   launch(x, "gz_nn_int8_rows", rowGrid(fn, rows), at(x), isBf16(x), m ? at(stats) : none, m ? at(m->w) : none,
          m ? at(m->shift) : none, m ? at(m->scale) : none, m ? at(m->map) : none, m ? m->shift.size(0) : int64_t{0},
-         y ? at(*y) : none, y ? isBf16(*y) : 0, at(q), q.dtype() == DType::F32 ? 1 : 0, at(s), width,
+         y ? at(*y) : none, y ? isBf16(*y) : 0, at(q), q.dtype() == DType::F32 ? 1 : q.dtype() == DType::I4 ? 2 : 0, at(s), width,
          int{m && m->centered}, static_cast<int>(bits));
 }
 

@@ -39,7 +39,7 @@ struct Modulated {
 
 /// modulatedNorm's rows into y (F32 or BF16 contiguous, x's shape).
 void modulatedInto(const char* fn, const Modulated& m, const Tensor& y);
-/// int8Rows of modulatedNorm's rows (modulated) or of x's rows into q (I8 or F32) and s ([rows, 1]
+/// int8Rows of modulatedNorm's rows (modulated) or of x's rows into q (I8, I4 or F32) and s ([rows, 1]
 /// F32); y (optional) also gets modulatedNorm's values.
 void int8RowsInto(const char* fn, const std::optional<Modulated>& m, const Tensor& x, const std::optional<Tensor>& y,
                   const Tensor& q, const Tensor& s, int64_t bits);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/convert.h"
 #include "netops/rows_norm.h"
 
 namespace gizml::netops {
@@ -26,8 +27,14 @@ void regularHadamard256(float* v) {
       }
 }
 
-void requireBits(const char* fn, int64_t bits) {
+// The code width: `bits` as given (8 or 4), or 0 for q's own (4 for I4, else 8). An I4 q holds
+// only 4-bit codes.
+int64_t codeBits(const char* fn, int64_t bits, const Tensor& q) {
+  const bool i4 = q.dtype() == DType::I4;
+  if (bits == 0) return i4 ? 4 : 8;
   check(bits == 8 || bits == 4, std::string(fn) + ": bits must be 8 or 4, got " + std::to_string(bits));
+  check(!i4 || bits == 4, std::string(fn) + ": q is I4, which holds 4-bit codes, but bits is " + std::to_string(bits));
+  return bits;
 }
 
 // Rotates and quantizes rows of `width` values in place: values become their codes, scales
@@ -48,8 +55,8 @@ void quantizeRows(float* values, int64_t count, int64_t width, int64_t bits, flo
 void requireQuantOutputs(const char* fn, const Tensor& q, const Tensor& s, int64_t count, int64_t width) {
   rows::requireHost(fn, {{"q", &q}, {"s", &s}});
   rows::requireShape(fn, "q", q, {count, width});
-  check(q.dtype() == DType::I8 || q.dtype() == DType::F32,
-        std::string(fn) + ": q must be I8 or F32, got " + dtypeName(q.dtype()));
+  check(q.dtype() == DType::I8 || q.dtype() == DType::I4 || q.dtype() == DType::F32,
+        std::string(fn) + ": q must be I8, I4 or F32, got " + dtypeName(q.dtype()));
   check(q.isContiguous(), std::string(fn) + ": q must be contiguous (it is written in place)");
   rows::requireOutput(fn, "s", s, {count, 1}, false);
 }
@@ -59,8 +66,12 @@ void storeCodes(const Tensor& q, const std::vector<float>& codes) {
     rows::storeValues(q, codes.data());
     return;
   }
+  // Codes are whole numbers within the dtype's range; NaN (from a NaN input) gives 0, as on a GPU.
+  std::vector<int64_t> ints(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) ints[i] = std::isnan(codes[i]) ? 0 : static_cast<int64_t>(codes[i]);
+  if (q.dtype() == DType::I4) return cpu::storeI4(q.rawData(), 0, ints.data(), static_cast<int64_t>(ints.size()));
   int8_t* dst = q.data<int8_t>();
-  for (size_t i = 0; i < codes.size(); ++i) dst[i] = static_cast<int8_t>(codes[i]);
+  for (size_t i = 0; i < ints.size(); ++i) dst[i] = static_cast<int8_t>(ints[i]);
 }
 
 int64_t checkedWidth(const char* fn, const Tensor& x) {
@@ -76,7 +87,7 @@ int64_t checkedWidth(const char* fn, const Tensor& x) {
 void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bits) {
   constexpr const char* fn = "int8RowsInto";
   const bool gpu = normgpu::gpuOf(fn, {{"x", &x}, {"q", &q}, {"s", &s}}) != nullptr;
-  requireBits(fn, bits);
+  bits = codeBits(fn, bits, q);
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
   if (gpu) {
     rows::requireShape(fn, "q", q, {count, width});
@@ -94,10 +105,11 @@ void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bit
 std::vector<Tensor> int8Rows(const Tensor& x, int64_t bits) {
   constexpr const char* fn = "int8Rows";
   const auto gpu = normgpu::gpuOf(fn, {{"x", &x}});
-  requireBits(fn, bits);
+  check(bits == 8 || bits == 4, std::string(fn) + ": bits must be 8 or 4, got " + std::to_string(bits));
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
-  // On a GPU the codes are I8 (also for 4 bits: this library has no I4 dtype), on the host F32.
-  Tensor q = gpu ? gpuops::empty({count, width}, DType::I8, gpu) : tensor::empty({count, width});
+  // On a GPU the codes are I8, I4 for 4 bits; on the host F32 (the spec's).
+  const DType codes = bits == 4 ? DType::I4 : DType::I8;
+  Tensor q = gpu ? gpuops::empty({count, width}, codes, gpu) : tensor::empty({count, width});
   Tensor s = gpu ? gpuops::empty({count, 1}, DType::F32, gpu) : tensor::empty({count, 1});
   int8RowsInto(x, q, s, bits);
   return {q, s};
@@ -110,7 +122,7 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
   const Tensor& yOrX = y ? *y : x;  // no y: x stands in, so the device check names only real operands
   const bool gpu = normgpu::gpuOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map},
                                       {y ? "y" : "x", &yOrX}, {"q", &q}, {"s", &s}}) != nullptr;
-  requireBits(fn, bits);
+  bits = codeBits(fn, bits, q);
   if (gpu) {
     const normgpu::Modulated m = rows::modulatedGpu(fn, x, w, shift, scale, map, eps, centered);
     const int64_t width = checkedWidth(fn, x), count = x.size(0);

@@ -11,11 +11,10 @@ namespace gizml::tensor {
 
 Tensor empty(const Shape& shape, DType dtype) {
   const int64_t n = elementCount(shape);
-  const size_t size = dtypeSize(dtype);
+  const size_t size = dtype == DType::I4 ? 1 : dtypeSize(dtype);
   check(n <= static_cast<int64_t>(SIZE_MAX / 2 / size),
         "tensor of shape " + shapeText(shape) + " is too large to allocate");
-  return Tensor(std::make_shared<Storage>(static_cast<size_t>(n) * size), dtype, shape,
-                contiguousStrides(shape), 0);
+  return Tensor(std::make_shared<Storage>(dtypeBytes(dtype, n)), dtype, shape, contiguousStrides(shape), 0);
 }
 
 Tensor tensor(const Shape& shape, const std::vector<double>& values, DType dtype) {
@@ -31,6 +30,11 @@ Tensor tensor(const Shape& shape, const std::vector<double>& values, DType dtype
     std::vector<float> f(values.size());
     for (size_t i = 0; i < values.size(); ++i) f[i] = doubleToWorkingF32(values[i], dtype);
     cpu::storeF32(dtype, f.data(), n, t.rawData());
+  } else if (dtype == DType::I4) {
+    // As a cast from F64: to nearest even, saturating at [-8, 7] (NaN gives 0).
+    std::vector<int64_t> v(values.size());
+    cpu::castF64ToI64(dtype, values.data(), n, v.data());
+    cpu::storeI4(t.rawData(), 0, v.data(), n);
   } else {
     std::vector<int64_t> v(values.size());
     for (size_t i = 0; i < values.size(); ++i) {

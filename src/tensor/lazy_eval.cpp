@@ -34,7 +34,8 @@ struct Step {
   Rep rep = Rep::F32;  // working representation: f32 (F32/F16/BF16, bools), f64 (F64) or i64
   std::vector<int> inputs;
   std::vector<cpu::ChainOp> links;  // a chain: inputs[0] is its start, the others its operands
-  const char* base = nullptr;  // Leaf: first element
+  const char* base = nullptr;  // Leaf: first element (I4: the storage's first byte)
+  int64_t first = 0;           // Leaf, I4: the element base starts at
   Shape strides;               // Leaf: strides over the coalesced output axes
 };
 
@@ -101,7 +102,9 @@ Shape coalesce(const Shape& shape, Program& program) {
   for (size_t l = 0; l < program.leaves.size(); ++l) {
     Step& s = program.steps[program.leaves[l]];
     const Tensor& t = s.node->tensor;
-    s.base = static_cast<const char*>(t.rawData());
+    // I4 elements are addressed by their index (two a byte), the others by their address.
+    s.base = static_cast<const char*>(t.dtype() == DType::I4 ? t.storage()->data() : t.rawData());
+    s.first = t.dtype() == DType::I4 ? t.offset() : 0;
     s.strides = std::move(merged.strides[l]);
   }
   return merged.dims;
@@ -262,6 +265,7 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
         outer /= dims[axis];
       }
       const DType t = node.tensor.dtype();
+      if (t == DType::I4) return cpu::loadI4(s.base, s.first + offset, s.strides[rank - 1], n, outI);
       const char* base = s.base + offset * static_cast<int64_t>(dtypeSize(t));
       if ((t == DType::F32 || t == DType::F64) && s.strides[rank - 1] == 1) views[id] = base;
       else if (rep == Rep::F32) cpu::loadF32(t, base, s.strides[rank - 1], n, outF);
@@ -326,7 +330,7 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
         cpu::castI64ToF32(node.dtype, inI(0), n, outF);
       } else {
         std::copy(inI(0), inI(0) + n, outI);
-        cpu::wrapI64To(node.dtype, outI, n);
+        cpu::castI64ToI64(node.dtype, outI, n);
       }
       return;
     }
@@ -350,20 +354,24 @@ void fillScalar(const Step& s, void* buffer) {
   }
 }
 
-// F64 runs on the CPU alone: an expression on a GPU with an F64 value is an Error. (Each node
-// once: a value read twice is one node.)
-void rejectF64OnGpu(const Lazy::Node& root) {
+// F64 runs on the CPU alone, and GPUs hold I4 only for copies and int8RowsInto's codes: an
+// expression on a GPU with such a value is an Error. (Each node once: a value read twice is one
+// node.)
+void rejectCpuOnlyOnGpu(const Lazy::Node& root) {
   std::vector<const Lazy::Node*> pending = {&root};
   std::unordered_set<const Lazy::Node*> seen = {&root};
   while (!pending.empty()) {
     const Lazy::Node& node = *pending.back();
     pending.pop_back();
-    check(node.dtype != DType::F64, std::string("elementwise (") +
-                                        (node.kind == Kind::Cast     ? "cast"
-                                         : node.kind == Kind::Unary  ? opName(node.unaryOp)
-                                         : node.kind == Kind::Binary ? opName(node.binaryOp)
-                                                                     : "value") +
-                                        ") on the GPU: dtype f64 runs only on the CPU");
+    const std::string what = std::string("elementwise (") +
+                             (node.kind == Kind::Cast     ? "cast"
+                              : node.kind == Kind::Unary  ? opName(node.unaryOp)
+                              : node.kind == Kind::Binary ? opName(node.binaryOp)
+                                                          : "value") +
+                             ") on the GPU: ";
+    check(node.dtype != DType::F64, what + "dtype f64 runs only on the CPU");
+    check(node.dtype != DType::I4, what + "dtype i4 is held on a GPU only for copies and int8RowsInto's codes "
+                                          "(copy it to the host with host() first)");
     for (const auto& input : node.inputs)
       if (seen.insert(input.get()).second) pending.push_back(input.get());
   }
@@ -373,7 +381,7 @@ void rejectF64OnGpu(const Lazy::Node& root) {
 
 Tensor Lazy::eval() const {
   if (const auto gpu = gpuops::deviceOf(*node_, nullptr)) {  // leaves on a GPU: one generated kernel there
-    rejectF64OnGpu(*node_);
+    rejectCpuOnlyOnGpu(*node_);
     Tensor out = gpuops::empty(node_->shape, node_->dtype, gpu);
     gpuops::evalLazy(*node_, out);
     return out;
@@ -389,7 +397,7 @@ void Lazy::evalInto(const Tensor& out) const {
         "evalInto: the output must be a contiguous " + std::string(dtypeName(root.dtype)) + " tensor of shape " +
             shapeText(root.shape) + ", not " + dtypeName(out.dtype()) + " " + shapeText(out.shape()));
   if (gpuops::deviceOf(root, &out)) {
-    rejectF64OnGpu(root);
+    rejectCpuOnlyOnGpu(root);
     return gpuops::evalLazy(root, out);
   }
   if (out.numel() == 0) return;
@@ -404,7 +412,8 @@ void Lazy::evalInto(const Tensor& out) const {
   const int64_t blocksPerRow = (inner + kBlock - 1) / kBlock;
   const int64_t blocks = out.numel() / inner * blocksPerRow;
   char* outBase = static_cast<char*>(out.rawData());
-  const int64_t outSize = static_cast<int64_t>(dtypeSize(root.dtype));
+  const bool packed = root.dtype == DType::I4;  // two elements a byte (out starts at a byte)
+  const int64_t outSize = packed ? 0 : static_cast<int64_t>(dtypeSize(root.dtype));
   const Step& last = program.steps.back();
   size_t operands = 0;
   for (const Step& s : program.steps) operands = std::max(operands, s.inputs.size());
@@ -414,7 +423,11 @@ void Lazy::evalInto(const Tensor& out) const {
   const bool direct = (root.dtype == DType::F32 || root.dtype == DType::F64) && root.kind != Kind::Scalar;
   const bool stream = direct && root.dtype == DType::F32 && out.numel() * outSize >= kStreamBytes;
 
-  core::parallelFor(blocks, std::max<int64_t>(1, 32768 / kBlock), [&](int64_t begin, int64_t end) {
+  // Blocks start at even elements when rows are even (kBlock is); several I4 rows of odd length
+  // would have two threads write one byte, so those run in one task.
+  const bool shared = packed && inner % 2 != 0 && blocks > blocksPerRow;
+  const int64_t grain = shared ? blocks : std::max<int64_t>(1, 32768 / kBlock);
+  core::parallelFor(blocks, grain, [&](int64_t begin, int64_t end) {
     Worker w;
     // Buffers of 8 bytes per element (either representation fits).
     std::vector<int64_t> scratch(static_cast<size_t>(program.slots) * kBlock);
@@ -430,6 +443,11 @@ void Lazy::evalInto(const Tensor& out) const {
       const int64_t outer = b / blocksPerRow;
       const int64_t inner0 = (b % blocksPerRow) * kBlock;
       const int64_t n = std::min(kBlock, inner - inner0);
+      if (packed) {
+        for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
+        cpu::storeI4(outBase, outer * inner + inner0, static_cast<const int64_t*>(w.views.back()), n);
+        continue;
+      }
       char* dst = outBase + (outer * inner + inner0) * outSize;
       if (direct) w.views.back() = w.buffers.back() = dst;
       for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);

@@ -42,7 +42,8 @@ Rows asRows(const Tensor& x, const Axes& axesIn, bool keepdim, const char* what)
   }
   const DType work = x.dtype() == DType::F64 ? DType::F64
                      : isFloat(x.dtype()) || x.dtype() == DType::Bool ? DType::F32 : DType::I64;
-  Tensor permuted = x.permute(r.order);
+  // I4 first widened to I8 (exact): its permuted views could split bytes.
+  Tensor permuted = (x.dtype() == DType::I4 ? x.cast(DType::I8) : x).permute(r.order);
   r.data = (permuted.dtype() == work ? permuted.contiguous() : permuted.cast(work)).reshape({r.rows, r.n});
   return r;
 }
@@ -226,7 +227,7 @@ Tensor alongAxis(const Tensor& x, int64_t axis, DType result, const char* what, 
   for (int64_t i = 0; i < x.ndim(); ++i) if (i != ax) order.push_back(i);
   order.push_back(ax);
   const DType work = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
-  Rows r = asRows(x.permute(order).cast(work), {x.ndim() - 1}, true, what);
+  Rows r = asRows((x.dtype() == DType::I4 ? x.cast(work) : x).permute(order).cast(work), {x.ndim() - 1}, true, what);
   Tensor out;
   if (work == DType::F64) {
     out = empty({r.rows, r.n}, DType::F64);

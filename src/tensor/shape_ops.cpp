@@ -7,6 +7,11 @@
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
+namespace {
+// The copies below move whole elements; I4 packs two a byte, so they join, select and gather its
+// values as I8 (exact) and pack the result again.
+Tensor widenedI4(const Tensor& t) { return t.dtype() == DType::I4 ? t.cast(DType::I8) : t; }
+}  // namespace
 
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
   check(!tensors.empty(), "concat: no tensors");
@@ -25,6 +30,11 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     total += t.shape()[ax];
   }
   shape[ax] = total;
+  if (dtype == DType::I4) {
+    std::vector<Tensor> wide;
+    for (const Tensor& t : tensors) wide.push_back(widenedI4(t));
+    return concat(wide, axis).cast(DType::I4);
+  }
   std::vector<const Tensor*> operands;
   for (const Tensor& t : tensors) operands.push_back(&t);
   gizml::gpuops::DevicePtr gpu;
@@ -79,6 +89,7 @@ std::vector<int64_t> checkedIndices(const Tensor& indices, int64_t limit, const 
 }  // namespace
 
 Tensor indexSelect(const Tensor& x, int64_t axis, const Tensor& indices) {
+  if (x.dtype() == DType::I4) return indexSelect(widenedI4(x), axis, indices).cast(DType::I4);
   const int64_t ax = normalizeAxis(axis, x.ndim(), "indexSelect");
   check(indices.ndim() <= 1, "indexSelect: indices of shape " + shapeText(indices.shape()) + " must be 1-D");
   const auto gpu = gpuops::deviceOf("indexSelect", {&x, &indices});
@@ -105,6 +116,7 @@ Tensor indexSelect(const Tensor& x, int64_t axis, const Tensor& indices) {
 }
 
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& indices) {
+  if (x.dtype() == DType::I4) return gather(widenedI4(x), axis, indices).cast(DType::I4);
   const int64_t ax = normalizeAxis(axis, x.ndim(), "gather");
   check(indices.ndim() == x.ndim(), "gather: indices of shape " + shapeText(indices.shape()) +
                                         " must have the rank of " + shapeText(x.shape()));
@@ -145,6 +157,8 @@ void assign(const Tensor& dst, const Tensor& src) {
     return;
   }
   // A strided destination: compute the values, then walk dst's strides element by element.
+  check(dst.dtype() != DType::I4, "assign: an i4 destination must be contiguous (a strided one would be written "
+                                  "a nibble at a time; assign into a contiguous tensor and copy it)");
   const Tensor values = value.eval();
   if (dst.onGpu()) {
     // On a GPU (found by the GPU emulator: grad's slice gradient wrote a GPU view through host

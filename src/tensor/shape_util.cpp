@@ -118,6 +118,25 @@ std::optional<Shape> viewStrides(const Shape& shape, const Shape& strides, const
   return out;
 }
 
+std::string i4ViewProblem(const Shape& shape, const Shape& strides, int64_t offset) {
+  // The axes that step through memory: length-1 axes are never stepped along, and broadcast
+  // axes (stride 0) read the same elements again.
+  Shape sizes, steps;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return "";
+    if (shape[i] != 1 && strides[i] != 0) sizes.push_back(shape[i]), steps.push_back(strides[i]);
+  }
+  if (offset % 2 != 0) return "would start in the middle of a byte (at element " + std::to_string(offset) + ")";
+  if (sizes.empty() || steps == contiguousStrides(sizes)) return "";  // one run from a byte's start
+  // Otherwise rows of whole bytes: the innermost axis runs over pairs (stride 1, even length),
+  // the others step by whole bytes.
+  const size_t last = sizes.size() - 1;
+  bool pairs = steps[last] == 1 && sizes[last] % 2 == 0;
+  for (size_t i = 0; pairs && i < last; ++i) pairs = steps[i] % 2 == 0;
+  if (pairs) return "";
+  return "would put the two elements of a byte apart (shape " + shapeText(shape) + ", strides " + shapeText(strides) + ")";
+}
+
 Shape broadcastStrides(const Shape& shape, const Shape& strides, const Shape& target) {
   check(target.size() >= shape.size(), "cannot broadcast shape " + shapeText(shape) + " to " +
                                            shapeText(target) + ": fewer dimensions");

@@ -26,6 +26,10 @@ struct Coalesced {
 };
 Coalesced coalesceAxes(const Shape& shape, const std::vector<Shape>& strides);
 
+/// Why the view (shape, strides, offset) of I4 elements would split a byte, or "" when it does
+/// not: it must start at a byte and keep each byte's two elements side by side (docs/tensor.md).
+std::string i4ViewProblem(const Shape& shape, const Shape& strides, int64_t offset);
+
 /// The strides of (shape, strides) broadcast to target (0 on broadcast axes), or an Error.
 Shape broadcastStrides(const Shape& shape, const Shape& strides, const Shape& target);
 

@@ -104,13 +104,26 @@ bool Tensor::isContiguous() const {
 }
 
 void* Tensor::rawData() const {
-  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(dtypeSize(dtype_));
+  char* base = static_cast<char*>(storage_->data());
+  if (dtype_ != DType::I4) return base + offset_ * static_cast<int64_t>(dtypeSize(dtype_));
+  check(offset_ % 2 == 0, "rawData: an i4 tensor starting in the middle of a byte has no address");
+  return base + offset_ / 2;
+}
+
+Tensor Tensor::view(const char* op, Shape shape, Shape strides, int64_t offset) const {
+  if (dtype_ == DType::I4) {
+    const std::string problem = i4ViewProblem(shape, strides, offset);
+    check(problem.empty(), std::string(op) + ": this view of an i4 tensor " + problem +
+                               "; i4 packs two elements a byte (copy it with cast(i8) first)");
+  }
+  return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
 }
 
 Tensor Tensor::reshape(const Shape& requested) const {
   const Shape shape = inferShape(requested, numel());
   if (auto strides = viewStrides(shape_, strides_, shape))
-    return Tensor(storage_, dtype_, shape, *strides, offset_);
+    if (dtype_ != DType::I4 || i4ViewProblem(shape, *strides, offset_).empty())
+      return Tensor(storage_, dtype_, shape, *strides, offset_);
   return contiguous().reshape(shape);
 }
 
@@ -126,7 +139,7 @@ Tensor Tensor::permute(const Axes& axes) const {
     shape[i] = shape_[a];
     strides[i] = strides_[a];
   }
-  return Tensor(storage_, dtype_, shape, strides, offset_);
+  return view("permute", shape, strides, offset_);
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
@@ -159,11 +172,11 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) co
   shape[ax] = length;
   strides[ax] = strides_[ax] * step;
   const int64_t offset = length > 0 ? offset_ + start * strides_[ax] : offset_;
-  return Tensor(storage_, dtype_, shape, strides, offset);
+  return view("slice", shape, strides, offset);
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  return Tensor(storage_, dtype_, shape, broadcastStrides(shape_, strides_, shape), offset_);
+  return view("expand", shape, broadcastStrides(shape_, strides_, shape), offset_);
 }
 
 Tensor Tensor::squeeze(int64_t axis) const {

@@ -124,8 +124,9 @@ TEST_F(NetopsNormGpu, Int8RowsHaveTheHostsCodesAndScales) {
       const auto want = N::int8Rows(x, bits);
       const auto got = N::int8Rows(on(x), bits);
       ASSERT_EQ(got.size(), 2u);
-      EXPECT_EQ(got[0].dtype(), DType::I8);
-      test::expectBits(got[0], want[0].cast(DType::I8), "int8Rows q");  // the host's F32 codes hold -0
+      const DType codes = bits == 4 ? DType::I4 : DType::I8;  // 4-bit codes are I4 on a GPU
+      EXPECT_EQ(got[0].dtype(), codes);
+      test::expectBits(got[0], want[0].cast(codes), "int8Rows q");  // the host's F32 codes hold -0
       test::expectBits(got[1], want[1], "int8Rows s");
       // F32 x of full 24-bit mantissas: nearly every addition of the transform rounds, so the
       // scales (max |y| / top) show any change of the order of additions.
@@ -136,6 +137,39 @@ TEST_F(NetopsNormGpu, Int8RowsHaveTheHostsCodesAndScales) {
       test::expectBits(q, wantF[0], "int8RowsInto F32 q");
       test::expectBits(s, wantF[1], "int8RowsInto s");
     }
+}
+
+TEST_F(NetopsNormGpu, I4CodesHaveTheHostsBytes) {
+  // int8RowsInto into an I4 q on the GPU: the host's packed bytes (the even element in the low
+  // nibble), the same integers as the host's F32 codes; I4 tensors copy both ways as bytes.
+  const int64_t rows = 3, width = 768;
+  const auto x = bf16Values({rows, width}, 21, 2.0);
+  const auto codes = N::int8Rows(x, 4);
+  auto wantQ = T::zeros({rows, width}, DType::I4), wantS = T::zeros({rows, 1});
+  N::int8RowsInto(x, wantQ, wantS);
+  EXPECT_EQ(wantQ.toDoubles(), codes[0].toDoubles());
+  auto q = on(T::zeros({rows, width}, DType::I4)), s = on(T::zeros({rows, 1}));
+  N::int8RowsInto(on(x), q, s);
+  const auto back = q.host();
+  ASSERT_EQ(back.dtype(), DType::I4);
+  ASSERT_EQ(back.storage()->bytes(), static_cast<size_t>(rows * width / 2));
+  EXPECT_EQ(std::memcmp(back.rawData(), wantQ.rawData(), back.storage()->bytes()), 0);
+  test::expectBits(s, wantS, "int8RowsInto s");
+  // modulatedInt8RowsInto into I4 likewise.
+  const auto m = modulation(rows, width, 22);
+  const auto xf = bf16Values({rows, width}, 23, 2.0, 0.25, true);
+  auto wantM = T::zeros({rows, width}, DType::I4), wantMS = T::zeros({rows, 1});
+  N::modulatedInt8RowsInto(xf, m.w, m.shift, m.scale, m.map, 1e-6, std::nullopt, wantM, wantMS);
+  auto qm = on(T::zeros({rows, width}, DType::I4)), sm = on(T::zeros({rows, 1}));
+  N::modulatedInt8RowsInto(on(xf), on(m.w), on(m.shift), on(m.scale), on(m.map), 1e-6, std::nullopt, qm, sm);
+  test::expectBits(qm, wantM, "modulatedInt8RowsInto I4 q");
+  // An odd count of I4 values goes to the GPU and back as its ceil(n / 2) bytes.
+  const auto odd = T::tensor({5}, {-8, 7, 3, -1, 2}, DType::I4);
+  EXPECT_EQ(on(odd).host().toInts(), odd.toInts());
+  // Elementwise work on GPU I4 tensors is refused, naming the dtype (copy to the host first).
+  expectError([&] { (void)q.cast(DType::F32); }, {"on the GPU", "i4", "host()"});
+  expectError([&] { (void)q.add(q); }, {"on the GPU", "i4"});
+  expectError([&] { N::int8RowsInto(on(x), q, s, 8); }, {"int8RowsInto", "q is I4", "bits is 8"});
 }
 
 TEST_F(NetopsNormGpu, ModulatedInt8RowsHaveTheHostsBits) {

@@ -47,6 +47,33 @@ TEST(NetopsRowsInt8, CodesAndScalesMatchTheReference) {
   }
 }
 
+TEST(NetopsRowsInt8, FourBitCodesGoIntoI4) {
+  // The reference's 4-bit codes (F32 on the host), packed two a byte into an I4 q: the same
+  // integers, the even element in the low nibble. Without bits, an I4 q means 4 bits.
+  const auto& c = rows_fixture::find("int8_w512_b4");
+  const auto x = rows_fixture::tensor(c, "x");
+  const auto want = rows_fixture::values(c.array("q"));
+  auto q = T::zeros(x.shape(), DType::I4), s = T::zeros({x.size(0), 1});
+  N::int8RowsInto(x, q, s);
+  EXPECT_EQ(q.toDoubles(), want);
+  EXPECT_EQ(s.toDoubles(), rows_fixture::values(c.array("s")));
+  const auto* bytes = static_cast<const uint8_t*>(q.rawData());
+  for (size_t k = 0; k < want.size() / 2; ++k) {
+    const int lo = static_cast<int>(want[2 * k]) & 15, hi = static_cast<int>(want[2 * k + 1]) & 15;
+    ASSERT_EQ(bytes[k], lo | (hi << 4)) << "byte " << k;
+  }
+  // modulatedInt8RowsInto writes I4 the same way as int8Rows of its rows.
+  const auto& m = rows_fixture::find("modint8_c1");
+  const auto mx = rows_fixture::tensor(m, "x");
+  const auto w = rows_fixture::tensor(m, "w"), shift = rows_fixture::tensor(m, "shift");
+  const auto scale = rows_fixture::tensor(m, "scale"), map = rows_fixture::tensor(m, "map");
+  auto q4 = T::zeros(mx.shape(), DType::I4), s4 = T::zeros({mx.size(0), 1});
+  N::modulatedInt8RowsInto(mx, w, shift, scale, map, 1e-6, std::nullopt, q4, s4, true);
+  const auto codes = N::int8Rows(N::modulatedNorm(mx, w, shift, scale, map, 1e-6, true), 4);
+  EXPECT_EQ(q4.toDoubles(), codes[0].toDoubles());
+  EXPECT_EQ(s4.toDoubles(), codes[1].toDoubles());
+}
+
 TEST(NetopsRowsInt8, RegularHadamardSpreadsAConstantRowEvenly) {
   // Every row of the regular Hadamard matrix over 16 sums to 1, so a row of ones stays ones:
   // every code is the largest, 127 (or 7), s = 1/127 (1/7).
@@ -90,7 +117,14 @@ TEST(NetopsRowsInt8, BadInputNamesTheArgument) {
   expectError([] { N::int8RowsInto(T::ones({2, 256}), T::zeros({2, 128}, DType::I8), T::zeros({2, 1})); },
               {"int8RowsInto", "q", "[2, 128]", "[2, 256]"});
   expectError([] { N::int8RowsInto(T::ones({2, 256}), T::zeros({2, 256}, DType::I32), T::zeros({2, 1})); },
-              {"int8RowsInto", "q", "I8 or F32"});
+              {"int8RowsInto", "q", "I8, I4 or F32"});
+  // An I4 q holds 4-bit codes only, of x's shape.
+  expectError([] { N::int8RowsInto(T::ones({2, 256}), T::zeros({2, 256}, DType::I4), T::zeros({2, 1}), 8); },
+              {"int8RowsInto", "q is I4", "bits is 8"});
+  expectError([] { N::int8RowsInto(T::ones({2, 256}), T::zeros({2, 255}, DType::I4), T::zeros({2, 1})); },
+              {"int8RowsInto", "q", "[2, 255]", "[2, 256]"});
+  expectError([] { N::int8RowsInto(T::ones({2, 256}), T::zeros({2, 256}, DType::I8), T::zeros({2, 1}), 3); },
+              {"int8RowsInto", "bits", "8 or 4"});
   expectError([] { N::int8RowsInto(T::ones({2, 256}), T::zeros({2, 256}), T::zeros({2})); },
               {"int8RowsInto", "s", "[2, 1]"});
   const auto x = T::ones({2, 256}), w = T::ones({256}), mod = T::zeros({1, 256});
