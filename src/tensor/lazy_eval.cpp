@@ -5,7 +5,7 @@
 // in registers (cpu/elementwise_chain.h). No intermediate tensor exists; the only allocation of
 // the size of the data is the result. A deferred product (Lazy::Product, lazyConv) is computed
 // a tile at a time and each tile's rows run the steps as blocks while the tile is in cache; where
-// that cannot be (computeProducts' cases in tiledProduct), the product is computed first.
+// that cannot be (see tiledProduct), the product is computed first.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -112,8 +112,7 @@ Shape coalesce(const Shape& shape, Program& program) {
   if (product >= 0) {
     Shape padded = shape;
     padded.back() += 1;
-    Shape rowStrides = contiguousStrides(padded);
-    strides.push_back(rowStrides);
+    strides.push_back(contiguousStrides(padded));
   }
   Coalesced merged = coalesceAxes(shape, strides);
   for (size_t l = 0; l < program.leaves.size(); ++l) {

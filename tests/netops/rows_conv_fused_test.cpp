@@ -76,20 +76,28 @@ TEST(NetopsRowsConvFused, TailOnTheNumpyConvolution) {
 }
 
 TEST(NetopsRowsConvFused, OnlyTheOutputIsAllocated) {
+  // Counted over eval() (building a Lazy's nodes allocates their empty leaf tensors, as in test_lazy).
   const auto x = randomTensor({8, 12, 16}, 21), w = randomTensor({16, 8 * 9}, 22), bias = randomTensor({16, 1}, 23);
   const auto residual = randomTensor({16, 12 * 16}, 24);
+  const auto chain = ((N::lazyConv(w, x, 3, 3, 1, DType::F32) + T::lazy(bias)).silu() + T::lazy(residual)).cast(DType::BF16);
   uint64_t before = T::Storage::allocations();
-  const auto out = ((N::lazyConv(w, x, 3, 3, 1, DType::F32) + T::lazy(bias)).silu() + T::lazy(residual))
-                       .cast(DType::BF16)
-                       .eval();
+  const auto out = chain.eval();
   EXPECT_EQ(T::Storage::allocations() - before, 1u) << "an intermediate tensor beside the [16, 192] BF16 output";
 
   const auto frames = randomTensor({5, 2, 6, 7}, 25), w3 = randomTensor({4, 27 * 2}, 26);
   const auto bias3 = randomTensor({4, 1}, 27);
+  const auto chain3 = (N::lazyConv3(w3, frames) + T::lazy(bias3)).relu();
   before = T::Storage::allocations();
-  const auto out3 = (N::lazyConv3(w3, frames) + T::lazy(bias3)).relu().eval();
+  const auto out3 = chain3.eval();
   EXPECT_EQ(T::Storage::allocations() - before, 1u) << "an intermediate tensor beside the [3, 4, 42] output";
   EXPECT_EQ(out3.shape(), (T::Shape{3, 4, 42}));
+
+  // What is computed first shows here: broadcast to [2, 16, 192], the product is a tensor too.
+  const auto wide = randomTensor({2, 16, 12 * 16}, 28);
+  const auto broadcast = N::lazyConv(w, x, 3, 3, 1, DType::F32) + T::lazy(wide);
+  before = T::Storage::allocations();
+  broadcast.eval();
+  EXPECT_GE(T::Storage::allocations() - before, 2u);
 }
 
 TEST(NetopsRowsConvFused, LazyConv3FusesEachFrame) {
@@ -151,8 +159,9 @@ TEST_F(LazyConvFusedGpu, TailInTheImplicitProductsStore) {
   auto tail = [&](const T::Lazy& conv) { return ((conv + T::lazy(bias)).silu() + T::lazy(residual)).cast(DType::BF16); };
   const auto conv = N::lazyConv(w, x, 3, 3, 1, DType::BF16);
   const auto stored = conv.eval();  // the product alone, then the tail over it
+  const auto chain = tail(conv);
   const uint64_t before = T::Storage::allocations();
-  const auto fused = tail(conv).eval();
+  const auto fused = chain.eval();
   EXPECT_EQ(T::Storage::allocations() - before, 1u) << "the product was stored beside the BF16 output";
   test::expectBits(fused, tail(T::lazy(stored)).eval().host(), "lazyConv bf16 + bias, silu, + residual, bf16");
 
