@@ -97,11 +97,18 @@ class HostConvProduct final : public tensor::Lazy::Product {
 
   bool storeTail(const tensor::Lazy::Node&, const Tensor&) const override { return false; }  // runs in tiles
 
+  // Band by band as the tiles (the patches of a whole image could be far larger than x).
   Tensor compute() const override {
     Tensor out = tensor::empty(shape_);
-    const int64_t pixels = s_.oh * s_.ow;
+    const int64_t o = w_.size(0), pixels = s_.oh * s_.ow, band = tileColumns();
+    std::vector<float> tile(static_cast<size_t>(o * std::min(band, pixels)));
     for (int64_t image = 0; image < images_; ++image)
-      computeTile(image, 0, pixels, out.data<float>() + image * w_.size(0) * pixels);
+      for (int64_t j0 = 0; j0 < pixels; j0 += band) {
+        const int64_t cols = std::min(band, pixels - j0);
+        computeTile(image, j0, j0 + cols, tile.data());
+        for (int64_t r = 0; r < o; ++r)
+          std::copy_n(tile.data() + r * cols, cols, out.data<float>() + (image * o + r) * pixels + j0);
+      }
     return out;
   }
 

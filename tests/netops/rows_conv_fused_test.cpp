@@ -56,6 +56,9 @@ TEST(NetopsRowsConvFused, TailChainsGiveTheUnfusedBits) {
     EXPECT_EQ(full.toFloats(), product.add(bias).silu().add(residual).cast(DType::BF16).toFloats());
     // The product read twice (x sigmoid(x)) is still one product, computed once a tile.
     EXPECT_EQ((conv * conv.sigmoid()).eval().toFloats(), product.mul(product.sigmoid()).toFloats());
+    // Broadcast to [2, o, oh ow]: the product computed first (band by band too).
+    const auto wide = randomTensor({2, s.o, product.size(1)}, 15);
+    EXPECT_EQ((conv + T::lazy(wide)).eval().toFloats(), product.add(wide).toFloats());
   }
 }
 
