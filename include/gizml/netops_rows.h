@@ -97,12 +97,25 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
 /// = x[ch, oy + i - pad, ox + j - pad], ow = w + 2 pad - kw + 1.
 Tensor patchRows(const Tensor& x, int64_t kh, int64_t kw, int64_t pad, int64_t r0, int64_t r1,
                  DType dtype = DType::F32);
-/// w ([o, c kh kw]) times patchRows(x): the convolution, [o, oh ow] channel first, as a Lazy so
-/// that its bias and activation chain onto it. On the CPU the product is computed first (in
-/// F32, whatever `compute` says), and the Lazy wraps it; only the elementwise tail is deferred.
+/// w ([o, c kh kw]) times patchRows(x): the convolution, [o, oh ow] channel first, F32, not yet
+/// computed (a deferred product, Lazy::Product), so that what is chained on it (bias [o, 1],
+/// activation, residual add, cast) runs in the product's store when it is evaluated:
+/// - on the CPU (in F32, whatever `compute` says) a tile of o rows by a band of pixels at a time:
+///   the band's patches times w (sgemm, matmul's order of additions, so matmul's bits), then the
+///   chain over the tile's rows while it is in cache; the output is the only allocation.
+/// - on a GPU on NVIDIA's matrix cores (BF16, 3 x 3, pad 1, w a multiple of 8) the chain is
+///   generated into the implicit product's store (its accumulators, never stored); elsewhere on a
+///   GPU the product is computed first, then the chain as one generated kernel.
+/// Computed first (correct, not fused) also: the product broadcast to a larger shape, two
+/// products in one expression, or a product with one pixel. A reduction or reshape needs eval()
+/// first (Lazy has none): the product and its chain are fused, what follows runs on the result.
 Lazy lazyConv(const Tensor& w, const Tensor& x, int64_t kh, int64_t kw, int64_t pad, DType compute);
 /// The 3 x 3 x 3 convolution of frames 1 .. n of x ([n + 2, c, h, w]) by w ([o, 27 c], inputs in
-/// (time, channel, height, width) order), zeros around in space: [n, o, h w], a lazyConv a frame.
+/// (time, channel, height, width) order), zeros around in space: [n, o, h w] F32, not yet
+/// computed, its chain fused per frame as lazyConv's: on the CPU each tile is one frame's o rows
+/// (frames t - 1 .. t + 1 as 3 c channels, a lazyConv's bits); on NVIDIA's matrix cores (width a
+/// multiple of 8) one implicit product of n images with the chain in its store; on other GPUs a
+/// lazyConv a frame in F32, computed first.
 Lazy lazyConv3(const Tensor& w, const Tensor& x);
 /// PixelNorm of x ([frames, c, pixels]): each pixel's c values over their RMS (eps), then SiLU
 /// when act, into out (x's shape; out may be x).

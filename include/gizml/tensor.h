@@ -223,7 +223,12 @@ Shape broadcastShapes(const Shape& a, const Shape& b);
 class Lazy {
  public:
   struct Node;
+  /// A product not yet computed (src/tensor/lazy_node.h): a leaf whose elementwise tail runs in
+  /// its store (netops::lazyConv).
+  struct Product;
   explicit Lazy(const Tensor& t);
+  /// The deferred product as an F32 leaf of `shape`.
+  static Lazy deferred(std::shared_ptr<const Product> product, const Shape& shape);
   /// A weak scalar: it takes the type of the other operand (a float turns ints into F32).
   Lazy(double value);  // NOLINT(google-explicit-constructor): `x * 2.0` reads naturally
 

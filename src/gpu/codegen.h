@@ -26,6 +26,11 @@ struct ElementwisePlan {
 constexpr const char* kElementwiseKernel = "gz_elementwise";
 
 ElementwisePlan planElementwise(const gizml::tensor::Lazy::Node& root);
+/// The same expression over a deferred product (of the output's shape) as a product kernel's
+/// store: the parameter block `P` and `gz_element(const P& p, i64 i, float acc)`, which computes
+/// output element i from the product's value acc (its other leaves read from p) and stores it.
+/// No prelude and no kernel: the product's source comes first and its kernel calls gz_element.
+ElementwisePlan planEpilogue(const gizml::tensor::Lazy::Node& root);
 /// The kernel's parameter block (8-byte words) for the output and leaves' device addresses.
 std::vector<uint64_t> elementwiseParams(const ElementwisePlan& plan, uint64_t out, const std::vector<uint64_t>& leaves);
 

@@ -67,6 +67,7 @@ uint64_t scalarBits(const Lazy::Node& node) {
 
 struct Generator {
   ElementwisePlan& plan;
+  bool epilogue = false;  // the product's value is the argument `acc`
   std::unordered_map<const Lazy::Node*, std::string> names;
   std::string body;
   int scalars = 0;
@@ -110,6 +111,10 @@ struct Generator {
       case Kind::Where:
         value = select(in[0], in[1], in[2]);
         break;
+      case Kind::Product:  // an epilogue's value from the product's store (planEpilogue)
+        if (!epilogue) throw Error("elementwise on the GPU: a deferred product reached the code generator");
+        value = "acc";
+        break;
       case Kind::Cast: {
         const bool fromF32 = worksInF32(node->inputs[0]->dtype);
         if (fromF32 && f32) value = roundF32(node->dtype, in[0]);
@@ -144,17 +149,19 @@ void coalesce(const Shape& shape, ElementwisePlan& plan) {
 
 }  // namespace
 
-ElementwisePlan planElementwise(const Lazy::Node& root) {
-  ElementwisePlan plan;
-  Generator gen{plan, {}, {}, 0};
+namespace {
+
+// The parameter block P and gz_element(p, i), which computes and stores output element i (in an
+// epilogue, gz_element(p, i, acc) with the product's value acc).
+std::string elementSource(const Lazy::Node& root, ElementwisePlan& plan, bool epilogue) {
+  Generator gen{plan, epilogue, {}, {}, 0};
   const std::string result = gen.visit(&root);
   coalesce(root.shape, plan);
   plan.numel = gizml::tensor::elementCount(root.shape);
   const size_t rank = plan.dims.size();
   const std::string r = std::to_string(rank);
 
-  std::string s = preludeSource();
-  s += "\n// A generated elementwise kernel (src/gpu/codegen_elementwise.cpp).\nstruct P {\n  u64 out;\n  i64 n;\n";
+  std::string s = "\n// A generated elementwise kernel (src/gpu/codegen_elementwise.cpp).\nstruct P {\n  u64 out;\n  i64 n;\n";
   s += "  i64 dims[" + r + "];\n";
   bool strided = false;
   for (size_t k = 0; k < plan.leaves.size(); ++k) {
@@ -165,7 +172,7 @@ ElementwisePlan planElementwise(const Lazy::Node& root) {
     }
   }
   for (size_t k = 0; k < plan.scalarBits.size(); ++k) s += "  u64 s" + std::to_string(k) + ";\n";
-  s += "};\n__device__ __forceinline__ void gz_element(const P& p, i64 i) {\n";
+  s += std::string("};\n__device__ __forceinline__ void gz_element(const P& p, i64 i") + (epilogue ? ", float acc" : "") + ") {\n";
   if (strided) {
     s += "  i64 c[" + r + "];\n  i64 rest = i;\n";
     s += "  for (int d = " + std::to_string(rank - 1) + "; d >= 0; --d) { c[d] = rest % p.dims[d]; rest /= p.dims[d]; }\n";
@@ -181,12 +188,26 @@ ElementwisePlan planElementwise(const Lazy::Node& root) {
     }
   }
   s += "  {\n" + gen.body + "    " + store(root.dtype, result) + "\n  }\n}\n";
+  return s;
+}
+
+}  // namespace
+
+ElementwisePlan planElementwise(const Lazy::Node& root) {
+  ElementwisePlan plan;
+  std::string s = preludeSource() + elementSource(root, plan, false);
   s += std::string("extern \"C\" __global__ void __launch_bounds__(256) ") + kElementwiseKernel + "(P p) {\n";
   s += "  const i64 step = (i64)gridDim.x * blockDim.x * 4;\n";
   s += "  for (i64 base = (i64)blockIdx.x * blockDim.x * 4 + threadIdx.x; base < p.n; base += step) {\n";
   s += "#pragma unroll\n    for (int u = 0; u < 4; ++u) {\n";
   s += "      const i64 i = base + (i64)u * blockDim.x;\n      if (i < p.n) gz_element(p, i);\n    }\n  }\n}\n";
   plan.source = std::move(s);
+  return plan;
+}
+
+ElementwisePlan planEpilogue(const Lazy::Node& root) {
+  ElementwisePlan plan;
+  plan.source = elementSource(root, plan, true);
   return plan;
 }
 

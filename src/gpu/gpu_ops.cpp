@@ -71,12 +71,14 @@ DevicePtr deviceOf(const Lazy::Node& root, const Tensor* out) {
     const Lazy::Node* n = stack.back();
     stack.pop_back();
     if (!seen.insert(n).second) continue;
-    if (n->kind == Lazy::Node::Kind::Leaf) {
+    if (n->kind == Lazy::Node::Kind::Leaf || n->kind == Lazy::Node::Kind::Product) {
+      // A deferred product is where its operands are.
+      const Tensor& t = n->kind == Lazy::Node::Kind::Leaf ? n->tensor : n->product->operand();
       if (!first) {
-        first = &n->tensor;
-        device = n->tensor.storage()->gpu();
-      } else if (n->tensor.storage()->gpu() != device) {
-        throw Error("elementwise expression: operands on two devices, " + first->device() + " and " + n->tensor.device() +
+        first = &t;
+        device = t.storage()->gpu();
+      } else if (t.storage()->gpu() != device) {
+        throw Error("elementwise expression: operands on two devices, " + first->device() + " and " + t.device() +
                     " (move one with on(gpu) or host())");
       }
     }

@@ -121,26 +121,63 @@ bool implicitConvRuns(const Tensor& on) {
   return p.vendor == gizhw::gpu::Vendor::Nvidia && p.major >= 8;
 }
 
+namespace {
+
+// The implicit product's grid (pixels / 64, o / 64, batches), or an Error where its 32-bit
+// indexes or one launch's grid would not hold the problem.
+gizhw::gpu::Dim3 implicitGrid(int64_t o, int64_t depth, int64_t pixels, int64_t batches) {
+  constexpr int64_t kInt = int64_t{1} << 31;
+  check(depth < kInt && pixels < kInt && o < kInt,
+        "netops::lazyConv: c kh kw = " + std::to_string(depth) + ", o = " + std::to_string(o) + " or oh ow = " +
+            std::to_string(pixels) + " exceeds 2^31 - 1, the implicit product's 32-bit indexes");
+  const int64_t tilesN = (pixels + kTileN - 1) / kTileN, tilesM = (o + kTileM - 1) / kTileM;
+  check(tilesN < kInt && tilesM <= 65535 && batches <= 65535,
+        "netops::lazyConv: " + std::to_string(o) + " outputs x " + std::to_string(pixels) + " pixels x " +
+            std::to_string(batches) + " images exceed one launch's grid");
+  return {static_cast<unsigned>(tilesN), static_cast<unsigned>(tilesM), static_cast<unsigned>(batches)};
+}
+
+// The implicit product with a generated store (planEpilogue's gz_element) for x of type X.
+std::string tailKernelSource(const std::string& epilogue, const char* xType) {
+  return gizhw::gpu::netopsConvKernelSource() + epilogue +
+         "struct GzIgTail {\n  const P* p;\n"
+         "  __device__ __forceinline__ void operator()(i64 i, float v) const { gz_element(*p, i, v); }\n};\n"
+         "extern \"C\" __global__ void __launch_bounds__(GZ_IG_THREADS) gz_conv_implicit_tail(const u16* wt, const " +
+         std::string(xType) +
+         "* x, i64 o, i64 c, i64 h, i64 w, i64 kh, i64 kw, i64 pad, i64 oh, i64 ow, i64 xBatch, P p) {\n"
+         "  __shared__ __align__(16) u16 As[GZ_IG_M][GZ_IG_APITCH];\n"
+         "  __shared__ __align__(16) u16 Bs[GZ_IG_K][GZ_IG_BPITCH];\n"
+         "  gz_ig_conv(As, Bs, wt, x, GzIgTail{&p}, o, c, h, w, kh, kw, pad, oh, ow, xBatch);\n}\n";
+}
+
+}  // namespace
+
 Tensor implicitConvGpu(const Tensor& w, const Tensor& x, int64_t batches, int64_t xBatch, int64_t c, int64_t h,
                        int64_t wd, int64_t kh, int64_t kw, int64_t pad, int64_t oh, int64_t ow) {
   const int64_t o = w.shape()[0], pixels = oh * ow;
   Tensor out = emptyOn(x, {batches, o, pixels});
   if (out.numel() == 0) return out;
-  // The kernel indexes patches in 32 bits.
-  constexpr int64_t kInt = int64_t{1} << 31;
-  check(c * kh * kw < kInt && pixels < kInt && o < kInt,
-        "netops::lazyConv: c kh kw = " + std::to_string(c * kh * kw) + ", o = " + std::to_string(o) + " or oh ow = " +
-            std::to_string(pixels) + " exceeds 2^31 - 1, the implicit product's 32-bit indexes");
-  const int64_t tilesN = (pixels + kTileN - 1) / kTileN, tilesM = (o + kTileM - 1) / kTileM;
-  check(tilesN < (int64_t{1} << 31) && tilesM <= 65535 && batches <= 65535,
-        "netops::lazyConv: " + std::to_string(o) + " outputs x " + std::to_string(pixels) + " pixels x " +
-            std::to_string(batches) + " images exceed one launch's grid");
-  const gizhw::gpu::Dim3 grid{static_cast<unsigned>(tilesN), static_cast<unsigned>(tilesM),
-                              static_cast<unsigned>(batches)};
-  launch(x, x.dtype() == DType::BF16 ? "gz_conv_implicit_bf16" : "gz_conv_implicit_f32", grid,
-         static_cast<unsigned>(kImplicitThreads), gpuops::address(w), gpuops::address(x), gpuops::address(out), o, c, h,
-         wd, kh, kw, pad, oh, ow, xBatch);
+  launch(x, x.dtype() == DType::BF16 ? "gz_conv_implicit_bf16" : "gz_conv_implicit_f32",
+         implicitGrid(o, c * kh * kw, pixels, batches), static_cast<unsigned>(kImplicitThreads), gpuops::address(w),
+         gpuops::address(x), gpuops::address(out), o, c, h, wd, kh, kw, pad, oh, ow, xBatch);
   return out;
+}
+
+void implicitConvTailGpu(const Tensor& w, const Tensor& x, int64_t batches, int64_t xBatch, int64_t c, int64_t h,
+                         int64_t wd, int64_t kh, int64_t kw, int64_t pad, int64_t oh, int64_t ow,
+                         const tensor::Lazy::Node& tail, const Tensor& out) {
+  int64_t o = w.shape()[0];
+  if (out.numel() == 0) return;
+  const gizhw::gpu::Dim3 grid = implicitGrid(o, c * kh * kw, oh * ow, batches);
+  const gizhw::gpu::ElementwisePlan plan = gizhw::gpu::planEpilogue(tail);
+  std::vector<uint64_t> leaves;
+  for (const auto* leaf : plan.leaves) leaves.push_back(gpuops::address(leaf->tensor));
+  std::vector<uint64_t> block = gizhw::gpu::elementwiseParams(plan, gpuops::address(out), leaves);
+  uint64_t wAddress = gpuops::address(w), xAddress = gpuops::address(x);
+  void* params[] = {&wAddress, &xAddress, &o, &c, &h, &wd, &kh, &kw, &pad, &oh, &ow, &xBatch, block.data()};
+  const gizhw::gpu::Gpu gpu = gpuOf(x);
+  gpu.kernel(tailKernelSource(plan.source, x.dtype() == DType::BF16 ? "u16" : "float"), "gz_conv_implicit_tail")
+      .launch(grid, {static_cast<unsigned>(kImplicitThreads), 1, 1}, 0, gpu.stream(), params);
 }
 
 }  // namespace gizml::netops::detail

@@ -44,5 +44,11 @@ bool implicitConvRuns(const Tensor& on);
 /// [batches, o, oh ow] F32; the patches are read into shared memory and never stored.
 Tensor implicitConvGpu(const Tensor& w, const Tensor& x, int64_t batches, int64_t xBatch, int64_t c, int64_t h,
                        int64_t wd, int64_t kh, int64_t kw, int64_t pad, int64_t oh, int64_t ow);
+/// The same product with the Lazy expression `tail` over it (its one deferred product, of its
+/// shape) computed in the product's store: each output element of tail goes into out (tail's
+/// shape and dtype, contiguous, on x's GPU) from its accumulator; the product is never stored.
+void implicitConvTailGpu(const Tensor& w, const Tensor& x, int64_t batches, int64_t xBatch, int64_t c, int64_t h,
+                         int64_t wd, int64_t kh, int64_t kw, int64_t pad, int64_t oh, int64_t ow,
+                         const tensor::Lazy::Node& tail, const Tensor& out);
 
 }  // namespace gizml::netops::detail

@@ -1,6 +1,8 @@
 // Building Lazy expressions: broadcasting, weak scalars and type promotion happen here, so that
 // evaluation only has to run the nodes.
 #include <cmath>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "tensor/lazy_node.h"
 
@@ -96,6 +98,52 @@ Lazy::Lazy(const Tensor& t) {
   n->shape = t.shape();
   n->tensor = t;
   node_ = n;
+}
+
+Lazy Lazy::deferred(std::shared_ptr<const Product> product, const Shape& shape) {
+  check(product != nullptr, "Lazy::deferred: no product");
+  auto n = std::make_shared<Node>();
+  n->kind = Node::Kind::Product;
+  n->dtype = DType::F32;
+  n->shape = shape;
+  n->product = std::move(product);
+  return Lazy(n);
+}
+
+bool readsProduct(const Lazy::Node& root) {
+  std::vector<const Lazy::Node*> pending = {&root};
+  std::unordered_set<const Lazy::Node*> seen = {&root};
+  while (!pending.empty()) {
+    const Lazy::Node& node = *pending.back();
+    pending.pop_back();
+    if (node.kind == Lazy::Node::Kind::Product) return true;
+    for (const auto& input : node.inputs)
+      if (seen.insert(input.get()).second) pending.push_back(input.get());
+  }
+  return false;
+}
+
+namespace {
+
+NodePtr withProductsComputed(const NodePtr& node, std::unordered_map<const Lazy::Node*, NodePtr>& done) {
+  if (auto it = done.find(node.get()); it != done.end()) return it->second;
+  NodePtr result = node;
+  if (node->kind == Lazy::Node::Kind::Product) {
+    result = Lazy(node->product->compute()).node();
+  } else if (!node->inputs.empty()) {
+    auto copy = std::make_shared<Lazy::Node>(*node);
+    for (auto& input : copy->inputs) input = withProductsComputed(input, done);
+    result = copy;
+  }
+  done[node.get()] = result;
+  return result;
+}
+
+}  // namespace
+
+NodePtr computeProducts(const NodePtr& root) {
+  std::unordered_map<const Lazy::Node*, NodePtr> done;
+  return withProductsComputed(root, done);
 }
 
 Lazy::Lazy(double value) : node_(makeScalar(value, DType::F32, true)) {}

@@ -3,7 +3,9 @@
 // operands of a block stay in L1) before the root's block is stored. Runs of f32 operations
 // where each value feeds only the next one are fused into one chain step that keeps the values
 // in registers (cpu/elementwise_chain.h). No intermediate tensor exists; the only allocation of
-// the size of the data is the result.
+// the size of the data is the result. A deferred product (Lazy::Product, lazyConv) is computed
+// a tile at a time and each tile's rows run the steps as blocks while the tile is in cache; where
+// that cannot be (see tiledProduct), the product is computed first.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -91,12 +93,27 @@ int addSteps(const Lazy::Node* node, Program& program, std::unordered_map<const 
   return id;
 }
 
-// The coalesced axes of the output (shape_util.h), with each leaf's strides over them.
+// The step of the deferred product, or -1.
+int productStep(const Program& program) {
+  for (size_t i = 0; i < program.steps.size(); ++i)
+    if (program.steps[i].node->kind == Kind::Product) return static_cast<int>(i);
+  return -1;
+}
+
+// The coalesced axes of the output (shape_util.h), with each leaf's strides over them. A product
+// (of the output's shape) counts as a leaf whose rows are one element longer than they are, so
+// that its last axis, the tiles' columns, is never merged with the others.
 Shape coalesce(const Shape& shape, Program& program) {
   std::vector<Shape> strides;
   for (int leaf : program.leaves) {
     const Tensor& t = program.steps[leaf].node->tensor;
     strides.push_back(broadcastStrides(t.shape(), t.strides(), shape));
+  }
+  const int product = productStep(program);
+  if (product >= 0) {
+    Shape padded = shape;
+    padded.back() += 1;
+    strides.push_back(contiguousStrides(padded));
   }
   Coalesced merged = coalesceAxes(shape, strides);
   for (size_t l = 0; l < program.leaves.size(); ++l) {
@@ -107,6 +124,7 @@ Shape coalesce(const Shape& shape, Program& program) {
     s.first = t.dtype() == DType::I4 ? t.offset() : 0;
     s.strides = std::move(merged.strides[l]);
   }
+  if (product >= 0) program.steps[product].strides = std::move(merged.strides.back());
   return merged.dims;
 }
 
@@ -275,6 +293,8 @@ void runStep(const Program& program, const Step& s, Worker& w, int64_t n, const 
     }
     case Kind::Scalar:
       return;  // filled once per task
+    case Kind::Product:
+      return;  // the view is the product tile's row (runTiles)
     case Kind::Unary:
       if (rep == Rep::F32) {
         cpu::unaryF32(node.unaryOp, inF(0), outF, n);
@@ -377,13 +397,156 @@ void rejectCpuOnlyOnGpu(const Lazy::Node& root) {
   }
 }
 
+// The expression's deferred product if it is the only one and of the output's shape (a product
+// broadcast to a larger shape, or two products, are computed first).
+const Lazy::Node* onlyProduct(const Lazy::Node& root) {
+  const Lazy::Node* found = nullptr;
+  std::vector<const Lazy::Node*> pending = {&root};
+  std::unordered_set<const Lazy::Node*> seen = {&root};
+  while (!pending.empty()) {
+    const Lazy::Node* node = pending.back();
+    pending.pop_back();
+    if (node->kind == Kind::Product) {
+      if (found) return nullptr;
+      found = node;
+    }
+    for (const auto& input : node->inputs)
+      if (seen.insert(input.get()).second) pending.push_back(input.get());
+  }
+  return found && found->shape == root.shape ? found : nullptr;
+}
+
+// The product if it can run in tiles on the host: also at least two axes.
+const Lazy::Node* tiledProduct(const Lazy::Node& root) {
+  const Lazy::Node* found = onlyProduct(root);
+  return found && found->product->tiles() && found->shape.size() >= 2 ? found : nullptr;
+}
+
+// On a GPU: the expression in its product's store where the product can do that, else the
+// product computed first (its own kernels) and read as a leaf by the generated kernel.
+void evalOnGpu(const std::shared_ptr<const Lazy::Node>& root, const Tensor& out) {
+  rejectF64OnGpu(*root);
+  if (out.numel() == 0) return;
+  if (const Lazy::Node* product = onlyProduct(*root); product && product->product->storeTail(*root, out)) return;
+  gpuops::evalLazy(*computeProducts(root), out);
+}
+
+// How the blocks of one evaluation are computed and stored.
+struct Evaluation {
+  const Lazy::Node& root;
+  Program program;
+  Shape dims;
+  char* outBase;
+  bool packed = false;  // I4: two elements a byte (out starts at a byte)
+  int64_t outSize;      // bytes an element (0 when packed)
+  size_t operands = 0;  // the most inputs of a step
+  bool direct = false;  // the root's values are computed straight into the output
+  bool stream = false;  // ... with streaming stores
+
+  Evaluation(const Lazy::Node& r, const Tensor& out) : root(r) {
+    Program naive;
+    std::unordered_map<const Lazy::Node*, int> index;
+    addSteps(&root, naive, index);
+    program = fuseChains(naive);
+    dims = coalesce(root.shape, program);
+    assignSlots(program);
+    outBase = static_cast<char*>(out.rawData());
+    packed = root.dtype == DType::I4;
+    outSize = packed ? 0 : static_cast<int64_t>(dtypeSize(root.dtype));
+    for (const Step& s : program.steps) operands = std::max(operands, s.inputs.size());
+    // An f32 result is computed straight into the output, bypassing the caches when it is larger
+    // than they are (it would only evict the inputs, and the stores skip reading the lines first).
+    // An f64 result likewise (without streaming stores: only chains, which are f32, stream).
+    direct = (root.dtype == DType::F32 || root.dtype == DType::F64) && root.kind != Kind::Scalar;
+    stream = direct && root.dtype == DType::F32 && out.numel() * outSize >= kStreamBytes;
+  }
+
+  // A thread's worker; `scratch` holds its buffers.
+  Worker worker(std::vector<int64_t>& scratch) const {
+    Worker w;
+    // Buffers of 8 bytes per element (either representation fits).
+    scratch.assign(static_cast<size_t>(program.slots) * kBlock, 0);
+    w.buffers.resize(program.steps.size());
+    w.views.resize(program.steps.size());
+    w.operands.resize(operands);
+    w.stream = stream;
+    for (size_t i = 0; i < program.steps.size(); ++i) {
+      w.views[i] = w.buffers[i] = scratch.data() + program.slot[i] * kBlock;
+      if (program.steps[i].node->kind == Kind::Scalar) fillScalar(program.steps[i], w.buffers[i]);
+    }
+    return w;
+  }
+
+  // The n <= kBlock values at inner0 of coalesced row `outer` into the output; `product`, when
+  // the expression has one, is where that row's values of the product are.
+  void block(Worker& w, int64_t n, int64_t outer, int64_t inner0, int product, const float* productRow) const {
+    const int64_t inner = dims.back();
+    if (product >= 0) w.views[static_cast<size_t>(product)] = productRow;
+    if (packed) {
+      for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
+      cpu::storeI4(outBase, outer * inner + inner0, static_cast<const int64_t*>(w.views.back()), n);
+      return;
+    }
+    char* dst = outBase + (outer * inner + inner0) * outSize;
+    if (direct) w.views.back() = w.buffers.back() = dst;
+    for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
+    if (w.views.back() == dst) return;
+    const Rep rep = program.steps.back().rep;
+    if (rep == Rep::F32) cpu::storeF32(root.dtype, static_cast<const float*>(w.views.back()), n, dst);
+    else if (rep == Rep::F64) std::copy_n(static_cast<const double*>(w.views.back()), n, reinterpret_cast<double*>(dst));
+    else cpu::storeI64(root.dtype, static_cast<const int64_t*>(w.views.back()), n, dst);
+  }
+
+  void runBlocks() const {
+    const int64_t inner = dims.back();
+    const int64_t blocksPerRow = (inner + kBlock - 1) / kBlock;
+    const int64_t blocks = elementCount(root.shape) / inner * blocksPerRow;
+    // Blocks start at even elements when rows are even (kBlock is); several I4 rows of odd length
+    // would have two threads write one byte, so those run in one task.
+    const bool shared = packed && inner % 2 != 0 && blocks > blocksPerRow;
+    const int64_t grain = shared ? blocks : std::max<int64_t>(1, 32768 / kBlock);
+    core::parallelFor(blocks, grain, [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> scratch;
+      Worker w = worker(scratch);
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t inner0 = (b % blocksPerRow) * kBlock;
+        block(w, std::min(kBlock, inner - inner0), b / blocksPerRow, inner0, -1, nullptr);
+      }
+      if (stream) cpu::streamFence();  // before the pool reports this range done
+    });
+  }
+
+  // The product's tiles, each tileRows() rows by up to tileColumns() (at most kBlock) columns:
+  // each tile is computed into a per-thread buffer, then every row of it runs the steps as one
+  // block (the product's coalesced rows are its own: coalesce keeps its last axis apart).
+  void runTiles(const Lazy::Product& product) const {
+    const int step = productStep(program);
+    const int64_t cols = dims.back();
+    const int64_t tileRows = product.tileRows();
+    const int64_t tileCols = std::clamp<int64_t>(product.tileColumns(), 1, kBlock);
+    const int64_t bands = (cols + tileCols - 1) / tileCols;
+    const int64_t groups = elementCount(root.shape) / cols / tileRows;
+    core::parallelFor(groups * bands, 1, [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> scratch;
+      Worker w = worker(scratch);
+      std::vector<float> tile(static_cast<size_t>(tileRows * tileCols));
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t group = t / bands, j0 = t % bands * tileCols, n = std::min(tileCols, cols - j0);
+        product.computeTile(group, j0, j0 + n, tile.data());
+        for (int64_t r = 0; r < tileRows; ++r) block(w, n, group * tileRows + r, j0, step, tile.data() + r * n);
+      }
+      if (stream) cpu::streamFence();
+    });
+  }
+};
+
 }  // namespace
 
 Tensor Lazy::eval() const {
   if (const auto gpu = gpuops::deviceOf(*node_, nullptr)) {  // leaves on a GPU: one generated kernel there
     rejectCpuOnlyOnGpu(*node_);
     Tensor out = gpuops::empty(node_->shape, node_->dtype, gpu);
-    gpuops::evalLazy(*node_, out);
+    evalOnGpu(node_, out);
     return out;
   }
   Tensor out = empty(node_->shape, node_->dtype);
@@ -398,66 +561,22 @@ void Lazy::evalInto(const Tensor& out) const {
             shapeText(root.shape) + ", not " + dtypeName(out.dtype()) + " " + shapeText(out.shape()));
   if (gpuops::deviceOf(root, &out)) {
     rejectCpuOnlyOnGpu(root);
-    return gpuops::evalLazy(root, out);
+    return evalOnGpu(node_, out);
   }
   if (out.numel() == 0) return;
 
-  Program naive;
-  std::unordered_map<const Node*, int> index;
-  addSteps(&root, naive, index);
-  Program program = fuseChains(naive);
-  const Shape dims = coalesce(root.shape, program);
-  assignSlots(program);
-  const int64_t inner = dims.back();
-  const int64_t blocksPerRow = (inner + kBlock - 1) / kBlock;
-  const int64_t blocks = out.numel() / inner * blocksPerRow;
-  char* outBase = static_cast<char*>(out.rawData());
-  const bool packed = root.dtype == DType::I4;  // two elements a byte (out starts at a byte)
-  const int64_t outSize = packed ? 0 : static_cast<int64_t>(dtypeSize(root.dtype));
-  const Step& last = program.steps.back();
-  size_t operands = 0;
-  for (const Step& s : program.steps) operands = std::max(operands, s.inputs.size());
-  // An f32 result is computed straight into the output, bypassing the caches when it is larger
-  // than they are (it would only evict the inputs, and the stores skip reading the lines first).
-  // An f64 result likewise (without streaming stores: only chains, which are f32, stream).
-  const bool direct = (root.dtype == DType::F32 || root.dtype == DType::F64) && root.kind != Kind::Scalar;
-  const bool stream = direct && root.dtype == DType::F32 && out.numel() * outSize >= kStreamBytes;
-
-  // Blocks start at even elements when rows are even (kBlock is); several I4 rows of odd length
-  // would have two threads write one byte, so those run in one task.
-  const bool shared = packed && inner % 2 != 0 && blocks > blocksPerRow;
-  const int64_t grain = shared ? blocks : std::max<int64_t>(1, 32768 / kBlock);
-  core::parallelFor(blocks, grain, [&](int64_t begin, int64_t end) {
-    Worker w;
-    // Buffers of 8 bytes per element (either representation fits).
-    std::vector<int64_t> scratch(static_cast<size_t>(program.slots) * kBlock);
-    w.buffers.resize(program.steps.size());
-    w.views.resize(program.steps.size());
-    w.operands.resize(operands);
-    w.stream = stream;
-    for (size_t i = 0; i < program.steps.size(); ++i) {
-      w.views[i] = w.buffers[i] = scratch.data() + program.slot[i] * kBlock;
-      if (program.steps[i].node->kind == Kind::Scalar) fillScalar(program.steps[i], w.buffers[i]);
-    }
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t outer = b / blocksPerRow;
-      const int64_t inner0 = (b % blocksPerRow) * kBlock;
-      const int64_t n = std::min(kBlock, inner - inner0);
-      if (packed) {
-        for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
-        cpu::storeI4(outBase, outer * inner + inner0, static_cast<const int64_t*>(w.views.back()), n);
-        continue;
-      }
-      char* dst = outBase + (outer * inner + inner0) * outSize;
-      if (direct) w.views.back() = w.buffers.back() = dst;
-      for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
-      if (w.views.back() == dst) continue;
-      if (last.rep == Rep::F32) cpu::storeF32(root.dtype, static_cast<const float*>(w.views.back()), n, dst);
-      else if (last.rep == Rep::F64) std::copy_n(static_cast<const double*>(w.views.back()), n, reinterpret_cast<double*>(dst));
-      else cpu::storeI64(root.dtype, static_cast<const int64_t*>(w.views.back()), n, dst);
-    }
-    if (stream) cpu::streamFence();  // before the pool reports this range done
-  });
+  const Node* product = nullptr;
+  if (readsProduct(root) && !(product = tiledProduct(root)))
+    return Lazy(computeProducts(node_)).evalInto(out);
+  const Evaluation evaluation(root, out);
+  if (!product) return evaluation.runBlocks();
+  // The tiles' columns must be the output's last axis (not so when it has one element and the
+  // coalesced axes dropped it), and an I4 output's tiles of odd rows would share bytes across
+  // threads: otherwise the product is computed first.
+  const Step& tiles = evaluation.program.steps[static_cast<size_t>(productStep(evaluation.program))];
+  if (evaluation.packed || evaluation.dims.back() != product->shape.back() || tiles.strides.back() != 1)
+    return Lazy(computeProducts(node_)).evalInto(out);
+  evaluation.runTiles(*product->product);
 }
 
 }  // namespace gizml::tensor
