@@ -1,7 +1,6 @@
 // The GPU backend of the tensor operations: device checks, copies, and the launches of the
 // generated and fixed kernels, all on the GPU's stream.
 #include <algorithm>
-#include <unordered_set>
 
 #include "gpu/codegen.h"
 #include "gpu/device.h"
@@ -63,27 +62,20 @@ DevicePtr deviceOf(const char* what, std::initializer_list<const Tensor*> operan
 }
 
 DevicePtr deviceOf(const Lazy::Node& root, const Tensor* out) {
-  std::unordered_set<const Lazy::Node*> seen;
-  std::vector<const Lazy::Node*> stack{&root};
   const Tensor* first = out;
   DevicePtr device = out ? out->storage()->gpu() : nullptr;
-  while (!stack.empty()) {
-    const Lazy::Node* n = stack.back();
-    stack.pop_back();
-    if (!seen.insert(n).second) continue;
-    if (n->kind == Lazy::Node::Kind::Leaf || n->kind == Lazy::Node::Kind::Product) {
-      // A deferred product is where its operands are.
-      const Tensor& t = n->kind == Lazy::Node::Kind::Leaf ? n->tensor : n->product->operand();
-      if (!first) {
-        first = &t;
-        device = t.storage()->gpu();
-      } else if (t.storage()->gpu() != device) {
-        throw Error("elementwise expression: operands on two devices, " + first->device() + " and " + t.device() +
-                    " (move one with on(gpu) or host())");
-      }
+  tensor::forEachNode(root, [&](const Lazy::Node& n) {
+    if (n.kind != Lazy::Node::Kind::Leaf && n.kind != Lazy::Node::Kind::Product) return;
+    // A deferred product is where its operands are.
+    const Tensor& t = n.kind == Lazy::Node::Kind::Leaf ? n.tensor : n.product->operand();
+    if (!first) {
+      first = &t;
+      device = t.storage()->gpu();
+    } else if (t.storage()->gpu() != device) {
+      throw Error("elementwise expression: operands on two devices, " + first->device() + " and " + t.device() +
+                  " (move one with on(gpu) or host())");
     }
-    for (const auto& input : n->inputs) stack.push_back(input.get());
-  }
+  });
   if (device) device->checkOpen();
   return device;
 }

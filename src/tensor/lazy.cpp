@@ -2,7 +2,6 @@
 // evaluation only has to run the nodes.
 #include <cmath>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "tensor/lazy_node.h"
 
@@ -111,16 +110,9 @@ Lazy Lazy::deferred(std::shared_ptr<const Product> product, const Shape& shape) 
 }
 
 bool readsProduct(const Lazy::Node& root) {
-  std::vector<const Lazy::Node*> pending = {&root};
-  std::unordered_set<const Lazy::Node*> seen = {&root};
-  while (!pending.empty()) {
-    const Lazy::Node& node = *pending.back();
-    pending.pop_back();
-    if (node.kind == Lazy::Node::Kind::Product) return true;
-    for (const auto& input : node.inputs)
-      if (seen.insert(input.get()).second) pending.push_back(input.get());
-  }
-  return false;
+  bool found = false;
+  forEachNode(root, [&](const Lazy::Node& node) { found = found || node.kind == Lazy::Node::Kind::Product; });
+  return found;
 }
 
 namespace {

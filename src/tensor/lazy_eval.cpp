@@ -8,7 +8,6 @@
 // that cannot be (see tiledProduct), the product is computed first.
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
@@ -378,11 +377,7 @@ void fillScalar(const Step& s, void* buffer) {
 // expression on a GPU with such a value is an Error. (Each node once: a value read twice is one
 // node.)
 void rejectCpuOnlyOnGpu(const Lazy::Node& root) {
-  std::vector<const Lazy::Node*> pending = {&root};
-  std::unordered_set<const Lazy::Node*> seen = {&root};
-  while (!pending.empty()) {
-    const Lazy::Node& node = *pending.back();
-    pending.pop_back();
+  forEachNode(root, [](const Lazy::Node& node) {
     const std::string what = std::string("elementwise (") +
                              (node.kind == Kind::Cast     ? "cast"
                               : node.kind == Kind::Unary  ? opName(node.unaryOp)
@@ -392,28 +387,18 @@ void rejectCpuOnlyOnGpu(const Lazy::Node& root) {
     check(node.dtype != DType::F64, what + "dtype f64 runs only on the CPU");
     check(node.dtype != DType::I4, what + "dtype i4 is held on a GPU only for copies and int8RowsInto's codes "
                                           "(copy it to the host with host() first)");
-    for (const auto& input : node.inputs)
-      if (seen.insert(input.get()).second) pending.push_back(input.get());
-  }
+  });
 }
 
 // The expression's deferred product if it is the only one and of the output's shape (a product
 // broadcast to a larger shape, or two products, are computed first).
 const Lazy::Node* onlyProduct(const Lazy::Node& root) {
   const Lazy::Node* found = nullptr;
-  std::vector<const Lazy::Node*> pending = {&root};
-  std::unordered_set<const Lazy::Node*> seen = {&root};
-  while (!pending.empty()) {
-    const Lazy::Node* node = pending.back();
-    pending.pop_back();
-    if (node->kind == Kind::Product) {
-      if (found) return nullptr;
-      found = node;
-    }
-    for (const auto& input : node->inputs)
-      if (seen.insert(input.get()).second) pending.push_back(input.get());
-  }
-  return found && found->shape == root.shape ? found : nullptr;
+  int products = 0;
+  forEachNode(root, [&](const Lazy::Node& node) {
+    if (node.kind == Kind::Product) found = &node, ++products;
+  });
+  return products == 1 && found->shape == root.shape ? found : nullptr;
 }
 
 // The product if it can run in tiles on the host: also at least two axes.
@@ -425,7 +410,7 @@ const Lazy::Node* tiledProduct(const Lazy::Node& root) {
 // On a GPU: the expression in its product's store where the product can do that, else the
 // product computed first (its own kernels) and read as a leaf by the generated kernel.
 void evalOnGpu(const std::shared_ptr<const Lazy::Node>& root, const Tensor& out) {
-  rejectF64OnGpu(*root);
+  rejectCpuOnlyOnGpu(*root);
   if (out.numel() == 0) return;
   if (const Lazy::Node* product = onlyProduct(*root); product && product->product->storeTail(*root, out)) return;
   gpuops::evalLazy(*computeProducts(root), out);
@@ -544,7 +529,6 @@ struct Evaluation {
 
 Tensor Lazy::eval() const {
   if (const auto gpu = gpuops::deviceOf(*node_, nullptr)) {  // leaves on a GPU: one generated kernel there
-    rejectCpuOnlyOnGpu(*node_);
     Tensor out = gpuops::empty(node_->shape, node_->dtype, gpu);
     evalOnGpu(node_, out);
     return out;
@@ -559,10 +543,7 @@ void Lazy::evalInto(const Tensor& out) const {
   check(out.shape() == root.shape && out.dtype() == root.dtype && out.isContiguous(),
         "evalInto: the output must be a contiguous " + std::string(dtypeName(root.dtype)) + " tensor of shape " +
             shapeText(root.shape) + ", not " + dtypeName(out.dtype()) + " " + shapeText(out.shape()));
-  if (gpuops::deviceOf(root, &out)) {
-    rejectCpuOnlyOnGpu(root);
-    return evalOnGpu(node_, out);
-  }
+  if (gpuops::deviceOf(root, &out)) return evalOnGpu(node_, out);
   if (out.numel() == 0) return;
 
   const Node* product = nullptr;

@@ -2,6 +2,9 @@
 // The nodes of a Lazy expression and the type rules that build them.
 #include <gizml/tensor.h>
 
+#include <unordered_set>
+#include <vector>
+
 namespace gizml::tensor {
 
 // A product whose values are computed when the expression over it is evaluated. On the host it
@@ -49,6 +52,21 @@ DType unaryResultType(UnaryOp op, DType x);
 DType binaryComputeType(BinaryOp op, DType a, DType b);
 DType binaryResultType(BinaryOp op, DType a, DType b);
 bool isComparison(BinaryOp op);
+
+/// Calls visit(node) on each node of the expression once (a value read twice is one node),
+/// without recursion (chains can be long).
+template <class Visit>
+void forEachNode(const Lazy::Node& root, Visit visit) {
+  std::vector<const Lazy::Node*> pending = {&root};
+  std::unordered_set<const Lazy::Node*> seen = {&root};
+  while (!pending.empty()) {
+    const Lazy::Node& node = *pending.back();
+    pending.pop_back();
+    visit(node);
+    for (const auto& input : node.inputs)
+      if (seen.insert(input.get()).second) pending.push_back(input.get());
+  }
+}
 
 /// Whether the expression reads a deferred product.
 bool readsProduct(const Lazy::Node& root);
