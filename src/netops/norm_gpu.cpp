@@ -99,13 +99,15 @@ Tensor rowsOperand(const char* fn, const char* name, const Tensor& t) {
 }
 
 void requireGpuOutput(const char* fn, const char* name, const Tensor& t, std::initializer_list<DType> dtypes) {
-  std::string names;
+  std::string names;  // "I8, I4 or F32"
   bool ok = false;
+  size_t i = 0;
   for (DType d : dtypes) {
     ok = ok || t.dtype() == d;
     std::string upper = dtypeName(d);  // "bf16" -> "BF16", as the host's messages name dtypes
     for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    names += (names.empty() ? "" : " or ") + upper;
+    names += (i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ") + upper;
+    ++i;
   }
   check(ok, std::string(fn) + ": " + name + " must be " + names + " on a GPU, got " + dtypeName(t.dtype()));
   check(t.isContiguous(), std::string(fn) + ": " + name + " must be contiguous (it is written in place)");

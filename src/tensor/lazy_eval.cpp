@@ -466,15 +466,12 @@ struct Evaluation {
   // the expression has one, is where that row's values of the product are.
   void block(Worker& w, int64_t n, int64_t outer, int64_t inner0, int product, const float* productRow) const {
     const int64_t inner = dims.back();
-    if (product >= 0) w.views[static_cast<size_t>(product)] = productRow;
-    if (packed) {
-      for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
-      cpu::storeI4(outBase, outer * inner + inner0, static_cast<const int64_t*>(w.views.back()), n);
-      return;
-    }
-    char* dst = outBase + (outer * inner + inner0) * outSize;
+    char* dst = packed ? nullptr : outBase + (outer * inner + inner0) * outSize;
     if (direct) w.views.back() = w.buffers.back() = dst;
+    // After the line above: an expression that is the product alone stores the product's row.
+    if (product >= 0) w.views[static_cast<size_t>(product)] = productRow;
     for (const Step& s : program.steps) runStep(program, s, w, n, dims, outer, inner0);
+    if (packed) return cpu::storeI4(outBase, outer * inner + inner0, static_cast<const int64_t*>(w.views.back()), n);
     if (w.views.back() == dst) return;
     const Rep rep = program.steps.back().rep;
     if (rep == Rep::F32) cpu::storeF32(root.dtype, static_cast<const float*>(w.views.back()), n, dst);

@@ -265,7 +265,7 @@ TEST_F(NetopsNormGpu, BadInputNamesTheArgument) {
   expectError([&] { N::int8Rows(on(T::ones({2, 300}))); }, {"int8Rows", "300", "256"});
   expectError([&] { N::int8Rows(x, 5); }, {"int8Rows", "bits"});
   expectError([&] { N::int8RowsInto(x, on(T::zeros({2, 256}, DType::I32)), on(T::zeros({2, 1}))); },
-              {"int8RowsInto", "q", "I8 or F32"});
+              {"int8RowsInto", "q", "I8, I4 or F32"});
   expectError([&] { N::int8RowsInto(x, on(T::zeros({2, 255}, DType::I8)), on(T::zeros({2, 1}))); },
               {"int8RowsInto", "q", "[2, 255]"});
   expectError([&] { N::int8RowsInto(x, on(T::zeros({2, 256}, DType::I8)), T::zeros({2, 1})); },
