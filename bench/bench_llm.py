@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Language-model speed beside llama.cpp, in the same run, same threads: prefill (one pass of N
 prompt tokens) and greedy decode steps after it, tok/s of each and the ratio ours / llama.cpp,
-and each engine's peak RSS (each run is its own process). llama.cpp is llama-cpp-python from
-.venv-bench (scripts/bench-setup.sh), driven through its C API (no Python-side logits buffers).
-The runs alternate ours / llama.cpp, `--rounds` times, and the best of each is reported, so that
-load from other processes hits both alike (the load average is printed too).
+and each engine's peak RSS (each run is its own process). llama.cpp is its own `llama-bench`
+(decode timed at the same depth as ours, -d N) and, for several sequences at once,
+`llama-batched-bench`, built for this CPU by scripts/bench-setup.sh under LLAMA_CPP_DIR
+(default ~/.cache/gizml-bench). The runs alternate ours / llama.cpp, `--rounds` times, one timed
+run each; the best of each engine is reported with the spread of its rounds, so that load from
+other processes hits both alike and unsteady figures show (the load average is printed too).
 
-  bench_llm.py speed --pair NAME OURS_FOLDER LLAMA_GGUF [--pair ...] [--prefill 512 --decode 128]
+  bench_llm.py speed --pair NAME OURS_FOLDER LLAMA_GGUF [--pair ...] [--threads 1 2]
+                     [--prefill 512 --decode 128] [--batch N] [--rounds 3]
   bench_llm.py kl --ours REF_FOLDER FOLDER... --llama REF.gguf GGUF... [--text FILE --tokens 512]
       mean KL(reference || model) of the next-token distributions over the same positions of a real
       text (bench/kl_text.txt: public-domain American documents), each engine against its own
-      16-bit reference and against the other's
+      16-bit reference and against the other's (needs scripts/bench-setup.sh --kl: llama-cpp-python)
   bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m,q8_0,f16}   llama.cpp's quantizer
   bench_llm.py quantize Q.gguf OUT.gguf f16   a quantized GGUF's values as F16 (kl's reference for it)
 
@@ -28,6 +31,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GIZ = os.environ.get("GIZ", str(ROOT / "build/release/giz"))
+LLAMA_BIN = pathlib.Path(os.environ.get("LLAMA_CPP_DIR", pathlib.Path.home() / ".cache/gizml-bench")) / "build/bin"
 
 
 def peak_rss_mib() -> float:
@@ -94,23 +98,66 @@ def run_json(cmd, env=None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_ours(folder, tokens, prefill, decode, threads, logits=None, kv=None) -> dict:
+def run_ours(folder, tokens, prefill, decode, threads, logits=None, kv=None, batch=1) -> dict:
     cmd = [GIZ, "bench", folder, "--prefill", str(prefill), "--decode", str(decode), "--tokens", tokens]
     if logits:
         cmd += ["--logits", logits]
     if kv:
         cmd += ["--kv", kv]
+    if batch > 1:
+        cmd += ["--batch", str(batch)]
     return run_json(cmd, env=dict(os.environ, GIZML_THREADS=str(threads)))
 
 
 def run_llama(gguf, tokens, prefill, decode, threads, logits=None) -> dict:
-    cmd = [sys.executable, __file__, "--threads", str(threads), "llama-child", gguf, tokens, "--prefill", str(prefill),
-           "--decode", str(decode)]
+    """kl's logits of every prompt position, through llama-cpp-python's C API (scripts/bench-setup.sh --kl)."""
+    cmd = [sys.executable, __file__, "llama-child", gguf, tokens, "--prefill", str(prefill), "--decode", str(decode),
+           "--threads", str(threads)]
     if logits:
         cmd += ["--logits", logits]
-    # llama.cpp's OpenMP threads spin at barriers by default, which a loaded machine punishes
-    # far beyond its real speed; passive waiting is the fair setting there (override by env).
-    return run_json(cmd, env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ})
+    return run_json(cmd)
+
+
+def run_measured(cmd) -> tuple:
+    """Runs cmd to its end; its standard output and its own peak RSS in MiB (wait4's ru_maxrss)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read()[-2000:]}")
+        return out.read(), usage.ru_maxrss / 1024
+
+
+def llama_bench(gguf, threads, prefill, decode) -> dict:
+    """One llama-bench process per figure: prefill of `prefill` tokens, or `decode` generated tokens
+    after a context of `prefill` (-d, so both engines decode at the same depth); its own warm-up
+    run is not counted. tok/s of the one timed repetition, and the process's peak RSS."""
+    shape = ["-p", str(prefill), "-n", "0"] if decode == 0 else ["-p", "0", "-n", str(decode), "-d", str(prefill)]
+    text, rss = run_measured([str(LLAMA_BIN / "llama-bench"), "-m", gguf, "-t", str(threads), "-r", "1", "-o", "json",
+                              *shape])
+    return {"tok_s": json.loads(text)[0]["samples_ts"][0], "peak_rss_mib": rss}
+
+
+def llama_batched(gguf, threads, prefill, decode, batch) -> dict:
+    """llama-batched-bench: `batch` sequences, each its own prompt of `prefill` tokens processed
+    together in ubatches of 512, then `decode` steps of all of them at once; tok/s in total."""
+    text, rss = run_measured([str(LLAMA_BIN / "llama-batched-bench"), "-m", gguf, "-t", str(threads), "-tb",
+                              str(threads), "-c", str(batch * (prefill + decode)), "-b", "2048", "-ub", "512",
+                              "-npp", str(prefill), "-ntg", str(decode), "-npl", str(batch), "--output-format",
+                              "jsonl"])
+    row = json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
+    return {"prefill_tok_s": row["speed_pp"], "decode_tok_s": row["speed_tg"], "peak_rss_mib": rss}
+
+
+def run_anchor(gguf, tokens, prefill, decode, threads, batch=1) -> dict:
+    if batch > 1:
+        return llama_batched(gguf, threads, prefill, decode, batch)
+    pp = llama_bench(gguf, threads, prefill, 0)
+    tg = llama_bench(gguf, threads, prefill, decode) if decode else {"tok_s": 0.0, "peak_rss_mib": 0.0}
+    return {"prefill_tok_s": pp["tok_s"], "decode_tok_s": tg["tok_s"],
+            "peak_rss_mib": max(pp["peak_rss_mib"], tg["peak_rss_mib"])}
 
 
 def write_tokens(path, n, vocab_limit, seed) -> None:
@@ -119,26 +166,34 @@ def write_tokens(path, n, vocab_limit, seed) -> None:
     pathlib.Path(path).write_text(" ".join(map(str, ids)))
 
 
+def summary(runs, key) -> tuple:
+    """Best of the rounds, and their spread: (largest - smallest) / largest."""
+    values = [r[key] for r in runs]
+    return max(values), (max(values) - min(values)) / max(values) if max(values) else 0.0
+
+
 def speed(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tokens = os.path.join(tmp, "tokens.txt")
         write_tokens(tokens, args.prefill, args.vocab_limit, 7)
-        print(f"# threads {args.threads}, prefill {args.prefill}, decode {args.decode}, rounds {args.rounds}, "
-              f"load average before {os.getloadavg()[0]:.2f}")
+        what = f"{args.batch} sequences, each " if args.batch > 1 else ""
+        print(f"# {what}prefill {args.prefill}, decode {args.decode}, rounds {args.rounds} (ours and llama.cpp "
+              f"alternating; best of the rounds, spread = (max - min) / max), load average before "
+              f"{os.getloadavg()[0]:.2f}; llama.cpp: {LLAMA_BIN}")
         for name, ours_folder, gguf in args.pair:
-            best = {"ours": None, "llama": None}
-            for _ in range(args.rounds):
-                for who, fn, target in (("ours", run_ours, ours_folder), ("llama", run_llama, gguf)):
-                    r = fn(target, tokens, args.prefill, args.decode, args.threads)
-                    b = best[who]
-                    best[who] = r if b is None else {**r, "prefill_tok_s": max(b["prefill_tok_s"], r["prefill_tok_s"]),
-                                                      "decode_tok_s": max(b["decode_tok_s"], r["decode_tok_s"]),
-                                                      "peak_rss_mib": max(b["peak_rss_mib"], r["peak_rss_mib"])}
-            o, l = best["ours"], best["llama"]
-            print(f"{name}: prefill {o['prefill_tok_s']:.1f} vs {l['prefill_tok_s']:.1f} tok/s "
-                  f"(ratio {o['prefill_tok_s'] / l['prefill_tok_s']:.2f}), decode {o['decode_tok_s']:.1f} vs "
-                  f"{l['decode_tok_s']:.1f} tok/s (ratio {o['decode_tok_s'] / l['decode_tok_s']:.2f}), peak RSS "
-                  f"{o['peak_rss_mib']:.0f} vs {l['peak_rss_mib']:.0f} MiB", flush=True)
+            for threads in args.threads:
+                runs = {"ours": [], "llama": []}
+                for _ in range(args.rounds):
+                    runs["ours"].append(run_ours(ours_folder, tokens, args.prefill, args.decode, threads,
+                                                 batch=args.batch))
+                    runs["llama"].append(run_anchor(gguf, tokens, args.prefill, args.decode, threads, args.batch))
+                line = f"{name}, {threads} thread{'s' if threads > 1 else ''}:"
+                for key in ("prefill_tok_s", "decode_tok_s") if args.decode else ("prefill_tok_s",):
+                    (o, os_), (l, ls) = summary(runs["ours"], key), summary(runs["llama"], key)
+                    line += (f" {key.split('_')[0]} {o:.1f} ({os_:.0%}) vs {l:.1f} ({ls:.0%}) tok/s, "
+                             f"ratio {o / l:.2f};")
+                rss = lambda who: max(r["peak_rss_mib"] for r in runs[who])
+                print(f"{line} peak RSS {rss('ours'):.0f} vs {rss('llama'):.0f} MiB", flush=True)
         print(f"# load average after {os.getloadavg()[0]:.2f}")
 
 
@@ -221,41 +276,40 @@ def kl(args) -> None:
 
 
 def quantize(args) -> None:
-    import llama_cpp as L
-
-    params = L.llama_model_quantize_default_params()
-    params.ftype = {"q4_0": L.LLAMA_FTYPE_MOSTLY_Q4_0, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M,
-                    "q8_0": L.LLAMA_FTYPE_MOSTLY_Q8_0, "f16": L.LLAMA_FTYPE_MOSTLY_F16}[args.type]
-    params.allow_requantize = args.type == "f16"  # dequantizing, which llama.cpp refuses unless told
-    params.nthread = args.threads
-    assert L.llama_model_quantize(args.src.encode(), args.dst.encode(), params) == 0, "llama_model_quantize failed"
+    """llama.cpp's own quantizer (llama-quantize); to f16 it dequantizes, which it refuses unless told."""
+    extra = ["--allow-requantize"] if args.type == "f16" else []
+    run_measured([str(LLAMA_BIN / "llama-quantize"), *extra, args.src, args.dst, args.type.upper(), str(args.threads)])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--vocab-limit", type=int, default=49152, help="prompt ids stay below it (SmolLM2's vocabulary)")
     sub = ap.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("speed")
     s.add_argument("--pair", nargs=3, action="append", required=True, metavar=("NAME", "OURS", "LLAMA_GGUF"))
+    s.add_argument("--threads", type=int, nargs="+", default=[2])
     s.add_argument("--prefill", type=int, default=512)
     s.add_argument("--decode", type=int, default=128)
-    s.add_argument("--rounds", type=int, default=2)
+    s.add_argument("--batch", type=int, default=1, help="sequences decoded at once (llama-batched-bench's -npl)")
+    s.add_argument("--rounds", type=int, default=3)
     k = sub.add_parser("kl")
     k.add_argument("--ours", nargs="+", required=True, metavar="FOLDER", help="the 16-bit reference, then the others")
     k.add_argument("--llama", nargs="+", required=True, metavar="GGUF", help="the F16 reference, then the others")
     k.add_argument("--text", default=str(ROOT / "bench/kl_text.txt"), help="real text, tokenized by the reference GGUF")
     k.add_argument("--tokens", type=int, default=512)
+    k.add_argument("--threads", type=int, default=2)
     q = sub.add_parser("quantize")
     q.add_argument("src")
     q.add_argument("dst")
     q.add_argument("type", choices=["q4_0", "q4_k_m", "q8_0", "f16"])
+    q.add_argument("--threads", type=int, default=2)
     c = sub.add_parser("llama-child")
     c.add_argument("model")
     c.add_argument("tokens")
     c.add_argument("--prefill", type=int, required=True)
     c.add_argument("--decode", type=int, required=True)
     c.add_argument("--logits")
+    c.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     {"speed": speed, "kl": kl, "quantize": quantize, "llama-child": llama_child}[args.mode](args)
 

@@ -1,16 +1,39 @@
 #!/usr/bin/env bash
-# Makes the benchmark-only Python environment (.venv-bench): llama-cpp-python built from its PyPI
-# sdist (this compiles llama.cpp with cmake for this CPU; it takes a while on a small machine) as the
-# anchor of bench/bench_llm.py, plus gguf/numpy to write the shaped test model. Safe to run again.
+# Makes the language-model benchmarks' anchor, outside the repository (a cache, like .venv):
+# llama.cpp's own `llama-bench`, `llama-batched-bench` and `llama-quantize`, compiled for this CPU
+# (GGML_NATIVE) from the llama.cpp tree inside llama-cpp-python's PyPI sdist (the only registry we
+# may use); and .venv-bench with numpy/gguf (the shaped models' writer) and, with --kl,
+# llama-cpp-python itself (bench_llm.py kl reads every position's logits through its C API).
+# Safe to run again: each step is skipped when its result is there.
+#   scripts/bench-setup.sh [--kl]      LLAMA_CPP_DIR (default ~/.cache/gizml-bench) holds the build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+version=0.3.36  # llama-cpp-python's sdist; its vendor/llama.cpp is the anchor's source
+cache="${LLAMA_CPP_DIR:-$HOME/.cache/gizml-bench}"
 venv=.venv-bench
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c "import numpy, gguf" 2>/dev/null || "$venv/bin/pip" install -q numpy gguf
-if ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  # --no-binary: build from the sdist so llama.cpp is compiled natively (GGML_NATIVE) for this CPU.
-  CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-$(nproc)}" \
-    "$venv/bin/pip" install -q --no-binary llama-cpp-python "llama-cpp-python==0.3.36"
+
+tools=(llama-bench llama-batched-bench llama-quantize)
+missing=0
+for t in "${tools[@]}"; do [ -x "$cache/build/bin/$t" ] || missing=1; done
+if [ "$missing" = 1 ]; then
+  mkdir -p "$cache/sdist"
+  sdist="$cache/sdist/llama_cpp_python-$version.tar.gz"
+  [ -f "$sdist" ] || "$venv/bin/pip" download -q --no-deps --no-binary :all: -d "$cache/sdist" \
+    "llama-cpp-python==$version"
+  rm -rf "$cache/src" && mkdir -p "$cache/src"
+  tar -xzf "$sdist" -C "$cache/src" --strip-components=3 "llama_cpp_python-$version/vendor/llama.cpp"
+  # Only the tools we run: no server, tests, examples, HTTPS or shared libraries.
+  cmake -S "$cache/src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >/dev/null
+  cmake --build "$cache/build" -j "${JOBS:-$(nproc)}" --target "${tools[@]}"
 fi
-"$venv/bin/python" -c "import llama_cpp; print('bench-setup: llama-cpp-python', llama_cpp.__version__)"
+if [ "${1:-}" = --kl ] && ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
+  # --no-binary: built from the sdist, so llama.cpp is compiled natively for this CPU.
+  CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-$(nproc)}" \
+    "$venv/bin/pip" install -q --no-binary llama-cpp-python "llama-cpp-python==$version"
+fi
+echo "bench-setup: $("$cache/build/bin/llama-bench" --version 2>&1 | head -1) in $cache/build/bin"

@@ -22,12 +22,12 @@ float valueAt(DType t, const void* panel, int64_t i) {
 
 }  // namespace
 
-std::vector<uint8_t> packFloatPanels(DType t, const void* w, int64_t rows, int64_t cols) {
+core::PageVector<uint8_t> packFloatPanels(DType t, const void* w, int64_t rows, int64_t cols) {
   check(t == DType::F32 || t == DType::F16 || t == DType::BF16,
         std::string("float panels: F32, F16 or BF16 weights, not ") + dtypeName(t));
   const auto size = static_cast<int64_t>(dtypeSize(t));
   const int64_t panels = (rows + kFloatPanelRows - 1) / kFloatPanelRows;
-  std::vector<uint8_t> out(static_cast<size_t>(panels * cols * kFloatPanelRows * size), 0);
+  core::PageVector<uint8_t> out(static_cast<size_t>(panels * cols * kFloatPanelRows * size), 0);
   const auto* in = static_cast<const uint8_t*>(w);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* panel = out.data() + r / kFloatPanelRows * cols * kFloatPanelRows * size;

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/page_memory.h"
+
 namespace gizml::cpu {
 
 inline constexpr int64_t kFloatPanelRows = 16;
 
 /// w [rows, cols] (row-major, elements of t) as panels: ceil(rows / 16) * cols * 16 elements of t.
-std::vector<uint8_t> packFloatPanels(DType t, const void* w, int64_t rows, int64_t cols);
+core::PageVector<uint8_t> packFloatPanels(DType t, const void* w, int64_t rows, int64_t cols);
 
 /// y[r * ldy + j] = sum over p < k of x[r * ldx + p] * panel[p * 16 + j], for r < m (at most 4)
 /// and j < cols (at most 16), in sgemm's order of additions (cpu/gemm.h): an fma chain over p

@@ -146,6 +146,7 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
+    prefetchCodes(codes, steps * Step<Bits>::kBytes);
     __m256i isum[R];
     groupSums<Bits, R>(codes, steps, g * group, a, isum);
     const __m256 s = _mm256_loadu_ps(scales + g * 16), offset = _mm256_loadu_ps(scales + g * 16 + 8);

@@ -89,6 +89,7 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
+    prefetchCodes(codes, steps * S::kBytes);
     __m512i isum[R], second[R];  // the second halves' sums in their own chain (half the latency)
     for (int r = 0; r < R; ++r) isum[r] = second[r] = _mm512_setzero_si512();
     for (int64_t s = 0, col = g * group; s < steps; ++s, codes += S::kBytes, col += 8) {

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <sys/mman.h>
 
+#include "core/page_memory.h"
 #include "gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
@@ -34,16 +34,11 @@ std::string shapeText(const Shape& shape) {
   return s + "]";
 }
 
-// Large storages come straight from mmap: the kernel hands out zeroed pages on first touch, so
-// zeroing costs no extra pass over memory. Small ones come from the heap.
-constexpr size_t kMapThreshold = size_t{1} << 20;
-
+// Large storages are mapped pages (core/page_memory.h); small ones come from the heap.
 Storage::Storage(size_t bytes) : bytes_(bytes) {
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  if (rounded >= kMapThreshold) {
-    void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    data_ = p == MAP_FAILED ? nullptr : p;
-    if (data_) ::madvise(data_, rounded, MADV_HUGEPAGE);
+  if (rounded >= core::kMappedBytes) {
+    data_ = core::mapPages(rounded);
   } else {
     data_ = std::aligned_alloc(64, rounded);
     if (data_) std::memset(data_, 0, rounded);
@@ -69,7 +64,7 @@ Storage::~Storage() {
   if (gpu_) return;  // gpuBuffer_ goes back to the GPU's cache
   countLive(-static_cast<int64_t>(bytes_));
   const size_t rounded = (std::max<size_t>(bytes_, 1) + 63) / 64 * 64;
-  if (rounded >= kMapThreshold) ::munmap(data_, rounded);
+  if (rounded >= core::kMappedBytes) core::unmapPages(data_, rounded);
   else std::free(data_);
 }
 

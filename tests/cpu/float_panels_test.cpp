@@ -28,7 +28,7 @@ TEST(FloatPanels, FewRowsGiveSgemmsBits) {
     cpu::storeF32(t, w.data(), static_cast<int64_t>(w.size()), stored.data());
     std::vector<float> values(w.size());
     cpu::loadF32(t, stored.data(), 1, static_cast<int64_t>(w.size()), values.data());
-    const std::vector<uint8_t> panels = cpu::packFloatPanels(t, stored.data(), rows, cols);
+    const auto panels = cpu::packFloatPanels(t, stored.data(), rows, cols);
     for (int64_t m = 1; m <= 4; ++m) {
       std::vector<float> want(static_cast<size_t>(m * rows)), got(want.size(), -1.0f);
       cpu::sgemm(m, rows, cols, x.data(), cols, 1, values.data(), 1, cols, want.data(), rows, false);

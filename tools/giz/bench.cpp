@@ -1,6 +1,8 @@
-// giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]:
-// times one prefill pass of N prompt tokens and N greedy decode steps after it, and prints one
-// JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the same way.
+// giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]
+// [--batch B]: times one prefill pass of N prompt tokens and N greedy decode steps after it, and
+// prints one JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the
+// same way. --batch B runs B sequences at once (each the same prompt, in one prefill pass, then
+// one decode step of all B at a time), as a server with B requests does; tok/s are totals.
 // --logits writes the prefill's logits of every position ([N, vocab] little-endian f32) for
 // the driver's KL divergences.
 #include <algorithm>
@@ -22,8 +24,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]\n"
-    "                  [--bits 4]   MODEL as for giz run (giz run --help)\n"
-    "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps\n";
+    "                  [--batch 1] [--bits 4]   MODEL as for giz run (giz run --help)\n"
+    "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps,\n"
+    "  of --batch sequences at once (tok/s in total)\n";
 
 // The peak resident set of this process (VmHWM), in MiB.
 double peakRssMiB() {
@@ -40,7 +43,7 @@ int32_t argmax(const float* v, int64_t n) { return static_cast<int32_t>(std::max
 int benchCommand(int argc, char** argv) {
   using gizml::check;
   std::string model, tokensFile, logitsFile, kv = "default";
-  int64_t prefill = 512, decode = 128;
+  int64_t prefill = 512, decode = 128, batch = 1;
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   int bits = 0;
   for (int i = 2; i < argc; ++i) {
@@ -52,11 +55,14 @@ int benchCommand(int argc, char** argv) {
     else if (a == "--logits" && hasValue) logitsFile = argv[++i];
     else if (a == "--kv" && hasValue) kv = argv[++i];
     else if (a == "--bits" && hasValue) bits = parseBits(argv[++i]);
+    else if (a == "--batch" && hasValue) batch = parseCount(a, argv[++i]);
     else if (a.rfind("--", 0) == 0 || !model.empty()) return usageReply(kUsage, false);
     else model = a;
   }
   if (model.empty()) return usageReply(kUsage, false);
   check(prefill > 0 && decode >= 0, "bench: --prefill must be positive and --decode not negative");
+  check(batch >= 1, "bench: --batch must be at least 1");
+  check(batch == 1 || logitsFile.empty(), "bench: --logits is for one sequence, not --batch");
   gizml::llm::ModelOptions options;
   if (kv == "f32") options.kvCache = gizml::DType::F32;
   else if (kv == "f16") options.kvCache = gizml::DType::F16;
@@ -79,29 +85,42 @@ int benchCommand(int argc, char** argv) {
   }
 
   using Clock = std::chrono::steady_clock;
-  auto state = lm->newState(prefill + decode);
-  gizml::llm::Feed feed{state.get(), prompt, !logitsFile.empty()};
+  std::vector<std::unique_ptr<gizml::llm::SequenceState>> states;
+  std::vector<gizml::llm::Feed> feeds;
+  for (int64_t s = 0; s < batch; ++s) {
+    states.push_back(lm->newState(prefill + decode));
+    feeds.push_back({states.back().get(), prompt, !logitsFile.empty(), {}});
+  }
   const auto t0 = Clock::now();
-  auto logits = lm->forward({feed});
+  auto logits = lm->forward(feeds);
   const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!logitsFile.empty()) {
     std::ofstream out(logitsFile, std::ios::binary);
     out.write(reinterpret_cast<const char*>(logits[0].data<float>()), static_cast<std::streamsize>(prefill * vocab * 4));
     check(out.good(), "bench: cannot write " + logitsFile);
   }
-  int32_t next = argmax(logits[0].data<float>() + (logits[0].shape()[0] - 1) * vocab, vocab);
+  // Each sequence's next token: the argmax of its last row.
+  auto pickNext = [&] {
+    for (int64_t s = 0; s < batch; ++s) {
+      const auto& rows = logits[static_cast<size_t>(s)];
+      feeds[static_cast<size_t>(s)] = {states[static_cast<size_t>(s)].get(),
+                                       {argmax(rows.data<float>() + (rows.shape()[0] - 1) * vocab, vocab)}, false, {}};
+    }
+  };
+  pickNext();
   const auto t1 = Clock::now();
   for (int64_t i = 0; i < decode; ++i) {
-    auto step = lm->forward({gizml::llm::Feed{state.get(), {next}, false}});
-    next = argmax(step[0].data<float>(), vocab);
+    logits = lm->forward(feeds);
+    pickNext();
   }
   const double decodeSeconds = std::chrono::duration<double>(Clock::now() - t1).count();
   nlohmann::json result = {{"engine", "gizml"},
                            {"threads", gizml::core::threadCount()},
+                           {"sequences", batch},
                            {"prefill_tokens", prefill},
-                           {"prefill_tok_s", static_cast<double>(prefill) / prefillSeconds},
+                           {"prefill_tok_s", static_cast<double>(batch * prefill) / prefillSeconds},
                            {"decode_tokens", decode},
-                           {"decode_tok_s", decode > 0 ? static_cast<double>(decode) / decodeSeconds : 0.0},
+                           {"decode_tok_s", decode > 0 ? static_cast<double>(batch * decode) / decodeSeconds : 0.0},
                            {"peak_rss_mib", peakRssMiB()}};
   std::cout << result.dump() << std::endl;
   return 0;

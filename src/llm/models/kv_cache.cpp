@@ -30,8 +30,8 @@ bool KvCache::copyFrom(const SequenceState& other) {
   const size_t rows = static_cast<size_t>(from->length_ * kvHeads_ * headDim_) * dtypeSize(dtype_);
   for (auto [mine, theirs] : {std::pair{&keys_, &from->keys_}, std::pair{&values_, &from->values_}})
     for (size_t layer = 0; layer < mine->size(); ++layer) {
-      const std::vector<uint8_t>& src = (*theirs)[layer];
-      std::vector<uint8_t>& dst = (*mine)[layer];
+      const core::PageVector<uint8_t>& src = (*theirs)[layer];
+      core::PageVector<uint8_t>& dst = (*mine)[layer];
       if (src.empty()) continue;  // a layer that stores no keys
       if (dst.empty()) dst.resize(src.size());
       std::memcpy(dst.data(), src.data(), rows);
@@ -43,7 +43,7 @@ bool KvCache::copyFrom(const SequenceState& other) {
 void KvCache::store(int64_t layer, int64_t position, const float* keys, const float* values) {
   const int64_t n = kvHeads_ * headDim_;
   for (auto [data, src] : {std::pair{&keys_, keys}, std::pair{&values_, values}}) {
-    std::vector<uint8_t>& layerData = (*data)[static_cast<size_t>(layer)];
+    core::PageVector<uint8_t>& layerData = (*data)[static_cast<size_t>(layer)];
     if (layerData.empty()) layerData.resize(static_cast<size_t>(capacity_ * n) * dtypeSize(dtype_));
     uint8_t* dst = layerData.data();
     if (dtype_ == DType::F32) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/page_memory.h"
 #include "llm/models/language_model.h"
 
 namespace gizml::llm {
@@ -40,7 +41,7 @@ class KvCache : public SequenceState {
   const void* owner_;
   int64_t kvHeads_, headDim_, capacity_, length_ = 0;
   DType dtype_;
-  std::vector<std::vector<uint8_t>> keys_, values_;  // per layer
+  std::vector<core::PageVector<uint8_t>> keys_, values_;  // per layer (long contexts stream them)
 };
 
 }  // namespace gizml::llm

@@ -41,7 +41,7 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
       if (matrix_->packed()) weights.releasePages(t);
     }
   } else if (use == Use::Multiply) {
-    panels_ = std::make_shared<const std::vector<uint8_t>>(cpu::packFloatPanels(dtype_, data_, out_, in_));
+    panels_ = std::make_shared<const core::PageVector<uint8_t>>(cpu::packFloatPanels(dtype_, data_, out_, in_));
     weights.releasePages(t);
   }
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);

@@ -57,7 +57,7 @@ class Linear {
   int64_t rowBytes_ = 0;
   float scaleBase_ = 0;
   std::shared_ptr<const cpu::QuantMatrix> matrix_;  // quantized and Use::Multiply
-  std::shared_ptr<const std::vector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
+  std::shared_ptr<const core::PageVector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
   std::vector<float> bias_;
 };
 
