@@ -14,20 +14,36 @@ namespace {
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
-// The keys (or values) of one KV head from position k0 on as f32 rows `stride` apart: in place
-// for an F32 cache, else widened (exactly) into `buffer`.
-const float* rowsOf(const KvCache& cache, bool values, int64_t layer, const AttentionShape& s, int64_t kvHead,
-                    int64_t k0, int64_t keys, std::vector<float>& buffer, int64_t& stride) {
-  const auto at = [&](int64_t p) { return values ? cache.value(layer, p, kvHead) : cache.key(layer, p, kvHead); };
-  const int64_t headDim = s.headDim;
-  if (cache.dtype() == DType::F32) {
-    stride = s.kvHeads * headDim;  // the cache's rows: [position, kvHeads, headDim]
-    return static_cast<const float*>(at(k0));
-  }
-  buffer.resize(static_cast<size_t>(keys * headDim));
-  for (int64_t j = 0; j < keys; ++j) cpu::loadF32(cache.dtype(), at(k0 + j), 1, headDim, buffer.data() + j * headDim);
-  stride = headDim;
-  return buffer.data();
+// A matrix operand of sgemm: element (i, j) at data[i * rowStride + j * colStride].
+struct Operand {
+  const float* data;
+  int64_t rowStride, colStride;
+};
+
+// K^T of one KV head from position k0 on, [headDim, keys]: the cache's key columns in place for
+// an F32 cache (rows `capacity` apart), else widened (exactly) into `buffer`.
+Operand keysOf(const KvCache& cache, int64_t layer, const AttentionShape& s, int64_t kvHead, int64_t k0, int64_t keys,
+               std::vector<float>& buffer) {
+  const void* columns = cache.keyColumns(layer, kvHead);
+  const int64_t capacity = cache.capacity(), size = static_cast<int64_t>(dtypeSize(cache.dtype()));
+  if (cache.dtype() == DType::F32) return {static_cast<const float*>(columns) + k0, capacity, 1};
+  buffer.resize(static_cast<size_t>(s.headDim * keys));
+  for (int64_t d = 0; d < s.headDim; ++d)
+    cpu::loadF32(cache.dtype(), static_cast<const uint8_t*>(columns) + (d * capacity + k0) * size, 1, keys,
+                 buffer.data() + d * keys);
+  return {buffer.data(), keys, 1};
+}
+
+// V of one KV head from position k0 on, [keys, headDim]: the cache's rows in place for an F32
+// cache, else widened (exactly) into `buffer`.
+Operand valuesOf(const KvCache& cache, int64_t layer, const AttentionShape& s, int64_t kvHead, int64_t k0,
+                 int64_t keys, std::vector<float>& buffer) {
+  if (cache.dtype() == DType::F32)
+    return {static_cast<const float*>(cache.value(layer, k0, kvHead)), s.kvHeads * s.headDim, 1};
+  buffer.resize(static_cast<size_t>(keys * s.headDim));
+  for (int64_t j = 0; j < keys; ++j)
+    cpu::loadF32(cache.dtype(), cache.value(layer, k0 + j, kvHead), 1, s.headDim, buffer.data() + j * s.headDim);
+  return {buffer.data(), s.headDim, 1};
 }
 
 struct Scratch {
@@ -35,13 +51,13 @@ struct Scratch {
 };
 
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
-// and values from k0 on (keys of them, rows keyStride and valueStride apart), into C's rows.
+// and values from k0 on (keys of them: K^T and V as operands), into C's rows.
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
-                int64_t k0, int64_t keys, const float* key, int64_t keyStride, const float* value, int64_t valueStride,
-                float* c, int64_t ldc, std::vector<float>& scores) {
+                int64_t k0, int64_t keys, const Operand& keyT, const Operand& value, float* c, int64_t ldc,
+                std::vector<float>& scores) {
   const auto firstKey = [&](int64_t position) { return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0; };
   scores.resize(static_cast<size_t>(m * keys));
-  cpu::sgemm(m, keys, s.headDim, a, lda, 1, key, 1, keyStride, scores.data(), keys, false);
+  cpu::sgemm(m, keys, s.headDim, a, lda, 1, keyT.data, keyT.rowStride, keyT.colStride, scores.data(), keys, false);
   for (int64_t i = 0; i < m; ++i) {
     float* p = scores.data() + i * keys;
     const int64_t position = first + i * step, lo = firstKey(position) - k0, hi = position - k0 + 1;
@@ -54,7 +70,7 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
     for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
     std::fill(p + hi, p + keys, 0.0f);
   }
-  cpu::sgemm(m, s.headDim, keys, scores.data(), keys, 1, value, valueStride, 1, c, ldc, false);
+  cpu::sgemm(m, s.headDim, keys, scores.data(), keys, 1, value.data, value.rowStride, value.colStride, c, ldc, false);
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
@@ -65,17 +81,15 @@ void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s
   // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
   // of absolute positions) in any block; the keys before its own first add exact zeros.
   const int64_t k0 = firstKey / cpu::kGemmKc * cpu::kGemmKc, keys = position + n - k0;
-  int64_t keyStride = 0, valueStride = 0;
-  const float* key = rowsOf(*run.cache, false, layer, s, kvHead, k0, keys, w.keys, keyStride);
-  const float* value = rowsOf(*run.cache, true, layer, s, kvHead, k0, keys, w.values, valueStride);
+  const Operand keyT = keysOf(*run.cache, layer, s, kvHead, k0, keys, w.keys);
+  const Operand value = valuesOf(*run.cache, layer, s, kvHead, k0, keys, w.values);
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
   // packing. More: a product per head over the block's rows (the same sums either way).
-  if (n == 1) return attendRows(s, q, group, d, position, 0, k0, keys, key, keyStride, value, valueStride, c, d, w.scores);
+  if (n == 1) return attendRows(s, q, group, d, position, 0, k0, keys, keyT, value, c, d, w.scores);
   for (int64_t h = 0; h < group; ++h)
-    attendRows(s, q + h * d, n, qWidth, position, 1, k0, keys, key, keyStride, value, valueStride, c + h * d, qWidth,
-               w.scores);
+    attendRows(s, q + h * d, n, qWidth, position, 1, k0, keys, keyT, value, c + h * d, qWidth, w.scores);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #pragma once
 // One sequence's keys and values for every layer, F32, F16 or BF16, with room for `capacity`
-// tokens: [capacity, kvHeads, headDim] per layer for keys and for values, allocated when the
-// layer stores its first token (so the layers of a hybrid model that keep no keys cost nothing).
-// Attention reads the rows as stored (widened exactly to f32: cached_attention.h).
+// tokens, allocated when the layer stores its first token (so the layers of a hybrid model that
+// keep no keys cost nothing). Values are rows, [capacity, kvHeads, headDim] per layer; keys are
+// columns, [kvHeads, headDim, capacity]: the scores q K^T then read K^T as a row-major matrix,
+// which sgemm streams in place for a decode step (keys as rows had to be transposed into its
+// panels on every step, a quarter of a long context's decode time). Attention reads both as
+// stored (widened exactly to f32: cached_attention.h).
 #include <gizml/dtype.h>
 
 #include <cstdint>
@@ -32,8 +35,10 @@ class KvCache : public SequenceState {
   /// Writes the keys and values (kvHeads * headDim each) of the token at `position`.
   void store(int64_t layer, int64_t position, const float* keys, const float* values);
   DType dtype() const { return dtype_; }
-  /// Head `head` of the key (value) at `position`: headDim values of dtype().
-  const void* key(int64_t layer, int64_t position, int64_t head) const;
+  /// The keys of head `head` as columns: headDim rows of capacity() values of dtype(), row d
+  /// holding dimension d of every position.
+  const void* keyColumns(int64_t layer, int64_t head) const;
+  /// Head `head` of the value at `position`: headDim values of dtype().
   const void* value(int64_t layer, int64_t position, int64_t head) const;
 
  private:
