@@ -44,23 +44,28 @@ void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, Qua
   out.scale.resize(static_cast<size_t>(rows * groups));
   out.sum.resize(static_cast<size_t>(rows * groups));
   static const bool avx2 = actsAvx2();
-  if (avx2 && group % 8 == 0)
-    return quant_kernels::quantizeGroupsAvx2(x, rows * groups, group, out.codes.data(), out.scale.data(), out.sum.data());
-  for (int64_t b = 0; b < rows * groups; ++b) {
-    const float* v = x + b * group;
-    int8_t* q = out.codes.data() + b * group;
-    float amax = 0.0f;
-    for (int64_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(v[i]));
-    const float d = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
-    int sum = 0;
-    for (int64_t i = 0; i < group; ++i) {
-      const int c = static_cast<int>(std::nearbyint(v[i] * inv));
-      q[i] = static_cast<int8_t>(c);
-      sum += c;
+  // Groups apart on the threads for a prefill's rows (each group's codes are its own).
+  core::parallelFor(rows * groups, std::max<int64_t>(1, 16384 / group), [&](int64_t b0, int64_t b1) {
+    int8_t* codes = out.codes.data();
+    float *scale = out.scale.data(), *sum = out.sum.data();
+    if (avx2 && group % 8 == 0)
+      return quant_kernels::quantizeGroupsAvx2(x + b0 * group, b1 - b0, group, codes + b0 * group, scale + b0, sum + b0);
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* v = x + b * group;
+      int8_t* q = codes + b * group;
+      float amax = 0.0f;
+      for (int64_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(v[i]));
+      const float d = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+      int total = 0;
+      for (int64_t i = 0; i < group; ++i) {
+        const int c = static_cast<int>(std::nearbyint(v[i] * inv));
+        q[i] = static_cast<int8_t>(c);
+        total += c;
+      }
+      scale[b] = d;
+      sum[b] = d * static_cast<float>(total);
     }
-    out.scale[static_cast<size_t>(b)] = d;
-    out.sum[static_cast<size_t>(b)] = d * static_cast<float>(sum);
-  }
+  });
 }
 
 void quantDot(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy) {

@@ -95,19 +95,19 @@ void attendBlock(const AttentionRun& run, int64_t layer, const AttentionShape& s
 }  // namespace
 
 void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const AttentionShape& s) {
-  // Tasks: (run, block, KV head), the runs' in order.
+  // Tasks: (run, block, KV head), the runs' in order. Causal blocks late in a run see more keys,
+  // so the tasks go to whichever thread is free, the last (largest) first: halves of the range
+  // gave one thread three times the other's work in a prefill.
   std::vector<int64_t> firstTask{0};
   for (const AttentionRun& run : runs)
     firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
-  core::parallelFor(firstTask.back(), 1, [&](int64_t t0, int64_t t1) {
-    Scratch scratch;
-    size_t r = 0;
-    for (int64_t t = t0; t < t1; ++t) {
-      while (t >= firstTask[r + 1]) ++r;
-      const AttentionRun& run = runs[r];
-      const int64_t local = t - firstTask[r], kvHead = local % s.kvHeads, r0 = local / s.kvHeads * kBlockRows;
-      attendBlock(run, layer, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), scratch);
-    }
+  core::parallelTasks(firstTask.back(), [&](int64_t task) {
+    thread_local Scratch scratch;  // kept: a prefill's layers reuse the same sizes
+    const int64_t t = firstTask.back() - 1 - task;
+    const size_t r = static_cast<size_t>(std::upper_bound(firstTask.begin(), firstTask.end(), t) - firstTask.begin() - 1);
+    const AttentionRun& run = runs[r];
+    const int64_t local = t - firstTask[r], kvHead = local % s.kvHeads, r0 = local / s.kvHeads * kBlockRows;
+    attendBlock(run, layer, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), scratch);
   });
 }
 
