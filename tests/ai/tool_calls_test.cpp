@@ -10,19 +10,14 @@
 
 #include "ai/answer.h"
 #include "serve_fixture.h"
+#include "common/read_file.h"
 
 using namespace gizml;
 using nlohmann::ordered_json;
 
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_files::readFile;
 
 std::string templateSource(const std::string& name) {
   return readFile(ai::servetest::sharedData("templates/" + name + ".jinja"));

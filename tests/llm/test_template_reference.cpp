@@ -11,18 +11,14 @@
 #include <sstream>
 #include <string>
 
+#include "common/read_file.h"
+
 namespace {
 
 using nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing_files::readFile;
 
 // The template sources, by fixture file name, as the fixture script found them.
 std::string templateSource(const std::string& file) {

@@ -20,6 +20,7 @@
 
 #include "core/thread_pool.h"
 #include "ops/op_table.h"
+#include "common/read_file.h"
 
 using namespace gizml;
 using namespace gizml::test::ops;
@@ -232,13 +233,7 @@ const std::map<std::string, std::string> kExcluded = {
     {"netops::rowNormRopeInto", "GPU only"},
 };
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_files::readFile;
 
 // The functions and methods a header declares ("prefix::name"), and the members of its enum
 // classes ("Enum::Member"); constructors (names of classes and structs) are left out.

@@ -8,18 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
+
 namespace {
 
 using gizml::llm::TokenId;
 using gizml::llm::Tokenizer;
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_files::readFile;
 
 struct Case {
   std::string text;
