@@ -176,7 +176,7 @@ def speed(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tokens = os.path.join(tmp, "tokens.txt")
         write_tokens(tokens, args.prefill, args.vocab_limit, 7)
-        what = f"{args.batch} sequences, each " if args.batch > 1 else ""
+        what = (f"{args.batch} sequences, each " if args.batch > 1 else "") + (f"our KV {args.kv}, " if args.kv else "")
         print(f"# {what}prefill {args.prefill}, decode {args.decode}, rounds {args.rounds} (ours and llama.cpp "
               f"alternating; best of the rounds, spread = (max - min) / max), load average before "
               f"{os.getloadavg()[0]:.2f}; llama.cpp: {LLAMA_BIN}")
@@ -185,7 +185,7 @@ def speed(args) -> None:
                 runs = {"ours": [], "llama": []}
                 for _ in range(args.rounds):
                     runs["ours"].append(run_ours(ours_folder, tokens, args.prefill, args.decode, threads,
-                                                 batch=args.batch))
+                                                 kv=args.kv, batch=args.batch))
                     runs["llama"].append(run_anchor(gguf, tokens, args.prefill, args.decode, threads, args.batch))
                 line = f"{name}, {threads} thread{'s' if threads > 1 else ''}:"
                 for key in ("prefill_tok_s", "decode_tok_s") if args.decode else ("prefill_tok_s",):
@@ -292,6 +292,7 @@ def main() -> None:
     s.add_argument("--decode", type=int, default=128)
     s.add_argument("--batch", type=int, default=1, help="sequences decoded at once (llama-batched-bench's -npl)")
     s.add_argument("--rounds", type=int, default=3)
+    s.add_argument("--kv", choices=["f32", "f16", "bf16"], help="our KV cache's dtype (llama.cpp's is F16)")
     k = sub.add_parser("kl")
     k.add_argument("--ours", nargs="+", required=True, metavar="FOLDER", help="the 16-bit reference, then the others")
     k.add_argument("--llama", nargs="+", required=True, metavar="GGUF", help="the F16 reference, then the others")

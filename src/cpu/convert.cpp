@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "cpu/cpu_features.h"
+
 namespace gizml::cpu {
 namespace {
 
@@ -42,9 +44,12 @@ void loadF32(DType src, const void* base, int64_t stride, int64_t n, float* out)
         gather<float>(base, stride, n, [&](int64_t i, float v) { out[i] = v; });
       }
       return;
-    case DType::F16:
+    case DType::F16: {
+      static const bool f16c = cpuFeatures().f16c;
+      if (stride == 1 && f16c) return convert_kernels::widenHalfF16c(static_cast<const uint16_t*>(base), n, out);
       gather<uint16_t>(base, stride, n, [&](int64_t i, uint16_t v) { out[i] = halfToFloat(v); });
       return;
+    }
     case DType::BF16:
       gather<uint16_t>(base, stride, n, [&](int64_t i, uint16_t v) { out[i] = bf16ToFloat(v); });
       return;

@@ -25,6 +25,11 @@ void loadI4(const void* base, int64_t first, int64_t stride, int64_t n, int64_t*
 /// leaving the other nibble of a shared first or last byte as it was.
 void storeI4(void* base, int64_t first, const int64_t* in, int64_t n);
 
+namespace convert_kernels {
+/// out[i] = in[i] (F16 bits) widened, by F16C: only on CPUs that have it (cpuFeatures().f16c).
+void widenHalfF16c(const uint16_t* in, int64_t n, float* out);
+}  // namespace convert_kernels
+
 /// Rounds f32 values in place to what dst holds: F16/BF16 round to nearest even, Bool to 0/1.
 void roundF32To(DType dst, float* values, int64_t n);
 /// Wraps i64 values in place to dst's width (two's complement, as NumPy): the result of
