@@ -4,6 +4,7 @@
 #include <gizhw/gpu.h>
 #include <gizml/dtype.h>
 #include <gizml/error.h>
+#include <gizml/ops.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -58,16 +59,6 @@ class Storage {
   std::shared_ptr<gizhw::gpu::Device> gpu_;
   gizhw::gpu::Buffer gpuBuffer_;
 };
-
-enum class UnaryOp : uint8_t {
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, Silu, GeluErf, GeluTanh,
-  Floor, Ceil, Round, Sign, Not
-};
-enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Pow, Min, Max, Mod, Eq, Ne, Lt, Le, Gt, Ge, And, Or
-};
-const char* opName(UnaryOp op);
-const char* opName(BinaryOp op);
 
 class Tensor;
 

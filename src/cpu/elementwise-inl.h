@@ -13,7 +13,7 @@
 
 #include <cmath>
 
-#include <gizml/tensor.h>
+#include <gizml/ops.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace gizml::cpu {

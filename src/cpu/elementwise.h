@@ -1,7 +1,7 @@
 #pragma once
 // Elementwise kernels over contiguous f32 runs, vectorised for the best instruction set the CPU
 // has (chosen at run time). Bools are f32 0 and 1 here.
-#include <gizml/tensor.h>
+#include <gizml/ops.h>
 
 #include <cstdint>
 
@@ -22,6 +22,11 @@ const char* simdTarget();
 }  // namespace gizml::cpu
 
 namespace gizml::cpu {
+
+/// Wrapping i64 arithmetic without signed-overflow UB (integers wrap, as NumPy's).
+inline int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+inline int64_t wrapSub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+inline int64_t wrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
 
 /// The same operations on i64 values (integers wrap, as NumPy's). Comparisons give 0 or 1.
 void unaryI64(tensor::UnaryOp op, const int64_t* x, int64_t* y, int64_t n);

@@ -2,7 +2,7 @@
 // A chain of f32 elementwise operations computed in registers: a few SIMD vectors are loaded,
 // every link of the chain is applied to them, and they are stored once. Each link's result is
 // exactly what the per-operation kernels of elementwise.h give (same vector code per lane).
-#include <gizml/tensor.h>
+#include <gizml/ops.h>
 
 #include <cstdint>
 

@@ -8,11 +8,6 @@ namespace {
 using tensor::BinaryOp;
 using tensor::UnaryOp;
 
-// Wrapping arithmetic without signed-overflow UB.
-inline int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-inline int64_t wrapSub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-inline int64_t wrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-
 int64_t intPow(int64_t base, int64_t exponent) {
   if (exponent < 0) return base == 1 ? 1 : base == -1 ? (exponent % 2 ? -1 : 1) : 0;
   int64_t result = 1;

@@ -18,4 +18,11 @@ void sgemm(int64_t m, int64_t n, int64_t k,
            const float* b, int64_t bRowStride, int64_t bColStride,
            float* c, int64_t ldc, bool accumulate);
 
+/// C += A B for contiguous i64 A [m, k], B [k, n], C [m, n]: exact wrapping sums in k order.
+void gemmI64(int64_t m, int64_t n, int64_t k, const int64_t* a, const int64_t* b, int64_t* c);
+/// C = A B for contiguous f64 A [m, k], B [k, n], C [m, n]: each element a sum over k in
+/// increasing order from +0 of the rounded products (no fma; docs/tensor.md), blocked for the
+/// cache and split by rows over the thread pool.
+void gemmF64(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c);
+
 }  // namespace gizml::cpu

@@ -26,5 +26,15 @@ inline float combineF32(ReduceOp op, float a, float b) {
 float reduceChunkF32(ReduceOp op, const float* x, int64_t n, float center);
 /// The reduction of a whole run: its chunks combined in order (Max/Min propagate NaN).
 float reduceF32(ReduceOp op, const float* x, int64_t n, float center = 0.0f);
+/// The same order in double (the lanes and chunks of an f32 run; Max and Min exact).
+double reduceF64(ReduceOp op, const double* x, int64_t n, double center = 0.0);
+
+/// out[r] = the reduction of row r of contiguous x [rows, n] (n > 0), about centers[r] for
+/// SumSquaredDiff (centers may be null: 0); rows run on the thread pool, and few long f32 rows
+/// split their chunks across it. Every row gets the bits of reduceF32 / reduceF64.
+void reduceRowsF32(ReduceOp op, const float* x, int64_t rows, int64_t n, const float* centers, float* out);
+void reduceRowsF64(ReduceOp op, const double* x, int64_t rows, int64_t n, const double* centers, double* out);
+/// The same for i64 rows (n >= 0): exact wrapping sums and products in index order, Max, Min.
+void reduceRowsI64(ReduceOp op, const int64_t* x, int64_t rows, int64_t n, int64_t* out);
 
 }  // namespace gizml::cpu

@@ -8,10 +8,18 @@
 #include <set>
 #include <string_view>
 
-#include "gpu/emulator/emulator.h"
-
 namespace gizhw::gpu {
 namespace {
+
+// The emulator's loader when this program links the emulator (installEmulator, from its static
+// initialiser); null otherwise.
+DriverLoader gEmulatorLoader = nullptr;
+
+/// Whether GIZML_GPU_EMULATOR asks for the emulator (set and not "0").
+bool emulatorRequested() {
+  const char* v = std::getenv("GIZML_GPU_EMULATOR");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
 
 std::mutex& registryMutex() {
   static std::mutex m;
@@ -60,8 +68,9 @@ const DriverApi* driver(std::string* why) {
     static DriverApi api;
     std::string tried;
     // GIZML_GPU_EMULATOR=1: the host emulator instead of any real driver (src/gpu/emulator).
-    if (emulator::requested()) {
-      if (emulator::loadDriver(api, tried) && api.init(0) == 0) return &api;
+    if (emulatorRequested()) {
+      if (!gEmulatorLoader) tried = "GIZML_GPU_EMULATOR is set, but this program was built without the emulator";
+      else if (gEmulatorLoader(api, tried) && api.init(0) == 0) return &api;
       reason = "GPU emulator: " + tried;
       return nullptr;
     }
@@ -77,6 +86,8 @@ const DriverApi* driver(std::string* why) {
   if (why) *why = reason;
   return loaded;
 }
+
+void installEmulator(DriverLoader load) { gEmulatorLoader = load; }
 
 std::string driverErrorText(const DriverApi& api, int result) {
   const char* name = nullptr;
@@ -174,7 +185,7 @@ Handle Device::function(const std::string& source, const std::string& name) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = functions_.find(memoryKey); it != functions_.end()) return it->second;
   }
-  const std::string version = api.emulator ? emulator::compilerVersion() : compilerVersion(properties.vendor);
+  const std::string version = api.emulator ? api.hostCompilerVersion() : compilerVersion(properties.vendor);
   const std::string key = hashText(source + "\n" + properties.arch + "\n" + properties.name + "\n" + version +
                                    "\ndriver " + std::to_string(properties.driverVersion));
   std::vector<char> image;
@@ -182,7 +193,7 @@ Handle Device::function(const std::string& source, const std::string& name) {
   printKernelSource(source, name, properties, !cached);
   if (!cached) {
     std::string used;
-    image = api.emulator ? emulator::compile(source, properties) : compileForDevice(source, properties, used);
+    image = api.emulator ? api.hostCompile(source, properties) : compileForDevice(source, properties, used);
     cacheStore(key, image);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gizhw::gpu {
 
@@ -19,6 +20,10 @@ struct DriverApi {
   std::string library;  // the file dlopen found
   void* dl = nullptr;
   bool emulator = false;  // the host GPU emulator (src/gpu/emulator): kernels compile with the host compiler
+  // The emulator's compiler (set with `emulator`): its identity for the kernel cache key, and the
+  // image of a kernel source for the emulated device.
+  std::string (*hostCompilerVersion)() = nullptr;
+  std::vector<char> (*hostCompile)(const std::string& source, const Properties& properties) = nullptr;
 
   int (*init)(unsigned flags) = nullptr;
   int (*driverGetVersion)(int* version) = nullptr;
@@ -82,6 +87,12 @@ const DriverApi* driver(std::string* why = nullptr);
 /// Loaders of each vendor's table (cuda_driver.cpp, hip_driver.cpp): false when not found.
 bool loadCudaDriver(DriverApi& api, std::string& why);
 bool loadHipDriver(DriverApi& api, std::string& why);
+
+/// The host GPU emulator's loader: false (with why) when its configuration is bad. The emulator
+/// (src/gpu/emulator) is a target of its own, outside libgizml; linking it installs its loader
+/// at static initialisation, and GIZML_GPU_EMULATOR=1 then makes driver() load it.
+using DriverLoader = bool (*)(DriverApi& api, std::string& why);
+void installEmulator(DriverLoader load);
 
 /// Throws gizml::Error naming the call, the driver's error name and message, unless result is 0.
 void checkDriver(const DriverApi& api, int result, const char* call);

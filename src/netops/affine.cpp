@@ -13,7 +13,7 @@ Tensor affine(const Tensor& xIn, const Tensor& wIn, const Tensor& bIn, DType com
   const char* fn = "affine";
   check(isFloat(compute) && compute != DType::F64,
         detail::where(fn) + "compute dtype " + dtypeName(compute) + " is not F32, F16 or BF16");
-  const bool onGpu = normgpu::gpuOf("netops::affine", {{"x", &xIn}, {"w", &wIn}, {"b", &bIn}}) != nullptr;
+  const bool onGpu = gpuops::deviceOf("netops::affine", {{"x", &xIn}, {"w", &wIn}, {"b", &bIn}}) != nullptr;
   // On a GPU x and w stay as given until cast to compute there (BF16 reaches the tensor cores as
   // it is); floatOperand's copies would only be dropped. b is added in F32.
   const auto operand = [&](const char* arg, const Tensor& t) {

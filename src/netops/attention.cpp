@@ -2,16 +2,16 @@
 // steps so a GPU that takes them gives the same bits: each score an fma chain over p from 0,
 // then scaled; the block's max m' = max(m, its scores) gives c = e^(m - m') and the weights
 // e^(s - m'); l = l c + the weights in order; each a = a c, then fma(weight, v, a) in order; a / l.
-// On a GPU the same steps run in gz_netops_attention (src/gpu/kernels/netops.cu.inc).
+// On a GPU the same steps run in gz_netops_attention (src/netops/kernels/netops.cu.inc).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/thread_pool.h"
-#include "gpu/tensor_ops.h"
 #include "netops/exp_log.h"
 #include "netops/gpu_kernels.h"
 #include "netops/operand.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/random.h"
 
 namespace gizml::netops {

@@ -1,4 +1,4 @@
-// Launches of the attention-rows kernels (src/gpu/kernels/netops_attention_rows.cu.inc): the
+// Launches of the attention-rows kernels (src/netops/kernels/netops_attention_rows.cu.inc): the
 // checks only a GPU needs, the choice between the tensor-core and the plain kernel, and the
 // geometry (which rows are q, k and v, which keys each query sees) as kernel parameters.
 #include "netops/attention_rows_gpu.h"
@@ -6,22 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "gpu/codegen.h"
-#include "gpu/tensor_ops.h"
+#include "netops/kernel_sources.h"
 #include "netops/rows_common.h"
-
-namespace gizhw::gpu {
-
-const std::string& netopsAttentionRowsKernelSource() {
-  static const std::string source = preludeSource() + mmaSource() +
-#include "gpu/kernels/netops_attention_rows.cu.inc"
-      + std::string(
-#include "gpu/kernels/netops_attention8.cu.inc"
-      );
-  return source;
-}
-
-}  // namespace gizhw::gpu
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops::detail {
 namespace {
@@ -72,7 +59,7 @@ void launchAttention(const char* fn, const Gpu& gpu, const Geometry& g, int64_t 
   check(heads < 65536, std::string(fn) + ": " + std::to_string(heads) + " heads exceed one launch (65535)");
   AttentionKernel which = attentionKernelFor(gpu.properties(), head);
   if (which == AttentionKernel::Bf16Mma && !alignedForMma(g)) which = AttentionKernel::Plain;
-  const std::string& source = gizhw::gpu::netopsAttentionRowsKernelSource();
+  const std::string& source = netopsAttentionRowsKernelSource();
   int64_t nq = g.nq, qs = g.qStride, ks = g.kvStride, os = g.outStride;
   int64_t g0 = g.grid[0], g1 = g.grid[1], g2 = g.grid[2], k0 = g.kernel[0], k1 = g.kernel[1], k2 = g.kernel[2];
   uint64_t q = g.q, k = g.k, v = g.v, out = g.out;
@@ -100,7 +87,7 @@ uint64_t bytesAt(const Tensor& t, int64_t elements) { return gpuops::address(t) 
 template <class... Args>
 void launch(const Gpu& gpu, const char* name, Dim3 grid, unsigned threads, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  gpu.kernel(gizhw::gpu::netopsAttentionRowsKernelSource(), name)
+  gpu.kernel(netopsAttentionRowsKernelSource(), name)
       .launch(grid, Dim3{threads, 1, 1}, 0, gpu.stream(), params);
 }
 
@@ -174,7 +161,7 @@ void headPrepGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t heads, in
   const int64_t threads = n * 2 * heads;
   check(threads / kPlainThreads < (int64_t{1} << 31), std::string(fn) + ": " + std::to_string(n) +
                                                           " rows of " + std::to_string(heads) + " heads exceed one launch");
-  gpu.kernel(gizhw::gpu::netopsAttentionRowsKernelSource(), "gz_ar_prep")
+  gpu.kernel(netopsAttentionRowsKernelSource(), "gz_ar_prep")
       .launch(Dim3{static_cast<unsigned>((threads + kPlainThreads - 1) / kPlainThreads), 1, 1},
               Dim3{kPlainThreads, 1, 1}, 0, gpu.stream(), params);
 }

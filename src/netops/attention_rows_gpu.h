@@ -1,7 +1,7 @@
 #pragma once
 // The GPU side of attention over packed rows (rows_attention.cpp checks the shapes and counts
 // first, then calls these when an operand is on a GPU): HeadPrep in place and flash attention on
-// BF16 rows (src/gpu/kernels/netops_attention_rows.cu.inc). Each checks what only the GPU needs
+// BF16 rows (src/netops/kernels/netops_attention_rows.cu.inc). Each checks what only the GPU needs
 // (BF16, one device, rows of unit stride) before it queues anything.
 #include <gizml/netops_rows.h>
 

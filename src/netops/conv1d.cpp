@@ -6,6 +6,7 @@
 #include "netops/operand.h"
 #include "netops/product.h"
 #include "netops/windows.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops {
 namespace {
@@ -25,7 +26,8 @@ const Tensor* checkedBias(const char* fn, const std::vector<Tensor>& bias, int64
 Tensor conv1d(const Tensor& xIn, const Tensor& wIn, const std::vector<Tensor>& bias, int64_t stride, int64_t pad,
               int64_t dilation) {
   const char* fn = "conv1d";
-  const bool gpu = detail::onGpu(fn, {&xIn, &wIn, bias.empty() ? &xIn : &bias[0]});
+  const Tensor* biasOrX = bias.empty() ? &xIn : &bias[0];  // no bias: x stands in
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&xIn, &wIn, biasOrX}) != nullptr;
   const Tensor x = detail::f32Operand(fn, "x", xIn, gpu), w = detail::f32Operand(fn, "w", wIn, gpu);
   detail::requireRank(fn, "x", x, 2, "[t, c]");
   detail::requireRank(fn, "w", w, 3, "[o, c, k]");
@@ -45,7 +47,8 @@ Tensor conv1d(const Tensor& xIn, const Tensor& wIn, const std::vector<Tensor>& b
 Tensor convTranspose1d(const Tensor& xIn, const Tensor& wIn, const std::vector<Tensor>& bias, int64_t stride,
                        int64_t pad) {
   const char* fn = "convTranspose1d";
-  const bool gpu = detail::onGpu(fn, {&xIn, &wIn, bias.empty() ? &xIn : &bias[0]});
+  const Tensor* biasOrX = bias.empty() ? &xIn : &bias[0];  // no bias: x stands in
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&xIn, &wIn, biasOrX}) != nullptr;
   const Tensor x = detail::f32Operand(fn, "x", xIn, gpu), w = detail::f32Operand(fn, "w", wIn, gpu);
   detail::requireRank(fn, "x", x, 2, "[n, c]");
   detail::requireRank(fn, "w", w, 3, "[c, o, k]");

@@ -1,23 +1,13 @@
-// Launches of the convolution and pooling kernels (src/gpu/kernels/netops_conv.cu.inc): 256 threads
+// Launches of the convolution and pooling kernels (src/netops/kernels/netops_conv.cu.inc): 256 threads
 // a block in grid-stride loops for the elementwise ones, 128 (four warps) for the implicit GEMM.
 #include "netops/conv_gpu.h"
 
 #include <algorithm>
 
-#include "gpu/codegen.h"
-#include "gpu/tensor_ops.h"
+#include "netops/kernel_sources.h"
 #include "netops/operand.h"
-
-namespace gizhw::gpu {
-
-const std::string& netopsConvKernelSource() {
-  static const std::string source = preludeSource() + mmaSource() +
-#include "gpu/kernels/netops_conv.cu.inc"
-      ;
-  return source;
-}
-
-}  // namespace gizhw::gpu
+#include "tensor/gpu/codegen.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops::detail {
 namespace {
@@ -25,13 +15,11 @@ namespace {
 constexpr int64_t kThreads = 256;
 constexpr int64_t kImplicitThreads = 128, kTileM = 64, kTileN = 64;
 
-gizhw::gpu::Gpu gpuOf(const Tensor& t) { return gizhw::gpu::Gpu(t.storage()->gpu()); }
-
 template <class... Args>
 void launch(const Tensor& on, const char* name, gizhw::gpu::Dim3 grid, unsigned threads, Args... args) {
-  const gizhw::gpu::Gpu gpu = gpuOf(on);
+  const gizhw::gpu::Gpu gpu = gpuops::gpuOf(on);
   void* params[] = {static_cast<void*>(&args)...};
-  gpu.kernel(gizhw::gpu::netopsConvKernelSource(), name).launch(grid, {threads, 1, 1}, 0, gpu.stream(), params);
+  gpu.kernel(netopsConvKernelSource(), name).launch(grid, {threads, 1, 1}, 0, gpu.stream(), params);
 }
 
 // A grid-stride launch over `work` elements: at most 32 blocks a multiprocessor, each thread then
@@ -39,7 +27,7 @@ void launch(const Tensor& on, const char* name, gizhw::gpu::Dim3 grid, unsigned 
 template <class... Args>
 void launchOver(const Tensor& on, const char* name, int64_t work, Args... args) {
   if (work == 0) return;
-  const int64_t cap = std::max<int64_t>(int64_t{gpuOf(on).properties().multiprocessors} * 32, 1);
+  const int64_t cap = std::max<int64_t>(int64_t{gpuops::gpuOf(on).properties().multiprocessors} * 32, 1);
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, cap));
   launch(on, name, {blocks, 1, 1}, static_cast<unsigned>(kThreads), args...);
 }
@@ -49,11 +37,6 @@ Tensor emptyOn(const Tensor& on, const tensor::Shape& shape, DType dtype = DType
 }
 
 }  // namespace
-
-bool onGpu(const char* fn, std::initializer_list<const Tensor*> operands) {
-  const std::string name = std::string("netops::") + fn;
-  return gpuops::deviceOf(name.c_str(), operands) != nullptr;
-}
 
 Tensor f32Operand(const char* fn, const char* arg, const Tensor& t, bool gpu) {
   return gpu ? floatOperand(fn, arg, t) : hostF32(fn, arg, t);
@@ -117,7 +100,7 @@ Tensor patchRowsGpu(const Tensor& x, int64_t kh, int64_t kw, int64_t pad, int64_
 }
 
 bool implicitConvRuns(const Tensor& on) {
-  const auto& p = gpuOf(on).properties();
+  const auto& p = gpuops::gpuOf(on).properties();
   return p.vendor == gizhw::gpu::Vendor::Nvidia && p.major >= 8;
 }
 
@@ -139,7 +122,7 @@ gizhw::gpu::Dim3 implicitGrid(int64_t o, int64_t depth, int64_t pixels, int64_t 
 
 // The implicit product with a generated store (planEpilogue's gz_element) for x of type X.
 std::string tailKernelSource(const std::string& epilogue, const char* xType) {
-  return gizhw::gpu::netopsConvKernelSource() + epilogue +
+  return netopsConvKernelSource() + epilogue +
          "struct GzIgTail {\n  const P* p;\n"
          "  __device__ __forceinline__ void operator()(i64 i, float v) const { gz_element(*p, i, v); }\n};\n"
          "extern \"C\" __global__ void __launch_bounds__(GZ_IG_THREADS) gz_conv_implicit_tail(const u16* wt, const " +
@@ -169,13 +152,13 @@ void implicitConvTailGpu(const Tensor& w, const Tensor& x, int64_t batches, int6
   int64_t o = w.shape()[0];
   if (out.numel() == 0) return;
   const gizhw::gpu::Dim3 grid = implicitGrid(o, c * kh * kw, oh * ow, batches);
-  const gizhw::gpu::ElementwisePlan plan = gizhw::gpu::planEpilogue(tail);
+  const gpuops::ElementwisePlan plan = gpuops::planEpilogue(tail);
   std::vector<uint64_t> leaves;
   for (const auto* leaf : plan.leaves) leaves.push_back(gpuops::address(leaf->tensor));
-  std::vector<uint64_t> block = gizhw::gpu::elementwiseParams(plan, gpuops::address(out), leaves);
+  std::vector<uint64_t> block = gpuops::elementwiseParams(plan, gpuops::address(out), leaves);
   uint64_t wAddress = gpuops::address(w), xAddress = gpuops::address(x);
   void* params[] = {&wAddress, &xAddress, &o, &c, &h, &wd, &kh, &kw, &pad, &oh, &ow, &xBatch, block.data()};
-  const gizhw::gpu::Gpu gpu = gpuOf(x);
+  const gizhw::gpu::Gpu gpu = gpuops::gpuOf(x);
   gpu.kernel(tailKernelSource(plan.source, x.dtype() == DType::BF16 ? "u16" : "float"), "gz_conv_implicit_tail")
       .launch(grid, {static_cast<unsigned>(kImplicitThreads), 1, 1}, 0, gpu.stream(), params);
 }

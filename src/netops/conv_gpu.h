@@ -1,15 +1,11 @@
 #pragma once
-// The GPU paths of netops' convolution and pooling (src/gpu/kernels/netops_conv.cu.inc): the host
+// The GPU paths of netops' convolution and pooling (src/netops/kernels/netops_conv.cu.inc): the host
 // functions (im2col.cpp, conv1d.cpp, pool.cpp, rows_conv.cpp) check their arguments, then call
 // these with contiguous operands on one GPU. Each returns a new tensor on that GPU.
 #include <gizml/netops.h>
 
-#include <initializer_list>
-
 namespace gizml::netops::detail {
 
-/// Whether the operands are on a GPU (an Error naming `fn` when they are on two devices).
-bool onGpu(const char* fn, std::initializer_list<const Tensor*> operands);
 /// The operand as contiguous F32 where it is: hostF32 on the host, floatOperand on a GPU.
 Tensor f32Operand(const char* fn, const char* arg, const Tensor& t, bool gpu);
 

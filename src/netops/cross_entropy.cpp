@@ -1,6 +1,6 @@
 // Softmax cross-entropy: each row's max, then sum exp(x - m) in 16 lanes (value j to lane j % 16
 // in increasing j, the lanes combined pairwise: l += l + 8, then + 4, + 2, + 1), so a GPU's 16
-// lanes give the same bits (gz_netops_ce_rows and _grad in src/gpu/kernels/netops.cu.inc); the
+// lanes give the same bits (gz_netops_ce_rows and _grad in src/netops/kernels/netops.cu.inc); the
 // mean of the rows' losses in f64 in row order, on the host. F64 logits take the same steps in
 // f64 with libm's exp and log (on the host only).
 #include <cmath>

@@ -2,8 +2,8 @@
 // softmax rows and attention, a thread a row (or column, or element) for the rest.
 #include "netops/gpu_kernels.h"
 
-#include "gpu/codegen.h"
-#include "gpu/tensor_ops.h"
+#include "netops/kernel_sources.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops::detail {
 namespace {
@@ -16,7 +16,7 @@ void launch(const Tensor& on, const char* name, int64_t threads, Args... args) {
   const gizhw::gpu::Gpu gpu(on.storage()->gpu());
   void* params[] = {static_cast<void*>(&args)...};
   const unsigned blocks = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
-  gpu.kernel(gizhw::gpu::netopsKernelSource(), name)
+  gpu.kernel(netopsKernelSource(), name)
       .launch({blocks, 1, 1}, {static_cast<unsigned>(kThreads), 1, 1}, 0, gpu.stream(), params);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The launches of netops' GPU kernels (src/gpu/kernels/netops.cu.inc) on the operands' GPU. The
+// The launches of netops' GPU kernels (src/netops/kernels/netops.cu.inc) on the operands' GPU. The
 // operands are contiguous F32 on one GPU and checked already.
 #include <gizml/netops.h>
 

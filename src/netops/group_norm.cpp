@@ -14,7 +14,7 @@ namespace gizml::netops {
 Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Tensor& bIn, double eps, bool act,
                  DType dtype) {
   const char* fn = "groupNorm";
-  const bool onGpu = normgpu::gpuOf("netops::groupNorm", {{"x", &xIn}, {"w", &wIn}, {"b", &bIn}}) != nullptr;
+  const bool onGpu = gpuops::deviceOf("netops::groupNorm", {{"x", &xIn}, {"w", &wIn}, {"b", &bIn}}) != nullptr;
   const auto operand = onGpu ? detail::floatOperand : detail::hostF32;
   const Tensor x = operand(fn, "x", xIn), w = operand(fn, "w", wIn), b = operand(fn, "b", bIn);
   check(x.ndim() >= 1, detail::where(fn) + "x of shape " + tensor::shapeText(x.shape()) + " must be [c, ...]");

@@ -5,12 +5,13 @@
 #include "netops/conv_gpu.h"
 #include "netops/operand.h"
 #include "netops/windows.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops {
 
 Tensor im2col(const Tensor& xIn, int64_t kh, int64_t kw, int64_t stride, int64_t pad) {
   const char* fn = "im2col";
-  const bool gpu = detail::onGpu(fn, {&xIn});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&xIn}) != nullptr;
   const Tensor x = detail::f32Operand(fn, "x", xIn, gpu);
   detail::requireRank(fn, "x", x, 4, "[n, c, h, w]");
   const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
@@ -40,7 +41,7 @@ Tensor im2col(const Tensor& xIn, int64_t kh, int64_t kw, int64_t stride, int64_t
 Tensor col2im(const Tensor& colsIn, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t stride,
               int64_t pad) {
   const char* fn = "col2im";
-  const bool gpu = detail::onGpu(fn, {&colsIn});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&colsIn}) != nullptr;
   const Tensor cols = detail::f32Operand(fn, "cols", colsIn, gpu);
   detail::requireAtLeast(fn, "n", n, 0);
   detail::requireAtLeast(fn, "c", c, 1);
@@ -79,7 +80,7 @@ Tensor col2im(const Tensor& colsIn, int64_t n, int64_t c, int64_t h, int64_t w, 
 Tensor im2col1d(const Tensor& xIn, int64_t k, int64_t stride, int64_t pad, int64_t dilation, int64_t first,
                 int64_t count) {
   const char* fn = "im2col1d";
-  const bool gpu = detail::onGpu(fn, {&xIn});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&xIn}) != nullptr;
   const Tensor x = detail::f32Operand(fn, "x", xIn, gpu);
   detail::requireRank(fn, "x", x, 2, "[t, c]");
   const int64_t t = x.shape()[0], c = x.shape()[1];
@@ -108,7 +109,7 @@ Tensor im2col1d(const Tensor& xIn, int64_t k, int64_t stride, int64_t pad, int64
 
 Tensor col2im1d(const Tensor& colsIn, int64_t c, int64_t length, int64_t k, int64_t stride, int64_t pad) {
   const char* fn = "col2im1d";
-  const bool gpu = detail::onGpu(fn, {&colsIn});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&colsIn}) != nullptr;
   const Tensor cols = detail::f32Operand(fn, "cols", colsIn, gpu);
   detail::requireRank(fn, "cols", cols, 2, "[n, c k]");
   detail::requireAtLeast(fn, "c", c, 1);

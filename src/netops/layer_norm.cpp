@@ -1,14 +1,14 @@
 // layerNorm and its gradient: each row's sums in order in f32 (the spec's "in-order sums"), rows
 // in parallel; dweight and dbias add over rows in order (columns in parallel). On a GPU the same
-// steps, a thread a row (src/gpu/kernels/netops.cu.inc). F64 operands run the same steps in f64
+// steps, a thread a row (src/netops/kernels/netops.cu.inc). F64 operands run the same steps in f64
 // (on the host only).
 #include <cmath>
 #include <type_traits>
 
 #include "core/thread_pool.h"
-#include "gpu/tensor_ops.h"
 #include "netops/gpu_kernels.h"
 #include "netops/operand.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops {
 namespace {

@@ -1,4 +1,4 @@
-// Launches of the norm, INT8-row and argmax kernels (src/gpu/kernels/netops_norm.cu.inc), 256
+// Launches of the norm, INT8-row and argmax kernels (src/netops/kernels/netops_norm.cu.inc), 256
 // threads a block: a thread a row for the row statistics (the host's order of additions), a
 // block a row for the Hadamard rows, grid-stride elementwise passes for the rest.
 #include "netops/norm_gpu.h"
@@ -6,20 +6,9 @@
 #include <algorithm>
 #include <cctype>
 
-#include "gpu/codegen.h"
 #include "gpu/device.h"
+#include "netops/kernel_sources.h"
 #include "netops/rows_common.h"
-
-namespace gizhw::gpu {
-
-const std::string& netopsNormKernelSource() {
-  static const std::string source = netopsKernelSource() + std::string(
-#include "gpu/kernels/netops_norm.cu.inc"
-  );
-  return source;
-}
-
-}  // namespace gizhw::gpu
 
 namespace gizml::netops::normgpu {
 namespace {
@@ -37,7 +26,7 @@ template <class... Args>
 void launchWith(int64_t threads, const Tensor& on, const char* name, Dim3 grid, Args... args) {
   const Gpu gpu(on.storage()->gpu());
   void* params[] = {static_cast<void*>(&args)...};
-  gpu.kernel(gizhw::gpu::netopsNormKernelSource(), name)
+  gpu.kernel(netopsNormKernelSource(), name)
       .launch(grid, {static_cast<unsigned>(threads), 1, 1}, 0, gpu.stream(), params);
 }
 
@@ -73,24 +62,6 @@ Tensor rowStats(const Tensor& x, double eps, bool centered, const Tensor* map, i
 }
 
 }  // namespace
-
-gpuops::DevicePtr gpuOf(const char* fn, Named operands) {
-  const Tensor* first = nullptr;
-  const char* firstName = "";
-  for (const auto& [name, t] : operands) {
-    if (!first) {
-      first = t;
-      firstName = name;
-    } else {
-      check(t->storage()->gpu() == first->storage()->gpu(),
-            std::string(fn) + ": " + name + " is on " + t->device() + ", " + firstName + " is on " + first->device() +
-                " (every operand on one device: move it with on(gpu) or host())");
-    }
-  }
-  if (!first || !first->onGpu()) return nullptr;
-  first->storage()->gpu()->checkOpen();
-  return first->storage()->gpu();
-}
 
 Tensor rowsOperand(const char* fn, const char* name, const Tensor& t) {
   check(isFloat(t.dtype()) && t.dtype() != DType::F64,

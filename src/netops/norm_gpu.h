@@ -1,5 +1,5 @@
 #pragma once
-// The GPU paths of netops' norms, ConvRot INT8 rows and argmax (src/gpu/kernels/netops_norm.cu.inc).
+// The GPU paths of netops' norms, ConvRot INT8 rows and argmax (src/netops/kernels/netops_norm.cu.inc).
 // The callers (affine.cpp, group_norm.cpp, rows_norm.cpp, rows_int8.cpp, tensor_methods.cpp)
 // check shapes first; these check dtypes and layouts of the GPU operands and queue the kernels
 // on their GPU's stream (no copy to the host, no wait, except argmax, whose answer is a host vector).
@@ -10,19 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops::normgpu {
 
 /// The slices of each group whose sums groupNorm adds on separate workgroups (f32 within one,
 /// f64 across): the spec's GROUP_SLICES.
 inline constexpr int64_t kGroupSlices = 32;
-
-using Named = std::initializer_list<std::pair<const char*, const Tensor*>>;
-
-/// The GPU all the named operands are on, or null when all are on the host; an Error naming the
-/// first operand that is elsewhere than the first one ("fn: w is on cpu, x is on cuda:0").
-gpuops::DevicePtr gpuOf(const char* fn, Named operands);
 
 /// A GPU operand the kernels read as F32 or BF16: itself when contiguous F32 or BF16, else (F16,
 /// views) a contiguous copy made on the GPU. An Error naming it unless a float type other than F64.

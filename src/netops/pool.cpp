@@ -9,6 +9,7 @@
 #include "netops/conv_gpu.h"
 #include "netops/operand.h"
 #include "netops/windows.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops {
 namespace {
@@ -40,7 +41,7 @@ int64_t windowMax(const float* plane, const PoolDims& s, int64_t size, int64_t s
 
 Tensor pool2d(const Tensor& xIn, int64_t size, int64_t stride, bool average) {
   const char* fn = "pool2d";
-  const bool gpu = detail::onGpu(fn, {&xIn});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&xIn}) != nullptr;
   const Tensor x = detail::f32Operand(fn, "x", xIn, gpu);
   const PoolDims s = checkedDims(fn, x, size, stride);
   const float inv = static_cast<float>(1.0 / static_cast<double>(size * size));
@@ -71,7 +72,7 @@ Tensor pool2d(const Tensor& xIn, int64_t size, int64_t stride, bool average) {
 
 Tensor pool2dGrad(const Tensor& dyIn, const Tensor& xIn, int64_t size, int64_t stride, bool average) {
   const char* fn = "pool2dGrad";
-  const bool gpu = detail::onGpu(fn, {&dyIn, &xIn});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&dyIn, &xIn}) != nullptr;
   const Tensor dy = detail::f32Operand(fn, "dy", dyIn, gpu), x = detail::f32Operand(fn, "x", xIn, gpu);
   const PoolDims s = checkedDims(fn, x, size, stride);
   detail::requireShape(fn, "dy", dy, {x.shape()[0], x.shape()[1], s.oh, s.ow});

@@ -8,9 +8,9 @@
 #include <limits>
 
 #include "core/thread_pool.h"
-#include "gpu/tensor_ops.h"
 #include "netops/attention_rows_gpu.h"
 #include "netops/rows_common.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::netops {
 namespace {

@@ -12,6 +12,7 @@
 #include "netops/conv_gpu.h"
 #include "netops/operand.h"
 #include "netops/rows_common.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/lazy_node.h"
 
 namespace gizml::netops {
@@ -152,7 +153,7 @@ class GpuConvProduct final : public tensor::Lazy::Product {
 
 Tensor patchRows(const Tensor& x, int64_t kh, int64_t kw, int64_t pad, int64_t r0, int64_t r1, DType dtype) {
   constexpr const char* fn = "patchRows";
-  const bool gpu = detail::onGpu(fn, {&x});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&x}) != nullptr;
   const ConvShape s = checkConv(fn, x, kh, kw, pad);
   check(0 <= r0 && r0 <= r1 && r1 <= s.oh, std::string(fn) + ": rows r0 " + std::to_string(r0) + " to r1 " +
                                                std::to_string(r1) + " are not within the " + std::to_string(s.oh) +
@@ -167,7 +168,7 @@ Tensor patchRows(const Tensor& x, int64_t kh, int64_t kw, int64_t pad, int64_t r
 
 Lazy lazyConv(const Tensor& w, const Tensor& x, int64_t kh, int64_t kw, int64_t pad, DType compute) {
   constexpr const char* fn = "lazyConv";
-  const bool gpu = detail::onGpu(fn, {&w, &x});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&w, &x}) != nullptr;
   const ConvShape s = checkConv(fn, x, kh, kw, pad);
   check(isFloat(compute) && compute != DType::F64, std::string(fn) + ": compute must be F32, F16 or BF16, got " + dtypeName(compute));
   rows::requireRank(fn, "w", w, 2);
@@ -208,7 +209,7 @@ Lazy lazyConv(const Tensor& w, const Tensor& x, int64_t kh, int64_t kw, int64_t 
 
 Lazy lazyConv3(const Tensor& w, const Tensor& x) {
   constexpr const char* fn = "lazyConv3";
-  const bool gpu = detail::onGpu(fn, {&w, &x});
+  const bool gpu = gpuops::deviceOf(std::string("netops::") + fn, {&w, &x}) != nullptr;
   rows::requireRank(fn, "x", x, 4);
   rows::requireRank(fn, "w", w, 2);
   const int64_t n = x.size(0) - 2, c = x.size(1), h = x.size(2), wd = x.size(3);

@@ -1,8 +1,8 @@
-// Host launchers of the language-model step kernels (src/gpu/kernels/netops_rows.cu.inc): they
+// Host launchers of the language-model step kernels (src/netops/kernels/netops_rows.cu.inc): they
 // check sizes and addresses on the host, then queue the kernels on the GPU's stream.
 #include <algorithm>
 
-#include "gpu/codegen.h"
+#include "netops/kernel_sources.h"
 #include "netops/rows_common.h"
 
 namespace gizml::netops {
@@ -15,7 +15,7 @@ constexpr unsigned kThreads = 256;
 template <class... Args>
 void launch(const Gpu& g, const char* name, Dim3 grid, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  g.kernel(gizhw::gpu::netopsRowsKernelSource(), name).launch(grid, Dim3{kThreads, 1, 1}, 0, g.stream(), params);
+  g.kernel(netopsRowsKernelSource(), name).launch(grid, Dim3{kThreads, 1, 1}, 0, g.stream(), params);
 }
 
 void positive(const char* fn, const char* name, int64_t v) {

@@ -86,7 +86,7 @@ int64_t checkedWidth(const char* fn, const Tensor& x) {
 
 void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bits) {
   constexpr const char* fn = "int8RowsInto";
-  const bool gpu = normgpu::gpuOf(fn, {{"x", &x}, {"q", &q}, {"s", &s}}) != nullptr;
+  const bool gpu = gpuops::deviceOf(fn, {{"x", &x}, {"q", &q}, {"s", &s}}) != nullptr;
   bits = codeBits(fn, bits, q);
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
   if (gpu) {
@@ -104,7 +104,7 @@ void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int64_t bit
 
 std::vector<Tensor> int8Rows(const Tensor& x, int64_t bits) {
   constexpr const char* fn = "int8Rows";
-  const auto gpu = normgpu::gpuOf(fn, {{"x", &x}});
+  const auto gpu = gpuops::deviceOf(fn, {{"x", &x}});
   check(bits == 8 || bits == 4, std::string(fn) + ": bits must be 8 or 4, got " + std::to_string(bits));
   const int64_t width = checkedWidth(fn, x), count = x.size(0);
   // On a GPU the codes are I8, I4 for 4 bits; on the host F32 (the spec's).
@@ -120,7 +120,7 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
                            const Tensor& s, bool centered, int64_t bits) {
   constexpr const char* fn = "modulatedInt8RowsInto";
   const Tensor& yOrX = y ? *y : x;  // no y: x stands in, so the device check names only real operands
-  const bool gpu = normgpu::gpuOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map},
+  const bool gpu = gpuops::deviceOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map},
                                       {y ? "y" : "x", &yOrX}, {"q", &q}, {"s", &s}}) != nullptr;
   bits = codeBits(fn, bits, q);
   if (gpu) {

@@ -70,7 +70,7 @@ std::vector<float> modulatedRows(const char* fn, const Tensor& x, const Tensor& 
 Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                      double eps, bool centered) {
   constexpr const char* fn = "modulatedNorm";
-  if (const auto gpu = normgpu::gpuOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}})) {
+  if (const auto gpu = gpuops::deviceOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}})) {
     const normgpu::Modulated m = rows::modulatedGpu(fn, x, w, shift, scale, map, eps, centered);
     Tensor y = gpuops::empty(x.shape(), DType::BF16, gpu);  // the spec's BF16 on a GPU
     normgpu::modulatedInto(fn, m, y);
@@ -85,7 +85,7 @@ Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, cons
 void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                        double eps, const Tensor& y, bool centered) {
   constexpr const char* fn = "modulatedNormInto";
-  if (normgpu::gpuOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}, {"y", &y}})) {
+  if (gpuops::deviceOf(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}, {"y", &y}})) {
     const normgpu::Modulated m = rows::modulatedGpu(fn, x, w, shift, scale, map, eps, centered);
     rows::requireShape(fn, "y", y, x.shape());
     normgpu::modulatedInto(fn, m, y);
@@ -100,7 +100,7 @@ void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, co
 void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate, const Tensor& map,
                       double eps) {
   constexpr const char* fn = "gatedNormAddInto";
-  const auto gpu = normgpu::gpuOf(fn, {{"x", &x}, {"y", &y}, {"w", &w}, {"gate", &gate}, {"map", &map}});
+  const auto gpu = gpuops::deviceOf(fn, {{"x", &x}, {"y", &y}, {"w", &w}, {"gate", &gate}, {"map", &map}});
   rows::requireRank(fn, "x", x, 2);
   const int64_t count = x.size(0), width = x.size(1);
   check(width > 0, std::string(fn) + ": x has no columns");
@@ -131,7 +131,7 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
 
 void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
   constexpr const char* fn = "pixelNormInto";
-  const auto gpu = normgpu::gpuOf(fn, {{"x", &x}, {"out", &out}});
+  const auto gpu = gpuops::deviceOf(fn, {{"x", &x}, {"out", &out}});
   rows::requireRank(fn, "x", x, 3);
   rows::requireOutput(fn, "out", out, x.shape(), true);
   check(out.dtype() == x.dtype(), std::string(fn) + ": out is " + dtypeName(out.dtype()) + ", x is " +

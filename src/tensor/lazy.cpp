@@ -77,19 +77,6 @@ DType binaryResultType(BinaryOp op, DType a, DType b) {
   return binaryComputeType(op, a, b);
 }
 
-const char* opName(UnaryOp op) {
-  static const char* names[] = {"neg",     "abs",  "exp",      "log",       "sqrt",  "rsqrt", "sin",
-                                "cos",     "tanh", "sigmoid",  "relu",      "silu",  "gelu",  "geluTanh",
-                                "floor",   "ceil", "round",    "sign",      "not"};
-  return names[static_cast<int>(op)];
-}
-
-const char* opName(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "min", "max", "mod",
-                                "eq",  "ne",  "lt",  "le",  "gt",  "ge",  "and", "or"};
-  return names[static_cast<int>(op)];
-}
-
 Lazy::Lazy(const Tensor& t) {
   auto n = std::make_shared<Node>();
   n->kind = Node::Kind::Leaf;

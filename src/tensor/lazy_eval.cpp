@@ -11,9 +11,9 @@
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
-#include "cpu/elementwise_chain.h"
 #include "cpu/elementwise.h"
-#include "gpu/tensor_ops.h"
+#include "cpu/elementwise_chain.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/lazy_node.h"
 #include "tensor/shape_util.h"
 

@@ -2,50 +2,11 @@
 // (strided and transposed operands are read in place).
 #include <gizml/tensor.h>
 
-#include <algorithm>
-
-#include "core/thread_pool.h"
 #include "cpu/gemm.h"
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
-namespace {
-
-// Integer products: exact i64 sums in k order.
-void gemmI64(int64_t m, int64_t n, int64_t k, const int64_t* a, const int64_t* b, int64_t* c) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p) {
-      const uint64_t av = static_cast<uint64_t>(a[i * k + p]);
-      for (int64_t j = 0; j < n; ++j)
-        c[i * n + j] = static_cast<int64_t>(static_cast<uint64_t>(c[i * n + j]) + av * static_cast<uint64_t>(b[p * n + j]));
-    }
-}
-
-// F64 products: C = A B for contiguous A [m, k], B [k, n], C [m, n]. Each C element is a sum
-// over k in increasing order, starting from +0, of the rounded products (no fma; docs/tensor.md).
-// Blocked so that a panel of B's rows (kBlockK x kBlockN doubles) stays in L2 while a block of
-// A's rows goes over it; each C element still takes its k terms in increasing order.
-void gemmF64(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
-  constexpr int64_t kBlockM = 32, kBlockN = 256, kBlockK = 128;
-  std::fill_n(c, m * n, 0.0);
-  const int64_t rowBlocks = (m + kBlockM - 1) / kBlockM;
-  core::parallelFor(rowBlocks, 1, [&](int64_t rb0, int64_t rb1) {
-    for (int64_t i0 = rb0 * kBlockM; i0 < std::min(m, rb1 * kBlockM); i0 += kBlockM)
-      for (int64_t j0 = 0; j0 < n; j0 += kBlockN)
-        for (int64_t p0 = 0; p0 < k; p0 += kBlockK)
-          for (int64_t i = i0; i < std::min(m, i0 + kBlockM); ++i) {
-            double* ci = c + i * n;
-            for (int64_t p = p0; p < std::min(k, p0 + kBlockK); ++p) {
-              const double aip = a[i * k + p];
-              const double* bp = b + p * n;
-              for (int64_t j = j0; j < std::min(n, j0 + kBlockN); ++j) ci[j] += aip * bp[j];
-            }
-          }
-  });
-}
-
-}  // namespace
 
 Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
   check(aIn.ndim() >= 1 && bIn.ndim() >= 1, "matmul: operands of shapes " + shapeText(aIn.shape()) +
@@ -101,9 +62,9 @@ Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
                  bv.data<float>() + batchOffset(bv, i), bv.strides()[rank - 2], bv.strides()[rank - 1],
                  out.data<float>() + i * m * n, n, false);
     } else if (work == DType::F64) {
-      gemmF64(m, n, k, ai.data<double>() + i * m * k, bi.data<double>() + i * k * n, out.data<double>() + i * m * n);
+      cpu::gemmF64(m, n, k, ai.data<double>() + i * m * k, bi.data<double>() + i * k * n, out.data<double>() + i * m * n);
     } else {
-      gemmI64(m, n, k, ai.data<int64_t>() + i * m * k, bi.data<int64_t>() + i * k * n, out.data<int64_t>() + i * m * n);
+      cpu::gemmI64(m, n, k, ai.data<int64_t>() + i * m * k, bi.data<int64_t>() + i * k * n, out.data<int64_t>() + i * m * n);
     }
   }
   Tensor r = out.cast(result);

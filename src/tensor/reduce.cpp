@@ -8,7 +8,7 @@
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
 #include "cpu/reduce.h"
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {
@@ -48,99 +48,6 @@ Rows asRows(const Tensor& x, const Axes& axesIn, bool keepdim, const char* what)
   return r;
 }
 
-// Reduces each f32 row. Few long rows split their chunks across threads; many rows split rows.
-void reduceRowsF32(ReduceOp op, const float* x, int64_t rows, int64_t n, const float* centers, float* out) {
-  if (rows >= core::threadCount() || n <= cpu::kReduceChunk) {
-    core::parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) out[r] = cpu::reduceF32(op, x + r * n, n, centers ? centers[r] : 0.0f);
-    });
-    return;
-  }
-  const int64_t chunks = (n + cpu::kReduceChunk - 1) / cpu::kReduceChunk;
-  std::vector<float> partial(static_cast<size_t>(chunks));
-  const ReduceOp combine = op == ReduceOp::SumSquaredDiff ? ReduceOp::Sum : op;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * n;
-    const float center = centers ? centers[r] : 0.0f;
-    core::parallelFor(chunks, 16, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        const int64_t start = c * cpu::kReduceChunk;
-        partial[c] = cpu::reduceChunkF32(op, row + start, std::min(cpu::kReduceChunk, n - start), center);
-      }
-    });
-    float total = partial[0];
-    for (int64_t c = 1; c < chunks; ++c) total = cpu::combineF32(combine, total, partial[c]);
-    out[r] = total;
-  }
-}
-
-// F64: the order of cpu/reduce.h (docs/tensor.md) in double, one row at a time: chunks of
-// kReduceChunk values, 16 lanes in each (value i to lane i % 16, in increasing i, starting from 0,
-// or 1 for Prod), the lanes combined pairwise (l += l + 8, + 4, + 2, + 1), the chunks in order.
-// SumSquaredDiff adds (x - center) * (x - center). Max and Min are exact; NaN propagates.
-double combineF64(ReduceOp op, double a, double b) {
-  switch (op) {
-    case ReduceOp::Prod: return a * b;
-    case ReduceOp::Max: return std::isnan(a) ? a : std::isnan(b) ? b : (a > b ? a : b);
-    case ReduceOp::Min: return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? a : b);
-    default: return a + b;
-  }
-}
-
-double reduceChunkF64(ReduceOp op, const double* x, int64_t n, double center) {
-  if (op == ReduceOp::Max || op == ReduceOp::Min) {
-    double acc = x[0];
-    for (int64_t i = 1; i < n; ++i) acc = combineF64(op, acc, x[i]);
-    return acc;
-  }
-  double lanes[16];
-  std::fill_n(lanes, 16, op == ReduceOp::Prod ? 1.0 : 0.0);
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = x[i] - center;
-    double& lane = lanes[i % 16];
-    lane = op == ReduceOp::Prod ? lane * x[i] : op == ReduceOp::SumSquaredDiff ? lane + d * d : lane + x[i];
-  }
-  const ReduceOp combine = op == ReduceOp::SumSquaredDiff ? ReduceOp::Sum : op;
-  for (int width = 8; width >= 1; width /= 2)
-    for (int l = 0; l < width; ++l) lanes[l] = combineF64(combine, lanes[l], lanes[l + width]);
-  return lanes[0];
-}
-
-double reduceF64(ReduceOp op, const double* x, int64_t n, double center = 0.0) {
-  double total = reduceChunkF64(op, x, std::min(n, cpu::kReduceChunk), center);
-  const ReduceOp combine = op == ReduceOp::SumSquaredDiff ? ReduceOp::Sum : op;
-  for (int64_t start = cpu::kReduceChunk; start < n; start += cpu::kReduceChunk)
-    total = combineF64(combine, total, reduceChunkF64(op, x + start, std::min(cpu::kReduceChunk, n - start), center));
-  return total;
-}
-
-void reduceRowsF64(ReduceOp op, const double* x, int64_t rows, int64_t n, const double* centers, double* out) {
-  core::parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) out[r] = reduceF64(op, x + r * n, n, centers ? centers[r] : 0.0);
-  });
-}
-
-int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-int64_t wrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-
-void reduceRowsI64(ReduceOp op, const int64_t* x, int64_t rows, int64_t n, int64_t* out) {
-  core::parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t* row = x + r * n;
-      int64_t acc = op == ReduceOp::Prod ? 1 : op == ReduceOp::Max ? INT64_MIN : op == ReduceOp::Min ? INT64_MAX : 0;
-      for (int64_t i = 0; i < n; ++i) {
-        switch (op) {
-          case ReduceOp::Prod: acc = wrapMul(acc, row[i]); break;
-          case ReduceOp::Max: acc = std::max(acc, row[i]); break;
-          case ReduceOp::Min: acc = std::min(acc, row[i]); break;
-          default: acc = wrapAdd(acc, row[i]); break;
-        }
-      }
-      out[r] = acc;
-    }
-  });
-}
-
 // The reduction of x by op; the result's dtype is `result` (computed in F32 or I64).
 Tensor reduce(const Tensor& x, ReduceOp op, const Axes& axes, bool keepdim, DType result, const char* what) {
   // Bools count exactly in i64 (f32 would stop being exact past 2^24 true values).
@@ -158,18 +65,18 @@ Tensor reduce(const Tensor& x, ReduceOp op, const Axes& axes, bool keepdim, DTyp
     if (r.n == 0) {
       std::fill_n(out.data<float>(), r.rows, op == ReduceOp::Prod ? 1.0f : 0.0f);
     } else {
-      reduceRowsF32(op, r.data.data<float>(), r.rows, r.n, nullptr, out.data<float>());
+      cpu::reduceRowsF32(op, r.data.data<float>(), r.rows, r.n, nullptr, out.data<float>());
     }
     return out.reshape(r.outShape).cast(result);
   }
   if (r.data.dtype() == DType::F64) {
     Tensor out = empty({r.rows}, DType::F64);
     if (r.n == 0) std::fill_n(out.data<double>(), r.rows, op == ReduceOp::Prod ? 1.0 : 0.0);
-    else reduceRowsF64(op, r.data.data<double>(), r.rows, r.n, nullptr, out.data<double>());
+    else cpu::reduceRowsF64(op, r.data.data<double>(), r.rows, r.n, nullptr, out.data<double>());
     return out.reshape(r.outShape).cast(result);
   }
   Tensor out = empty({r.rows}, DType::I64);
-  reduceRowsI64(op, r.data.data<int64_t>(), r.rows, r.n, out.data<int64_t>());
+  cpu::reduceRowsI64(op, r.data.data<int64_t>(), r.rows, r.n, out.data<int64_t>());
   return out.reshape(r.outShape).cast(result);
 }
 
@@ -306,14 +213,14 @@ Tensor hostVariance(const Rows& r, int64_t ddof, void (*reduce)(ReduceOp, const 
 
 Tensor Tensor::variance(const Axes& axes, bool keepdim, int64_t ddof) const {
   check(ddof >= 0, "variance: ddof " + std::to_string(ddof) + " is negative");
-  if (dtype_ == DType::F64) return hostVariance<double>(asRows(*this, axes, keepdim, "variance"), ddof, reduceRowsF64);
+  if (dtype_ == DType::F64) return hostVariance<double>(asRows(*this, axes, keepdim, "variance"), ddof, cpu::reduceRowsF64);
   Rows r = asRows(cast(DType::F32), axes, keepdim, "variance");
   if (const auto gpu = r.data.storage()->gpu()) {
     Tensor out = gpuops::empty({r.rows}, DType::F32, gpu);
     gpuops::varianceRows(r.data, r.rows, r.n, ddof, out);
     return out.reshape(r.outShape).cast(meanType(dtype_));
   }
-  return hostVariance<float>(r, ddof, reduceRowsF32).cast(meanType(dtype_));
+  return hostVariance<float>(r, ddof, cpu::reduceRowsF32).cast(meanType(dtype_));
 }
 
 Tensor Tensor::argmax(int64_t axis, bool keepdim) const { return argExtreme(*this, axis, keepdim, true, "argmax"); }
@@ -323,9 +230,9 @@ Tensor Tensor::softmax(int64_t axis) const {
   // exp(x - max) over its sum (the order of cpu/reduce.h), each divided by the sum.
   return alongAxis(*this, axis, meanType(dtype_), "softmax", RowOp::Softmax, []<class R>(const R* x, R* y, int64_t n) {
     if constexpr (std::is_same_v<R, double>) {
-      const double m = reduceF64(ReduceOp::Max, x, n);
+      const double m = cpu::reduceF64(ReduceOp::Max, x, n);
       for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
-      const double s = reduceF64(ReduceOp::Sum, y, n);
+      const double s = cpu::reduceF64(ReduceOp::Sum, y, n);
       for (int64_t i = 0; i < n; ++i) y[i] /= s;
     } else {
       const float m = cpu::reduceF32(ReduceOp::Max, x, n);
@@ -342,11 +249,11 @@ Tensor Tensor::logSoftmax(int64_t axis) const {
   // x - max - log(sum exp(x - max)).
   return alongAxis(*this, axis, meanType(dtype_), "logSoftmax", RowOp::LogSoftmax, []<class R>(const R* x, R* y, int64_t n) {
     if constexpr (std::is_same_v<R, double>) {
-      const double m = reduceF64(ReduceOp::Max, x, n);
+      const double m = cpu::reduceF64(ReduceOp::Max, x, n);
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
       std::vector<double> e(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) e[i] = std::exp(y[i]);
-      const double logSum = std::log(reduceF64(ReduceOp::Sum, e.data(), n));
+      const double logSum = std::log(cpu::reduceF64(ReduceOp::Sum, e.data(), n));
       for (int64_t i = 0; i < n; ++i) y[i] -= logSum;
     } else {
       const float m = cpu::reduceF32(ReduceOp::Max, x, n);
@@ -378,7 +285,7 @@ Tensor Tensor::cumsum(int64_t axis) const {
       for (int64_t i = 1; i < n; ++i)
         for (int64_t j = 0; j < inner; ++j) {
           int64_t* p = v + (o * n + i) * inner + j;
-          *p = wrapAdd(*p, *(p - inner));
+          *p = cpu::wrapAdd(*p, *(p - inner));
         }
     return ndim() == 0 ? work.reshape({}) : work;
   }

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {

@@ -8,7 +8,7 @@
 #include <new>
 
 #include "core/page_memory.h"
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::tensor {

@@ -14,8 +14,8 @@
 #include <map>
 #include <set>
 
-#include "gpu/codegen.h"
-#include "gpu/cuda_expr.h"
+#include "tensor/gpu/codegen.h"
+#include "tensor/gpu/cuda_expr.h"
 #include "tile/cuda_codegen.h"
 #include "tile/layout.h"
 #include "tile/run.h"
@@ -23,7 +23,7 @@
 namespace gizml::tile {
 namespace {
 
-namespace expr = gizhw::gpu;
+namespace expr = gpuops;
 
 // The layout helper of every generated kernel; the guard lets several kernels share one file.
 constexpr const char* kHelpers = R"(#ifndef GIZML_TILE_HELPERS

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "gpu/codegen.h"
+#include "tensor/gpu/codegen.h"
 #include "tile/cuda_codegen.h"
 
 namespace gizml::tile::cudagen {
@@ -34,7 +34,7 @@ bool wgmmaLayout(int64_t rows, int64_t cols, int warps, MmaLayout& out) {
 
 std::string mmaHelpers() {
   // The wrappers are shared with the netops kernels; the layout of a result tile is the tile's own.
-  return gizhw::gpu::mmaSource() + R"(#ifndef GIZML_TILE_MMA_LIN
+  return gpuops::mmaSource() + R"(#ifndef GIZML_TILE_MMA_LIN
 #define GIZML_TILE_MMA_LIN
 // The element of an mma result tile in register e of thread t (src/tile/cuda_codegen.h).
 __device__ __forceinline__ int gz_mma_lin(int t, int e, int cols, int wc, int fm, int fn, bool wg) {

@@ -12,7 +12,7 @@
 
 #include "gpu/device.h"
 #include "gpu/tensor_map.h"
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tile/run.h"
 
 namespace gizml::tile {

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <vector>
 
-#include "gpu/codegen.h"
 #include "gpu/emulator/emulator.h"
 #include "gpu/tensor_map.h"
+#include "tensor/gpu/codegen.h"
 
 namespace {
 
@@ -161,7 +161,7 @@ TEST_F(Emulator, EachModuleHasItsOwnSharedMemory) {
   // shared memory (g++ makes a template's static locals process-wide unique objects unless told
   // not to; the second module then used the first one's memory).
   if (g().properties().major < 8) GTEST_SKIP() << "gz_saddr needs 8.0";
-  const std::string common = gpu::mmaSource() + R"(
+  const std::string common = gizml::gpuops::mmaSource() + R"(
 template <int N> __device__ unsigned emu_offset() {
   __shared__ float s[N];
   s[threadIdx.x] = 1.0f;
@@ -242,7 +242,7 @@ TEST(EmulatorTranslation, SharedDeclarationsAndKernelNames) {
 // ---- tensor cores ------------------------------------------------------------------------------
 
 std::string mmaKernels() {
-  return "typedef unsigned short u16;\n" + gpu::mmaSource() + R"(
+  return "typedef unsigned short u16;\n" + gizml::gpuops::mmaSource() + R"(
 // A [16][16] and B [16][8] (both row major) through shared memory and ldmatrix, one mma.
 extern "C" __global__ void emu_mma16(const u16* a, const u16* b, float* d, int f16) {
 #ifdef GIZML_HAVE_MMA
@@ -425,9 +425,9 @@ TEST_F(Emulator, CpAsyncLandsAtTheWaitAndMissingWaitsAreErrors) {
 // break a rule: 1 no wait, 2 threads 64..127 use another A descriptor, 3 an operand overwritten
 // before the wait, 4 a swizzled A starting off its atom, 5 an operand in static shared memory.
 std::string wgmmaKernel() {
-  std::string s = "typedef unsigned short u16;\n" + gpu::mmaSource();
+  std::string s = "typedef unsigned short u16;\n" + gizml::gpuops::mmaSource();
   for (int n : {8, 64, 256})
-    for (bool f16 : {false, true}) s += gpu::wgmmaSource(n, f16);
+    for (bool f16 : {false, true}) s += gizml::gpuops::wgmmaSource(n, f16);
   return s + R"(
 template <int N>
 __device__ void emu_wgmma_step(float* acc, unsigned long long a, unsigned long long b, int scaleD, int f16) {

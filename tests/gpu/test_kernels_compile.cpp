@@ -8,7 +8,8 @@
 #include <cstdlib>
 
 #include "common/gpu_checks.h"
-#include "gpu/codegen.h"
+#include "netops/kernel_sources.h"
+#include "tensor/gpu/codegen.h"
 
 using namespace gizml;
 namespace gpu = gizhw::gpu;
@@ -67,9 +68,9 @@ std::vector<std::pair<std::string, T::Lazy>> elementwiseChains() {
 
 TEST(KernelsCompile, FixedKernels) {
   requireNvrtc();
-  compileEverywhere(gpu::fixedKernelSource(), "the fixed kernels (reduce, softmax, cumsum, matmul, copies)");
+  compileEverywhere(gpuops::fixedKernelSource(), "the fixed kernels (reduce, softmax, cumsum, matmul, copies)");
   // The tensor-core path is really there on sm_90a (not the fallback).
-  const auto c = gpu::compileCuda(gpu::fixedKernelSource(), "sm_90a", false);
+  const auto c = gpu::compileCuda(gpuops::fixedKernelSource(), "sm_90a", false);
   EXPECT_NE(c.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
   EXPECT_NE(c.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
 }
@@ -78,7 +79,7 @@ TEST(KernelsCompile, FixedKernels) {
 // instructions are really in its PTX.
 TEST(KernelsCompile, TmaWrappers) {
   requireNvrtc();
-  const std::string source = gpu::mmaSource() + R"(
+  const std::string source = gpuops::mmaSource() + R"(
 extern "C" __global__ void tma_check(const void* map, float* out) {
 #ifdef GIZML_HAVE_TMA
   extern __shared__ __align__(1024) unsigned char sh[];
@@ -111,26 +112,26 @@ extern "C" __global__ void tma_check(const void* map, float* out) {
 
 TEST(KernelsCompile, NetopsKernels) {
   requireNvrtc();
-  compileEverywhere(gpu::netopsKernelSource(), "netops' kernels (attention, cross entropy rows)");
+  compileEverywhere(netops::netopsKernelSource(), "netops' kernels (attention, cross entropy rows)");
 }
 
 TEST(KernelsCompile, ElementwiseChains) {
   requireNvrtc();
-  for (const auto& [name, chain] : elementwiseChains()) compileEverywhere(gpu::planElementwise(*chain.node()).source, name);
+  for (const auto& [name, chain] : elementwiseChains()) compileEverywhere(gpuops::planElementwise(*chain.node()).source, name);
 }
 
 TEST(KernelsCompile, ElementwiseSourceDependsOnPatternNotData) {
   const auto x = T::tensor({4}, {1, 2, 3, 4}), y = T::tensor({4}, {5, 6, 7, 8});
-  const auto a = gpu::planElementwise(*(T::lazy(x) * 2.0 + T::lazy(y)).node());
-  const auto b = gpu::planElementwise(*(T::lazy(y) * 3.0 + T::lazy(x)).node());
+  const auto a = gpuops::planElementwise(*(T::lazy(x) * 2.0 + T::lazy(y)).node());
+  const auto b = gpuops::planElementwise(*(T::lazy(y) * 3.0 + T::lazy(x)).node());
   EXPECT_EQ(a.source, b.source);  // other data, other scalar: the same kernel
-  const auto c = gpu::planElementwise(*(T::lazy(x.slice(0, 0, 4, 2)) * 2.0 + T::lazy(y.slice(0, 0, 2))).node());
+  const auto c = gpuops::planElementwise(*(T::lazy(x.slice(0, 0, 4, 2)) * 2.0 + T::lazy(y.slice(0, 0, 2))).node());
   EXPECT_NE(a.source, c.source);  // a strided leaf: another pattern
 }
 
 TEST(KernelsCompile, NetopsRowsKernels) {
   requireNvrtc();
-  compileEverywhere(gpu::netopsRowsKernelSource(),
+  compileEverywhere(netops::netopsRowsKernelSource(),
                     "netops rows kernels (argmax, candidates, split sums, norms, SwiGLU, Hadamard)");
 }
 
@@ -158,12 +159,12 @@ void compileForAmd(const std::string& source, const std::string& what) {
 
 TEST(KernelsCompileHip, FixedAndNetopsKernels) {
   requireHiprtc();
-  compileForAmd(gpu::fixedKernelSource(), "the fixed kernels");
-  compileForAmd(gpu::netopsKernelSource(), "netops' kernels");
-  compileForAmd(gpu::netopsRowsKernelSource(), "netops rows kernels");
+  compileForAmd(gpuops::fixedKernelSource(), "the fixed kernels");
+  compileForAmd(netops::netopsKernelSource(), "netops' kernels");
+  compileForAmd(netops::netopsRowsKernelSource(), "netops rows kernels");
 }
 
 TEST(KernelsCompileHip, ElementwiseChains) {
   requireHiprtc();
-  for (const auto& [name, chain] : elementwiseChains()) compileForAmd(gpu::planElementwise(*chain.node()).source, name);
+  for (const auto& [name, chain] : elementwiseChains()) compileForAmd(gpuops::planElementwise(*chain.node()).source, name);
 }

@@ -28,8 +28,8 @@
 
 #include "common/expect_error.h"
 #include "common/gpu_checks.h"
-#include "gpu/codegen.h"
 #include "netops/attention_rows_gpu.h"
+#include "netops/kernel_sources.h"
 
 using namespace gizml;
 namespace N = gizml::netops;
@@ -283,7 +283,7 @@ TEST(NetopsAttentionRowsGpuCompile, NvrtcAndPtxas) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     gpu::Compiled c;
     try {
-      c = gpu::compileCuda(gpu::netopsAttentionRowsKernelSource(), arch, true);
+      c = gpu::compileCuda(N::netopsAttentionRowsKernelSource(), arch, true);
     } catch (const Error& e) {
       ADD_FAILURE() << arch << ": " << e.what();
       continue;
@@ -309,7 +309,7 @@ TEST(NetopsAttentionRowsGpuCompile, Hiprtc) {
   if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
-      EXPECT_FALSE(gpu::compileHip(gpu::netopsAttentionRowsKernelSource(), arch).empty()) << arch;
+      EXPECT_FALSE(gpu::compileHip(N::netopsAttentionRowsKernelSource(), arch).empty()) << arch;
     } catch (const Error& e) {
       ADD_FAILURE() << arch << ": " << std::string(e.what()).substr(0, 3000);
     }

@@ -1,6 +1,6 @@
 // netops' convolution and pooling on a GPU (im2col, col2im, im2col1d, col2im1d, conv1d,
 // convTranspose1d, pool2d, pool2dGrad, patchRows, lazyConv, lazyConv3) against the host functions
-// on the same values, and the compile checks of their kernels (src/gpu/kernels/netops_conv.cu.inc).
+// on the same values, and the compile checks of their kernels (src/netops/kernels/netops_conv.cu.inc).
 // The GPU tests skip without a GPU (GIZML_GPU_EMULATOR=1 runs them on the host emulator).
 //
 // Bits: every function whose host code fixes an order of additions gives the host's bits (copies;
@@ -19,7 +19,7 @@
 
 #include "common/expect_error.h"
 #include "common/gpu_checks.h"
-#include "gpu/codegen.h"
+#include "netops/kernel_sources.h"
 
 using namespace gizml;
 namespace N = gizml::netops;
@@ -267,7 +267,7 @@ TEST(NetopsConvGpuCompile, NvrtcAndPtxasForSm80AndSm90a) {
   for (const char* arch : kArchs) {
     gpu::Compiled c;
     try {
-      c = gpu::compileCuda(gpu::netopsConvKernelSource(), arch, true);
+      c = gpu::compileCuda(N::netopsConvKernelSource(), arch, true);
     } catch (const Error& e) {
       ADD_FAILURE() << "netops_conv.cu.inc for " << arch << ": " << e.what();
       continue;
@@ -292,7 +292,7 @@ TEST(NetopsConvGpuCompile, HiprtcForGfx90aAndGfx1030) {
   if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
-      EXPECT_FALSE(gpu::compileHip(gpu::netopsConvKernelSource(), arch).empty()) << arch;
+      EXPECT_FALSE(gpu::compileHip(N::netopsConvKernelSource(), arch).empty()) << arch;
     } catch (const Error& e) {
       ADD_FAILURE() << "netops_conv.cu.inc for " << arch << ": " << std::string(e.what()).substr(0, 3000);
     }

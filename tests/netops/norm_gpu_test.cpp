@@ -1,6 +1,6 @@
 // netops' norms, ConvRot INT8 rows, groupNorm, affine and argmax on GPU tensors against the host
 // functions on the same values (BF16 inputs, so both read the same numbers), and the compile
-// checks of their kernel source (src/gpu/kernels/netops_norm.cu.inc). The GPU runs skip without
+// checks of their kernel source (src/netops/kernels/netops_norm.cu.inc). The GPU runs skip without
 // a GPU (GIZML_GPU_EMULATOR=1 runs them on the host emulator).
 //
 // Where the bits must agree (the same steps in the same order; expectBits):
@@ -24,7 +24,7 @@
 
 #include "common/expect_error.h"
 #include "common/gpu_checks.h"
-#include "gpu/codegen.h"
+#include "netops/kernel_sources.h"
 
 using namespace gizml;
 namespace N = gizml::netops;
@@ -302,7 +302,7 @@ TEST(NetopsNormGpuCompile, NvrtcAndPtxas) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     gpu::Compiled c;
     try {
-      c = gpu::compileCuda(gpu::netopsNormKernelSource(), arch, true);
+      c = gpu::compileCuda(N::netopsNormKernelSource(), arch, true);
     } catch (const Error& e) {
       ADD_FAILURE() << "netops norm kernels for " << arch << ": " << e.what();
       continue;
@@ -318,7 +318,7 @@ TEST(NetopsNormGpuCompile, HipRtc) {
   if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
-      EXPECT_FALSE(gpu::compileHip(gpu::netopsNormKernelSource(), arch).empty()) << arch;
+      EXPECT_FALSE(gpu::compileHip(N::netopsNormKernelSource(), arch).empty()) << arch;
     } catch (const Error& e) {
       ADD_FAILURE() << "netops norm kernels for " << arch << ": " << std::string(e.what()).substr(0, 3000);
     }

@@ -12,9 +12,9 @@
 #include <limits>
 #include <optional>
 
-#include "common/gpu_checks.h"
 #include "common/expect_error.h"
-#include "gpu/tensor_ops.h"
+#include "common/gpu_checks.h"
+#include "tensor/gpu/tensor_ops.h"
 
 using namespace gizml;
 namespace N = gizml::netops;

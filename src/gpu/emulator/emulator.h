@@ -11,9 +11,8 @@
 
 namespace gizhw::gpu::emulator {
 
-/// Whether GIZML_GPU_EMULATOR asks for the emulator (set and not "0").
-bool requested();
 /// Fills `api` with the emulator's driver; false (with why) when the configuration is bad.
+/// Installed as the runtime's emulator (installEmulator) by linking this target.
 bool loadDriver(DriverApi& api, std::string& why);
 
 /// The compiler's identity for the kernel cache key ("emulator g++ (Debian 12.2.0-14) 12.2.0").

@@ -382,11 +382,6 @@ bool parseBytes(const char* text, uint64_t& out) {
 
 }  // namespace
 
-bool requested() {
-  const char* v = std::getenv("GIZML_GPU_EMULATOR");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
-
 bool loadDriver(DriverApi& api, std::string& why) {
   if (const char* arch = std::getenv("GIZML_GPU_EMULATOR_ARCH"); arch && *arch) {
     const std::string a = arch;
@@ -410,6 +405,8 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.library = "gizml GPU emulator";
   api.dl = nullptr;
   api.emulator = true;
+  api.hostCompilerVersion = compilerVersion;
+  api.hostCompile = compile;
   api.prefix = "cuda";  // an NVIDIA device as far as naming goes: cuda:0
   api.init = init;
   api.driverGetVersion = driverGetVersion;
@@ -450,5 +447,12 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.errorOutOfMemory = kOutOfMemory;
   return true;
 }
+
+namespace {
+
+// A program that links the emulator gets it when GIZML_GPU_EMULATOR asks (docs/architecture.md).
+[[maybe_unused]] const bool gInstalled = (installEmulator(loadDriver), true);
+
+}  // namespace
 
 }  // namespace gizhw::gpu::emulator

@@ -2,9 +2,9 @@
 // generated and fixed kernels, all on the GPU's stream.
 #include <algorithm>
 
-#include "gpu/codegen.h"
 #include "gpu/device.h"
-#include "gpu/tensor_ops.h"
+#include "tensor/gpu/codegen.h"
+#include "tensor/gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
 namespace gizml::gpuops {
@@ -16,10 +16,8 @@ using tensor::shapeText;
 
 constexpr unsigned kThreads = 256;
 
-Gpu gpuOf(const Tensor& t) { return Gpu(t.storage()->gpu()); }
-
 gizhw::gpu::Kernel fixed(const DevicePtr& device, const char* name) {
-  return Gpu(device).kernel(gizhw::gpu::fixedKernelSource(), name);
+  return Gpu(device).kernel(fixedKernelSource(), name);
 }
 
 unsigned blocksFor(int64_t work, const DevicePtr& device, int64_t perBlock = kThreads) {
@@ -43,42 +41,56 @@ void launch(const DevicePtr& device, const char* name, Dim3 grid, Dim3 block, Ar
   fixed(device, name).launch(grid, block, 0, Gpu(device).stream(), params);
 }
 
+// Where operands are, one at a time: the first one's device, and an Error at the first operand
+// elsewhere.
+class DeviceCheck {
+ public:
+  explicit DeviceCheck(std::string_view what) : what_(what) {}
+  void add(const Tensor& t, const char* name) {
+    if (!first_) {
+      first_ = &t;
+      firstName_ = name;
+      return;
+    }
+    if (t.storage()->gpu() == first_->storage()->gpu()) return;
+    if (name)
+      throw Error(std::string(what_) + ": " + name + " is on " + t.device() + ", " + firstName_ + " is on " + first_->device() +
+                  " (every operand on one device: move it with on(gpu) or host())");
+    throw Error(std::string(what_) + ": operands on two devices, " + first_->device() + " and " + t.device() +
+                " (move one with on(gpu) or host())");
+  }
+  DevicePtr device() const {
+    DevicePtr device = first_ ? first_->storage()->gpu() : nullptr;
+    if (device) device->checkOpen();
+    return device;
+  }
+
+ private:
+  std::string_view what_;
+  const Tensor* first_ = nullptr;
+  const char* firstName_ = nullptr;
+};
+
 }  // namespace
 
-DevicePtr deviceOf(const char* what, std::initializer_list<const Tensor*> operands) {
-  DevicePtr device;
-  const Tensor* first = nullptr;
-  for (const Tensor* t : operands) {
-    if (!first) {
-      first = t;
-      device = t->storage()->gpu();
-    } else if (t->storage()->gpu() != device) {
-      throw Error(std::string(what) + ": operands on two devices, " + first->device() + " and " + t->device() +
-                  " (move one with on(gpu) or host())");
-    }
-  }
-  if (device) device->checkOpen();
-  return device;
+DevicePtr deviceOf(std::string_view what, std::initializer_list<Operand> operands) {
+  DeviceCheck devices(what);
+  for (const Operand& o : operands) devices.add(*o.tensor, o.name);
+  return devices.device();
 }
 
 DevicePtr deviceOf(const Lazy::Node& root, const Tensor* out) {
-  const Tensor* first = out;
-  DevicePtr device = out ? out->storage()->gpu() : nullptr;
+  DeviceCheck devices("elementwise expression");
+  if (out) devices.add(*out, nullptr);
   tensor::forEachNode(root, [&](const Lazy::Node& n) {
     if (n.kind != Lazy::Node::Kind::Leaf && n.kind != Lazy::Node::Kind::Product) return;
     // A deferred product is where its operands are.
-    const Tensor& t = n.kind == Lazy::Node::Kind::Leaf ? n.tensor : n.product->operand();
-    if (!first) {
-      first = &t;
-      device = t.storage()->gpu();
-    } else if (t.storage()->gpu() != device) {
-      throw Error("elementwise expression: operands on two devices, " + first->device() + " and " + t.device() +
-                  " (move one with on(gpu) or host())");
-    }
+    devices.add(n.kind == Lazy::Node::Kind::Leaf ? n.tensor : n.product->operand(), nullptr);
   });
-  if (device) device->checkOpen();
-  return device;
+  return devices.device();
 }
+
+Gpu gpuOf(const Tensor& t) { return Gpu(t.storage()->gpu()); }
 
 Tensor empty(const Shape& shape, DType dtype, const DevicePtr& device) {
   const int64_t n = tensor::elementCount(shape);
@@ -114,13 +126,13 @@ Tensor toHost(const Tensor& t) {
 void evalLazy(const Lazy::Node& root, const Tensor& out) {
   const DevicePtr device = deviceOf(root, &out);
   if (out.numel() == 0) return;
-  const gizhw::gpu::ElementwisePlan plan = gizhw::gpu::planElementwise(root);
+  const ElementwisePlan plan = planElementwise(root);
   std::vector<uint64_t> leaves;
   for (const auto* leaf : plan.leaves) leaves.push_back(address(leaf->tensor));
-  std::vector<uint64_t> params = gizhw::gpu::elementwiseParams(plan, address(out), leaves);
+  std::vector<uint64_t> params = elementwiseParams(plan, address(out), leaves);
   void* args[] = {params.data()};
   Gpu gpu(device);
-  gpu.kernel(plan.source, gizhw::gpu::kElementwiseKernel)
+  gpu.kernel(plan.source, kElementwiseKernel)
       .launch({blocksFor(plan.numel, device, kThreads * 4)}, {kThreads}, 0, gpu.stream(), args);
 }
 

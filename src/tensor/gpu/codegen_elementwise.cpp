@@ -3,11 +3,11 @@
 #include <unordered_map>
 
 #include "cpu/convert.h"
-#include "gpu/codegen.h"
-#include "gpu/cuda_expr.h"
+#include "tensor/gpu/codegen.h"
+#include "tensor/gpu/cuda_expr.h"
 #include "tensor/shape_util.h"
 
-namespace gizhw::gpu {
+namespace gizml::gpuops {
 namespace {
 
 using gizml::DType;
@@ -161,6 +161,7 @@ std::string elementSource(const Lazy::Node& root, ElementwisePlan& plan, bool ep
   const size_t rank = plan.dims.size();
   const std::string r = std::to_string(rank);
 
+  // The text keeps this file's former path: kernel caches are keyed by the source.
   std::string s = "\n// A generated elementwise kernel (src/gpu/codegen_elementwise.cpp).\nstruct P {\n  u64 out;\n  i64 n;\n";
   s += "  i64 dims[" + r + "];\n";
   bool strided = false;
@@ -225,4 +226,4 @@ std::vector<uint64_t> elementwiseParams(const ElementwisePlan& plan, uint64_t ou
   return p;
 }
 
-}  // namespace gizhw::gpu
+}  // namespace gizml::gpuops

@@ -1,7 +1,7 @@
 // The CUDA C++ text of elementwise operations (see cuda_expr.h); docs/tensor.md gives the semantics.
-#include "gpu/cuda_expr.h"
+#include "tensor/gpu/cuda_expr.h"
 
-namespace gizhw::gpu {
+namespace gizml::gpuops {
 namespace {
 
 using gizml::DType;
@@ -28,7 +28,7 @@ const char* compareOp(BinaryOp op) {
 
 const std::string& elementwiseMathSource() {
   static const std::string source =
-#include "gpu/kernels/elementwise_math.cu.inc"
+#include "tensor/gpu/kernels/elementwise_math.cu.inc"
       ;
   return source;
 }
@@ -144,4 +144,4 @@ std::string castIntToF32(DType t, const std::string& x) {
   return roundF32(t, "(float)(" + x + ")");
 }
 
-}  // namespace gizhw::gpu
+}  // namespace gizml::gpuops

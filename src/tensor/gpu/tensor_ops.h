@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <string_view>
 
 #include "cpu/reduce.h"
 #include "tensor/lazy_node.h"
@@ -16,11 +17,23 @@ using tensor::Shape;
 using tensor::Tensor;
 using DevicePtr = std::shared_ptr<gizhw::gpu::Device>;
 
-/// The GPU every operand is on, or null when all are on the CPU. An Error naming both devices
-/// when they differ, and an Error when the GPU was closed.
-DevicePtr deviceOf(const char* what, std::initializer_list<const Tensor*> operands);
+/// An operand of deviceOf: a tensor, named in the Error when it has a name.
+struct Operand {
+  Operand(const Tensor* t) : tensor(t) {}  // implicit: deviceOf(what, {&a, &b})
+  Operand(const char* n, const Tensor* t) : tensor(t), name(n) {}
+  const Tensor* tensor;
+  const char* name = nullptr;
+};
+
+/// The GPU every operand is on, or null when all are on the CPU: the one answer to where an
+/// operation runs, for every layer. An Error naming `what` and two devices when operands differ
+/// ("what: operands on two devices, cpu and cuda:0", or with names "what: w is on cpu, x is on
+/// cuda:0"), and an Error when the GPU was closed.
+DevicePtr deviceOf(std::string_view what, std::initializer_list<Operand> operands);
 /// The same for the leaves of an expression (and an optional output).
 DevicePtr deviceOf(const Lazy::Node& root, const Tensor* out);
+/// The handle of the GPU a tensor is on.
+gizhw::gpu::Gpu gpuOf(const Tensor& t);
 /// An uninitialised contiguous tensor on the device.
 Tensor empty(const Shape& shape, DType dtype, const DevicePtr& device);
 uint64_t address(const Tensor& t);  // the device address of the first element

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace gizhw::gpu {
+namespace gizml::gpuops {
 
 /// The types, dtype conversions and __device__ helpers of the text below (include-guarded).
 const std::string& elementwiseMathSource();
@@ -32,4 +32,4 @@ std::string compareI64(gizml::tensor::BinaryOp op, const std::string& a, const s
 std::string castF32ToInt(gizml::DType t, const std::string& x);
 std::string castIntToF32(gizml::DType t, const std::string& x);
 
-}  // namespace gizhw::gpu
+}  // namespace gizml::gpuops
