@@ -151,7 +151,8 @@ def llama_batched(gguf, threads, prefill, decode, batch) -> dict:
     return {"prefill_tok_s": row["speed_pp"], "decode_tok_s": row["speed_tg"], "peak_rss_mib": rss}
 
 
-def run_anchor(gguf, tokens, prefill, decode, threads, batch=1) -> dict:
+def run_anchor(gguf, prefill, decode, threads, batch=1) -> dict:
+    """llama.cpp's figures for one round (its tools make their own random prompt ids)."""
     if batch > 1:
         return llama_batched(gguf, threads, prefill, decode, batch)
     pp = llama_bench(gguf, threads, prefill, 0)
@@ -186,7 +187,7 @@ def speed(args) -> None:
                 for _ in range(args.rounds):
                     runs["ours"].append(run_ours(ours_folder, tokens, args.prefill, args.decode, threads,
                                                  kv=args.kv, batch=args.batch))
-                    runs["llama"].append(run_anchor(gguf, tokens, args.prefill, args.decode, threads, args.batch))
+                    runs["llama"].append(run_anchor(gguf, args.prefill, args.decode, threads, args.batch))
                 line = f"{name}, {threads} thread{'s' if threads > 1 else ''}:"
                 for key in ("prefill_tok_s", "decode_tok_s") if args.decode else ("prefill_tok_s",):
                     (o, os_), (l, ls) = summary(runs["ours"], key), summary(runs["llama"], key)
