@@ -17,10 +17,10 @@ namespace gizml::llm {
 namespace {
 
 // The steps between a layer's matrix products (norms, RoPE, the MLP's activation, residual
-// adds) on every thread for a prefill's rows: on the caller alone they were the time the other
-// thread waited (this and attention's split gave a Qwen3-shaped 2-thread prefill 8 %). `rows` items of `width` floats each; a
-// decode step's few rows stay on the calling thread. Each item is computed as alone, so the
-// bits do not depend on the split.
+// adds) on every thread for a prefill's rows: on the caller alone they were time the other
+// thread waited (with attention's split, 8 % of a Qwen3-shaped 2-thread prefill). `rows` items
+// of `width` floats each; a decode step's few rows stay on the calling thread. Each item is
+// computed as alone, so the bits do not depend on the split.
 void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& body) {
   constexpr int64_t kFloatsPerPart = 16384;
   core::parallelFor(rows, std::max<int64_t>(1, kFloatsPerPart / std::max<int64_t>(1, width)), body);
