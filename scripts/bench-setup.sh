@@ -16,20 +16,34 @@ venv=.venv-bench
 "$venv/bin/python" -c "import numpy, gguf" 2>/dev/null || "$venv/bin/pip" install -q numpy gguf
 
 tools=(llama-bench llama-batched-bench llama-quantize)
+# GGML_NATIVE, except where the CPU shows AMX: there GGML_NATIVE builds llama.cpp's AMX path, which
+# dies in ldtilecfg on our Intel machines (SIGSEGV in ggml_backend_amx_mul_mat on every model;
+# llama.cpp issue 20824), so the anchor gets every other ISA this CPU shows, named one by one.
+isa=(-DGGML_NATIVE=ON)
+if grep -qw amx_int8 /proc/cpuinfo; then
+  flags=" $(grep -m1 -w flags /proc/cpuinfo | cut -d: -f2) "
+  has() { [[ "$flags" == *" $1 "* ]] && echo ON || echo OFF; }
+  isa=(-DGGML_NATIVE=OFF -DGGML_SSE42="$(has sse4_2)" -DGGML_AVX="$(has avx)" -DGGML_AVX2="$(has avx2)"
+       -DGGML_FMA="$(has fma)" -DGGML_F16C="$(has f16c)" -DGGML_BMI2="$(has bmi2)" -DGGML_AVX_VNNI="$(has avx_vnni)"
+       -DGGML_AVX512="$(has avx512bw)" -DGGML_AVX512_VBMI="$(has avx512vbmi)" -DGGML_AVX512_VNNI="$(has avx512_vnni)"
+       -DGGML_AVX512_BF16="$(has avx512_bf16)" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+fi
 missing=0
 for t in "${tools[@]}"; do [ -x "$cache/build/bin/$t" ] || missing=1; done
+[ "$(cat "$cache/build/isa-flags" 2>/dev/null)" = "${isa[*]}" ] || missing=1
 if [ "$missing" = 1 ]; then
   mkdir -p "$cache/sdist"
   sdist="$cache/sdist/llama_cpp_python-$version.tar.gz"
   [ -f "$sdist" ] || "$venv/bin/pip" download -q --no-deps --no-binary :all: -d "$cache/sdist" \
     "llama-cpp-python==$version"
-  rm -rf "$cache/src" && mkdir -p "$cache/src"
+  rm -rf "$cache/src" "$cache/build" && mkdir -p "$cache/src"
   tar -xzf "$sdist" -C "$cache/src" --strip-components=3 "llama_cpp_python-$version/vendor/llama.cpp"
   # Only the tools we run: no server, tests, examples, HTTPS or shared libraries.
-  cmake -S "$cache/src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  cmake -S "$cache/src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${isa[@]}" \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >/dev/null
   cmake --build "$cache/build" -j "${JOBS:-$(nproc)}" --target "${tools[@]}"
+  echo "${isa[*]}" > "$cache/build/isa-flags"
 fi
 if [ "${1:-}" = --kl ] && ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
   # --no-binary: built from the sdist, so llama.cpp is compiled natively for this CPU.

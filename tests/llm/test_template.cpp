@@ -211,7 +211,7 @@ TEST(Template, DeepInputsHitNamedLimits) {
         << source.substr(0, 40) << ": " << error;
   }
   // Recursion at run time: a macro calling itself, two macros calling each other, a caller loop.
-  for (const std::string& source :
+  for (const std::string source :
        {"{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
         "{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}",
         "{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}",
