@@ -68,22 +68,29 @@ inline __m256 scalesOf(__m256i e, const float* fractions, __m256 base) {
   return _mm256_mul_ps(base, _mm256_mul_ps(f, pow2));
 }
 
-// Per group of panel p, the 8 rows' scales s and offsets s * (z' - shift) (16 floats), from their
-// exponent and zero-point bytes: made once per panel and pass over the activation rows.
+// A group's 8 rows' scales s and offsets s * (z' - shift) from its 8 exponent and 8 zero-point
+// bytes at ez.
+template <int Bits>
+inline void groupScales(const uint8_t* ez, const float* fractions, __m256 base, __m256& s, __m256& offset) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ez));
+  s = scalesOf(_mm256_cvtepu8_epi32(bytes), fractions, base);
+  const __m256 z = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(bytes, bytes)));
+  offset = _mm256_mul_ps(s, _mm256_sub_ps(_mm256_mul_ps(z, _mm256_set1_ps(zeroStep(Bits))),
+                                          _mm256_set1_ps(Step<Bits>::kCodeShift)));
+}
+
+// Per group of panel p, the 8 rows' scales and offsets (16 floats): made once per panel and pass
+// over the activation rows.
 template <int Bits>
 void panelScales(const QuantMatrix& m, int64_t p, float* out) {
   const int64_t groups = m.cols() / m.group();
   const uint8_t* exponents = m.panelExponents(p);
-  const float* fractions = exponentScaleFractions();
   const __m256 base = _mm256_set1_ps(m.scaleTable()[255]);
-  const __m256 step = _mm256_set1_ps(zeroStep(Bits));
   for (int64_t g = 0; g < groups; ++g) {
-    const __m128i ez = _mm_loadu_si128(reinterpret_cast<const __m128i*>(exponents + g * 16));
-    const __m256 s = scalesOf(_mm256_cvtepu8_epi32(ez), fractions, base);
-    const __m256 z = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(ez, ez)));
+    __m256 s, offset;
+    groupScales<Bits>(exponents + g * 16, exponentScaleFractions(), base, s, offset);
     _mm256_storeu_ps(out + g * 16, s);
-    _mm256_storeu_ps(out + g * 16 + 8,
-                     _mm256_mul_ps(s, _mm256_sub_ps(_mm256_mul_ps(z, step), _mm256_set1_ps(Step<Bits>::kCodeShift))));
+    _mm256_storeu_ps(out + g * 16 + 8, offset);
   }
 }
 
@@ -139,17 +146,29 @@ inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const A
   for (int r = 0; r < R; ++r) isum[r] = _mm256_add_epi32(isum[r], second[r]);
 }
 
+// The panel's outputs for R activation rows, with each group's scales from `scales` (panelScales)
+// or, with scales null (a single activation row: decode), made from the exponents as the group
+// comes, which spares a pass over them and its stores and loads.
 template <int Bits, int R>
 void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRows& a, float* out[R]) {
   const int64_t group = m.group(), groups = m.cols() / group, steps = group / 8;
   const uint8_t* codes = m.panelCodes(p);
+  const uint8_t* exponents = m.panelExponents(p);
+  const float* fractions = exponentScaleFractions();
+  const __m256 base = _mm256_set1_ps(m.scaleTable()[255]);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     prefetchCodes(codes, steps * Step<Bits>::kBytes);
     __m256i isum[R];
     groupSums<Bits, R>(codes, steps, g * group, a, isum);
-    const __m256 s = _mm256_loadu_ps(scales + g * 16), offset = _mm256_loadu_ps(scales + g * 16 + 8);
+    __m256 s, offset;
+    if (scales != nullptr) {
+      s = _mm256_loadu_ps(scales + g * 16);
+      offset = _mm256_loadu_ps(scales + g * 16 + 8);
+    } else {
+      groupScales<Bits>(exponents + g * 16, fractions, base, s, offset);
+    }
     for (int r = 0; r < R; ++r) {
       const __m256 sd = _mm256_mul_ps(s, _mm256_broadcast_ss(a.scale[r] + g));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sd, acc[r]);
@@ -168,6 +187,12 @@ void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x,
     const int64_t c1 = std::min(x.rows, c0 + kRowChunk);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t o = 8 * p, valid = std::min<int64_t>(8, m.rows() - o);
+      if (x.rows == 1 && valid == 8) {
+        ActRows a{{x.codes.data()}, {x.scale.data()}, {x.sum.data()}};
+        float* out[1] = {y + o};
+        panelRows<Bits, 1>(m, p, nullptr, a, out);
+        continue;
+      }
       panelScales<Bits>(m, p, scales.data());
       for (int64_t r0 = c0; r0 < c1; r0 += kMaxRows) {
         const int n = static_cast<int>(std::min<int64_t>(kMaxRows, c1 - r0));

@@ -59,31 +59,54 @@ inline void loadStep(const uint8_t* p, __m512i& first, __m512i& second) {
   }
 }
 
-// Per group of panel p, the 16 rows' scales s and offsets s * (z' - shift) (32 floats): the
-// AVX2 kernel's arithmetic, with the 32-entry table of 2^(lo/32) in one two-register permute.
+// What groupScales needs of a matrix, loaded once per panel: the 32-entry table of 2^(lo/32) in
+// two registers, the base scale, the zero points' step and the code shift.
+struct ScaleConstants {
+  __m512 low, high, base, step, shift;
+};
+
+template <int Bits>
+ScaleConstants scaleConstants(const QuantMatrix& m) {
+  const float* fractions = exponentScaleFractions();
+  return {_mm512_loadu_ps(fractions), _mm512_loadu_ps(fractions + 16), _mm512_set1_ps(m.scaleTable()[255]),
+          _mm512_set1_ps(zeroStep(Bits)), _mm512_set1_ps(Step<Bits>::kCodeShift)};
+}
+
+// A group's 16 rows' scales s and offsets s * (z' - shift) from its 16 exponent and 16 zero-point
+// bytes at ez: the AVX2 kernel's arithmetic, with the table in one two-register permute.
+inline void groupScales(const uint8_t* ez, const ScaleConstants& k, __m512& s, __m512& offset) {
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ez));
+  const __m512i u = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(bytes)), _mm512_set1_epi32(1));
+  const __m512 f = _mm512_permutex2var_ps(k.low, _mm512_and_si512(u, _mm512_set1_epi32(31)), k.high);
+  const __m512 pow2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_srli_epi32(u, 5), _mm512_set1_epi32(119)), 23));
+  s = _mm512_mul_ps(k.base, _mm512_mul_ps(f, pow2));
+  const __m512 z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1)));
+  offset = _mm512_mul_ps(s, _mm512_sub_ps(_mm512_mul_ps(z, k.step), k.shift));
+}
+
+// Per group of panel p, the 16 rows' scales and offsets (32 floats): made once per panel and pass
+// over the activation rows.
 template <int Bits>
 void panelScales(const QuantMatrix& m, int64_t p, float* out) {
   const int64_t groups = m.cols() / m.group();
   const uint8_t* exponents = m.panelExponents(p);
-  const float* fractions = exponentScaleFractions();
-  const __m512 low = _mm512_loadu_ps(fractions), high = _mm512_loadu_ps(fractions + 16);
-  const __m512 base = _mm512_set1_ps(m.scaleTable()[255]);
-  const __m512 step = _mm512_set1_ps(zeroStep(Bits)), shift = _mm512_set1_ps(Step<Bits>::kCodeShift);
+  const ScaleConstants k = scaleConstants<Bits>(m);
   for (int64_t g = 0; g < groups; ++g) {
-    const __m256i ez = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(exponents + g * 2 * kPanel));
-    const __m512i u = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(ez)), _mm512_set1_epi32(1));
-    const __m512 f = _mm512_permutex2var_ps(low, _mm512_and_si512(u, _mm512_set1_epi32(31)), high);
-    const __m512 pow2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_srli_epi32(u, 5), _mm512_set1_epi32(119)), 23));
-    const __m512 s = _mm512_mul_ps(base, _mm512_mul_ps(f, pow2));
-    const __m512 z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(ez, 1)));
+    __m512 s, offset;
+    groupScales(exponents + g * 2 * kPanel, k, s, offset);
     _mm512_storeu_ps(out + g * 2 * kPanel, s);
-    _mm512_storeu_ps(out + g * 2 * kPanel + kPanel, _mm512_mul_ps(s, _mm512_sub_ps(_mm512_mul_ps(z, step), shift)));
+    _mm512_storeu_ps(out + g * 2 * kPanel + kPanel, offset);
   }
 }
 
+// The panel's outputs for R activation rows, with each group's scales from `scales` (panelScales)
+// or, with scales null (a single activation row: decode), made from the exponents as the group
+// comes, which spares a pass over them and its stores and loads.
 template <int Bits, int R>
 void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRows& a, float* out[R], __mmask16 valid) {
   using S = Step<Bits>;
+  const ScaleConstants k = scaleConstants<Bits>(m);
+  const uint8_t* exponents = m.panelExponents(p);
   const int64_t group = m.group(), groups = m.cols() / group, steps = group / 8;
   const uint8_t* codes = m.panelCodes(p);
   __m512 acc[R];
@@ -113,7 +136,13 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
         second[r] = _mm512_dpbusd_epi32(second[r], u1, s1);
       }
     }
-    const __m512 sv = _mm512_loadu_ps(scales + g * 2 * kPanel), offset = _mm512_loadu_ps(scales + g * 2 * kPanel + kPanel);
+    __m512 sv, offset;
+    if (scales != nullptr) {
+      sv = _mm512_loadu_ps(scales + g * 2 * kPanel);
+      offset = _mm512_loadu_ps(scales + g * 2 * kPanel + kPanel);
+    } else {
+      groupScales(exponents + g * 2 * kPanel, k, sv, offset);
+    }
     for (int r = 0; r < R; ++r) {
       const __m512 sd = _mm512_mul_ps(sv, _mm512_set1_ps(a.scale[r][g]));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], second[r])), sd, acc[r]);
@@ -134,6 +163,12 @@ void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x,
       const int64_t o = kPanel * p;
       // The last panel's missing rows are not stored (they may lie past y's row).
       const auto valid = static_cast<__mmask16>((1u << std::min<int64_t>(kPanel, m.rows() - o)) - 1);
+      if (x.rows == 1) {
+        ActRows a{{x.codes.data()}, {x.scale.data()}, {x.sum.data()}};
+        float* out[1] = {y + o};
+        panelRows<Bits, 1>(m, p, nullptr, a, out, valid);
+        continue;
+      }
       panelScales<Bits>(m, p, scales.data());
       for (int64_t r0 = c0; r0 < c1; r0 += kMaxRows) {
         const int n = static_cast<int>(std::min<int64_t>(kMaxRows, c1 - r0));
