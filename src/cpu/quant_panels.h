@@ -85,9 +85,8 @@ class QuantMatrix {
 void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys);
 
 namespace quant_kernels {
-/// Activation rows in flight in a kernel (each keeps a float and two integer accumulators in
-/// registers), and per pass over a thread's panels (their codes stay in L2 while every panel
-/// passes over them).
+/// Activation rows in flight in a 256-bit kernel (each keeps a float and two integer accumulators
+/// in its 16 registers; the AVX-512 kernel, with 32, keeps 8).
 inline constexpr int kMaxRows = 4;
 /// How far ahead of its reads a kernel prefetches the stream of codes (a few hundred
 /// nanoseconds of one thread's reading, the latency of memory).
@@ -99,14 +98,18 @@ inline constexpr int64_t kPrefetchBytes = 2048;
 inline void prefetchCodes(const uint8_t* codes, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(codes + kPrefetchBytes + b, 0, 3);
 }
+/// Activation rows per pass over a thread's panels (their codes stay in L2 while every panel
+/// passes over them).
 inline constexpr int64_t kRowChunk = 64;
-/// The codes, group scales and group sums of the activation rows in flight (data only: this
+/// The codes, group scales and group sums of up to N activation rows in flight (data only: this
 /// header is read by kernel files built for different ISAs).
-struct ActRows {
-  const int8_t* codes[kMaxRows];
-  const float* scale[kMaxRows];
-  const float* sum[kMaxRows];
+template <int N>
+struct ActRowsOf {
+  const int8_t* codes[N];
+  const float* scale[N];
+  const float* sum[N];
 };
+using ActRows = ActRowsOf<kMaxRows>;
 
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every
 /// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512).

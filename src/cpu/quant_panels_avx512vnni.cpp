@@ -29,6 +29,10 @@ namespace gizml::cpu::quant_kernels {
 namespace {
 
 constexpr int64_t kPanel = 16;
+// Activation rows in flight: 8 float and 8 integer accumulators (32 registers). Each loaded and
+// unpacked word of codes then serves 8 rows, and the group's scaling per row stays the same.
+constexpr int kRows = 8;
+using Rows = ActRowsOf<kRows>;
 // A step covers 8 columns: one word of two halves (4 and 6 bits) or two words of one code a byte.
 template <int Bits>
 struct Step {
@@ -101,9 +105,12 @@ void panelScales(const QuantMatrix& m, int64_t p, float* out) {
 
 // The panel's outputs for R activation rows, with each group's scales from `scales` (panelScales)
 // or, with scales null (a single activation row: decode), made from the exponents as the group
-// comes, which spares a pass over them and its stores and loads.
+// comes, which spares a pass over them and its stores and loads. Below 4 rows each row's integer
+// sums go in two chains (the first and second halves of each step: vpdpbusd's latency would
+// otherwise bound them), from 4 rows in one.
 template <int Bits, int R>
-void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRows& a, float* out[R], __mmask16 valid) {
+void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows& a, float* out[R], __mmask16 valid) {
+  constexpr bool kTwoChains = R < 4;
   using S = Step<Bits>;
   const ScaleConstants k = scaleConstants<Bits>(m);
   const uint8_t* exponents = m.panelExponents(p);
@@ -113,8 +120,10 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     prefetchCodes(codes, steps * S::kBytes);
-    __m512i isum[R], second[R];  // the second halves' sums in their own chain (half the latency)
-    for (int r = 0; r < R; ++r) isum[r] = second[r] = _mm512_setzero_si512();
+    __m512i isum[R], second[kTwoChains ? R : 1];
+    for (int r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
+    if constexpr (kTwoChains)
+      for (int r = 0; r < R; ++r) second[r] = _mm512_setzero_si512();
     for (int64_t s = 0, col = g * group; s < steps; ++s, codes += S::kBytes, col += 8) {
       __m512i u0, u1;
       loadStep<Bits>(codes, u0, u1);
@@ -133,7 +142,8 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
           s1 = _mm512_mask_sub_epi8(s1, negative1, _mm512_setzero_si512(), s1);
         }
         isum[r] = _mm512_dpbusd_epi32(isum[r], u0, s0);
-        second[r] = _mm512_dpbusd_epi32(second[r], u1, s1);
+        if constexpr (kTwoChains) second[r] = _mm512_dpbusd_epi32(second[r], u1, s1);
+        else isum[r] = _mm512_dpbusd_epi32(isum[r], u1, s1);
       }
     }
     __m512 sv, offset;
@@ -145,7 +155,8 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
     }
     for (int r = 0; r < R; ++r) {
       const __m512 sd = _mm512_mul_ps(sv, _mm512_set1_ps(a.scale[r][g]));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], second[r])), sd, acc[r]);
+      const __m512i n = kTwoChains ? _mm512_add_epi32(isum[r], second[kTwoChains ? r : 0]) : isum[r];
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(n), sd, acc[r]);
       acc[r] = _mm512_fnmadd_ps(offset, _mm512_set1_ps(a.sum[r][g]), acc[r]);
     }
   }
@@ -164,16 +175,16 @@ void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x,
       // The last panel's missing rows are not stored (they may lie past y's row).
       const auto valid = static_cast<__mmask16>((1u << std::min<int64_t>(kPanel, m.rows() - o)) - 1);
       if (x.rows == 1) {
-        ActRows a{{x.codes.data()}, {x.scale.data()}, {x.sum.data()}};
+        Rows a{{x.codes.data()}, {x.scale.data()}, {x.sum.data()}};
         float* out[1] = {y + o};
         panelRows<Bits, 1>(m, p, nullptr, a, out, valid);
         continue;
       }
       panelScales<Bits>(m, p, scales.data());
-      for (int64_t r0 = c0; r0 < c1; r0 += kMaxRows) {
-        const int n = static_cast<int>(std::min<int64_t>(kMaxRows, c1 - r0));
-        ActRows a;
-        float* out[kMaxRows];
+      for (int64_t r0 = c0; r0 < c1; r0 += kRows) {
+        const int n = static_cast<int>(std::min<int64_t>(kRows, c1 - r0));
+        Rows a;
+        float* out[kRows];
         for (int r = 0; r < n; ++r) {
           a.codes[r] = x.codes.data() + (r0 + r) * x.cols;
           a.scale[r] = x.scale.data() + (r0 + r) * groups;
@@ -184,7 +195,11 @@ void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x,
           case 1: panelRows<Bits, 1>(m, p, scales.data(), a, out, valid); break;
           case 2: panelRows<Bits, 2>(m, p, scales.data(), a, out, valid); break;
           case 3: panelRows<Bits, 3>(m, p, scales.data(), a, out, valid); break;
-          default: panelRows<Bits, 4>(m, p, scales.data(), a, out, valid); break;
+          case 4: panelRows<Bits, 4>(m, p, scales.data(), a, out, valid); break;
+          case 5: panelRows<Bits, 5>(m, p, scales.data(), a, out, valid); break;
+          case 6: panelRows<Bits, 6>(m, p, scales.data(), a, out, valid); break;
+          case 7: panelRows<Bits, 7>(m, p, scales.data(), a, out, valid); break;
+          default: panelRows<Bits, 8>(m, p, scales.data(), a, out, valid); break;
         }
       }
     }
