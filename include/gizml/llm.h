@@ -173,6 +173,33 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+/// A converted model's forward passes over sequences its caller feeds, without an Engine's
+/// slots, sampling or stops: each pass reads every sequence's new tokens together, as one step of
+/// an engine does. giz bench times a prefill and decode steps with it.
+class Sequences {
+ public:
+  /// Loads the weights of a converted folder (not its tokenizer) and makes `count` empty
+  /// sequences of up to maxTokens tokens each, their keys and values kept in kvCache (F32, F16
+  /// or BF16). Throws gizml::Error naming the file at fault.
+  Sequences(const std::string& folder, int64_t count, int64_t maxTokens, DType kvCache = DType::F32);
+  Sequences(Sequences&&) noexcept;
+  Sequences& operator=(Sequences&&) noexcept;
+  ~Sequences();
+
+  /// Token ids are below it, and a row of logits has this many values.
+  int64_t vocabSize() const;
+
+  /// One forward pass: tokens[s] (at least one) appended to sequence s, for every sequence.
+  /// Returns each sequence's F32 logits: [1, vocabSize] for its last token, or [tokens,
+  /// vocabSize] for every one when allLogits. Throws gizml::Error when a sequence would pass
+  /// maxTokens or a token is outside the vocabulary.
+  std::vector<tensor::Tensor> forward(const std::vector<std::vector<TokenId>>& tokens, bool allLogits = false);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// A tool call in a model's text: the function's name and its arguments as the text of a JSON
 /// object.
 struct ToolCall {

@@ -3,14 +3,14 @@
 // go to whichever thread takes them first (the caller works too, and waits only for workers that
 // joined); an idle thread spins briefly (GIZML_POOL_SPIN_US, default 100, yielding meanwhile)
 // while the machine has no other runnable work, then sleeps on a condition variable.
+// threadCount() is public (gizml/threads.h): the threads parallelFor uses, 1 inside a
+// SingleThreadScope.
+#include <gizml/threads.h>
+
 #include <cstdint>
 #include <functional>
 
 namespace gizml::core {
-
-/// Number of threads parallelFor uses (the cores, or GIZML_THREADS when set; 1 inside a
-/// SingleThreadScope).
-int threadCount();
 
 /// While one lives, this thread's parallelFor and parallelTasks run inline and threadCount() is 1:
 /// the single-thread result inside a process whose pool has more threads (tests/ops compares every

@@ -1,6 +1,9 @@
 #pragma once
 // Download progress on stderr: on a terminal one line per file and a total (bytes, speed, time
-// left), redrawn in place; otherwise quiet log lines (start, every 10 %, done).
+// left), redrawn in place; otherwise quiet log lines (start, every 10 %, done). Sizes are
+// written by humanBytes (gizml/hub.h).
+#include <gizml/hub.h>
+
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -39,8 +42,5 @@ class DownloadProgress {
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, lastDraw_;
 };
-
-/// 1.5 MB, 320 kB, 12 B (decimal units, as the hub shows sizes).
-std::string humanBytes(double bytes);
 
 }  // namespace gizml::hub

@@ -27,9 +27,7 @@ struct RepoInfo {
 /// field at fault; every path and hash is checked (paths stay inside the repository).
 RepoInfo parseRepoInfo(const std::string& json);
 
-/// The kind of model a set of files makes.
-enum class ModelKind { Safetensors, Gguf, Diffusers };
-
+/// The files a model needs, and the kind of model they make.
 struct Selection {
   ModelKind kind = ModelKind::Safetensors;
   std::vector<RepoFile> files;

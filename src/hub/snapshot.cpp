@@ -15,7 +15,9 @@
 #include "hub/cache.h"
 #include "hub/checksum.h"
 #include "hub/http_client.h"
+#include "hub/names.h"
 #include "hub/progress.h"
+#include "hub/repo_info.h"
 
 namespace fs = std::filesystem;
 

@@ -5,6 +5,9 @@
 // one decode step of all B at a time), as a server with B requests does; tok/s are totals.
 // --logits writes the prefill's logits of every position ([N, vocab] little-endian f32) for
 // the driver's KL divergences.
+#include <gizml/llm.h>
+#include <gizml/threads.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,10 +18,7 @@
 #include <string>
 
 #include "command_line.h"
-#include "core/thread_pool.h"
 #include "generation.h"
-#include "llm/models/language_model.h"
-#include "llm/quant/converted_model.h"
 
 namespace {
 
@@ -63,15 +63,13 @@ int benchCommand(int argc, char** argv) {
   check(prefill > 0 && decode >= 0, "bench: --prefill must be positive and --decode not negative");
   check(batch >= 1, "bench: --batch must be at least 1");
   check(batch == 1 || logitsFile.empty(), "bench: --logits is for one sequence, not --batch");
-  gizml::llm::ModelOptions options;
-  if (kv == "f32") options.kvCache = gizml::DType::F32;
-  else if (kv == "f16") options.kvCache = gizml::DType::F16;
-  else if (kv == "bf16") options.kvCache = gizml::DType::BF16;
-  else check(kv == "default", "bench: --kv is f32, f16 or bf16, not '" + kv + "'");
+  gizml::DType kvCache = gizml::DType::F32;
+  if (kv == "f16") kvCache = gizml::DType::F16;
+  else if (kv == "bf16") kvCache = gizml::DType::BF16;
+  else check(kv == "f32" || kv == "default", "bench: --kv is f32, f16 or bf16, not '" + kv + "'");
 
-  const auto weights = gizml::llm::ConvertedModel::open(convertedFolder(model, bits));
-  auto lm = gizml::llm::buildLanguageModel(weights, options);
-  const int64_t vocab = lm->config().vocabSize;
+  gizml::llm::Sequences sequences(convertedFolder(model, bits), batch, prefill + decode, kvCache);
+  const int64_t vocab = sequences.vocabSize();
   std::vector<int32_t> prompt;
   if (!tokensFile.empty()) {
     std::ifstream in(tokensFile);
@@ -85,14 +83,10 @@ int benchCommand(int argc, char** argv) {
   }
 
   using Clock = std::chrono::steady_clock;
-  std::vector<std::unique_ptr<gizml::llm::SequenceState>> states;
-  std::vector<gizml::llm::Feed> feeds;
-  for (int64_t s = 0; s < batch; ++s) {
-    states.push_back(lm->newState(prefill + decode));
-    feeds.push_back({states.back().get(), prompt, !logitsFile.empty(), {}});
-  }
+  // What each sequence reads in the next pass: the prompt, then the token it chose.
+  std::vector<std::vector<gizml::llm::TokenId>> next(static_cast<size_t>(batch), prompt);
   const auto t0 = Clock::now();
-  auto logits = lm->forward(feeds);
+  auto logits = sequences.forward(next, !logitsFile.empty());
   const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!logitsFile.empty()) {
     std::ofstream out(logitsFile, std::ios::binary);
@@ -101,16 +95,15 @@ int benchCommand(int argc, char** argv) {
   }
   // Each sequence's next token: the argmax of its last row.
   auto pickNext = [&] {
-    for (int64_t s = 0; s < batch; ++s) {
-      const auto& rows = logits[static_cast<size_t>(s)];
-      feeds[static_cast<size_t>(s)] = {states[static_cast<size_t>(s)].get(),
-                                       {argmax(rows.data<float>() + (rows.shape()[0] - 1) * vocab, vocab)}, false, {}};
+    for (size_t s = 0; s < next.size(); ++s) {
+      const auto& rows = logits[s];
+      next[s] = {argmax(rows.data<float>() + (rows.shape()[0] - 1) * vocab, vocab)};
     }
   };
   pickNext();
   const auto t1 = Clock::now();
   for (int64_t i = 0; i < decode; ++i) {
-    logits = lm->forward(feeds);
+    logits = sequences.forward(next);
     pickNext();
   }
   const double decodeSeconds = std::chrono::duration<double>(Clock::now() - t1).count();

@@ -1,13 +1,13 @@
 // giz: the command line of gizml. Subcommands arrive with the modules they reach.
-#include <gizml/tensor.h>
+#include <gizml/cpu.h>
+#include <gizml/error.h>
+#include <gizml/threads.h>
 
 #include <iomanip>
 #include <iostream>
 #include <string>
 
 #include "command_line.h"
-#include "core/thread_pool.h"
-#include "cpu/cpu_info.h"
 
 int convertCommand(int argc, char** argv);   // convert_command.cpp
 int templateCommand(int argc, char** argv);  // template_command.cpp

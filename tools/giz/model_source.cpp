@@ -1,15 +1,12 @@
 #include "model_source.h"
 
+#include <gizml/hub.h>
 #include <gizml/llm.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-
-#include "hub/cache.h"
-#include "hub/names.h"
-#include "hub/settings.h"
 
 namespace fs = std::filesystem;
 

@@ -3,10 +3,10 @@
 // Hugging Face folder or .gguf file converted once into our cache; a name on the hub
 // (docs/models.md) fetched into the hub's cache and converted once, kept by repository, commit,
 // file and bits.
+#include <gizml/hub.h>
+
 #include <filesystem>
 #include <string>
-
-#include "hub/snapshot.h"
 
 /// The converted folder of model; bits: the layers' width (0: convert's default, 4).
 std::string convertedFolder(const std::string& model, int bits = 0);

@@ -1,6 +1,7 @@
 // giz pull NAME [--bits N], giz list [--catalogue], giz rm NAME: the models named on the hub, in
 // the hub's cache (shared with huggingface_hub) and their conversions in ours (docs/models.md).
 #include <gizml/error.h>
+#include <gizml/hub.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -9,11 +10,6 @@
 #include <vector>
 
 #include "command_line.h"
-#include "hub/cache.h"
-#include "hub/names.h"
-#include "hub/progress.h"
-#include "hub/settings.h"
-#include "hub/snapshot.h"
 #include "model_source.h"
 
 namespace fs = std::filesystem;

@@ -1,0 +1,12 @@
+#pragma once
+// What gizml found of this machine's CPU, as `giz info` prints it.
+#include <string>
+
+namespace gizml::cpu {
+
+/// The features cpuid reports, what GIZML_CPU_ISA keeps of them, whether AMX tiles really work
+/// (a probe in a child process), and the kernel each operation runs: one line per fact, each
+/// ending in a newline.
+std::string cpuReport();
+
+}  // namespace gizml::cpu

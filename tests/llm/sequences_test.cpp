@@ -1,0 +1,56 @@
+// gizml::llm::Sequences (giz bench's passes, on the public API): each pass is the model's forward
+// pass of the same feeds, to the bit, with the KV cache it was given; and its mistakes.
+#include <gizml/llm.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "llm/models/language_model.h"
+#include "model_reference.h"
+
+namespace {
+
+// The same bits, row for row.
+void expectSameBits(const tensor::Tensor& got, const tensor::Tensor& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  const std::vector<float> a = got.toFloats(), b = want.toFloats();
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+}
+
+TEST(Sequences, PassesAreTheModelsForwardPasses) {
+  const ConvertedModel& weights = converted("llama", 8);
+  const std::unique_ptr<LanguageModel> model = buildLanguageModel(weights, {.kvCache = DType::F16});
+  Sequences sequences(weights.folder(), 2, 12, DType::F16);
+  ASSERT_EQ(sequences.vocabSize(), model->config().vocabSize);
+  const std::unique_ptr<SequenceState> first = model->newState(12), second = model->newState(12);
+  // A prefill of two prompts with every row's logits, then decode steps of one token each.
+  std::vector<std::vector<TokenId>> tokens = {{1, 5, 9, 2}, {7, 3}};
+  std::vector<tensor::Tensor> got = sequences.forward(tokens, true);
+  std::vector<tensor::Tensor> want = model->forward({{first.get(), tokens[0], true}, {second.get(), tokens[1], true}});
+  ASSERT_EQ(got.size(), 2u);
+  expectSameBits(got[0], want[0]);
+  expectSameBits(got[1], want[1]);
+  EXPECT_EQ(got[0].shape()[0], 4);
+  for (TokenId step = 0; step < 3; ++step) {
+    tokens = {{step + 10}, {step + 20}};
+    got = sequences.forward(tokens);
+    want = model->forward({{first.get(), tokens[0]}, {second.get(), tokens[1]}});
+    expectSameBits(got[0], want[0]);
+    expectSameBits(got[1], want[1]);
+    EXPECT_EQ(got[1].shape()[0], 1);
+  }
+}
+
+TEST(Sequences, MistakesAreErrors) {
+  const std::string folder = converted("llama", 8).folder();
+  expectError([&] { Sequences(folder, 0, 8); }, {"count must be at least 1"});
+  Sequences sequences(folder, 2, 4);
+  expectError([&] { sequences.forward({{1, 2}}); }, {"1 lists of tokens for 2 sequences"});
+  expectError([&] { sequences.forward({{1, 2, 3}, {1, 2, 3, 4, 5}}); }, {"exceed the state's capacity of 4"});
+  expectError([&] { sequences.forward({{1}, {static_cast<TokenId>(sequences.vocabSize())}}); }, {"outside the vocabulary"});
+  EXPECT_EQ(sequences.forward({{1, 2, 3, 4}, {1}})[0].shape()[0], 1);  // the failed passes appended nothing
+}
+
+}  // namespace
