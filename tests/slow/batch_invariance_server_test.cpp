@@ -37,7 +37,9 @@ TEST(RealModelServerBatchInvariance, SmolLM2At4BitsAnswersEachRequestAsAlone) {
   Engine engine = model.engine(8, 512);
   std::vector<gizml::ai::Served> served;
   served.push_back({"smollm2", std::move(model), std::move(engine)});
-  gizml::ai::Server server(std::move(served), {.port = 0});
+  gizml::ai::ServeOptions options;
+  options.port = 0;  // any free port
+  gizml::ai::Server server(std::move(served), options);
 
   std::vector<nlohmann::json> requests(4, chat("Name three rivers.", {{"temperature", 0}}));
   requests.push_back(chat("Name three rivers and their countries.", {{"temperature", 0}}));
