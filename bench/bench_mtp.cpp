@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../tests/llm/mtp_fixture.h"
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
 
 namespace fs = std::filesystem;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/thread_pool.h"
+#include "cpu/convert.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 
@@ -67,6 +69,37 @@ void floatPanelProduct(DType t, const void* panel, int64_t k, const float* x, in
       }
   }
   for (int64_t r = 0; r < m; ++r) std::copy(out[r], out[r] + cols, y + r * ldy);
+}
+
+void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows, float* y) {
+  // Passes of up to this many rows take the panel kernel, one panel a task; more go through
+  // sgemm, kSgemmPanels panels a block.
+  constexpr int64_t kFewRows = 4, kSgemmPanels = 4;
+  constexpr int64_t width = kFloatPanelRows;
+  const int64_t stepBytes = width * static_cast<int64_t>(dtypeSize(t)), panelBytes = in * stepBytes;
+  const int64_t panels = (out + width - 1) / width;
+  if (rows <= kFewRows) {
+    core::parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t first = p * width;
+        floatPanelProduct(t, packed + p * panelBytes, in, x, in, rows, y + first, out, std::min(width, out - first));
+      }
+    });
+    return;
+  }
+  // Blocks of panels as f32 B [in, block width] (the panels' steps side by side) for sgemm.
+  const int64_t blocks = (panels + kSgemmPanels - 1) / kSgemmPanels, blockWidth = kSgemmPanels * width;
+  core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> b(static_cast<size_t>(in * blockWidth));
+    for (int64_t block = b0; block < b1; ++block) {
+      const int64_t p0 = block * kSgemmPanels, p1 = std::min(panels, p0 + kSgemmPanels);
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t c = 0; c < in; ++c)
+          loadF32(t, packed + p * panelBytes + c * stepBytes, 1, width, b.data() + c * blockWidth + (p - p0) * width);
+      const int64_t first = p0 * width, count = std::min(out, p1 * width) - first;
+      sgemm(rows, count, in, x, in, 1, b.data(), blockWidth, 1, y + first, out, false);
+    }
+  });
 }
 
 }  // namespace gizml::cpu

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <optional>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
 #include "llm/tool_calls.h"
 

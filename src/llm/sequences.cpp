@@ -3,7 +3,7 @@
 #include <gizml/error.h>
 #include <gizml/llm.h>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {

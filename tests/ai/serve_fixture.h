@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 
 namespace gizml::ai::servetest {
 

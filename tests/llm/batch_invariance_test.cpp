@@ -13,7 +13,7 @@
 #include <random>
 #include <tuple>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm_test_util.h"
 #include "model_reference.h"
 

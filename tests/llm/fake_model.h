@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 
 namespace gizml::llm::fake {
 

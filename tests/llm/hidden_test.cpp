@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "llm/formats/safetensors.h"
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
 #include "llm_test_util.h"
 #include "model_reference.h"

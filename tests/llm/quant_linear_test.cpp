@@ -11,12 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "llm/models/linear.h"
+#include "llm/ops/linear.h"
 #include "llm/quant/converted_model.h"
 #include "llm_test_util.h"
 
 using namespace gizml;
 using namespace gizml::llm;
+using gizml::llm::ops::Linear;
 
 namespace {
 
@@ -26,11 +27,14 @@ void expectWithinActivationRounding(const Linear& layer, int64_t rows, int64_t g
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(rows * in));
   for (float& v : x) v = dist(rng);
-  std::vector<float> y(static_cast<size_t>(rows * out)), w(static_cast<size_t>(in));
-  layer.apply(x.data(), rows, y.data());
+  tensor::Tensor xt = tensor::empty({rows, in}), yt = tensor::empty({rows, out}), wt = tensor::empty({1, in});
+  std::copy(x.begin(), x.end(), xt.data<float>());
+  layer.apply(xt, yt);
+  const std::vector<float> y = yt.toFloats();
   double worstShare = 0;  // of the bound, reported
   for (int64_t o = 0; o < out; ++o) {
-    layer.row(o, w.data());
+    layer.row(o, wt);
+    const std::vector<float> w = wt.toFloats();
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.data() + r * in;
       double want = 0, bound = 0;

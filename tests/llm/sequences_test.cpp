@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "model_reference.h"
 
 namespace {

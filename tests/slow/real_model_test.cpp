@@ -16,7 +16,7 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
 #include "real_models.h"
 

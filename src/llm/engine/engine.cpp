@@ -11,7 +11,7 @@
 #include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
 #include "llm/engine/stop_text.h"
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 
 namespace gizml::llm {
 

@@ -2,9 +2,8 @@
 
 #include <gizml/error.h>
 
-#include <cmath>
-#include <cstring>
 #include <set>
+
 
 namespace gizml::llm {
 namespace {
@@ -49,7 +48,7 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   norm_ = RmsNorm(weights, "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
 }
 
-void DecoderModel::keepHidden(const std::vector<Feed>&, const Batch&, const float*) const {}
+void DecoderModel::keepHidden(const std::vector<Feed>&, const Batch&, const Tensor&) const {}
 
 AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
   const ModelConfig& c = config_;
@@ -91,16 +90,11 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
   return batch;
 }
 
-void DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, float* x) const {
-  const int64_t hidden = config_.hiddenSize;
+void DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x) const {
   int64_t row = 0;
   for (const Feed& feed : feeds)
-    for (int32_t t : feed.tokens) {
-      float* e = x + row++ * hidden;
-      embed_.row(t, e);
-      if (decoder_.embedScale != 1.0f)
-        for (int64_t i = 0; i < hidden; ++i) e[i] *= decoder_.embedScale;
-    }
+    for (int32_t t : feed.tokens) embed_.row(t, rowsOf(x, row++, 1));
+  if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
   for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x, batch);
 }
 
@@ -110,8 +104,8 @@ tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens) const {
   const std::unique_ptr<SequenceState> state = newState(n);
   const std::vector<Feed> feeds = {{state.get(), tokens}};
   const Batch batch = plan(feeds);
-  tensor::Tensor out = tensor::empty({n, config_.hiddenSize});
-  runLayers(feeds, batch, out.data<float>());
+  Tensor out = tensor::empty({n, config_.hiddenSize});
+  runLayers(feeds, batch, out);
   return out;
 }
 
@@ -120,37 +114,34 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
                          std::to_string(storedLayers_) + " layers; it gives hidden states, not logits");
   const Batch batch = plan(feeds);
   const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
-  std::vector<float> x(static_cast<size_t>(batch.rows * hidden));
-  runLayers(feeds, batch, x.data());
+  const Tensor x = tensor::empty({batch.rows, hidden});
+  runLayers(feeds, batch, x);
 
   // Only the rows whose logits are asked for go through the norm and the output layer (all of
   // them when the family keeps every row's hidden state).
   if (decoder_.keepHidden) {
-    norm_.apply(x.data(), batch.rows, x.data());
-    keepHidden(feeds, batch, x.data());
+    norm_.apply(x, x);
+    keepHidden(feeds, batch, x);
   }
-  std::vector<float> h;
+  std::vector<int64_t> selected;  // the rows of x that give logits
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Batch::Sequence& seq = batch.sequences[f];
-    const int64_t first = feeds[f].allLogits ? seq.first : seq.first + seq.rows - 1;
-    h.insert(h.end(), x.begin() + first * hidden, x.begin() + (seq.first + seq.rows) * hidden);
+    for (int64_t r = feeds[f].allLogits ? 0 : seq.rows - 1; r < seq.rows; ++r) selected.push_back(seq.first + r);
   }
-  const auto selected = static_cast<int64_t>(h.size()) / hidden;
-  if (!decoder_.keepHidden) norm_.apply(h.data(), selected, h.data());
-  std::vector<float> logits(static_cast<size_t>(selected * vocab));
-  head_.apply(h.data(), selected, logits.data());
-  if (const float cap = decoder_.logitSoftcap; cap > 0)
-    for (float& l : logits) l = cap * std::tanh(l / cap);
+  const Tensor h = ops::gatherRows(x, selected);
+  if (!decoder_.keepHidden) norm_.apply(h, h);
+  const Tensor logits = tensor::empty({static_cast<int64_t>(selected.size()), vocab});
+  head_.apply(h, logits);
+  if (const float cap = decoder_.logitSoftcap; cap > 0) ops::softcap(logits, cap);
 
+  // Each feed's rows of the logits (views, on the model's device).
   std::vector<tensor::Tensor> out;
-  const float* at = logits.data();
+  int64_t at = 0;
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Batch::Sequence& seq = batch.sequences[f];
     const int64_t rows = feeds[f].allLogits ? seq.rows : 1;
-    tensor::Tensor t = tensor::empty({rows, vocab});
-    std::memcpy(t.data<float>(), at, static_cast<size_t>(rows * vocab) * 4);
-    at += rows * vocab;
-    out.push_back(std::move(t));
+    out.push_back(rowsOf(logits, at, rows));
+    at += rows;
     seq.cache->setLength(seq.start + seq.rows);
   }
   return out;

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 #include "llm/models/layers.h"
 #include "llm/quant/converted_model.h"
 
@@ -32,9 +32,9 @@ class DecoderModel : public LanguageModel {
  protected:
   DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder);
   /// Layer i over the rows x [rows, hidden], in place.
-  virtual void layer(int64_t i, float* x, const Batch& batch) const = 0;
+  virtual void layer(int64_t i, const Tensor& x, const Batch& batch) const = 0;
   /// With DecoderOptions::keepHidden: the final norm's rows [batch.rows, hidden] of a pass.
-  virtual void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const float* normed) const;
+  virtual void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& normed) const;
   const Linear& embedding() const { return embed_; }
   const Linear& outputLayer() const { return head_; }
   const ConvertedModel& weights() const { return weights_; }
@@ -46,7 +46,7 @@ class DecoderModel : public LanguageModel {
  private:
   Batch plan(const std::vector<Feed>& feeds) const;
   /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale), then every layer.
-  void runLayers(const std::vector<Feed>& feeds, const Batch& batch, float* x) const;
+  void runLayers(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x) const;
 
   ConvertedModel weights_;
   ModelConfig config_;

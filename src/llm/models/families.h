@@ -2,7 +2,7 @@
 // The architecture families, one file each; buildLanguageModel picks one by architecture.
 #include <memory>
 
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 
 namespace gizml::llm {
 

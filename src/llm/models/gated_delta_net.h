@@ -12,16 +12,12 @@
 #include <vector>
 
 #include "llm/model_config.h"
-#include "llm/models/kv_cache.h"
 #include "llm/models/layers.h"
+#include "llm/ops/delta_net.h"
 
 namespace gizml::llm {
 
-/// One sequence's state of one Gated DeltaNet layer.
-struct DeltaNetState {
-  std::vector<float> conv;    // the conv's last (kernel - 1) inputs [kernel - 1, channels], oldest first
-  std::vector<float> memory;  // S of each value head [valueHeads, keyDim, valueDim]
-};
+using ops::DeltaNetState;
 
 /// A sequence's KV cache for the attention layers and the states of its DeltaNet layers. Those
 /// hold the state after the last token, and copies kept at the marks of the feeds (the ends of a
@@ -43,8 +39,10 @@ class HybridState final : public KvCache {
 
   // For the MTP layers: each position's token and final hidden state, and the first position
   // whose MTP keys and values are not yet made from them (those past it came from drafts).
-  void keepRow(int64_t position, int32_t token, const float* hidden, int64_t width);
-  const float* hiddenAt(int64_t position, int64_t width) const { return hidden_.data() + position * width; }
+  /// Keeps tokens[r] and hidden row r ([rows, width]) as position start + r's.
+  void keepRows(int64_t start, const std::vector<int32_t>& tokens, const Tensor& hidden);
+  /// The kept hidden states of positions first .. first + rows - 1, [rows, width] (a copy).
+  Tensor hiddenRows(int64_t first, int64_t rows) const;
   int32_t tokenAt(int64_t position) const { return tokens_[static_cast<size_t>(position)]; }
   int64_t mtpNext = 0;
 
@@ -55,7 +53,7 @@ class HybridState final : public KvCache {
   };
   std::vector<DeltaNetState> deltaNets_;  // per layer; empty for attention layers
   std::vector<Kept> kept_;                // ascending lengths
-  std::vector<float> hidden_;             // [positions, width], grown as rows come
+  std::vector<Tensor> hidden_;            // per position its [1, width] row, kept as rows come
   std::vector<int32_t> tokens_;
 };
 
@@ -68,27 +66,19 @@ class GatedDeltaNet {
 
   /// out [rows, hidden] from x [rows, hidden] (normed), advancing each sequence's state of
   /// layer `layer`: one fed token by the recurrence, more in chunks.
-  void forward(const float* x, const Batch& batch, int64_t layer, float* out) const;
+  void forward(const Tensor& x, const Batch& batch, int64_t layer, const Tensor& out) const;
 
  private:
-  /// The conv, activations, gates and delta rule of one sequence's rows, into o [rows, valueHeads * valueDim].
-  void mix(const float* qkv, const float* b, const float* a, int64_t rows, DeltaNetState& state, float* o) const;
-  /// mix over one sequence's rows, in segments that end at its marks, keeping the state at each.
-  void mixSequence(const float* qkv, const float* b, const float* a, const Batch::Sequence& seq, int64_t layer,
-                   float* o) const;
-  // The delta rule over one sequence's rows of `mixed` [rows, channels] (each row q | k | v, the
-  // conv's activated and normalised outputs), per value head: token by token, or in chunks.
-  void recurrent(const float* mixed, const float* beta, const float* g, int64_t rows, DeltaNetState& state,
-                 float* o) const;
-  void chunked(const float* mixed, const float* beta, const float* g, int64_t rows, DeltaNetState& state,
-               float* o) const;
+  /// The mixing of one sequence's rows (ops::deltaNetMix), in segments that end at its marks,
+  /// keeping the state at each; into o [rows, valueHeads * valueDim].
+  void mixSequence(const Tensor& qkv, const Tensor& b, const Tensor& a, const Batch::Sequence& seq, int64_t layer,
+                   const Tensor& o) const;
 
-  int64_t hidden_ = 0, keyHeads_ = 0, valueHeads_ = 0, keyDim_ = 0, valueDim_ = 0, kernel_ = 0;
+  int64_t hidden_ = 0;
+  ops::DeltaNetShape shape_{};
   Linear qkv_, z_, b_, a_, out_;
-  std::vector<float> convTaps_;   // [kernel, channels]: a tap across the channels is contiguous
-  std::vector<float> decayRate_;  // -exp(A_log) per value head
-  std::vector<float> dtBias_;
-  std::vector<float> norm_;       // [valueDim]
+  ops::DeltaNetWeights mixing_;
+  Tensor norm_;  // [valueDim]
   float eps_ = 1e-6f;
 };
 

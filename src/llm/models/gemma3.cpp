@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "llm/models/decoder.h"
+#include "llm/ops/scratch.h"
 
 namespace gizml::llm {
 namespace {
@@ -53,18 +54,18 @@ class Gemma3 final : public DecoderModel {
     RmsNorm postFeedforwardNorm;
   };
 
-  void layer(int64_t i, float* x, const Batch& batch) const override {
+  void layer(int64_t i, const Tensor& x, const Batch& batch) const override {
     const Layer& l = layers_[static_cast<size_t>(i)];
-    const int64_t n = batch.rows * config().hiddenSize;
-    std::vector<float> h(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-    l.inputNorm.apply(x, batch.rows, h.data());
-    l.attention.forward(h.data(), batch, i, y.data());
-    l.postAttentionNorm.apply(y.data(), batch.rows, y.data());
-    addInPlace(x, y.data(), n);
-    l.preFeedforwardNorm.apply(x, batch.rows, h.data());
-    l.mlp.forward(h.data(), batch.rows, y.data());
-    l.postFeedforwardNorm.apply(y.data(), batch.rows, y.data());
-    addInPlace(x, y.data(), n);
+    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize);
+    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize);
+    l.inputNorm.apply(x, h);
+    l.attention.forward(h, batch, i, y);
+    l.postAttentionNorm.apply(y, y);
+    ops::addInPlace(x, y);
+    l.preFeedforwardNorm.apply(x, h);
+    l.mlp.forward(h, y);
+    l.postFeedforwardNorm.apply(y, y);
+    ops::addInPlace(x, y);
   }
 
   std::vector<Layer> layers_;

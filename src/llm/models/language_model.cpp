@@ -1,4 +1,4 @@
-#include "llm/models/language_model.h"
+#include "llm/language_model.h"
 
 #include <gizml/error.h>
 

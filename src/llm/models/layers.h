@@ -1,18 +1,28 @@
 #pragma once
 // The pieces our architectures are built from: RMS norms, rotary embeddings, attention with
-// grouped KV heads over a KV cache, gated MLPs. Activations are row-major f32 [rows, width];
-// the rows of one pass are the tokens of every fed sequence, one after another (Batch).
+// grouped KV heads over a KV cache, gated MLPs, written in the device operations of llm/ops/.
+// Activations are F32 row tensors [rows, width]; the rows of one pass are the tokens of every fed
+// sequence, one after another (Batch).
+#include <gizml/tensor.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "llm/model_config.h"
-#include "llm/models/kv_cache.h"
-#include "llm/models/linear.h"
+#include "llm/ops/attention.h"
+#include "llm/ops/kv_cache.h"
+#include "llm/ops/linear.h"
+#include "llm/ops/rows.h"
 
 namespace gizml::llm {
 
 class ConvertedModel;
+using ops::Activation;
+using ops::AttentionShape;
+using ops::KvCache;
+using ops::Linear;
+using tensor::Tensor;
 
 /// The sequences of one forward pass: sequence s owns rows [first, first + rows) and their
 /// positions start, start + 1, ...
@@ -28,17 +38,20 @@ struct Batch {
   int64_t rows = 0;
 };
 
+/// Rows [first, first + count) of x (a view).
+inline Tensor rowsOf(const Tensor& x, int64_t first, int64_t count) { return x.slice(0, first, first + count); }
+
 /// x / rms(x) * w, or Gemma's x / rms(x) * (1 + w), over the last dim axis.
 class RmsNorm {
  public:
   RmsNorm() = default;
   RmsNorm(const ConvertedModel& weights, const std::string& name, int64_t dim, double eps, bool onePlus);
-  /// out [rows, dim] = norm(x); out may be x.
-  void apply(const float* x, int64_t rows, float* out) const;
-  bool empty() const { return weight_.empty(); }
+  /// out = norm(x), both [rows, dim] (out may be x).
+  void apply(const Tensor& x, const Tensor& out) const { ops::rmsNorm(x, weight_, eps_, out); }
+  bool empty() const { return weight_.ndim() == 0; }
 
  private:
-  std::vector<float> weight_;  // (1 + w) already added for Gemma
+  Tensor weight_;  // (1 + w) already added for Gemma
   float eps_ = 0;
 };
 
@@ -49,18 +62,14 @@ class Rope {
  public:
   Rope() = default;
   Rope(int64_t headDim, double partialFactor, double theta, const RopeScaling& scaling);
-  /// Rotates `heads` consecutive heads of x at `position`.
-  void apply(float* x, int64_t heads, int64_t position) const;
+  /// Rotates the rows of q (qHeads heads) and k (kHeads heads), row r at position start + r.
+  void apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start) const {
+    ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start);
+  }
 
  private:
   int64_t headDim_ = 0;
-  std::vector<float> invFreq_;  // one per rotated pair
-};
-
-struct AttentionShape {
-  int64_t hidden, heads, kvHeads, headDim;
-  float scale;         // of the scores: 1/sqrt(headDim), or Gemma's query_pre_attn_scalar
-  int64_t window = 0;  // sliding window (the key at distance window - 1 is the oldest); 0: none
+  Tensor invFreq_;  // one per rotated pair
 };
 
 /// Self-attention: q, k, v projections (with biases when the model has them), optional RMS norms
@@ -77,7 +86,7 @@ class Attention {
             bool qkNorm, bool onePlusNorm, double eps, Rope rope, bool outputGate = false);
   /// out [rows, hidden] from x [rows, hidden] (normed); writes the rows' keys and values into
   /// layer `layer` of each sequence's cache first.
-  void forward(const float* x, const Batch& batch, int64_t layer, float* out) const;
+  void forward(const Tensor& x, const Batch& batch, int64_t layer, const Tensor& out) const;
 
  private:
   AttentionShape shape_{};
@@ -87,22 +96,17 @@ class Attention {
   Rope rope_;
 };
 
-enum class Activation { Silu, GeluTanh };
-
 /// down(act(gate(x)) * up(x)): SwiGLU (silu) or GeGLU (gelu, tanh form).
 class GatedMlp {
  public:
   GatedMlp() = default;
   /// gate_proj, up_proj, down_proj under `prefix` ("model.layers.3.mlp.").
   GatedMlp(const ConvertedModel& weights, const std::string& prefix, int64_t hidden, int64_t inner, Activation act);
-  void forward(const float* x, int64_t rows, float* out) const;
+  void forward(const Tensor& x, const Tensor& out) const;
 
  private:
   Linear gate_, up_, down_;
   Activation act_ = Activation::Silu;
 };
-
-/// x += y over n values.
-void addInPlace(float* x, const float* y, int64_t n);
 
 }  // namespace gizml::llm

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "llm/models/decoder.h"
+#include "llm/ops/scratch.h"
 
 namespace gizml::llm {
 namespace {
@@ -38,16 +39,16 @@ class Llama final : public DecoderModel {
     GatedMlp mlp;
   };
 
-  void layer(int64_t i, float* x, const Batch& batch) const override {
+  void layer(int64_t i, const Tensor& x, const Batch& batch) const override {
     const Layer& l = layers_[static_cast<size_t>(i)];
-    const int64_t n = batch.rows * config().hiddenSize;
-    std::vector<float> h(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-    l.inputNorm.apply(x, batch.rows, h.data());
-    l.attention.forward(h.data(), batch, i, y.data());
-    addInPlace(x, y.data(), n);
-    l.postAttentionNorm.apply(x, batch.rows, h.data());
-    l.mlp.forward(h.data(), batch.rows, y.data());
-    addInPlace(x, y.data(), n);
+    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize);
+    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize);
+    l.inputNorm.apply(x, h);
+    l.attention.forward(h, batch, i, y);
+    ops::addInPlace(x, y);
+    l.postAttentionNorm.apply(x, h);
+    l.mlp.forward(h, y);
+    ops::addInPlace(x, y);
   }
 
   std::vector<Layer> layers_;

@@ -18,7 +18,7 @@ class MoeMlp {
   /// gate (the router), experts.N.{gate,up,down}_proj, shared_expert.*, shared_expert_gate under
   /// `prefix` ("model.layers.3.mlp.").
   MoeMlp(const ConvertedModel& weights, const std::string& prefix, const ModelConfig& config);
-  void forward(const float* x, int64_t rows, float* out) const;
+  void forward(const Tensor& x, const Tensor& out) const;
 
  private:
   int64_t hidden_ = 0, topK_ = 0;

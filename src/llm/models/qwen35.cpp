@@ -20,6 +20,7 @@
 #include "llm/models/decoder.h"
 #include "llm/models/gated_delta_net.h"
 #include "llm/models/moe.h"
+#include "llm/ops/scratch.h"
 
 namespace gizml::llm {
 namespace {
@@ -58,32 +59,21 @@ class Qwen35 final : public DecoderModel {
     // hidden states; the last of them (h of the last token read, then `next`) gives draft 1.
     // (At least the last position: `next` may differ from what an earlier draft read there.)
     const int64_t first = std::min(state->mtpNext, length - 1), rows = length - first;
-    std::vector<float> hidden(static_cast<size_t>(rows * width));
     std::vector<int32_t> tokens(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      std::copy_n(state->hiddenAt(first + r, width), width, hidden.begin() + r * width);
+    for (int64_t r = 0; r < rows; ++r)
       tokens[static_cast<size_t>(r)] = first + r + 1 < length ? state->tokenAt(first + r + 1) : next;
-    }
-    std::vector<float> out = mtpPass(*state, tokens, hidden, first);
+    Tensor out = mtpPass(*state, tokens, state->hiddenRows(first, rows), first);
     state->mtpNext = length;
     const std::vector<int32_t> candidates = draftRows(recent);
     std::vector<int32_t> guesses;
-    std::vector<float> row(static_cast<size_t>(width));
     for (int64_t i = 0;; ++i) {
-      const float* h = out.data() + (static_cast<int64_t>(out.size()) / width - 1) * width;
-      float best = -INFINITY;
-      int32_t guess = candidates.front();
-      for (int32_t id : candidates) {
-        outputLayer().row(id, row.data());
-        float logit = 0.0f;
-        for (int64_t j = 0; j < width; ++j) logit += row[static_cast<size_t>(j)] * h[j];
-        if (logit > best) best = logit, guess = id;
-      }
+      const Tensor h = rowsOf(out, out.size(0) - 1, 1);
+      const int32_t guess = outputLayer().largestDot(candidates, h);
       guesses.push_back(guess);
       if (i + 1 >= count) break;
       // The next draft reads the MTP layer's own output as the hidden state (its keys and values
       // at these positions are guesses; the next draft after a verification redoes them).
-      out = mtpPass(*state, {guess}, std::vector<float>(h, h + width), length + i);
+      out = mtpPass(*state, {guess}, h, length + i);
     }
     return guesses;
   }
@@ -123,47 +113,46 @@ class Qwen35 final : public DecoderModel {
     return l;
   }
 
-  void run(const Layer& l, int64_t i, float* x, const Batch& batch) const {
-    const int64_t n = batch.rows * config().hiddenSize;
-    std::vector<float> h(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-    l.inputNorm.apply(x, batch.rows, h.data());
-    std::visit([&](const auto& mixer) { mixer.forward(h.data(), batch, i, y.data()); }, l.mixer);
-    addInPlace(x, y.data(), n);
-    l.postAttentionNorm.apply(x, batch.rows, h.data());
-    std::visit([&](const auto& mlp) { mlp.forward(h.data(), batch.rows, y.data()); }, l.mlp);
-    addInPlace(x, y.data(), n);
+  void run(const Layer& l, int64_t i, const Tensor& x, const Batch& batch) const {
+    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize);
+    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize);
+    l.inputNorm.apply(x, h);
+    std::visit([&](const auto& mixer) { mixer.forward(h, batch, i, y); }, l.mixer);
+    ops::addInPlace(x, y);
+    l.postAttentionNorm.apply(x, h);
+    std::visit([&](const auto& mlp) { mlp.forward(h, y); }, l.mlp);
+    ops::addInPlace(x, y);
   }
 
-  void layer(int64_t i, float* x, const Batch& batch) const override { run(layers_[static_cast<size_t>(i)], i, x, batch); }
+  void layer(int64_t i, const Tensor& x, const Batch& batch) const override {
+    run(layers_[static_cast<size_t>(i)], i, x, batch);
+  }
 
-  void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const float* normed) const override {
-    const int64_t width = config().hiddenSize;
+  void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& normed) const override {
     for (size_t f = 0; f < feeds.size(); ++f) {
       const Batch::Sequence& seq = batch.sequences[f];
-      auto& state = static_cast<HybridState&>(*seq.cache);
-      for (int64_t r = 0; r < seq.rows; ++r)
-        state.keepRow(seq.start + r, feeds[f].tokens[static_cast<size_t>(r)], normed + (seq.first + r) * width, width);
+      static_cast<HybridState&>(*seq.cache).keepRows(seq.start, feeds[f].tokens, rowsOf(normed, seq.first, seq.rows));
     }
   }
 
   /// The MTP layer over rows at positions start, start + 1, ...: each the token that follows and
   /// the hidden state before it; the normed outputs [rows, hidden].
-  std::vector<float> mtpPass(HybridState& state, const std::vector<int32_t>& tokens, const std::vector<float>& hidden,
-                             int64_t start) const {
+  Tensor mtpPass(HybridState& state, const std::vector<int32_t>& tokens, const Tensor& hidden, int64_t start) const {
     const int64_t width = config().hiddenSize, rows = static_cast<int64_t>(tokens.size());
-    std::vector<float> both(static_cast<size_t>(rows * 2 * width)), x(static_cast<size_t>(rows * width));
+    // Each row: the normed embedding of its token, then its normed hidden state.
+    const Tensor both = tensor::empty({rows, 2 * width}), x = tensor::empty({rows, width});
     for (int64_t r = 0; r < rows; ++r) {
-      float* e = both.data() + r * 2 * width;
+      const Tensor e = rowsOf(both, r, 1).slice(1, 0, width);
       embedding().row(tokens[static_cast<size_t>(r)], e);
-      mtp_->embeddingNorm.apply(e, 1, e);
-      mtp_->hiddenNorm.apply(hidden.data() + r * width, 1, e + width);
+      mtp_->embeddingNorm.apply(e, e);
+      mtp_->hiddenNorm.apply(rowsOf(hidden, r, 1), rowsOf(both, r, 1).slice(1, width, 2 * width));
     }
-    mtp_->fc.apply(both.data(), rows, x.data());
+    mtp_->fc.apply(both, x);
     Batch batch;
     batch.sequences.push_back({&state, 0, rows, start});
     batch.rows = rows;
-    run(mtp_->layer, config().numLayers, x.data(), batch);
-    mtp_->norm.apply(x.data(), rows, x.data());
+    run(mtp_->layer, config().numLayers, x, batch);
+    mtp_->norm.apply(x, x);
     return x;
   }
 

@@ -1,9 +1,9 @@
-// cachedAttention (llm/models/cached_attention.h) against attention written out in double
+// cachedAttention (cpu/kv_attention.h) against attention written out in double
 // precision: grouped-query heads, a prefix already in the cache (start > 0), a row count that
 // leaves a partial block, with and without a sliding window. Then its invariance: the rows of one
 // run give the bits of the same rows run one at a time, in other splits, beside other runs, for
 // every kind of cache, also where a sliding window starts past sgemm's first k block.
-#include "llm/models/cached_attention.h"
+#include "cpu/kv_attention.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 using namespace gizml;
-using namespace gizml::llm;
+using namespace gizml::cpu;
 
 namespace {
 
@@ -21,16 +21,19 @@ struct Fixture {
   AttentionShape s;
   int64_t start, rows, total, qWidth, kvWidth;
   std::vector<float> q, k, v;
-  KvCache cache;
+  std::vector<uint8_t> keys, values;  // the cache's layer
+  KvLayer cache;
 
   Fixture(int64_t window, int64_t start_, int64_t rows_, DType dtype)
-      : s{.hidden = 0, .heads = 4, .kvHeads = 2, .headDim = 8, .scale = 0.35f, .window = window},
+      : s{.heads = 4, .kvHeads = 2, .headDim = 8, .scale = 0.35f, .window = window},
         start(start_),
         rows(rows_),
         total(start_ + rows_),
         qWidth(s.heads * s.headDim),
         kvWidth(s.kvHeads * s.headDim),
-        cache(nullptr, 1, s.kvHeads, s.headDim, total, dtype) {
+        keys(static_cast<size_t>(total * kvWidth) * dtypeSize(dtype)),
+        values(keys.size()),
+        cache{keys.data(), values.data(), s.kvHeads, s.headDim, total, dtype} {
     std::mt19937 rng(static_cast<unsigned>(window + 1));
     std::normal_distribution<float> dist(0.0f, 1.0f);
     q.resize(static_cast<size_t>(rows * qWidth));
@@ -38,12 +41,12 @@ struct Fixture {
     v.resize(k.size());
     for (std::vector<float>* x : {&q, &k, &v})
       for (float& e : *x) e = dist(rng);
-    for (int64_t p = 0; p < total; ++p) cache.store(0, p, k.data() + p * kvWidth, v.data() + p * kvWidth);
+    storeKeysValues(cache, 0, total, k.data(), v.data(), kvWidth);
   }
 
   // The context of rows [r0, r0 + n), run together.
   AttentionRun run(int64_t r0, int64_t n, std::vector<float>& context) const {
-    return {&cache, start + r0, n, q.data() + r0 * qWidth, context.data() + r0 * qWidth};
+    return {cache, start + r0, n, q.data() + r0 * qWidth, context.data() + r0 * qWidth};
   }
 };
 
@@ -51,7 +54,7 @@ void expectMatchesReference(int64_t window) {
   const Fixture f(window, 5, 45, DType::F32);
   const AttentionShape& s = f.s;
   std::vector<float> context(f.q.size(), -9.0f);
-  cachedAttention({f.run(0, f.rows, context)}, 0, s);
+  cachedAttention({f.run(0, f.rows, context)}, s);
   for (int64_t r = 0; r < f.rows; ++r)
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t position = f.start + r, kv = h / (s.heads / s.kvHeads);
@@ -89,13 +92,13 @@ TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
     for (int64_t window : {0, 70}) {
       const Fixture f(window, 300, 75, dtype);
       std::vector<float> once(f.q.size()), single(f.q.size()), parts(f.q.size());
-      cachedAttention({f.run(0, f.rows, once)}, 0, f.s);
+      cachedAttention({f.run(0, f.rows, once)}, f.s);
       std::vector<AttentionRun> rows, split;
       for (int64_t r = 0; r < f.rows; ++r) rows.push_back(f.run(r, 1, single));
       const std::vector<int64_t> bounds{0, 3, 20, 41, f.rows};  // parts of 3, 17, 21 and 34 rows, in one call
       for (size_t i = 0; i + 1 < bounds.size(); ++i) split.push_back(f.run(bounds[i], bounds[i + 1] - bounds[i], parts));
-      cachedAttention(rows, 0, f.s);
-      cachedAttention(split, 0, f.s);
+      cachedAttention(rows, f.s);
+      cachedAttention(split, f.s);
       EXPECT_EQ(std::memcmp(once.data(), single.data(), once.size() * sizeof(float)), 0)
           << dtypeName(dtype) << ", window " << window;
       EXPECT_EQ(std::memcmp(once.data(), parts.data(), once.size() * sizeof(float)), 0)

@@ -15,5 +15,9 @@ struct StoredTensor;
 const StoredTensor& storedTensor(const ConvertedModel& weights, const std::string& name, const tensor::Shape& shape);
 /// A vector of n values (norms, biases) as floats.
 std::vector<float> loadVector(const ConvertedModel& weights, const std::string& name, int64_t n);
+/// The same as an F32 tensor [n].
+tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name, int64_t n);
+/// values as an F32 tensor [values.size()].
+tensor::Tensor valuesTensor(const std::vector<float>& values);
 
 }  // namespace gizml::llm

@@ -1,7 +1,7 @@
-// Gated DeltaNet's inner loops with Highway (see gated_delta_net_kernels.h); the activations use
+// Gated DeltaNet's inner loops with Highway (see delta_net.h); the activations use
 // the same vector sigmoid as the elementwise kernels (cpu/elementwise-inl.h).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "llm/models/gated_delta_net_kernels.cpp"
+#define HWY_TARGET_INCLUDE "cpu/delta_net_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/highway.h>
@@ -9,10 +9,10 @@
 #include <cmath>
 
 #include "cpu/elementwise-inl.h"
-#include "llm/models/gated_delta_net_kernels.h"
+#include "cpu/delta_net.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace gizml::llm::delta {
+namespace gizml::cpu::delta {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -135,11 +135,11 @@ void GatedNorm(float* HWY_RESTRICT o, const float* HWY_RESTRICT z, const float* 
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace gizml::llm::delta
+}  // namespace gizml::cpu::delta
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace gizml::llm::delta {
+namespace gizml::cpu::delta {
 HWY_EXPORT(ConvSilu);
 HWY_EXPORT(L2Normalize);
 HWY_EXPORT(Step);
@@ -159,5 +159,5 @@ void step(float* s, const float* q, const float* k, const float* v, float decay,
 void gatedNorm(float* o, const float* z, const float* w, int64_t count, int64_t n, float eps) {
   HWY_DYNAMIC_DISPATCH(GatedNorm)(o, z, w, count, n, eps);
 }
-}  // namespace gizml::llm::delta
+}  // namespace gizml::cpu::delta
 #endif

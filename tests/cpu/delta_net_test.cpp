@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "llm/models/gated_delta_net_kernels.h"
+#include "cpu/delta_net.h"
 
-using namespace gizml::llm;
+using namespace gizml::cpu;
 
 namespace {
 

@@ -1,0 +1,99 @@
+#include "cpu/layer_rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "core/thread_pool.h"
+#include "cpu/elementwise.h"
+
+namespace gizml::cpu {
+namespace {
+
+// `rows` items of `width` floats each over the pool, about kFloatsPerPart floats a part.
+void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& body) {
+  constexpr int64_t kFloatsPerPart = 16384;
+  core::parallelFor(rows, std::max<int64_t>(1, kFloatsPerPart / std::max<int64_t>(1, width)), body);
+}
+
+void rotate(float* x, int64_t heads, int64_t headDim, const float* invFreq, int64_t half, int64_t position) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(position) * invFreq[i];
+    const auto c = static_cast<float>(std::cos(static_cast<double>(angle)));
+    const auto s = static_cast<float>(std::sin(static_cast<double>(angle)));
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + h * headDim;
+      const float a = v[i], b = v[i + half];
+      v[i] = a * c - b * s;
+      v[i + half] = b * c + a * s;
+    }
+  }
+}
+
+}  // namespace
+
+void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, float eps, float* out) {
+  forEachRow(rows, dim, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* in = x + r * dim;
+      float sum = 0.0f;
+      for (int64_t i = 0; i < dim; ++i) sum += in[i] * in[i];
+      const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+      for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = in[i] * inv * w[i];
+    }
+  });
+}
+
+void ropeRows(float* q, int64_t qHeads, float* k, int64_t kHeads, int64_t rows, int64_t headDim,
+              const float* invFreq, int64_t half, int64_t start) {
+  const int64_t qWidth = qHeads * headDim, kWidth = kHeads * headDim;
+  forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      rotate(q + r * qWidth, qHeads, headDim, invFreq, half, start + r);
+      rotate(k + r * kWidth, kHeads, headDim, invFreq, half, start + r);
+    }
+  });
+}
+
+void addRows(float* x, const float* y, int64_t n) {
+  forEachRow(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] += y[i];
+  });
+}
+
+void gatedActivation(float* gate, const float* up, int64_t n, GateActivation act) {
+  // Through the vectorised elementwise kernels.
+  const tensor::UnaryOp op = act == GateActivation::Silu ? tensor::UnaryOp::Silu : tensor::UnaryOp::GeluTanh;
+  forEachRow(n, 1, [&](int64_t i0, int64_t i1) {
+    unaryF32(op, gate + i0, gate + i0, i1 - i0);
+    binaryF32(tensor::BinaryOp::Mul, gate + i0, up + i0, gate + i0, i1 - i0);
+  });
+}
+
+void sigmoidGate(float* x, const float* gate, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+void scaleRows(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void splitRuns(const float* both, int64_t runs, int64_t width, float* first, float* second) {
+  for (int64_t r = 0; r < runs; ++r) {
+    const float* from = both + r * 2 * width;
+    std::copy(from, from + width, first + r * width);
+    std::copy(from + width, from + 2 * width, second + r * width);
+  }
+}
+
+void gatherRows(const float* x, const int64_t* ids, int64_t count, int64_t width, float* out) {
+  for (int64_t i = 0; i < count; ++i) std::copy(x + ids[i] * width, x + (ids[i] + 1) * width, out + i * width);
+}
+
+void zeroRows(float* x, int64_t n) { std::fill(x, x + n, 0.0f); }
+
+}  // namespace gizml::cpu

@@ -1,0 +1,55 @@
+#include "llm/ops/attention.h"
+
+#include <gizml/error.h>
+
+#include "llm/ops/host.h"
+#include "llm/ops/kv_layer.h"
+
+namespace gizml::llm::ops {
+
+cpu::KvLayer kvLayer(const char* op, const KvCache& cache, int64_t layer) {
+  const Tensor& keys = cache.keys(layer);
+  const Tensor& values = cache.values(layer);
+  require(!keys.onGpu() && !values.onGpu(), [&] {
+      return std::string(op) + ": the KV cache is on " + keys.device()
+             + "; the language-model operations have only their CPU implementations so far";
+  });
+  return {static_cast<uint8_t*>(keys.rawData()), static_cast<uint8_t*>(values.rawData()), cache.kvHeads(),
+          cache.headDim(), cache.capacity(), cache.dtype()};
+}
+
+void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values) {
+  const int64_t width = cache.kvHeads() * cache.headDim(), rows = keys.numel() / width;
+  require(keys.numel() == rows * width && values.numel() == keys.numel(), [&] {
+      return "storeKeysValues: keys " + tensor::shapeText(keys.shape()) + " and values "
+             + tensor::shapeText(values.shape()) + " are not rows of " + std::to_string(width);
+  });
+  require(start >= 0 && start + rows <= cache.capacity(), [&] {
+      return "storeKeysValues: positions " + std::to_string(start) + ".." + std::to_string(start + rows - 1)
+             + " are outside the cache's " + std::to_string(cache.capacity());
+  });
+  cache.keys(layer);  // made on this thread: a layer's first store allocates it
+  cpu::storeKeysValues(kvLayer("storeKeysValues", cache, layer), start, rows, hostF32("storeKeysValues", keys),
+                       hostF32("storeKeysValues", values), width);
+}
+
+void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const AttentionShape& s) {
+  std::vector<cpu::AttentionRun> cpuRuns;
+  const int64_t qWidth = s.heads * s.headDim;
+  for (const AttentionRun& run : runs) {
+    const int64_t rows = run.q.numel() / qWidth;
+    require(run.q.numel() == rows * qWidth && run.context.numel() == run.q.numel(), [&] {
+        return "cachedAttention: q " + tensor::shapeText(run.q.shape()) + " and context "
+               + tensor::shapeText(run.context.shape()) + " are not rows of " + std::to_string(qWidth);
+    });
+    require(run.cache->holds(layer) && run.start + rows <= run.cache->capacity(), [&] {
+        return "cachedAttention: the cache does not hold the keys of positions up to " + std::to_string(run.start
+               + rows - 1);
+    });
+    cpuRuns.push_back({kvLayer("cachedAttention", *run.cache, layer), run.start, rows,
+                       hostF32("cachedAttention", run.q), hostF32("cachedAttention", run.context)});
+  }
+  cpu::cachedAttention(cpuRuns, {s.heads, s.kvHeads, s.headDim, s.scale, s.window});
+}
+
+}  // namespace gizml::llm::ops

@@ -1,0 +1,47 @@
+#pragma once
+// Gated DeltaNet's token mixing (Qwen 3.5's linear attention; the layer is
+// llm/models/gated_delta_net.h) on F32 row tensors, and the state it keeps per sequence. CPU
+// implementation: cpu/delta_net.h.
+#include <gizml/tensor.h>
+
+#include <cstdint>
+
+namespace gizml::llm::ops {
+
+using tensor::Tensor;
+
+struct DeltaNetShape {
+  int64_t keyHeads, valueHeads, keyDim, valueDim, kernel;
+  /// The conv's channels: q, k (keyHeads keyDim each) and v (valueHeads valueDim).
+  int64_t channels() const { return 2 * keyHeads * keyDim + valueHeads * valueDim; }
+};
+
+/// One sequence's state of one Gated DeltaNet layer, on the device of the layer's weights.
+struct DeltaNetState {
+  Tensor conv;    // the conv's last (kernel - 1) inputs [kernel - 1, channels], oldest first
+  Tensor memory;  // S of each value head [valueHeads, keyDim, valueDim]
+
+  /// Zeros of the shape's sizes.
+  static DeltaNetState zeros(const DeltaNetShape& shape);
+  /// A copy that shares no memory with this one.
+  DeltaNetState copy() const;
+  /// Every value back to zero.
+  void clear();
+};
+
+/// The layer's weights that mixing reads.
+struct DeltaNetWeights {
+  Tensor taps;       // [kernel, channels]: a tap across the channels is contiguous
+  Tensor decayRate;  // -exp(A_log) per value head
+  Tensor dtBias;     // [valueHeads]
+};
+
+/// One sequence's rows: from the projections qkv [rows, channels], b and a [rows, valueHeads]
+/// into o [rows, valueHeads valueDim], advancing `state` (cpu::delta::mix says how).
+void deltaNetMix(const DeltaNetShape& shape, const DeltaNetWeights& w, const Tensor& qkv, const Tensor& b,
+                 const Tensor& a, DeltaNetState& state, const Tensor& o);
+
+/// o = rmsnorm(o) w silu(z) over each value head's run of valueDim values (w [valueDim]).
+void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps);
+
+}  // namespace gizml::llm::ops

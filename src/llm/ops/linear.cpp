@@ -1,0 +1,136 @@
+#include "llm/ops/linear.h"
+
+#include <gizml/error.h>
+
+#include <array>
+#include <cmath>
+
+#include "cpu/convert.h"
+#include "cpu/float_panels.h"
+#include "cpu/quant_panels.h"
+#include "llm/ops/host.h"
+#include "llm/ops/weights.h"
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm::ops {
+namespace {
+
+void checkRows(const char* op, const Tensor& t, int64_t rows, int64_t width) {
+  require(t.numel() == rows * width, [&] {
+      return std::string(op) + ": " + tensor::shapeText(t.shape()) + " is not " + std::to_string(rows) + " rows of "
+             + std::to_string(width);
+  });
+}
+
+}  // namespace
+
+Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
+               const std::string& bias, Use use)
+    : out_(out), in_(in) {
+  const StoredTensor& t = storedTensor(weights, name, {out, in});
+  data_ = weights.raw(t).data();
+  quantized_ = t.quantized;
+  dtype_ = t.dtype;
+  if (quantized_) {
+    format_ = t.format;
+    rowBytes_ = groupRowBytes(format_, in);
+    scaleBase_ = t.scaleBase;
+    if (use == Use::Multiply) {
+      std::array<float, 256> scales;  // the scale of each exponent code
+      for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
+      matrix_ = std::make_shared<const cpu::QuantMatrix>(
+          cpu::QuantWeights{data_, out_, in_, rowBytes_, format_.bits, format_.group, scales.data()});
+      // The panels are a copy: the mapped bytes are only read again for rows (a tied embedding).
+      if (matrix_->packed()) weights.releasePages(t);
+    }
+  } else if (use == Use::Multiply) {
+    panels_ = std::make_shared<const core::PageVector<uint8_t>>(cpu::packFloatPanels(dtype_, data_, out_, in_));
+    weights.releasePages(t);
+  }
+  if (!bias.empty()) bias_ = loadVector(weights, bias, out);
+}
+
+void Linear::decodeRows(int64_t first, int64_t count, float* dst) const {
+  if (quantized_) dequantizeGroups(format_, scaleBase_, data_ + first * rowBytes_, count, in_, dst);
+  else cpu::loadF32(dtype_, data_ + first * in_ * static_cast<int64_t>(dtypeSize(dtype_)), 1, count * in_, dst);
+}
+
+void Linear::row(int64_t r, const Tensor& dst) const {
+  require(r >= 0 && r < out_, [&] {
+      return "row: " + std::to_string(r) + " is outside 0.." + std::to_string(out_ - 1);
+  });
+  checkRows("row", dst, 1, in_);
+  decodeRows(r, 1, hostF32("row", dst));
+}
+
+int32_t Linear::largestDot(const std::vector<int32_t>& ids, const Tensor& h) const {
+  require(!ids.empty(), [&] { return "largestDot: no rows"; });
+  checkRows("largestDot", h, 1, in_);
+  const float* x = hostF32("largestDot", h);
+  std::vector<float> row(static_cast<size_t>(in_));
+  float best = -INFINITY;
+  int32_t found = ids.front();
+  for (int32_t id : ids) {
+    require(id >= 0 && id < out_, [&] {
+        return "largestDot: row " + std::to_string(id) + " is outside 0.." + std::to_string(out_ - 1);
+    });
+    decodeRows(id, 1, row.data());
+    float dot = 0.0f;
+    for (int64_t j = 0; j < in_; ++j) dot += row[static_cast<size_t>(j)] * x[j];
+    if (dot > best) best = dot, found = id;
+  }
+  return found;
+}
+
+void Linear::addBias(float* y, int64_t rows) const {
+  if (bias_.empty()) return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out_; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
+}
+
+void Linear::applyAll(const std::vector<const Linear*>& layers, const Tensor& x, const std::vector<Tensor>& ys) {
+  require(!layers.empty() && layers.size() == ys.size(), [&] { return "applyAll: one output a layer"; });
+  const int64_t in = layers[0]->in_, rows = x.numel() / std::max<int64_t>(1, in);
+  checkRows("applyAll", x, rows, in);
+  std::vector<const cpu::QuantMatrix*> matrices;  // the packed layers of the first one's group
+  std::vector<float*> shared;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Linear& l = *layers[i];
+    require(l.in_ == in, [&] { return "applyAll: the layers read inputs of different widths"; });
+    checkRows("applyAll", ys[i], rows, l.out_);
+    if (l.matrix_ && l.format_.group == layers[0]->format_.group) {
+      matrices.push_back(l.matrix_.get());
+      shared.push_back(hostF32("applyAll", ys[i]));
+    } else {
+      l.apply(x, ys[i]);
+    }
+  }
+  if (matrices.empty()) return;
+  // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
+  thread_local cpu::QuantActs acts;
+  cpu::quantizeActs(hostF32("applyAll", x), rows, in, matrices[0]->group(), acts);
+  cpu::matmulAll(matrices, acts, shared);
+  size_t next = 0;
+  for (const Linear* l : layers)
+    if (l->matrix_ && l->format_.group == layers[0]->format_.group) l->addBias(shared[next++], rows);
+}
+
+void Linear::apply(const Tensor& x, const Tensor& y) const {
+  const int64_t rows = x.numel() / std::max<int64_t>(1, in_);
+  checkRows("apply", x, rows, in_);
+  checkRows("apply", y, rows, out_);
+  const float* in = hostF32("apply", x);
+  float* out = hostF32("apply", y);
+  if (quantized_) {
+    require(matrix_ != nullptr, [&] { return "Linear: this layer was made to read rows, not to multiply"; });
+    thread_local cpu::QuantActs acts;
+    cpu::quantizeActs(in, rows, in_, format_.group, acts);
+    matrix_->matmul(acts, out);
+  } else {
+    require(panels_ != nullptr, [&] { return "Linear: this layer was made to read rows, not to multiply"; });
+    cpu::floatPanelsMatmul(dtype_, panels_->data(), out_, in_, in, rows, out);
+  }
+  addBias(out, rows);
+}
+
+}  // namespace gizml::llm::ops

@@ -1,0 +1,76 @@
+#pragma once
+// A linear layer y = x W^T (+ b) over the weights as converted, on F32 row tensors. Group-
+// quantized weights go through the integer kernels of cpu/quant_panels.h (activations quantized
+// to int8 per group; several layers reading the same x share its codes and one parallel pass);
+// f32 and 16-bit weights, repacked into cpu/float_panels.h's panels, through sgemm a block of
+// output rows at a time, or for a few rows (decode) the panel kernel that gives sgemm's bits.
+// Either way a pass reads the stored bytes once whatever the number of activation rows, and each
+// row's outputs do not depend on the rows beside it (batch invariance, docs/architecture.md).
+// The weights are repacked for the CPU when the layer is made (llm/ops/host.h: CPU only so far).
+#include <gizml/dtype.h>
+#include <gizml/tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/page_memory.h"
+#include "llm/quant/group_quant.h"
+
+namespace gizml::cpu {
+class QuantMatrix;
+}
+
+namespace gizml::llm {
+
+class ConvertedModel;
+
+namespace ops {
+
+using tensor::Tensor;
+
+class Linear {
+ public:
+  /// An embedding only reads rows; a layer that multiplies repacks quantized weights for the
+  /// kernels when it is made.
+  enum class Use { Multiply, Rows };
+
+  Linear() = default;
+  /// The tensor `name` ([out, in], f32, f16, bf16 or quantized), and `bias` ([out]) unless empty; throws
+  /// gizml::Error naming a missing tensor or a wrong shape.
+  Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
+         const std::string& bias = "", Use use = Use::Multiply);
+
+  int64_t in() const { return in_; }
+  int64_t out() const { return out_; }
+  /// y [rows, out] = x [rows, in] W^T + b.
+  void apply(const Tensor& x, const Tensor& y) const;
+  /// layers[i]->apply(x, ys[i]) for layers that read the same x (q, k and v; gate and up): the
+  /// quantized ones share x's int8 codes and one parallel pass over their weights.
+  static void applyAll(const std::vector<const Linear*>& layers, const Tensor& x, const std::vector<Tensor>& ys);
+  /// Row r of W (an embedding lookup) into dst ([in] values), as floats.
+  void row(int64_t r, const Tensor& dst) const;
+  /// Of the rows `ids` of W, the one whose dot product with h ([in]) is largest (the first of
+  /// equals; sums in order over the row).
+  int32_t largestDot(const std::vector<int32_t>& ids, const Tensor& h) const;
+
+ private:
+  /// Rows first .. first + count - 1 as floats, whatever the stored format.
+  void decodeRows(int64_t first, int64_t count, float* dst) const;
+  void addBias(float* y, int64_t rows) const;
+
+  int64_t out_ = 0, in_ = 0;
+  const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open
+  bool quantized_ = false;
+  DType dtype_ = DType::F32;  // unquantized only
+  GroupFormat format_;
+  int64_t rowBytes_ = 0;
+  float scaleBase_ = 0;
+  std::shared_ptr<const cpu::QuantMatrix> matrix_;  // quantized and Use::Multiply
+  std::shared_ptr<const core::PageVector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
+  std::vector<float> bias_;
+};
+
+}  // namespace ops
+}  // namespace gizml::llm

@@ -1,0 +1,88 @@
+#include "llm/ops/rows.h"
+
+#include <gizml/error.h>
+
+#include "cpu/layer_rows.h"
+#include "llm/ops/host.h"
+
+namespace gizml::llm::ops {
+namespace {
+
+void sameSize(const char* op, const Tensor& a, const Tensor& b) {
+  require(a.numel() == b.numel(), [&] {
+      return std::string(op) + ": operands of " + tensor::shapeText(a.shape()) + " and "
+             + tensor::shapeText(b.shape()) + " differ in size";
+  });
+}
+
+}  // namespace
+
+void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
+  const int64_t dim = w.numel();
+  require(dim > 0 && x.numel() % dim == 0, [&] {
+      return "rmsNorm: rows of " + std::to_string(dim) + " do not divide " + tensor::shapeText(x.shape());
+  });
+  sameSize("rmsNorm", x, out);
+  cpu::rmsNormRows(hostF32("rmsNorm", x), x.numel() / dim, dim, hostF32("rmsNorm", w), eps, hostF32("rmsNorm", out));
+}
+
+void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t headDim, const Tensor& invFreq,
+          int64_t start) {
+  const int64_t rows = q.numel() / (qHeads * headDim);
+  require(q.numel() == rows * qHeads * headDim && k.numel() == rows * kHeads * headDim && 2 * invFreq.numel() <= headDim, [&] {
+      return "rope: q " + tensor::shapeText(q.shape()) + " and k " + tensor::shapeText(k.shape())
+             + " are not rows of " + std::to_string(qHeads) + " and " + std::to_string(kHeads) + " heads of "
+             + std::to_string(headDim);
+  });
+  cpu::ropeRows(hostF32("rope", q), qHeads, hostF32("rope", k), kHeads, rows, headDim, hostF32("rope", invFreq),
+                invFreq.numel(), start);
+}
+
+void addInPlace(const Tensor& x, const Tensor& y) {
+  sameSize("addInPlace", x, y);
+  cpu::addRows(hostF32("addInPlace", x), hostF32("addInPlace", y), x.numel());
+}
+
+void gatedActivation(const Tensor& gate, const Tensor& up, Activation act) {
+  sameSize("gatedActivation", gate, up);
+  cpu::gatedActivation(hostF32("gatedActivation", gate), hostF32("gatedActivation", up), gate.numel(),
+                       act == Activation::Silu ? cpu::GateActivation::Silu : cpu::GateActivation::GeluTanh);
+}
+
+void sigmoidGate(const Tensor& x, const Tensor& gate) {
+  sameSize("sigmoidGate", x, gate);
+  cpu::sigmoidGate(hostF32("sigmoidGate", x), hostF32("sigmoidGate", gate), x.numel());
+}
+
+void softcap(const Tensor& x, float cap) { cpu::softcap(hostF32("softcap", x), x.numel(), cap); }
+
+void scaleInPlace(const Tensor& x, float s) { cpu::scaleRows(hostF32("scaleInPlace", x), x.numel(), s); }
+
+void splitRuns(const Tensor& both, int64_t width, const Tensor& first, const Tensor& second) {
+  require(width > 0 && both.numel() % (2 * width) == 0, [&] {
+      return "splitRuns: " + tensor::shapeText(both.shape()) + " is not runs of 2 x " + std::to_string(width);
+  });
+  require(first.numel() * 2 == both.numel() && second.numel() == first.numel(), [&] {
+      return "splitRuns: the halves' sizes differ";
+  });
+  cpu::splitRuns(hostF32("splitRuns", both), both.numel() / (2 * width), width, hostF32("splitRuns", first),
+                 hostF32("splitRuns", second));
+}
+
+Tensor gatherRows(const Tensor& x, const std::vector<int64_t>& ids) {
+  require(x.ndim() == 2, [&] {
+      return "gatherRows: rows [rows, width] expected, not " + tensor::shapeText(x.shape());
+  });
+  const int64_t width = x.size(1);
+  for (int64_t id : ids)
+    require(id >= 0 && id < x.size(0), [&] {
+        return "gatherRows: row " + std::to_string(id) + " is outside 0.." + std::to_string(x.size(0) - 1);
+    });
+  Tensor out = tensor::empty({static_cast<int64_t>(ids.size()), width});
+  cpu::gatherRows(hostF32("gatherRows", x), ids.data(), static_cast<int64_t>(ids.size()), width, hostF32("gatherRows", out));
+  return out;
+}
+
+void zero(const Tensor& x) { cpu::zeroRows(hostF32("zero", x), x.numel()); }
+
+}  // namespace gizml::llm::ops

@@ -1,0 +1,33 @@
+#include "llm/ops/weights.h"
+
+#include <gizml/error.h>
+
+#include <algorithm>
+
+#include "llm/quant/converted_model.h"
+
+namespace gizml::llm {
+
+const StoredTensor& storedTensor(const ConvertedModel& weights, const std::string& name, const tensor::Shape& shape) {
+  const StoredTensor& t = weights.tensor(name);
+  check(t.shape == shape,
+        weights.folder() + ": tensor '" + name + "' has shape " + tensor::shapeText(t.shape) + ", the model expects " + tensor::shapeText(shape));
+  return t;
+}
+
+std::vector<float> loadVector(const ConvertedModel& weights, const std::string& name, int64_t n) {
+  storedTensor(weights, name, {n});
+  return weights.dequantize(name).toFloats();
+}
+
+tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name, int64_t n) {
+  return valuesTensor(loadVector(weights, name, n));
+}
+
+tensor::Tensor valuesTensor(const std::vector<float>& values) {
+  tensor::Tensor t = tensor::empty({static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.data<float>());
+  return t;
+}
+
+}  // namespace gizml::llm
