@@ -13,9 +13,12 @@ set(GIZML_LAYER_VIEWS ${PROJECT_BINARY_DIR}/layers)
 #             [EXCEPT <folder under src>]      a folder inside SOURCES that is another layer's
 #             [HEADERS <path under include>...] the public headers the layer defines
 #             [DEPENDS <layer>...]             the layers it uses, declared before it
+#             [HIDE <layer>...]                layers below whose sources it must not see,
+#                                              though a layer it uses does (their public
+#                                              headers stay visible)
 #             [OUTSIDE_LIBRARY])               not part of libgizml (GIZML_LIBRARY_OBJECTS)
 function(gizml_layer name)
-  cmake_parse_arguments(L "OUTSIDE_LIBRARY" "SOURCES;EXCEPT" "HEADERS;DEPENDS" ${ARGN})
+  cmake_parse_arguments(L "OUTSIDE_LIBRARY" "SOURCES;EXCEPT" "HEADERS;DEPENDS;HIDE" ${ARGN})
   set(target gizml_${name})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${L_SOURCES}/*.cpp)
   # What the layer owns in a view: link name -> target path, as "name=path" entries.
@@ -34,6 +37,7 @@ function(gizml_layer name)
   else()
     list(APPEND entries "${L_SOURCES}=${PROJECT_SOURCE_DIR}/src/${L_SOURCES}")
   endif()
+  set_property(GLOBAL PROPERTY GIZML_LAYER_SOURCES_${name} ${entries})
   foreach(header ${L_HEADERS})
     list(APPEND entries "${header}=${PROJECT_SOURCE_DIR}/include/${header}")
   endforeach()
@@ -45,6 +49,10 @@ function(gizml_layer name)
     endif()
     get_property(depVisible GLOBAL PROPERTY GIZML_LAYER_VISIBLE_${dep})
     list(APPEND visible ${depVisible})
+  endforeach()
+  foreach(hidden ${L_HIDE})
+    get_property(hiddenSources GLOBAL PROPERTY GIZML_LAYER_SOURCES_${hidden})
+    list(REMOVE_ITEM visible ${hiddenSources})
   endforeach()
   list(REMOVE_DUPLICATES visible)
   set_property(GLOBAL PROPERTY GIZML_LAYER_VISIBLE_${name} ${visible})
