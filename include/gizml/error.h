@@ -11,9 +11,15 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
-/// Throws gizml::Error(message) unless condition holds.
+/// Throws gizml::Error(message) unless condition holds. A message made by concatenation is built
+/// before the call, whether or not the condition holds: on paths that run per element, per view
+/// or per layer, test and throw instead.
 inline void check(bool condition, const std::string& message) {
-  if (!condition) throw Error(message);
+  if (!condition) [[unlikely]] throw Error(message);
+}
+/// The same for a literal message, which then costs no string unless the check fails.
+inline void check(bool condition, const char* message) {
+  if (!condition) [[unlikely]] throw Error(message);
 }
 
 }  // namespace gizml

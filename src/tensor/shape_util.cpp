@@ -5,9 +5,11 @@
 namespace gizml::tensor {
 
 int64_t elementCount(const Shape& shape) {
+  // Called by every numel(): the messages are built only when a check fails.
   int64_t n = 1;
   for (int64_t d : shape) {
-    check(d >= 0, "shape " + shapeText(shape) + " has a negative dimension");
+    if (d < 0) [[unlikely]]
+      throw Error("shape " + shapeText(shape) + " has a negative dimension");
     if (d != 0 && n > INT64_MAX / d)
       throw Error("shape " + shapeText(shape) + " has more elements than fit in 64 bits");
     n *= d;
@@ -16,8 +18,9 @@ int64_t elementCount(const Shape& shape) {
 }
 
 int64_t normalizeAxis(int64_t axis, int64_t rank, const char* what) {
-  check(axis >= -rank && axis < rank, std::string(what) + ": axis " + std::to_string(axis) +
-                                          " is out of range for rank " + std::to_string(rank));
+  if (axis < -rank || axis >= rank) [[unlikely]]
+    throw Error(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 

@@ -79,8 +79,9 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Shape
                int64_t offset)
     : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)),
       strides_(std::move(strides)), offset_(offset) {
-  check(shape_.size() == strides_.size(), "tensor: shape " + shapeText(shape_) + " and strides " +
-                                              shapeText(strides_) + " differ in rank");
+  // Made for every view of every operation: the message is built only when the check fails.
+  if (shape_.size() != strides_.size()) [[unlikely]]
+    throw Error("tensor: shape " + shapeText(shape_) + " and strides " + shapeText(strides_) + " differ in rank");
 }
 
 int64_t Tensor::numel() const { return elementCount(shape_); }
@@ -146,7 +147,8 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const {
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) const {
   const int64_t ax = normalizeAxis(axis, ndim(), "slice");
-  check(step != 0, "slice: step 0 on axis " + std::to_string(axis));
+  if (step == 0) [[unlikely]]
+    throw Error("slice: step 0 on axis " + std::to_string(axis));
   const int64_t n = shape_[ax];
   // Python's slice.indices: negative indices count from the end, then clamp.
   auto clampIndex = [&](int64_t i, int64_t low, int64_t high) {
