@@ -3,6 +3,7 @@
 // quantized format (docs/format.md), once; loading it; generating with an Engine.
 #include <gizml/error.h>
 #include <gizml/grammar.h>
+#include <gizml/kv_format.h>
 #include <gizml/tensor.h>
 #include <gizml/tokenizer.h>
 
@@ -179,9 +180,9 @@ class Engine {
 class Sequences {
  public:
   /// Loads the weights of a converted folder (not its tokenizer) and makes `count` empty
-  /// sequences of up to maxTokens tokens each, their keys and values kept in kvCache (F32, F16
-  /// or BF16). Throws gizml::Error naming the file at fault.
-  Sequences(const std::string& folder, int64_t count, int64_t maxTokens, DType kvCache = DType::F32);
+  /// sequences of up to maxTokens tokens each, their keys and values kept as kvCache says (F32
+  /// unless told). Throws gizml::Error naming the file at fault.
+  Sequences(const std::string& folder, int64_t count, int64_t maxTokens, KvFormat kvCache = DType::F32);
   Sequences(Sequences&&) noexcept;
   Sequences& operator=(Sequences&&) noexcept;
   ~Sequences();

@@ -3,12 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <tuple>
 
 #include "core/thread_pool.h"
-#include <cstring>
-
-#include "cpu/convert.h"
 #include "cpu/gemm.h"
 
 namespace gizml::cpu {
@@ -17,37 +13,6 @@ namespace {
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
-// A matrix operand of sgemm: element (i, j) at data[i * rowStride + j * colStride].
-struct Operand {
-  const float* data;
-  int64_t rowStride, colStride;
-};
-
-// K^T of one KV head from position k0 on, [headDim, keys]: the cache's key columns in place for
-// an F32 cache (rows `capacity` apart), else widened (exactly) into `buffer`.
-Operand keysOf(const KvLayer& cache, const AttentionShape& s, int64_t kvHead, int64_t k0, int64_t keys,
-               std::vector<float>& buffer) {
-  const int64_t capacity = cache.capacity, size = static_cast<int64_t>(dtypeSize(cache.dtype));
-  const uint8_t* columns = cache.keys + kvHead * s.headDim * capacity * size;
-  if (cache.dtype == DType::F32) return {reinterpret_cast<const float*>(columns) + k0, capacity, 1};
-  buffer.resize(static_cast<size_t>(s.headDim * keys));
-  for (int64_t d = 0; d < s.headDim; ++d)
-    loadF32(cache.dtype, columns + (d * capacity + k0) * size, 1, keys, buffer.data() + d * keys);
-  return {buffer.data(), keys, 1};
-}
-
-// V of one KV head from position k0 on, [keys, headDim]: the cache's rows in place for an F32
-// cache, else widened (exactly) into `buffer`.
-Operand valuesOf(const KvLayer& cache, const AttentionShape& s, int64_t kvHead, int64_t k0, int64_t keys,
-                 std::vector<float>& buffer) {
-  const int64_t size = static_cast<int64_t>(dtypeSize(cache.dtype));
-  const auto value = [&](int64_t position) { return cache.values + (position * s.kvHeads + kvHead) * s.headDim * size; };
-  if (cache.dtype == DType::F32) return {reinterpret_cast<const float*>(value(k0)), s.kvHeads * s.headDim, 1};
-  buffer.resize(static_cast<size_t>(keys * s.headDim));
-  for (int64_t j = 0; j < keys; ++j) loadF32(cache.dtype, value(k0 + j), 1, s.headDim, buffer.data() + j * s.headDim);
-  return {buffer.data(), s.headDim, 1};
-}
-
 struct Scratch {
   std::vector<float> scores, keys, values;
 };
@@ -55,11 +20,11 @@ struct Scratch {
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
 // and values from k0 on (keys of them: K^T and V as operands), into C's rows.
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
-                int64_t k0, int64_t keys, const Operand& keyT, const Operand& value, float* c, int64_t ldc,
+                int64_t k0, int64_t keys, const F32Rows& keyT, const F32Rows& value, float* c, int64_t ldc,
                 std::vector<float>& scores) {
   const auto firstKey = [&](int64_t position) { return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0; };
   scores.resize(static_cast<size_t>(m * keys));
-  sgemm(m, keys, s.headDim, a, lda, 1, keyT.data, keyT.rowStride, keyT.colStride, scores.data(), keys, false);
+  sgemm(m, keys, s.headDim, a, lda, 1, keyT.data, keyT.stride, 1, scores.data(), keys, false);
   for (int64_t i = 0; i < m; ++i) {
     float* p = scores.data() + i * keys;
     const int64_t position = first + i * step, lo = firstKey(position) - k0, hi = position - k0 + 1;
@@ -72,7 +37,7 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
     for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
     std::fill(p + hi, p + keys, 0.0f);
   }
-  sgemm(m, s.headDim, keys, scores.data(), keys, 1, value.data, value.rowStride, value.colStride, c, ldc, false);
+  sgemm(m, s.headDim, keys, scores.data(), keys, 1, value.data, value.stride, 1, c, ldc, false);
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
@@ -83,8 +48,8 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
   // of absolute positions) in any block; the keys before its own first add exact zeros.
   const int64_t k0 = firstKey / kGemmKc * kGemmKc, keys = position + n - k0;
-  const Operand keyT = keysOf(run.cache, s, kvHead, k0, keys, w.keys);
-  const Operand value = valuesOf(run.cache, s, kvHead, k0, keys, w.values);
+  const F32Rows keyT = keyColumns(run.cache, kvHead, k0, keys, w.keys);
+  const F32Rows value = valueRows(run.cache, kvHead, k0, keys, w.values);
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
@@ -95,37 +60,6 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
 }
 
 }  // namespace
-
-void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const float* keys, const float* values,
-                     int64_t stride) {
-  const int64_t n = layer.kvHeads * layer.headDim, capacity = layer.capacity;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t position = start + r;
-    // Element i of the token: at position * n + i of the value rows, at i * capacity + position
-    // of the key columns.
-    for (auto [data, src, columns] : {std::tuple{layer.keys, keys + r * stride, true},
-                                      std::tuple{layer.values, values + r * stride, false}}) {
-      const int64_t at = columns ? position : position * n, step = columns ? capacity : 1;
-      if (layer.dtype == DType::F32) {
-        auto* f = reinterpret_cast<float*>(data) + at;
-        for (int64_t i = 0; i < n; ++i) f[i * step] = src[i];
-      } else {
-        auto* half = reinterpret_cast<uint16_t*>(data) + at;
-        for (int64_t i = 0; i < n; ++i)
-          half[i * step] = layer.dtype == DType::F16 ? floatToHalf(src[i]) : floatToBf16(src[i]);
-      }
-    }
-  }
-}
-
-void copyKeysValues(const KvLayer& from, const KvLayer& to, int64_t length) {
-  // The first `length` values of each row: positions of every value row, or of every key column.
-  const int64_t size = static_cast<int64_t>(dtypeSize(from.dtype)), n = from.kvHeads * from.headDim;
-  std::memcpy(to.values, from.values, static_cast<size_t>(length * n * size));
-  for (int64_t row = 0; row < n; ++row)
-    std::memcpy(to.keys + row * to.capacity * size, from.keys + row * from.capacity * size,
-                static_cast<size_t>(length * size));
-}
 
 void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape& s) {
   // Tasks: (run, block, KV head), the runs' in order. Causal blocks late in a run see more keys,

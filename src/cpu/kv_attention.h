@@ -4,8 +4,11 @@
 // Layout of one layer (llm/ops/kv_cache.h owns the memory): values are rows, [capacity, kvHeads,
 // headDim]; keys are columns, [kvHeads, headDim, capacity]: the scores q K^T then read K^T as a
 // row-major matrix, which sgemm streams in place for a decode step (keys as rows had to be
-// transposed into its panels on every step, a quarter of a long context's decode time). Both in
-// F32, F16 or BF16; attention reads them as stored (16-bit widened exactly to f32).
+// transposed into its panels on every step, a quarter of a long context's decode time). Each in
+// F32, F16 or BF16 elements, or in codes of 8, 4 or 2 bits (cpu/kv_codes.h: a scale and an
+// offset per head and token), packed along the rows (a key column's positions, a value row's
+// dimensions), low bits first. Attention reads them as stored, a block of one head widened to
+// f32 at a time (16-bit exactly, codes as scale q + offset).
 //
 // Attention runs over runs of consecutive query rows (each run one sequence's rows of a pass: a
 // prefill, a decode step, drafts), by blocks of query rows: a block's scores against every key it
@@ -23,20 +26,47 @@
 
 namespace gizml::cpu {
 
+/// The keys or the values of one layer: elements of `dtype` (bits 0), or codes of `bits` bits
+/// with ranges, a scale and an offset (F16 bits) per head and token ([kvHeads, capacity, 2] for
+/// keys, [capacity, kvHeads, 2] for values).
+struct KvSide {
+  uint8_t* data;
+  uint16_t* ranges = nullptr;
+  DType dtype = DType::F32;
+  int bits = 0;
+};
+
+/// The longest head whose keys and values may be coded.
+inline constexpr int64_t kMaxCodedHead = 512;
+
 /// One layer of one sequence's cache, laid out as above.
 struct KvLayer {
-  uint8_t* keys;    // [kvHeads, headDim, capacity]
-  uint8_t* values;  // [capacity, kvHeads, headDim]
+  KvSide keys;    // [kvHeads, headDim, capacity]
+  KvSide values;  // [capacity, kvHeads, headDim]
   int64_t kvHeads, headDim, capacity;
-  DType dtype;      // F32, F16 or BF16
 };
+
+/// Bytes of one key column (capacity positions) or one value row (headDim values) of a side.
+int64_t kvRowBytes(const KvSide& side, int64_t count);
 
 /// Writes the keys and values of `rows` tokens from position `start` on: row r of keys and of
 /// values (kvHeads * headDim floats each, `stride` floats apart) is the token at start + r.
 void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const float* keys, const float* values,
                      int64_t stride);
-/// The first `length` positions of `from` into `to` (layers of the same shape and dtype).
+/// The first `length` positions of `from` into `to` (layers of the same shape and stores).
 void copyKeysValues(const KvLayer& from, const KvLayer& to, int64_t length);
+
+/// A matrix of f32 rows `stride` floats apart.
+struct F32Rows {
+  const float* data;
+  int64_t stride;
+};
+/// K^T of head kvHead for positions k0 .. k0 + keys - 1, [headDim, keys]: the key columns in
+/// place when they are F32, else widened into `buffer`.
+F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
+/// V of head kvHead for those positions, [keys, headDim]: the value rows in place when they are
+/// F32, else widened into `buffer`.
+F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
 
 struct AttentionShape {
   int64_t heads, kvHeads, headDim;

@@ -2,6 +2,7 @@
 // The contract between an architecture (src/llm/models/) and the engine (src/llm/engine/): a
 // model keeps per-sequence state (its KV cache and, for recurrent layers, their states) and
 // runs forward passes that feed several sequences at once.
+#include <gizml/kv_format.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -78,7 +79,7 @@ class LanguageModel {
 
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
 struct ModelOptions {
-  DType kvCache = DType::F32;  // keys and values in F32, F16 or BF16
+  KvFormat kvCache = DType::F32;  // how keys and values are kept
   /// Only the first `layers` layers are built (their weights alone are read), without the final
   /// norm, the output layer and the MTP layer: such a model gives hidden() but no logits.
   /// 0: all layers, a whole model.

@@ -13,7 +13,7 @@ struct Sequences::Impl {
   std::vector<std::unique_ptr<SequenceState>> states;
 };
 
-Sequences::Sequences(const std::string& folder, int64_t count, int64_t maxTokens, DType kvCache)
+Sequences::Sequences(const std::string& folder, int64_t count, int64_t maxTokens, KvFormat kvCache)
     : impl_(std::make_unique<Impl>()) {
   check(count >= 1, "Sequences: count must be at least 1, not " + std::to_string(count));
   impl_->model = buildLanguageModel(ConvertedModel::open(folder), {.kvCache = kvCache});

@@ -4,12 +4,14 @@
 // run give the bits of the same rows run one at a time, in other splits, beside other runs, for
 // every kind of cache, also where a sliding window starts past sgemm's first k block.
 #include "cpu/kv_attention.h"
+#include "cpu/kv_codes.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 using namespace gizml;
@@ -21,19 +23,26 @@ struct Fixture {
   AttentionShape s;
   int64_t start, rows, total, qWidth, kvWidth;
   std::vector<float> q, k, v;
-  std::vector<uint8_t> keys, values;  // the cache's layer
+  std::vector<uint8_t> keys, values;     // the cache's layer
+  std::vector<uint16_t> keyRanges, valueRanges;
   KvLayer cache;
 
-  Fixture(int64_t window, int64_t start_, int64_t rows_, DType dtype)
+  // Keys and values as `dtype` elements, or codes of `bits` bits.
+  Fixture(int64_t window, int64_t start_, int64_t rows_, DType dtype, int bits = 0)
       : s{.heads = 4, .kvHeads = 2, .headDim = 8, .scale = 0.35f, .window = window},
         start(start_),
         rows(rows_),
         total(start_ + rows_),
         qWidth(s.heads * s.headDim),
         kvWidth(s.kvHeads * s.headDim),
-        keys(static_cast<size_t>(total * kvWidth) * dtypeSize(dtype)),
-        values(keys.size()),
-        cache{keys.data(), values.data(), s.kvHeads, s.headDim, total, dtype} {
+        keyRanges(static_cast<size_t>(total * s.kvHeads * 2)),
+        valueRanges(keyRanges.size()),
+        cache{{nullptr, keyRanges.data(), dtype, bits}, {nullptr, valueRanges.data(), dtype, bits}, s.kvHeads,
+              s.headDim, total} {
+    keys.resize(static_cast<size_t>(kvWidth * kvRowBytes(cache.keys, total)));
+    values.resize(static_cast<size_t>(total * s.kvHeads * kvRowBytes(cache.values, s.headDim)));
+    cache.keys.data = keys.data();
+    cache.values.data = values.data();
     std::mt19937 rng(static_cast<unsigned>(window + 1));
     std::normal_distribution<float> dist(0.0f, 1.0f);
     q.resize(static_cast<size_t>(rows * qWidth));
@@ -88,9 +97,11 @@ TEST(CachedAttention, SlidingWindowMatchesDoubleReference) { expectMatchesRefere
 
 TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
   // start 300 with a window of 70: the blocks' first keys fall on both sides of position 256.
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+  // Elements of each dtype, and codes of 8, 4 and 2 bits.
+  for (auto [dtype, bits] : {std::pair{DType::F32, 0}, {DType::F16, 0}, {DType::BF16, 0}, {DType::F32, 8},
+                             {DType::F32, 4}, {DType::F32, 2}})
     for (int64_t window : {0, 70}) {
-      const Fixture f(window, 300, 75, dtype);
+      const Fixture f(window, 300, 75, dtype, bits);
       std::vector<float> once(f.q.size()), single(f.q.size()), parts(f.q.size());
       cachedAttention({f.run(0, f.rows, once)}, f.s);
       std::vector<AttentionRun> rows, split;
@@ -100,8 +111,33 @@ TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
       cachedAttention(rows, f.s);
       cachedAttention(split, f.s);
       EXPECT_EQ(std::memcmp(once.data(), single.data(), once.size() * sizeof(float)), 0)
-          << dtypeName(dtype) << ", window " << window;
+          << dtypeName(dtype) << ", " << bits << " bits, window " << window;
       EXPECT_EQ(std::memcmp(once.data(), parts.data(), once.size() * sizeof(float)), 0)
-          << dtypeName(dtype) << ", window " << window;
+          << dtypeName(dtype) << ", " << bits << " bits, window " << window;
     }
+}
+
+TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
+  // An odd number of positions, read from position 5 on: codes that share a byte, both ends.
+  for (int bits : {8, 4, 2}) {
+    const Fixture f(0, 0, 37, DType::F32, bits);
+    const int64_t dim = f.s.headDim, k0 = 5, keys = f.total - k0;
+    std::vector<float> keyBuffer, valueBuffer;
+    std::vector<uint8_t> q(static_cast<size_t>(dim));
+    for (int64_t h = 0; h < f.s.kvHeads; ++h) {
+      const F32Rows keyT = keyColumns(f.cache, h, k0, keys, keyBuffer);
+      const F32Rows value = valueRows(f.cache, h, k0, keys, valueBuffer);
+      for (int64_t p = k0; p < f.total; ++p)
+        for (auto [source, read, isKey] : {std::tuple{&f.k, &keyT, true}, std::tuple{&f.v, &value, false}}) {
+          const CodeRange range = codeValues(source->data() + p * f.kvWidth + h * dim, dim, bits, q.data());
+          for (int64_t d = 0; d < dim; ++d) {
+            const float want = halfToFloat(range.scale) * static_cast<float>(q[static_cast<size_t>(d)]) +
+                               halfToFloat(range.offset);
+            const float got = isKey ? read->data[d * read->stride + p - k0] : read->data[(p - k0) * read->stride + d];
+            ASSERT_EQ(got, want) << (isKey ? "key" : "value") << " of head " << h << " at " << p << ", dim " << d
+                                 << ", " << bits << " bits";
+          }
+        }
+    }
+  }
 }

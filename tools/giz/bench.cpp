@@ -1,4 +1,4 @@
-// giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]
+// giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv FORMAT] [--logits FILE]
 // [--batch B]: times one prefill pass of N prompt tokens and N greedy decode steps after it, and
 // prints one JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the
 // same way. --batch B runs B sequences at once (each the same prompt, in one prefill pass, then
@@ -23,10 +23,11 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32|f16|bf16] [--logits FILE]\n"
+    "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32] [--logits FILE]\n"
     "                  [--batch 1] [--bits 4]   MODEL as for giz run (giz run --help)\n"
     "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps,\n"
-    "  of --batch sequences at once (tok/s in total)\n";
+    "  of --batch sequences at once (tok/s in total); --kv keeps keys and values as f32, f16, bf16, or codes\n"
+    "  of 8, 4 or 2 bits, or keys and values apart as K/V (4/2)\n";
 
 // The peak resident set of this process (VmHWM), in MiB.
 double peakRssMiB() {
@@ -63,10 +64,7 @@ int benchCommand(int argc, char** argv) {
   check(prefill > 0 && decode >= 0, "bench: --prefill must be positive and --decode not negative");
   check(batch >= 1, "bench: --batch must be at least 1");
   check(batch == 1 || logitsFile.empty(), "bench: --logits is for one sequence, not --batch");
-  gizml::DType kvCache = gizml::DType::F32;
-  if (kv == "f16") kvCache = gizml::DType::F16;
-  else if (kv == "bf16") kvCache = gizml::DType::BF16;
-  else check(kv == "f32" || kv == "default", "bench: --kv is f32, f16 or bf16, not '" + kv + "'");
+  const gizml::llm::KvFormat kvCache = kv == "default" ? gizml::llm::KvFormat() : gizml::llm::KvFormat::parse(kv);
 
   gizml::llm::Sequences sequences(convertedFolder(model, bits), batch, prefill + decode, kvCache);
   const int64_t vocab = sequences.vocabSize();

@@ -10,7 +10,7 @@
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {
-HybridState::HybridState(const void* owner, const ModelConfig& c, int64_t capacity, DType kvCache)
+HybridState::HybridState(const void* owner, const ModelConfig& c, int64_t capacity, KvFormat kvCache)
     : KvCache(owner, c.numLayers + c.mtpLayers, c.numKvHeads, c.headDim, capacity, kvCache), deltaNets_(static_cast<size_t>(c.numLayers)) {
   const ops::DeltaNetShape shape{c.linearNumKeyHeads, c.linearNumValueHeads, c.linearKeyHeadDim,
                                  c.linearValueHeadDim, c.linearConvKernel};

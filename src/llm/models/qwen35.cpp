@@ -53,7 +53,7 @@ class Qwen35 final : public DecoderModel {
     check(state != nullptr && state->owner() == this, "draft: the state was not made by this model");
     check(next >= 0 && next < config().vocabSize, "draft: token " + std::to_string(next) + " is outside the vocabulary");
     if (!mtp_ || count <= 0 || state->length() == 0) return {};
-    const int64_t width = config().hiddenSize, length = state->length();
+    const int64_t length = state->length();
     count = std::min(count, state->capacity() - length);
     // The MTP keys and values of the positions read since the last draft, from their true
     // hidden states; the last of them (h of the last token read, then `next`) gives draft 1.

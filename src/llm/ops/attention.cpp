@@ -7,17 +7,6 @@
 
 namespace gizml::llm::ops {
 
-cpu::KvLayer kvLayer(const char* op, const KvCache& cache, int64_t layer) {
-  const Tensor& keys = cache.keys(layer);
-  const Tensor& values = cache.values(layer);
-  require(!keys.onGpu() && !values.onGpu(), [&] {
-      return std::string(op) + ": the KV cache is on " + keys.device()
-             + "; the language-model operations have only their CPU implementations so far";
-  });
-  return {static_cast<uint8_t*>(keys.rawData()), static_cast<uint8_t*>(values.rawData()), cache.kvHeads(),
-          cache.headDim(), cache.capacity(), cache.dtype()};
-}
-
 void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values) {
   const int64_t width = cache.kvHeads() * cache.headDim(), rows = keys.numel() / width;
   require(keys.numel() == rows * width && values.numel() == keys.numel(), [&] {
@@ -28,7 +17,7 @@ void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor&
       return "storeKeysValues: positions " + std::to_string(start) + ".." + std::to_string(start + rows - 1)
              + " are outside the cache's " + std::to_string(cache.capacity());
   });
-  cache.keys(layer);  // made on this thread: a layer's first store allocates it
+  cache.layer(layer);  // made on this thread: a layer's first store allocates it
   cpu::storeKeysValues(kvLayer("storeKeysValues", cache, layer), start, rows, hostF32("storeKeysValues", keys),
                        hostF32("storeKeysValues", values), width);
 }

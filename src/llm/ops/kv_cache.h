@@ -1,10 +1,12 @@
 #pragma once
-// One sequence's keys and values for every layer, F32, F16 or BF16, with room for `capacity`
-// tokens, each layer's two tensors made when the layer stores its first token (so the layers of
-// a hybrid model that keep no keys cost nothing). Values are rows, [capacity, kvHeads, headDim]
-// per layer; keys are columns, [kvHeads, headDim, capacity] (why: cpu/kv_attention.h). The
-// operations that write and read them are llm/ops/attention.h's.
+// One sequence's keys and values for every layer, as its KvFormat says (F32, F16 or BF16
+// elements, or codes of 8, 4 or 2 bits with a scale and an offset per head and token), with room
+// for `capacity` tokens, each layer's tensors made when the layer stores its first token (so the
+// layers of a hybrid model that keep no keys cost nothing). Values are rows, [capacity, kvHeads,
+// headDim] per layer; keys are columns, [kvHeads, headDim, capacity] (why, and how codes pack:
+// cpu/kv_attention.h). The operations that write and read them are llm/ops/attention.h's.
 #include <gizml/dtype.h>
+#include <gizml/kv_format.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -16,7 +18,7 @@ namespace gizml::llm::ops {
 
 class KvCache : public SequenceState {
  public:
-  KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t headDim, int64_t capacity, DType dtype);
+  KvCache(const void* owner, int64_t layers, int64_t kvHeads, int64_t headDim, int64_t capacity, KvFormat format);
 
   int64_t length() const override { return length_; }
   int64_t capacity() const override { return capacity_; }
@@ -30,24 +32,29 @@ class KvCache : public SequenceState {
   /// Set once a forward pass has stored its rows.
   void setLength(int64_t n) { length_ = n; }
 
-  DType dtype() const { return dtype_; }
+  const KvFormat& format() const { return format_; }
   int64_t kvHeads() const { return kvHeads_; }
   int64_t headDim() const { return headDim_; }
-  /// Layer `layer`'s key columns and value rows, made (zeroed) on first use.
-  const tensor::Tensor& keys(int64_t layer);
-  const tensor::Tensor& values(int64_t layer);
+
+  /// One layer's keys or values: the elements or codes, and for codes their ranges (F16 scale
+  /// and offset per head and token).
+  struct Side {
+    tensor::Tensor data, ranges;
+  };
+  struct Layer {
+    Side keys, values;
+  };
+  /// Layer `layer`'s tensors, made (zeroed) on first use.
+  const Layer& layer(int64_t layer);
+  const Layer& layer(int64_t layer) const { return layers_[static_cast<size_t>(layer)]; }
   /// Whether the layer holds any (a layer without attention never does).
-  bool holds(int64_t layer) const { return keys_[static_cast<size_t>(layer)].ndim() == 3; }
-  const tensor::Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)]; }
-  const tensor::Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)]; }
+  bool holds(int64_t layer) const { return layers_[static_cast<size_t>(layer)].keys.data.ndim() > 0; }
 
  private:
-  void make(int64_t layer);
-
   const void* owner_;
   int64_t kvHeads_, headDim_, capacity_, length_ = 0;
-  DType dtype_;
-  std::vector<tensor::Tensor> keys_, values_;  // per layer; 0-d until the layer stores a token
+  KvFormat format_;
+  std::vector<Layer> layers_;  // 0-d tensors until the layer stores a token
 };
 
 }  // namespace gizml::llm::ops
