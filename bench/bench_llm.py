@@ -14,6 +14,11 @@ other processes hits both alike and unsteady figures show (the load average is p
       mean KL(reference || model) of the next-token distributions over the same positions of a real
       text (bench/kl_text.txt: public-domain American documents), each engine against its own
       16-bit reference and against the other's (needs scripts/bench-setup.sh --kl: llama-cpp-python)
+  bench_llm.py kv --ours FOLDER --llama GGUF [--formats 16 8 4 4/2 2] [--llama-types f16 q8_0 q4_0]
+      our KV formats against our 16-bit cache and llama.cpp's KV cache types against its F16 cache
+      (flash attention on: llama.cpp quantizes V only with it), same text and positions: mean KL,
+      top-1 agreement, bytes a token takes in every layer (the context each holds in one GiB), and
+      with --speed the decode tok/s of each after a prefill of --tokens (needs --kl's setup)
   bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m,q8_0,f16}   llama.cpp's quantizer
   bench_llm.py quantize Q.gguf OUT.gguf f16   a quantized GGUF's values as F16 (kl's reference for it)
 
@@ -61,7 +66,15 @@ def llama_child(args) -> None:
     cp.n_ctx = args.prefill + args.decode + 16
     cp.n_batch = cp.n_ubatch = args.prefill
     cp.n_threads = cp.n_threads_batch = args.threads
+    if args.kv_type:
+        # GGML's type numbers (ggml.h); llama.cpp keeps a quantized V cache only with flash attention.
+        cp.type_k = cp.type_v = {"f16": 1, "q4_0": 2, "q8_0": 8}[args.kv_type]
+        if hasattr(cp, "flash_attn_type"):
+            cp.flash_attn_type = 1
+        else:
+            cp.flash_attn = True
     ctx = L.llama_init_from_model(model, cp)
+    assert ctx, f"llama.cpp could not make a context for {args.model} (KV type {args.kv_type})"
     n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
     tokens = [int(t) for t in pathlib.Path(args.tokens).read_text().split()][: args.prefill]
     batch = L.llama_batch_init(args.prefill, 0, 1)
@@ -109,12 +122,14 @@ def run_ours(folder, tokens, prefill, decode, threads, logits=None, kv=None, bat
     return run_json(cmd, env=dict(os.environ, GIZML_THREADS=str(threads)))
 
 
-def run_llama(gguf, tokens, prefill, decode, threads, logits=None) -> dict:
+def run_llama(gguf, tokens, prefill, decode, threads, logits=None, kv=None) -> dict:
     """kl's logits of every prompt position, through llama-cpp-python's C API (scripts/bench-setup.sh --kl)."""
     cmd = [sys.executable, __file__, "llama-child", gguf, tokens, "--prefill", str(prefill), "--decode", str(decode),
            "--threads", str(threads)]
     if logits:
         cmd += ["--logits", logits]
+    if kv:
+        cmd += ["--kv-type", kv]
     return run_json(cmd)
 
 
@@ -276,6 +291,59 @@ def kl(args) -> None:
           f"mean top-1 probability {top_p:.4f}")
 
 
+def kv_bytes_per_token(config, fmt) -> float:
+    """Bytes one token takes in every attention layer of our cache in format `fmt` ("16", "4/2"):
+    keys and values of every KV head, and for codes a scale and an offset (F16) per head."""
+    bits = {"f32": 32, "16": 16, "f16": 16, "bf16": 16, "8": 8, "4": 4, "2": 2}
+    layers = sum(t != "linear_attention" for t in config["layer_types"])
+    heads, dim = config["num_kv_heads"], config["head_dim"]
+    total = 0.0
+    for side in fmt.split("/") if "/" in fmt else [fmt, fmt]:
+        total += heads * (dim * bits[side] / 8 + (4 if bits[side] < 16 else 0))
+    return layers * total
+
+
+def llama_kv_bytes_per_token(config, kind) -> float:
+    """The same for llama.cpp's cache types (ggml's blocks of 32: q8_0 34 bytes, q4_0 18)."""
+    per_value = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}[kind]
+    layers = sum(t != "linear_attention" for t in config["layer_types"])
+    return layers * 2 * config["num_kv_heads"] * config["head_dim"] * per_value
+
+
+def kv(args) -> None:
+    """Each engine's KV cache settings against its own 16-bit cache on one model and text."""
+    ids = tokenize(args.llama, pathlib.Path(args.text).read_text())[: args.tokens]
+    config = json.loads((pathlib.Path(args.ours) / "manifest.json").read_text())["config"]
+    runs = [("ours", f) for f in args.formats] + [("llama.cpp", t) for t in args.llama_types]
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = os.path.join(tmp, "tokens.txt")
+        pathlib.Path(tokens).write_text(" ".join(map(str, ids)))
+        logits, speeds = [], []
+        for i, (engine, setting) in enumerate(runs):
+            path = os.path.join(tmp, f"{i}.f32")
+            if engine == "ours":
+                run_ours(args.ours, tokens, len(ids), 0, args.threads, logits=path, kv=setting)
+            else:
+                run_llama(args.llama, tokens, len(ids), 0, args.threads, logits=path, kv=setting)
+            logits.append(np.fromfile(path, dtype=np.float32).reshape(len(ids), -1))
+            os.remove(path)
+            if args.speed:
+                fn = run_ours if engine == "ours" else run_llama
+                speeds.append(fn(args.ours if engine == "ours" else args.llama, tokens, len(ids), args.decode,
+                                 args.threads, kv=setting)["decode_tok_s"])
+    top1 = lambda a, b: float((logits[a].argmax(-1) == logits[b].argmax(-1)).mean())
+    print(f"# {len(ids)} positions of {args.text}, threads {args.threads}; each setting against its engine's "
+          f"first ({runs[0][1]}, {runs[len(args.formats)][1]}): mean KL(reference || setting) in nats, top-1 "
+          f"agreement; bytes a token takes in all layers' caches and the tokens one GiB holds"
+          + (f"; decode tok/s after {len(ids)} tokens ({args.decode} steps)" if args.speed else ""))
+    for i, (engine, setting) in enumerate(runs):
+        ref = 0 if engine == "ours" else len(args.formats)
+        size = kv_bytes_per_token(config, setting) if engine == "ours" else llama_kv_bytes_per_token(config, setting)
+        speed = f", decode {speeds[i]:.1f} tok/s" if args.speed else ""
+        print(f"{engine} kv {setting}: KL {mean_kl(logits[ref], logits[i]):.6f} top-1 {top1(ref, i):.3f}, "
+              f"{size:.0f} bytes/token, {2**30 / size:,.0f} tokens/GiB{speed}", flush=True)
+
+
 def quantize(args) -> None:
     """llama.cpp's own quantizer (llama-quantize); to f16 it dequantizes, which it refuses unless told."""
     extra = ["--allow-requantize"] if args.type == "f16" else []
@@ -293,13 +361,23 @@ def main() -> None:
     s.add_argument("--decode", type=int, default=128)
     s.add_argument("--batch", type=int, default=1, help="sequences decoded at once (llama-batched-bench's -npl)")
     s.add_argument("--rounds", type=int, default=3)
-    s.add_argument("--kv", choices=["f32", "f16", "bf16"], help="our KV cache's dtype (llama.cpp's is F16)")
+    s.add_argument("--kv", help="our KV cache's format (giz bench --kv: f32, 16, 8, 4, 4/2, ...; llama.cpp's is F16)")
     k = sub.add_parser("kl")
     k.add_argument("--ours", nargs="+", required=True, metavar="FOLDER", help="the 16-bit reference, then the others")
     k.add_argument("--llama", nargs="+", required=True, metavar="GGUF", help="the F16 reference, then the others")
     k.add_argument("--text", default=str(ROOT / "bench/kl_text.txt"), help="real text, tokenized by the reference GGUF")
     k.add_argument("--tokens", type=int, default=512)
     k.add_argument("--threads", type=int, default=2)
+    v = sub.add_parser("kv")
+    v.add_argument("--ours", required=True, metavar="FOLDER")
+    v.add_argument("--llama", required=True, metavar="GGUF", help="the same model for llama.cpp (its tokenizer reads the text)")
+    v.add_argument("--formats", nargs="+", default=["16", "8", "4", "4/2", "2"], help="ours; the first is the reference")
+    v.add_argument("--llama-types", nargs="+", default=["f16", "q8_0", "q4_0"], help="llama.cpp's; the first is its reference")
+    v.add_argument("--text", default=str(ROOT / "bench/kl_text.txt"))
+    v.add_argument("--tokens", type=int, default=512)
+    v.add_argument("--decode", type=int, default=128)
+    v.add_argument("--speed", action="store_true", help="also time decode steps after the text, each setting")
+    v.add_argument("--threads", type=int, default=2)
     q = sub.add_parser("quantize")
     q.add_argument("src")
     q.add_argument("dst")
@@ -312,8 +390,9 @@ def main() -> None:
     c.add_argument("--decode", type=int, required=True)
     c.add_argument("--logits")
     c.add_argument("--threads", type=int, default=2)
+    c.add_argument("--kv-type", choices=["f16", "q8_0", "q4_0"])
     args = ap.parse_args()
-    {"speed": speed, "kl": kl, "quantize": quantize, "llama-child": llama_child}[args.mode](args)
+    {"speed": speed, "kl": kl, "kv": kv, "quantize": quantize, "llama-child": llama_child}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -250,6 +250,8 @@ struct LoadOptions {
   /// gives Engine::hidden, not text. 0: all layers; anything outside 0 .. the model's layers is
   /// an Error naming both.
   int64_t layers = 0;
+  /// How its engines keep keys and values (F32 unless told; KvFormat::parse reads "8", "4/2", ...).
+  KvFormat kv = DType::F32;
 };
 
 /// A converted model, loaded: its tokenizer, chat template and architecture.

@@ -20,12 +20,13 @@ constexpr const char* kUsage =
     "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
-    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4]\n"
+    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv f32]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
     "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
     "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
+    "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2).\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -75,6 +76,7 @@ int serveCommand(int argc, char** argv) {
   int64_t context = 4096;
   int64_t maxBodyMb = 8;
   int bits = 0;
+  gizml::llm::LoadOptions load;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -87,6 +89,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--context") context = parseCount(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
+    else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parse(argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
     else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
@@ -112,7 +115,7 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<gizml::ai::Served> served;
   for (size_t i = 0; i < models.size(); ++i) {
-    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i], bits));
+    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i], bits), load);
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens);
