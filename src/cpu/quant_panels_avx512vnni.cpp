@@ -112,7 +112,8 @@ template <int Bits, int R>
 void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows& a, float* out[R], __mmask16 valid) {
   constexpr bool kTwoChains = R < 4;
   using S = Step<Bits>;
-  const ScaleConstants k = scaleConstants<Bits>(m);
+  // Only a decode makes scales here (the loads of its constants are per panel).
+  const ScaleConstants k = scales == nullptr ? scaleConstants<Bits>(m) : ScaleConstants{};
   const uint8_t* exponents = m.panelExponents(p);
   const int64_t group = m.group(), groups = m.cols() / group, steps = group / 8;
   const uint8_t* codes = m.panelCodes(p);
@@ -155,7 +156,8 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows&
     }
     for (int r = 0; r < R; ++r) {
       const __m512 sd = _mm512_mul_ps(sv, _mm512_set1_ps(a.scale[r][g]));
-      const __m512i n = kTwoChains ? _mm512_add_epi32(isum[r], second[kTwoChains ? r : 0]) : isum[r];
+      __m512i n = isum[r];
+      if constexpr (kTwoChains) n = _mm512_add_epi32(n, second[r]);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(n), sd, acc[r]);
       acc[r] = _mm512_fnmadd_ps(offset, _mm512_set1_ps(a.sum[r][g]), acc[r]);
     }
