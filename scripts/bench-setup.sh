@@ -45,9 +45,13 @@ if [ "$missing" = 1 ]; then
   cmake --build "$cache/build" -j "${JOBS:-$(nproc)}" --target "${tools[@]}"
   echo "${isa[*]}" > "$cache/build/isa-flags"
 fi
-if [ "${1:-}" = --kl ] && ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  # --no-binary: built from the sdist, so llama.cpp is compiled natively for this CPU.
-  CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-$(nproc)}" \
-    "$venv/bin/pip" install -q --no-binary llama-cpp-python "llama-cpp-python==$version"
+# --no-binary: built from the sdist, for this CPU with the anchor's ISA flags (an AMX build dies
+# here as llama-bench's does); rebuilt when those flags change.
+if [ "${1:-}" = --kl ] && { ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null ||
+                            [ "$(cat "$venv/llama-cpp-isa" 2>/dev/null)" != "${isa[*]}" ]; }; then
+  CMAKE_ARGS="${isa[*]}" CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-$(nproc)}" \
+    "$venv/bin/pip" install -q --force-reinstall --no-deps --no-cache-dir --no-binary llama-cpp-python \
+    "llama-cpp-python==$version"
+  echo "${isa[*]}" > "$venv/llama-cpp-isa"
 fi
 echo "bench-setup: $("$cache/build/bin/llama-bench" --version 2>&1 | head -1) in $cache/build/bin"

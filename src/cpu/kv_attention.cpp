@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kBlockRows = 32;
 
 struct Scratch {
-  std::vector<float> scores, keys, values;
+  std::vector<float> scores, keys, values, queries;
 };
 
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
@@ -51,12 +51,31 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   const F32Rows keyT = keyColumns(run.cache, kvHead, k0, keys, w.keys);
   const F32Rows value = valueRows(run.cache, kvHead, k0, keys, w.values);
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
+  int64_t ldq = qWidth;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
+  if (rotatesHeads(run.cache.keys, d)) {
+    // The keys are rotated: so are the queries (a copy of the block's), and q.k stays.
+    w.queries.resize(static_cast<size_t>(n * group * d));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t h = 0; h < group; ++h) {
+        float* to = w.queries.data() + (r * group + h) * d;
+        std::copy(q + r * qWidth + h * d, q + r * qWidth + (h + 1) * d, to);
+        rotateHead(to, d);
+      }
+    q = w.queries.data(), ldq = group * d;
+  }
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
   // packing. More: a product per head over the block's rows (the same sums either way).
-  if (n == 1) return attendRows(s, q, group, d, position, 0, k0, keys, keyT, value, c, d, w.scores);
-  for (int64_t h = 0; h < group; ++h)
-    attendRows(s, q + h * d, n, qWidth, position, 1, k0, keys, keyT, value, c + h * d, qWidth, w.scores);
+  if (n == 1) {
+    attendRows(s, q, group, d, position, 0, k0, keys, keyT, value, c, d, w.scores);
+  } else {
+    for (int64_t h = 0; h < group; ++h)
+      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, keyT, value, c + h * d, qWidth, w.scores);
+  }
+  // Rotated values give the rotated context: turned back.
+  if (rotatesHeads(run.cache.values, d))
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t h = 0; h < group; ++h) rotateHead(c + r * qWidth + h * d, d);
 }
 
 }  // namespace

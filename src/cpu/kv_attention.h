@@ -36,6 +36,14 @@ struct KvSide {
   int bits = 0;
 };
 
+/// Coded keys and values are coded after an orthonormal Hadamard rotation of each head's vector
+/// (when headDim is a power of two), which spreads a channel's outlier over the whole vector, so
+/// that one range fits every value: attention rotates the queries alike (q.k is kept) and turns
+/// the context back (the values' rotation undone: the rotation is its own inverse).
+bool rotatesHeads(const KvSide& side, int64_t headDim);
+/// x (n values, n a power of two) times the Walsh-Hadamard matrix over sqrt(n), in place.
+void rotateHead(float* x, int64_t n);
+
 /// The longest head whose keys and values may be coded.
 inline constexpr int64_t kMaxCodedHead = 512;
 

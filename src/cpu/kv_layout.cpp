@@ -3,6 +3,7 @@
 #include <gizml/dtype.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "cpu/convert.h"
@@ -59,6 +60,22 @@ void writeElement(uint8_t* row, int64_t index, DType dtype, float v) {
 
 }  // namespace
 
+bool rotatesHeads(const KvSide& side, int64_t headDim) {
+  return side.bits > 0 && headDim > 1 && (headDim & (headDim - 1)) == 0;
+}
+
+void rotateHead(float* x, int64_t n) {
+  for (int64_t half = 1; half < n; half *= 2)
+    for (int64_t i = 0; i < n; i += 2 * half)
+      for (int64_t j = i; j < i + half; ++j) {
+        const float a = x[j], b = x[j + half];
+        x[j] = a + b;
+        x[j + half] = a - b;
+      }
+  const float norm = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int64_t i = 0; i < n; ++i) x[i] *= norm;
+}
+
 int64_t kvRowBytes(const KvSide& side, int64_t count) {
   return side.bits > 0 ? (count * side.bits + 7) / 8 : count * static_cast<int64_t>(dtypeSize(side.dtype));
 }
@@ -68,6 +85,14 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
   const int64_t heads = layer.kvHeads, dim = layer.headDim, capacity = layer.capacity;
   const int64_t keyRow = kvRowBytes(layer.keys, capacity), valueRow = kvRowBytes(layer.values, dim);
   std::array<uint8_t, kMaxCodedHead> codes;
+  std::array<float, kMaxCodedHead> rotated;
+  // The vector a coded side codes: the head's, rotated where the layout rotates.
+  const auto prepared = [&](const KvSide& side, const float* x) {
+    if (!rotatesHeads(side, dim)) return x;
+    std::copy(x, x + dim, rotated.begin());
+    rotateHead(rotated.data(), dim);
+    return static_cast<const float*>(rotated.data());
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t position = start + r;
     for (int64_t h = 0; h < heads; ++h) {
@@ -75,7 +100,7 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
       const float* k = keys + r * stride + h * dim;
       uint8_t* columns = layer.keys.data + h * dim * keyRow;
       if (layer.keys.bits > 0) {
-        const CodeRange range = codeValues(k, dim, layer.keys.bits, codes.data());
+        const CodeRange range = codeValues(prepared(layer.keys, k), dim, layer.keys.bits, codes.data());
         uint16_t* at = layer.keys.ranges + (h * capacity + position) * 2;
         at[0] = range.scale, at[1] = range.offset;
         for (int64_t d = 0; d < dim; ++d) writeCode(columns + d * keyRow, position, layer.keys.bits, codes[d]);
@@ -86,7 +111,7 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
       const float* v = values + r * stride + h * dim;
       uint8_t* row = layer.values.data + (position * heads + h) * valueRow;
       if (layer.values.bits > 0) {
-        const CodeRange range = codeValues(v, dim, layer.values.bits, codes.data());
+        const CodeRange range = codeValues(prepared(layer.values, v), dim, layer.values.bits, codes.data());
         uint16_t* at = layer.values.ranges + (position * heads + h) * 2;
         at[0] = range.scale, at[1] = range.offset;
         for (int64_t d = 0; d < dim; ++d) writeCode(row, d, layer.values.bits, codes[d]);

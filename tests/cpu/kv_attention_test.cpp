@@ -129,7 +129,11 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
       const F32Rows value = valueRows(f.cache, h, k0, keys, valueBuffer);
       for (int64_t p = k0; p < f.total; ++p)
         for (auto [source, read, isKey] : {std::tuple{&f.k, &keyT, true}, std::tuple{&f.v, &value, false}}) {
-          const CodeRange range = codeValues(source->data() + p * f.kvWidth + h * dim, dim, bits, q.data());
+          // The codes of the head's vector, rotated (headDim 8 is a power of two).
+          std::vector<float> x(source->begin() + p * f.kvWidth + h * dim, source->begin() + p * f.kvWidth + (h + 1) * dim);
+          ASSERT_TRUE(rotatesHeads(f.cache.keys, dim));
+          rotateHead(x.data(), dim);
+          const CodeRange range = codeValues(x.data(), dim, bits, q.data());
           for (int64_t d = 0; d < dim; ++d) {
             const float want = halfToFloat(range.scale) * static_cast<float>(q[static_cast<size_t>(d)]) +
                                halfToFloat(range.offset);
@@ -139,5 +143,24 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
           }
         }
     }
+  }
+}
+
+TEST(KvLayout, TheRotationIsTheOrthonormalHadamardMatrix) {
+  // Against the Sylvester matrix written out: H[i][j] = (-1)^popcount(i & j) / sqrt(n), in double.
+  for (int64_t n : {2, 8, 64, 256}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = std::sin(0.7f * static_cast<float>(i)) + (i == 3 ? 9.0f : 0.0f);
+    std::vector<float> y = x;
+    rotateHead(y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      double want = 0;
+      for (int64_t j = 0; j < n; ++j)
+        want += (__builtin_popcountll(static_cast<unsigned long long>(i & j)) % 2 ? -1.0 : 1.0) * x[static_cast<size_t>(j)];
+      want /= std::sqrt(static_cast<double>(n));
+      ASSERT_NEAR(y[static_cast<size_t>(i)], want, 1e-5) << "n " << n << ", entry " << i;
+    }
+    rotateHead(y.data(), n);  // its own inverse
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[static_cast<size_t>(i)], x[static_cast<size_t>(i)], 1e-5);
   }
 }

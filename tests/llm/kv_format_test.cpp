@@ -29,7 +29,8 @@ TEST(KvFormat, TextFormsReadBack) {
   expectError([] { KvFormat{DType::I8}; }, {"F32, F16 or BF16 elements, not i8"});
 }
 
-// The largest difference of the last rows' logits from the F32 cache's, over the largest |logit|.
+// The RMS difference of the logits (every prompt row, then decode steps) from the F32 cache's,
+// over their RMS.
 double logitsError(const std::string& folder, const std::string& format, const std::vector<TokenId>& prompt) {
   Sequences f32(folder, 1, 64), coded(folder, 1, 64, KvFormat::parse(format));
   std::vector<float> want = f32.forward({prompt}, true)[0].toFloats(), got = coded.forward({prompt}, true)[0].toFloats();
@@ -38,12 +39,12 @@ double logitsError(const std::string& folder, const std::string& format, const s
     want.insert(want.end(), a.begin(), a.end());
     got.insert(got.end(), b.begin(), b.end());
   }
-  double worst = 0, scale = 0;
+  double error = 0, scale = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
+    error += std::pow(static_cast<double>(got[i]) - want[i], 2);
+    scale += std::pow(static_cast<double>(want[i]), 2);
   }
-  return worst / scale;
+  return std::sqrt(error / scale);
 }
 
 TEST(KvFormat, CodedCachesGiveTheLogitsOfF32ToTheirBits) {
@@ -52,7 +53,7 @@ TEST(KvFormat, CodedCachesGiveTheLogitsOfF32ToTheirBits) {
     const std::string folder = converted(arch, 8).folder();
     const double e8 = logitsError(folder, "8", prompt), e4 = logitsError(folder, "4", prompt),
                  e2 = logitsError(folder, "2", prompt), e16 = logitsError(folder, "16", prompt);
-    std::printf("  %s: largest logit error over the largest logit: 16 %.2g, 8 %.2g, 4 %.2g, 2 %.2g\n", arch, e16, e8,
+    std::printf("  %s: RMS logit error over the RMS logit: 16 %.2g, 8 %.2g, 4 %.2g, 2 %.2g\n", arch, e16, e8,
                 e4, e2);
     // 8 bits as near as an F16 cache (within twice its error: these random tiny models magnify
     // every rounding), and each narrower code farther.
