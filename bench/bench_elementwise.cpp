@@ -2,7 +2,9 @@
 // bytes with the same threads (the anchor). Prints GB/s and the ratio ours / memcpy, by wall
 // time and by CPU time (all threads, kernel included): when other programs share the cores,
 // wall time measures the share each run got, CPU time what it needed.
+#include <gizml/cpu.h>
 #include <gizml/tensor.h>
+#include <gizml/threads.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,9 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-
-#include "core/thread_pool.h"
-#include "cpu/elementwise.h"
 
 using namespace gizml;
 

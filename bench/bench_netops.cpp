@@ -2,13 +2,12 @@
 // run, same threads): attention vs q kᵀ, softmax, times v (which stores the scores); cross-entropy
 // rows vs logSoftmax and a gather. Prints milliseconds and the ratio anchor / ours (> 1: faster).
 #include <gizml/netops.h>
+#include <gizml/threads.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
-
-#include "core/thread_pool.h"
 
 using namespace gizml;
 

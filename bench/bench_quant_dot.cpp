@@ -1,8 +1,13 @@
-// The int8 x 4-bit kernels (cpu::quantizeActs + cpu::QuantMatrix, what Linear runs) beside the
-// path they replaced: the same group-quantized rows dequantized to f32, 16 rows at a time, then
-// multiplied in f32 (dot products for one activation row, sgemm for more). Qwen3-0.6B's MLP
+// The int8 x 4-bit kernels (llm::QuantizedMatrix: the activations to int8 codes, then the
+// panels' integer kernels, what Linear runs) beside the path they replaced: the same
+// group-quantized rows dequantized to f32, 16 rows at a time, then multiplied in f32 (dot
+// products for one activation row, sgemm for more). Qwen3-0.6B's MLP
 // shapes, decode (1 row) and a prefill block (64 rows); same threads (GIZML_THREADS), best of
 // alternating runs; prints ms per call of each and the ratio (anchor time / ours: > 1 is faster).
+#include <gizml/gemm.h>
+#include <gizml/group_quant.h>
+#include <gizml/threads.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -11,11 +16,6 @@
 #include <random>
 #include <utility>
 #include <vector>
-
-#include "core/thread_pool.h"
-#include "cpu/gemm.h"
-#include "cpu/quant_panels.h"
-#include "llm/quant/group_quant.h"
 
 namespace {
 
@@ -48,15 +48,10 @@ void run(int64_t out, int64_t in, int64_t rows) {
   const int64_t rowBytes = gizml::llm::groupRowBytes(f, in);
   std::vector<uint8_t> q(static_cast<size_t>(out * rowBytes));
   const float base = gizml::llm::quantizeGroups(f, w.data(), out, in, q.data());
-  std::vector<float> scales(256), y(static_cast<size_t>(rows * out));
-  for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = gizml::llm::groupScale(base, e);
-  const gizml::cpu::QuantMatrix matrix(gizml::cpu::QuantWeights{q.data(), out, in, rowBytes, 4, 32, scales.data()});
-  gizml::cpu::QuantActs acts;
+  std::vector<float> y(static_cast<size_t>(rows * out));
+  const gizml::llm::QuantizedMatrix matrix(f, base, q.data(), out, in);
 
-  const auto ours = [&] {
-    gizml::cpu::quantizeActs(x.data(), rows, in, 32, acts);
-    matrix.matmul(acts, y.data());
-  };
+  const auto ours = [&] { matrix.matmul(x.data(), rows, y.data()); };
   const auto dequantized = [&] {
     constexpr int64_t kBlock = 16;
     gizml::core::parallelFor((out + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1) {

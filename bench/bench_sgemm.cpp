@@ -1,6 +1,9 @@
 // cpu::sgemm beside OpenBLAS's cblas_sgemm on the same thread count, row-major operands.
 // Prints GFLOP/s for each (best of alternating runs after a warm-up) and the ratio ours/OpenBLAS.
 #include <cblas.h>
+#include <gizml/cpu.h>
+#include <gizml/gemm.h>
+#include <gizml/threads.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,9 +15,6 @@
 #include <vector>
 
 #include "best_of_alternating.h"
-#include "core/thread_pool.h"
-#include "cpu/elementwise.h"
-#include "cpu/gemm.h"
 
 int main() {
   using gizml::cpu::sgemm;

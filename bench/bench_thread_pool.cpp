@@ -5,6 +5,7 @@
 // activations' int8 codes): [SECONDS] per case (default 1). Prints microseconds per job, best of
 // alternating runs, wall time and the process's CPU time (what the spinning costs the machine).
 // Run with OMP_WAIT_POLICY=PASSIVE for the anchor llama.cpp is compared at (docs/benchmarks.md).
+#include <gizml/threads.h>
 #include <omp.h>
 
 #include <cstdio>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include "best_of_alternating.h"
-#include "core/thread_pool.h"
 
 namespace {
 

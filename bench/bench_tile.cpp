@@ -4,6 +4,8 @@
 // The program's time includes what Tile::run does on every call: tracing the body and the
 // zeroed output tensor it writes.
 #include <cblas.h>
+#include <gizml/cpu.h>
+#include <gizml/threads.h>
 #include <gizml/tile.h>
 
 #include <algorithm>
@@ -19,8 +21,6 @@
 #include <vector>
 
 #include "best_of_alternating.h"
-#include "core/thread_pool.h"
-#include "cpu/elementwise.h"
 
 using namespace gizml;
 

@@ -9,4 +9,8 @@ namespace gizml::cpu {
 /// ending in a newline.
 std::string cpuReport();
 
+/// The name of the instruction set the f32 kernels (Highway's, dispatched at run time) use:
+/// "AVX2", "AVX3", ...
+const char* simdTarget();
+
 }  // namespace gizml::cpu

@@ -1,6 +1,8 @@
 #pragma once
 // Elementwise kernels over contiguous f32 runs, vectorised for the best instruction set the CPU
-// has (chosen at run time). Bools are f32 0 and 1 here.
+// has (chosen at run time; simdTarget, public in gizml/cpu.h, names it). Bools are f32 0 and 1
+// here.
+#include <gizml/cpu.h>
 #include <gizml/ops.h>
 
 #include <cstdint>
@@ -15,9 +17,6 @@ void binaryF32(tensor::BinaryOp op, const float* a, const float* b, float* y, in
 void binaryScalarF32(tensor::BinaryOp op, const float* a, float s, float* y, int64_t n, bool scalarFirst);
 /// y = condition != 0 ? a : b
 void whereF32(const float* condition, const float* a, const float* b, float* y, int64_t n);
-
-/// The name of the instruction set the dispatched kernels use ("AVX2", "AVX3", ...).
-const char* simdTarget();
 
 }  // namespace gizml::cpu
 

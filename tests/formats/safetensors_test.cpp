@@ -1,4 +1,5 @@
-// The safetensors reader on files written by the safetensors package, and on broken headers.
+// The safetensors reader on files written by the safetensors package, and on broken headers;
+// saveSafetensors' files read back.
 #include "llm/formats/safetensors.h"
 
 #include <gizml/error.h>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "file_bytes.h"
@@ -215,6 +217,72 @@ TEST(Safetensors, BadHeaders) {
   bytes[0] = 0;
   bytes[7] = 1;
   EXPECT_NE(errorOf(bytes).find("exceeds"), std::string::npos);
+}
+
+// The bytes of a host tensor, in row-major order.
+std::vector<uint8_t> bytesOf(const tensor::Tensor& t) {
+  const tensor::Tensor c = t.contiguous();
+  const auto* p = static_cast<const uint8_t*>(c.rawData());
+  return {p, p + dtypeBytes(c.dtype(), c.numel())};
+}
+
+const std::string kSaved = (std::filesystem::temp_directory_path() / "gizml_saved.safetensors").string();
+
+TEST(Safetensors, SavedFilesReadBackTheSame) {
+  // Every dtype the reader gives (a scalar and an empty tensor among them), and a transposed view.
+  std::map<std::string, tensor::Tensor> tensors = loadSafetensors(kDir + "/dtypes.safetensors");
+  tensors["bf16"] = loadSafetensors(kDir + "/low_precision.safetensors").at("bf16");
+  tensors["transposed"] = tensor::tensor({2, 3}, {1, 2, 3, 4, 5, 6}).transpose(0, 1);
+  saveSafetensors(kSaved, tensors);
+  const std::map<std::string, tensor::Tensor> back = loadSafetensors(kSaved);
+  ASSERT_EQ(back.size(), tensors.size());
+  for (const auto& [name, t] : tensors) {
+    const tensor::Tensor& b = back.at(name);
+    EXPECT_EQ(b.dtype(), t.dtype()) << name;
+    EXPECT_EQ(b.shape(), t.shape()) << name;
+    EXPECT_EQ(bytesOf(b), bytesOf(t)) << name;
+  }
+  EXPECT_EQ(back.at("transposed").toFloats(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  // The header is padded to whole 8 bytes, so the data starts 8-byte aligned.
+  const std::vector<uint8_t> file = readFileBytes(kSaved);
+  uint64_t headerBytes;
+  std::memcpy(&headerBytes, file.data(), 8);
+  EXPECT_EQ(headerBytes % 8, 0u);
+}
+
+TEST(Safetensors, SavedF64StaysF64InTheFile) {
+  saveSafetensors(kSaved, {{"d", tensor::tensor({2}, {0.1, 1e300}, DType::F64)}});
+  const SafetensorsFile f(kSaved);
+  EXPECT_EQ(f.tensor("d").dtype, SafetensorsDType::F64);
+  double stored[2];
+  std::memcpy(stored, f.tensorBytes(f.tensor("d")).data(), 16);
+  EXPECT_EQ(stored[0], 0.1);
+  EXPECT_EQ(stored[1], 1e300);
+  EXPECT_EQ(f.load("d").dtype(), DType::F32);  // as every F64 file reads
+}
+
+TEST(Safetensors, SaveRefusesWhatTheFormatCannotHold) {
+  const auto errorOfSave = [](const std::map<std::string, tensor::Tensor>& tensors) -> std::string {
+    try {
+      saveSafetensors(kSaved, tensors);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string i4 = errorOfSave({{"codes", tensor::zeros({4}, DType::I4)}});
+  EXPECT_NE(i4.find("'codes' is i4"), std::string::npos) << i4;
+  EXPECT_NE(i4.find(kSaved), std::string::npos) << i4;
+  EXPECT_NE(errorOfSave({{"__metadata__", tensor::zeros({1})}}).find("__metadata__"), std::string::npos);
+  EXPECT_EQ(errorOfSave({{"t", tensor::zeros({1})}}), "");
+  const std::string folder = (std::filesystem::temp_directory_path() / "gizml_no_such_folder").string();
+  std::filesystem::remove_all(folder);
+  try {
+    saveSafetensors(folder + "/t.safetensors", {{"t", tensor::zeros({1})}});
+    ADD_FAILURE() << "saved into a missing folder";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(folder + "/t.safetensors: cannot be written"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Safetensors, TruncationsAndFlippedBytes) {

@@ -1,14 +1,18 @@
 // Our group format: exactness where it can be exact, error falling with bits, and 4-bit error
-// on Gaussian weights against GGUF Q4_K at its 4.5 bits per weight.
+// on Gaussian weights against GGUF Q4_K at its 4.5 bits per weight; QuantizedMatrix's product.
 #include "llm/quant/group_quant.h"
 
 #include <gizml/tensor.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <vector>
 
+#include "cpu/quant_dot.h"
 #include "llm/json_fields.h"
 #include "llm_test_util.h"
 
@@ -81,3 +85,47 @@ TEST(GroupQuant, FourBitsBeatQ4KOnGaussianWeights) {
 }
 
 }  // namespace
+
+// QuantizedMatrix gives the bits of the portable kernel (cpu::quantMatmul, the reference of every
+// ISA's panels) on activations quantized as a linear layer quantizes them, each row's outputs
+// the same whatever rows go with it: every width, a row count that is no whole number of panels.
+TEST(GroupQuant, QuantizedMatrixIsThePortableKernelsProduct) {
+  const int64_t rows = 37, cols = 128, n = 5;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(n * cols));
+  for (float& v : w) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  for (const GroupFormat f : {GroupFormat{2, 32}, GroupFormat{3, 64}, GroupFormat{4, 32}, GroupFormat{5, 128},
+                              GroupFormat{6, 32}, GroupFormat{7, 64}, GroupFormat{8, 32}}) {
+    SCOPED_TRACE(std::to_string(f.bits) + " bits, groups of " + std::to_string(f.group));
+    const int64_t rowBytes = groupRowBytes(f, cols);
+    std::vector<uint8_t> q(static_cast<size_t>(rows * rowBytes));
+    const float base = quantizeGroups(f, w.data(), rows, cols, q.data());
+    const QuantizedMatrix matrix(f, base, q.data(), rows, cols);
+    EXPECT_EQ(matrix.rows(), rows);
+    EXPECT_EQ(matrix.cols(), cols);
+    std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
+    matrix.matmul(x.data(), n, y.data());
+
+    std::array<float, 256> scales;
+    for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = groupScale(base, e);
+    cpu::QuantActs acts;
+    cpu::quantizeActs(x.data(), n, cols, f.group, acts);
+    cpu::quantMatmul({q.data(), rows, cols, rowBytes, f.bits, f.group, scales.data()}, acts, want.data());
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0);
+
+    std::vector<float> alone(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < n; ++r) {
+      matrix.matmul(x.data() + r * cols, 1, alone.data());
+      EXPECT_EQ(std::memcmp(alone.data(), y.data() + r * rows, alone.size() * 4), 0) << "row " << r;
+    }
+  }
+}
+
+TEST(GroupQuant, QuantizedMatrixChecksItsFormat) {
+  std::vector<uint8_t> q(1000);
+  expectError([&] { QuantizedMatrix({9, 32}, 1.0f, q.data(), 2, 64); }, {"QuantizedMatrix", "2..8"});
+  expectError([&] { QuantizedMatrix({4, 20}, 1.0f, q.data(), 2, 40); }, {"QuantizedMatrix", "multiple of 8"});
+  expectError([&] { QuantizedMatrix({4, 32}, 1.0f, q.data(), 2, 40); }, {"40 columns", "groups of 32"});
+}

@@ -4,7 +4,8 @@
 // every layer's output projection zeroed, so the model maps each token to the next through its
 // embedding alone (a bigram table); its MTP layer reads only the embedding of token i + 1
 // (fc = [I | 0]) through a layer whose outputs are zeroed and the model's final norm, so it
-// predicts token i + 2 as the model will.
+// predicts token i + 2 as the model will. Public headers only: the benchmark includes it too.
+#include <gizml/safetensors.h>
 #include <gizml/tensor.h>
 
 #include <fstream>
@@ -12,9 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include "llm/formats/safetensors.h"
-#include "safetensors_writer.h"
 
 /// Writes config.json and model.safetensors of the fixture at `fixture` (a model folder holding
 /// hf/) with an MTP layer into the folder `out`.
@@ -24,9 +22,8 @@ inline void writeQwen35WithMtp(const std::string& fixture, const std::string& ou
   nlohmann::json config = nlohmann::json::parse(std::ifstream(fixture + "/hf/config.json"));
   config["mtp_num_hidden_layers"] = 1;
   std::ofstream(out + "/config.json") << config.dump();
-  const gizml::llm::SafetensorsFile base(fixture + "/hf/model.safetensors");
-  std::map<std::string, Tensor> tensors;
-  for (const auto& info : base.tensors()) tensors[info.name] = base.load(info).cast(gizml::DType::F32);
+  std::map<std::string, Tensor> tensors = gizml::llm::loadSafetensors(fixture + "/hf/model.safetensors");
+  for (auto& [name, t] : tensors) t = t.cast(gizml::DType::F32);
   const int64_t h = config["hidden_size"], heads = config["num_attention_heads"], kv = config["num_key_value_heads"],
                 d = config["head_dim"], inner = config["intermediate_size"];
   tensor::Key key(7);
@@ -56,5 +53,5 @@ inline void writeQwen35WithMtp(const std::string& fixture, const std::string& ou
     tensors["mtp.pre_fc_norm_embedding.weight"] = tensor::zeros({h});
     tensors["mtp.norm.weight"] = tensors["model.norm.weight"];
   }
-  writeSafetensors(out + "/model.safetensors", tensors);
+  gizml::llm::saveSafetensors(out + "/model.safetensors", tensors);
 }

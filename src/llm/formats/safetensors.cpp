@@ -1,4 +1,5 @@
-// Parsing and checking a safetensors header, and loading its tensors.
+// Parsing and checking a safetensors header, and loading its tensors (one by one, or all of them:
+// loadSafetensors).
 #include "llm/formats/safetensors.h"
 
 #include <gizml/error.h>
@@ -300,6 +301,13 @@ tensor::Tensor SafetensorsFile::load(const SafetensorsTensorInfo& info) const {
     default:  // stored exactly as gizml stores it
       if (n > 0) std::memcpy(out.rawData(), src, info.end - info.begin);
   }
+  return out;
+}
+
+std::map<std::string, tensor::Tensor> loadSafetensors(const std::string& path) {
+  const SafetensorsFile file(path);
+  std::map<std::string, tensor::Tensor> out;
+  for (const SafetensorsTensorInfo& info : file.tensors()) out.emplace(info.name, file.load(info));
   return out;
 }
 

@@ -3,6 +3,8 @@
 // tensor's dtype, shape and data_offsets (plus optional __metadata__), then the bytes. The
 // header is checked as the reference crate checks it: offsets contiguous from 0 to the end of
 // the file, sizes equal to shape times dtype size. Bad input throws gizml::Error naming the file.
+// Reading and writing whole files is public (gizml/safetensors.h).
+#include <gizml/safetensors.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>

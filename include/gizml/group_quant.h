@@ -1,0 +1,59 @@
+#pragma once
+// Our weight format (docs/format.md): each row of a matrix in groups of `group` values along the
+// input dimension; a group is one block of 2 + group*bits/8 bytes: a scale exponent e, a zero
+// point code z, then the codes q (bits each, a little-endian bit stream). A value is
+//   s * (q - z * (2^bits - 1) / 255),  s = base * 2^((e - 255) / 32),
+// with `base` one float per tensor. e and z of each group are chosen to minimise the group's
+// squared error. QuantizedMatrix multiplies such rows with f32 activations as a converted
+// model's linear layers do.
+#include <cstdint>
+#include <memory>
+
+namespace gizml::cpu {
+class QuantMatrix;
+}
+
+namespace gizml::llm {
+
+struct GroupFormat {
+  int bits = 4;        // 2..8
+  int64_t group = 32;  // a multiple of 8, up to 256
+};
+
+/// Bytes of `cols` values (cols a multiple of the group).
+int64_t groupRowBytes(const GroupFormat& f, int64_t cols);
+
+/// Quantizes rows x cols values (row-major; cols a multiple of the group) into dst
+/// (rows * groupRowBytes bytes) in parallel, and returns the tensor's base. Throws gizml::Error
+/// for a format outside the ranges above.
+float quantizeGroups(const GroupFormat& f, const float* src, int64_t rows, int64_t cols, uint8_t* dst);
+/// The inverse: rows x cols values from src.
+void dequantizeGroups(const GroupFormat& f, float base, const uint8_t* src, int64_t rows, int64_t cols,
+                      float* dst);
+
+/// A [rows, cols] matrix in the group format, repacked once for this CPU's int8 kernels (docs/
+/// architecture.md, "CPU kernels and dispatch"): the product a converted model's linear layers
+/// run.
+class QuantizedMatrix {
+ public:
+  /// The rows at `data` (rows * groupRowBytes(f, cols) bytes, as quantizeGroups writes them with
+  /// `base`). A CPU without AVX2 reads them in place: they must outlive the matrix. Throws
+  /// gizml::Error for a format outside the ranges above or cols not whole groups.
+  QuantizedMatrix(const GroupFormat& f, float base, const uint8_t* data, int64_t rows, int64_t cols);
+  QuantizedMatrix(QuantizedMatrix&&) noexcept;
+  QuantizedMatrix& operator=(QuantizedMatrix&&) noexcept;
+  ~QuantizedMatrix();
+
+  int64_t rows() const;
+  int64_t cols() const;
+  /// y [n, rows] = x [n, cols] W^T: x's rows quantized to int8 codes per group (a scale a group,
+  /// symmetric), then integer dot products with the codes and one scale and zero-point step per
+  /// group (the order of cpu/quant_dot.h, the same bits on every CPU), in parallel on the thread
+  /// pool. Each row's outputs do not depend on the other rows.
+  void matmul(const float* x, int64_t n, float* y) const;
+
+ private:
+  std::unique_ptr<const cpu::QuantMatrix> matrix_;
+};
+
+}  // namespace gizml::llm
