@@ -51,6 +51,9 @@ class QuantizedMatrix {
   /// group (the order of cpu/quant_dot.h, the same bits on every CPU), in parallel on the thread
   /// pool. Each row's outputs do not depend on the other rows.
   void matmul(const float* x, int64_t n, float* y) const;
+  /// The repacked matrix, for the library's products of several matrices sharing one input's
+  /// codes (llm/ops/linear.h).
+  const cpu::QuantMatrix& kernelMatrix() const { return *matrix_; }
 
  private:
   std::unique_ptr<const cpu::QuantMatrix> matrix_;

@@ -2,7 +2,6 @@
 
 #include <gizml/error.h>
 
-#include <array>
 #include <cmath>
 
 #include "cpu/convert.h"
@@ -36,12 +35,9 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     rowBytes_ = groupRowBytes(format_, in);
     scaleBase_ = t.scaleBase;
     if (use == Use::Multiply) {
-      std::array<float, 256> scales;  // the scale of each exponent code
-      for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = groupScale(t.scaleBase, e);
-      matrix_ = std::make_shared<const cpu::QuantMatrix>(
-          cpu::QuantWeights{data_, out_, in_, rowBytes_, format_.bits, format_.group, scales.data()});
+      matrix_ = std::make_shared<const QuantizedMatrix>(format_, t.scaleBase, data_, out_, in_);
       // The panels are a copy: the mapped bytes are only read again for rows (a tied embedding).
-      if (matrix_->packed()) weights.releasePages(t);
+      if (matrix_->kernelMatrix().packed()) weights.releasePages(t);
     }
   } else if (use == Use::Multiply) {
     panels_ = std::make_shared<const core::PageVector<uint8_t>>(cpu::packFloatPanels(dtype_, data_, out_, in_));
@@ -99,7 +95,7 @@ void Linear::applyAll(const std::vector<const Linear*>& layers, const Tensor& x,
     require(l.in_ == in, [&] { return "applyAll: the layers read inputs of different widths"; });
     checkRows("applyAll", ys[i], rows, l.out_);
     if (l.matrix_ && l.format_.group == layers[0]->format_.group) {
-      matrices.push_back(l.matrix_.get());
+      matrices.push_back(&l.matrix_->kernelMatrix());
       shared.push_back(hostF32("applyAll", ys[i]));
     } else {
       l.apply(x, ys[i]);
@@ -123,9 +119,7 @@ void Linear::apply(const Tensor& x, const Tensor& y) const {
   float* out = hostF32("apply", y);
   if (quantized_) {
     require(matrix_ != nullptr, [&] { return "Linear: this layer was made to read rows, not to multiply"; });
-    thread_local cpu::QuantActs acts;
-    cpu::quantizeActs(in, rows, in_, format_.group, acts);
-    matrix_->matmul(acts, out);
+    matrix_->matmul(in, rows, out);
   } else {
     require(panels_ != nullptr, [&] { return "Linear: this layer was made to read rows, not to multiply"; });
     cpu::floatPanelsMatmul(dtype_, panels_->data(), out_, in_, in, rows, out);

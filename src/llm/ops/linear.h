@@ -8,6 +8,7 @@
 // row's outputs do not depend on the rows beside it (batch invariance, docs/architecture.md).
 // The weights are repacked for the CPU when the layer is made (llm/ops/host.h: CPU only so far).
 #include <gizml/dtype.h>
+#include <gizml/group_quant.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -17,10 +18,6 @@
 
 #include "core/page_memory.h"
 #include "llm/quant/group_quant.h"
-
-namespace gizml::cpu {
-class QuantMatrix;
-}
 
 namespace gizml::llm {
 
@@ -67,7 +64,7 @@ class Linear {
   GroupFormat format_;
   int64_t rowBytes_ = 0;
   float scaleBase_ = 0;
-  std::shared_ptr<const cpu::QuantMatrix> matrix_;  // quantized and Use::Multiply
+  std::shared_ptr<const QuantizedMatrix> matrix_;  // quantized and Use::Multiply
   std::shared_ptr<const core::PageVector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
   std::vector<float> bias_;
 };
