@@ -13,9 +13,33 @@ namespace {
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
+// At most this many bytes of a pass's keys and values are widened to f32 ahead of its blocks.
+constexpr int64_t kAheadBytes = int64_t{64} << 20;
+
 struct Scratch {
   std::vector<float> scores, keys, values, queries;
 };
+
+// One KV head's keys and values of a run as f32 from position `first` on, widened once for all of
+// the run's blocks (a prefill's blocks would otherwise widen the same keys again, block by block).
+struct WidenedHead {
+  F32Rows keys{nullptr, 0}, values{nullptr, 0};
+  int64_t first = -1;  // -1: not widened ahead
+  std::vector<float> keyBuffer, valueBuffer;
+};
+
+// The first key a block starting at `position` reads: a multiple of kGemmKc, so that a row's sums
+// over keys break into the same k blocks (those of absolute positions) in any block; the keys
+// before its own first add exact zeros.
+int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
+  const int64_t firstKey = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
+  return firstKey / kGemmKc * kGemmKc;
+}
+
+bool readInPlace(const KvLayer& cache) {
+  return cache.keys.bits == 0 && cache.keys.dtype == DType::F32 && cache.values.bits == 0 &&
+         cache.values.dtype == DType::F32;
+}
 
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
 // and values from k0 on (keys of them: K^T and V as operands), into C's rows.
@@ -41,15 +65,18 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
-void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHead, int64_t r0,
-                 int64_t n, Scratch& w) {
+void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHead, int64_t r0, int64_t n,
+                 const WidenedHead& ahead, Scratch& w) {
   const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
-  const int64_t firstKey = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
-  // From a multiple of kGemmKc: a row's sums over keys then break into the same k blocks (those
-  // of absolute positions) in any block; the keys before its own first add exact zeros.
-  const int64_t k0 = firstKey / kGemmKc * kGemmKc, keys = position + n - k0;
-  const F32Rows keyT = keyColumns(run.cache, kvHead, k0, keys, w.keys);
-  const F32Rows value = valueRows(run.cache, kvHead, k0, keys, w.values);
+  const int64_t k0 = firstKeyRead(s, position), keys = position + n - k0;
+  F32Rows keyT, value;
+  if (ahead.first >= 0) {
+    keyT = {ahead.keys.data + (k0 - ahead.first), ahead.keys.stride};
+    value = {ahead.values.data + (k0 - ahead.first) * ahead.values.stride, ahead.values.stride};
+  } else {
+    keyT = keyColumns(run.cache, kvHead, k0, keys, w.keys);
+    value = valueRows(run.cache, kvHead, k0, keys, w.values);
+  }
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   int64_t ldq = qWidth;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
@@ -87,13 +114,35 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
   std::vector<int64_t> firstTask{0};
   for (const AttentionRun& run : runs)
     firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
+  // Runs of several blocks over keys and values that are not f32 already: each head widened once
+  // ahead (in parallel over heads), within kAheadBytes for the pass.
+  std::vector<WidenedHead> ahead(runs.size() * static_cast<size_t>(s.kvHeads));
+  std::vector<int64_t> widen;
+  int64_t bytes = 0;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const AttentionRun& run = runs[r];
+    const int64_t span = run.start + run.rows - firstKeyRead(s, run.start);
+    if (run.rows <= kBlockRows || readInPlace(run.cache)) continue;
+    if ((bytes += 2 * span * s.headDim * s.kvHeads * static_cast<int64_t>(sizeof(float))) > kAheadBytes) break;
+    for (int64_t h = 0; h < s.kvHeads; ++h) widen.push_back(static_cast<int64_t>(r) * s.kvHeads + h);
+  }
+  core::parallelTasks(static_cast<int64_t>(widen.size()), [&](int64_t i) {
+    const int64_t at = widen[static_cast<size_t>(i)], kvHead = at % s.kvHeads;
+    const AttentionRun& run = runs[static_cast<size_t>(at / s.kvHeads)];
+    WidenedHead& head = ahead[static_cast<size_t>(at)];
+    const int64_t first = firstKeyRead(s, run.start), keys = run.start + run.rows - first;
+    head.keys = keyColumns(run.cache, kvHead, first, keys, head.keyBuffer);
+    head.values = valueRows(run.cache, kvHead, first, keys, head.valueBuffer);
+    head.first = first;
+  });
   core::parallelTasks(firstTask.back(), [&](int64_t task) {
     thread_local Scratch scratch;  // kept: a prefill's layers reuse the same sizes
     const int64_t t = firstTask.back() - 1 - task;
     const size_t r = static_cast<size_t>(std::upper_bound(firstTask.begin(), firstTask.end(), t) - firstTask.begin() - 1);
     const AttentionRun& run = runs[r];
     const int64_t local = t - firstTask[r], kvHead = local % s.kvHeads, r0 = local / s.kvHeads * kBlockRows;
-    attendBlock(run, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), scratch);
+    const WidenedHead& widened = ahead[r * static_cast<size_t>(s.kvHeads) + static_cast<size_t>(kvHead)];
+    attendBlock(run, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), widened, scratch);
   });
 }
 
