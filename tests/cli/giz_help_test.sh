@@ -34,6 +34,9 @@ expect 2 "^$" "unknown command 'nope'" -- help nope
 expect 2 "^$" "^usage: giz run" -- run
 expect 2 "^$" "^usage: giz run" -- run smollm2  # a model and no prompt
 expect 2 "^$" "^usage: giz convert" -- convert --bogus
+# A KV format that is not one, named before any model is read.
+expect 1 "^$" "giz serve: kv: 'x' is not a format" -- serve some-model --kv x
+expect 1 "^$" "giz bench: kv: '4/3' is not a format" -- bench some-model --kv 4/3
 rm -f /tmp/giz_help_err.$$
 [ "$failures" -eq 0 ] && echo "giz help: all checks passed"
 exit $((failures > 0))
