@@ -15,6 +15,7 @@ struct GenerationOptions {
   int64_t context = 4096;  // chat: the most tokens a conversation keeps
   bool think = false;
   int bits = 0;  // --bits: the conversion's width (0: convert's default)
+  gizml::llm::LoadOptions load;  // --kv: how the engine keeps keys and values
   gizml::llm::Sampling sampling;
 };
 
