@@ -71,7 +71,8 @@ void floatPanelProduct(DType t, const void* panel, int64_t k, const float* x, in
   for (int64_t r = 0; r < m; ++r) std::copy(out[r], out[r] + cols, y + r * ldy);
 }
 
-void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows, float* y) {
+void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
+                       float* y) {
   // Passes of up to this many rows take the panel kernel, one panel a task; more go through
   // sgemm, kSgemmPanels panels a block.
   constexpr int64_t kFewRows = 4, kSgemmPanels = 4;

@@ -30,7 +30,8 @@ void floatPanelProduct(DType t, const void* panel, int64_t k, const float* x, in
 /// over the thread pool, a pass reading the packed bytes once: up to 4 rows (decode) by
 /// floatPanelProduct a panel a task, more by sgemm a block of 4 panels (widened to f32) a task.
 /// Either way a row's outputs are sgemm's bits, whatever the rows beside it.
-void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows, float* y);
+void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
+                       float* y);
 
 /// The kernel floatPanelProduct runs on this CPU ("avx2+fma+f16c" or "portable"), for `giz info`.
 const char* floatPanelsKernel();

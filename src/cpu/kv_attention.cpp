@@ -28,17 +28,21 @@ struct WidenedHead {
   std::vector<float> keyBuffer, valueBuffer;
 };
 
+bool readInPlace(const KvLayer& cache) {
+  return cache.keys.bits == 0 && cache.keys.dtype == DType::F32 && cache.values.bits == 0 &&
+         cache.values.dtype == DType::F32;
+}
+
+// The first key the row at `position` sees (its sliding window's, if any).
+int64_t windowStart(const AttentionShape& s, int64_t position) {
+  return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
+}
+
 // The first key a block starting at `position` reads: a multiple of kGemmKc, so that a row's sums
 // over keys break into the same k blocks (those of absolute positions) in any block; the keys
 // before its own first add exact zeros.
 int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
-  const int64_t firstKey = s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
-  return firstKey / kGemmKc * kGemmKc;
-}
-
-bool readInPlace(const KvLayer& cache) {
-  return cache.keys.bits == 0 && cache.keys.dtype == DType::F32 && cache.values.bits == 0 &&
-         cache.values.dtype == DType::F32;
+  return windowStart(s, position) / kGemmKc * kGemmKc;
 }
 
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
@@ -46,12 +50,11 @@ bool readInPlace(const KvLayer& cache) {
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
                 int64_t k0, int64_t keys, const F32Rows& keyT, const F32Rows& value, float* c, int64_t ldc,
                 std::vector<float>& scores) {
-  const auto firstKey = [&](int64_t position) { return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0; };
   scores.resize(static_cast<size_t>(m * keys));
   sgemm(m, keys, s.headDim, a, lda, 1, keyT.data, keyT.stride, 1, scores.data(), keys, false);
   for (int64_t i = 0; i < m; ++i) {
     float* p = scores.data() + i * keys;
-    const int64_t position = first + i * step, lo = firstKey(position) - k0, hi = position - k0 + 1;
+    const int64_t position = first + i * step, lo = windowStart(s, position) - k0, hi = position - k0 + 1;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] * s.scale);
     float sum = 0.0f;

@@ -145,7 +145,8 @@ F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t key
   buffer.resize(static_cast<size_t>(dim * keys));
   if (side.bits == 0) {
     const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
-    for (int64_t d = 0; d < dim; ++d) loadF32(side.dtype, columns + d * row + k0 * size, 1, keys, buffer.data() + d * keys);
+    for (int64_t d = 0; d < dim; ++d)
+      loadF32(side.dtype, columns + d * row + k0 * size, 1, keys, buffer.data() + d * keys);
     return {buffer.data(), keys};
   }
   // Each position's scale and offset, then every dimension's codes through them.

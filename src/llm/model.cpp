@@ -113,8 +113,9 @@ Model load(const std::string& folder) { return load(folder, LoadOptions{}); }
 Model load(const std::string& folder, const LoadOptions& options) {
   auto weights = std::make_shared<const ConvertedModel>(ConvertedModel::open(folder));
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
+  const ModelOptions modelOptions{.kvCache = options.kv, .layers = options.layers};
   // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
-  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, {.kvCache = options.kv, .layers = options.layers}).release(),
+  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, modelOptions).release(),
                                        [weights](LanguageModel* m) { delete m; });
   Model out(std::move(model), std::move(tokenizer), weights->chatTemplate());
   // FNV-1a of the manifest: the same conversion gives the same name on every machine.
