@@ -11,6 +11,9 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <string>
+
+#include <unistd.h>
 
 #include "file_bytes.h"
 #include "llm/formats/safetensors_checkpoint.h"
@@ -226,15 +229,22 @@ std::vector<uint8_t> bytesOf(const tensor::Tensor& t) {
   return {p, p + dtypeBytes(c.dtype(), c.numel())};
 }
 
-const std::string kSaved = (std::filesystem::temp_directory_path() / "gizml_saved.safetensors").string();
+// A file of the running test alone: ctest runs the tests of this program side by side.
+std::string savedPath() {
+  const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return (std::filesystem::temp_directory_path() /
+          ("gizml_saved_" + std::to_string(::getpid()) + "_" + name + ".safetensors"))
+      .string();
+}
 
 TEST(Safetensors, SavedFilesReadBackTheSame) {
   // Every dtype the reader gives (a scalar and an empty tensor among them), and a transposed view.
   std::map<std::string, tensor::Tensor> tensors = loadSafetensors(kDir + "/dtypes.safetensors");
   tensors["bf16"] = loadSafetensors(kDir + "/low_precision.safetensors").at("bf16");
   tensors["transposed"] = tensor::tensor({2, 3}, {1, 2, 3, 4, 5, 6}).transpose(0, 1);
-  saveSafetensors(kSaved, tensors);
-  const std::map<std::string, tensor::Tensor> back = loadSafetensors(kSaved);
+  const std::string saved = savedPath();
+  saveSafetensors(saved, tensors);
+  const std::map<std::string, tensor::Tensor> back = loadSafetensors(saved);
   ASSERT_EQ(back.size(), tensors.size());
   for (const auto& [name, t] : tensors) {
     const tensor::Tensor& b = back.at(name);
@@ -244,15 +254,16 @@ TEST(Safetensors, SavedFilesReadBackTheSame) {
   }
   EXPECT_EQ(back.at("transposed").toFloats(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
   // The header is padded to whole 8 bytes, so the data starts 8-byte aligned.
-  const std::vector<uint8_t> file = readFileBytes(kSaved);
+  const std::vector<uint8_t> file = readFileBytes(saved);
   uint64_t headerBytes;
   std::memcpy(&headerBytes, file.data(), 8);
   EXPECT_EQ(headerBytes % 8, 0u);
 }
 
 TEST(Safetensors, SavedF64StaysF64InTheFile) {
-  saveSafetensors(kSaved, {{"d", tensor::tensor({2}, {0.1, 1e300}, DType::F64)}});
-  const SafetensorsFile f(kSaved);
+  const std::string saved = savedPath();
+  saveSafetensors(saved, {{"d", tensor::tensor({2}, {0.1, 1e300}, DType::F64)}});
+  const SafetensorsFile f(saved);
   EXPECT_EQ(f.tensor("d").dtype, SafetensorsDType::F64);
   double stored[2];
   std::memcpy(stored, f.tensorBytes(f.tensor("d")).data(), 16);
@@ -262,9 +273,10 @@ TEST(Safetensors, SavedF64StaysF64InTheFile) {
 }
 
 TEST(Safetensors, SaveRefusesWhatTheFormatCannotHold) {
-  const auto errorOfSave = [](const std::map<std::string, tensor::Tensor>& tensors) -> std::string {
+  const std::string saved = savedPath();
+  const auto errorOfSave = [&](const std::map<std::string, tensor::Tensor>& tensors) -> std::string {
     try {
-      saveSafetensors(kSaved, tensors);
+      saveSafetensors(saved, tensors);
     } catch (const Error& e) {
       return e.what();
     }
@@ -272,7 +284,7 @@ TEST(Safetensors, SaveRefusesWhatTheFormatCannotHold) {
   };
   const std::string i4 = errorOfSave({{"codes", tensor::zeros({4}, DType::I4)}});
   EXPECT_NE(i4.find("'codes' is i4"), std::string::npos) << i4;
-  EXPECT_NE(i4.find(kSaved), std::string::npos) << i4;
+  EXPECT_NE(i4.find(saved), std::string::npos) << i4;
   EXPECT_NE(errorOfSave({{"__metadata__", tensor::zeros({1})}}).find("__metadata__"), std::string::npos);
   EXPECT_EQ(errorOfSave({{"t", tensor::zeros({1})}}), "");
   const std::string folder = (std::filesystem::temp_directory_path() / "gizml_no_such_folder").string();
