@@ -122,14 +122,20 @@ class ChatTemplate;
 
 /// Runs requests on a model in slots of up to maxTokens tokens each. Every step is one forward
 /// pass of the model for all running requests: new prompts are read whole, the others feed their
-/// last token. A slot keeps what it read after its request ends, so a request whose prompt starts
-/// with that (the next turn of a chat) reads only the rest. Bad requests throw gizml::Error and
+/// last token. The slots' keys and values live in pages of one pool (for the models here): a
+/// slot keeps what it read after its request ends, and a request starts from the slot holding the
+/// longest start of its prompt (the earlier turns of its chat, a shared system prompt), sharing
+/// that slot's pages rather than reading them again or cutting the slot's own tail away; a page
+/// is copied only when a sequence writes into one it shares. When the pool runs short, idle
+/// slots give their pages back, least recently used first. Bad requests throw gizml::Error and
 /// leave the engine as it was.
 class Engine {
  public:
   /// endOfTurn: the tokens that end a request (the tokenizer's eos, the template's turn end).
+  /// poolTokens: the KV pool's size in tokens (whole pages); 0: enough for every slot's whole
+  /// context. A pool that cannot hold one slot's context is an Error naming both.
   Engine(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer,
-         std::vector<TokenId> endOfTurn, int slots, int64_t maxTokens);
+         std::vector<TokenId> endOfTurn, int slots, int64_t maxTokens, int64_t poolTokens = 0);
   Engine(Engine&&) noexcept;
   Engine& operator=(Engine&&) noexcept;
   ~Engine();
@@ -157,6 +163,11 @@ class Engine {
   int running() const;
   int slots() const;
   int64_t maxTokens() const;
+  /// The KV pool: its tokens (whole pages), its bytes, and its pages in use. 0 where the model's
+  /// states keep their own memory.
+  int64_t poolTokens() const;
+  int64_t poolBytes() const;
+  int64_t poolPagesUsed() const;
 
   /// Runs requests to their ends, as many at once as there are slots, the rest as slots free up.
   std::vector<Result> generate(const std::vector<Request>& requests);
@@ -274,7 +285,9 @@ class Model {
   const std::vector<TokenId>& endOfTurn() const { return endOfTurn_; }
   /// The longest sequence the model was trained for (config's max positions).
   int64_t contextLength() const;
-  Engine engine(int slots, int64_t maxTokens) const;
+  /// An engine of `slots` slots of maxTokens tokens, its KV pool of poolTokens (0: every slot's
+  /// whole context).
+  Engine engine(int slots, int64_t maxTokens, int64_t poolTokens = 0) const;
   /// Names the conversion load() read: a hash of the folder's manifest.json (architecture,
   /// config and weight formats), 16 hex digits; "" for a model made from its parts.
   const std::string& conversion() const { return conversion_; }

@@ -10,6 +10,8 @@
 namespace gizml::cpu {
 namespace {
 
+static_assert(kKvPageTokens % kGemmKc == 0, "a page's keys must be whole k blocks of sgemm");
+
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
@@ -18,12 +20,14 @@ constexpr int64_t kAheadBytes = int64_t{64} << 20;
 
 struct Scratch {
   std::vector<float> scores, keys, values, queries;
+  std::vector<KeySpan> spans;
 };
 
-// One KV head's keys and values of a run as f32 from position `first` on, widened once for all of
-// the run's blocks (a prefill's blocks would otherwise widen the same keys again, block by block).
+// One KV head's keys and values of a run as f32 spans from position `first` on, widened once for
+// all of the run's blocks (a prefill's blocks would otherwise widen the same keys again, block by
+// block).
 struct WidenedHead {
-  F32Rows keys{nullptr, 0}, values{nullptr, 0};
+  std::vector<KeySpan> spans;
   int64_t first = -1;  // -1: not widened ahead
   std::vector<float> keyBuffer, valueBuffer;
 };
@@ -31,6 +35,18 @@ struct WidenedHead {
 bool readInPlace(const KvLayer& cache) {
   return cache.keys.bits == 0 && cache.keys.dtype == DType::F32 && cache.values.bits == 0 &&
          cache.values.dtype == DType::F32;
+}
+
+// The parts of spans within positions k0 .. k0 + count - 1.
+void clipSpans(const std::vector<KeySpan>& spans, int64_t k0, int64_t count, std::vector<KeySpan>& out) {
+  out.clear();
+  for (const KeySpan& span : spans) {
+    const int64_t lo = std::max(k0, span.first), hi = std::min(k0 + count, span.first + span.count);
+    if (lo >= hi) continue;
+    const int64_t skip = lo - span.first;
+    out.push_back({lo, hi - lo, {span.keys.data + skip, span.keys.stride},
+                   {span.values.data + skip * span.values.stride, span.values.stride}});
+  }
 }
 
 // The first key the row at `position` sees (its sliding window's, if any).
@@ -46,12 +62,16 @@ int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
 }
 
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
-// and values from k0 on (keys of them: K^T and V as operands), into C's rows.
+// and values from k0 on (keys of them, in spans), into C's rows. A span's scores are its own
+// columns of one product's; its part of the context is added after the spans before it, which
+// gives the bits of one product over all the keys: the spans start at multiples of kGemmKc.
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
-                int64_t k0, int64_t keys, const F32Rows& keyT, const F32Rows& value, float* c, int64_t ldc,
+                int64_t k0, int64_t keys, const std::vector<KeySpan>& spans, float* c, int64_t ldc,
                 std::vector<float>& scores) {
   scores.resize(static_cast<size_t>(m * keys));
-  sgemm(m, keys, s.headDim, a, lda, 1, keyT.data, keyT.stride, 1, scores.data(), keys, false);
+  for (const KeySpan& span : spans)
+    sgemm(m, span.count, s.headDim, a, lda, 1, span.keys.data, span.keys.stride, 1, scores.data() + (span.first - k0),
+          keys, false);
   for (int64_t i = 0; i < m; ++i) {
     float* p = scores.data() + i * keys;
     const int64_t position = first + i * step, lo = windowStart(s, position) - k0, hi = position - k0 + 1;
@@ -64,7 +84,9 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
     for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
     std::fill(p + hi, p + keys, 0.0f);
   }
-  sgemm(m, s.headDim, keys, scores.data(), keys, 1, value.data, value.stride, 1, c, ldc, false);
+  for (size_t i = 0; i < spans.size(); ++i)
+    sgemm(m, s.headDim, spans[i].count, scores.data() + (spans[i].first - k0), keys, 1, spans[i].values.data,
+          spans[i].values.stride, 1, c, ldc, i > 0);
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
@@ -72,14 +94,8 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
                  const WidenedHead& ahead, Scratch& w) {
   const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
   const int64_t k0 = firstKeyRead(s, position), keys = position + n - k0;
-  F32Rows keyT, value;
-  if (ahead.first >= 0) {
-    keyT = {ahead.keys.data + (k0 - ahead.first), ahead.keys.stride};
-    value = {ahead.values.data + (k0 - ahead.first) * ahead.values.stride, ahead.values.stride};
-  } else {
-    keyT = keyColumns(run.cache, kvHead, k0, keys, w.keys);
-    value = valueRows(run.cache, kvHead, k0, keys, w.values);
-  }
+  if (ahead.first >= 0) clipSpans(ahead.spans, k0, keys, w.spans);
+  else w.spans = headSpans(run.cache, kvHead, k0, keys, w.keys, w.values);
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   int64_t ldq = qWidth;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
@@ -97,10 +113,10 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
   // packing. More: a product per head over the block's rows (the same sums either way).
   if (n == 1) {
-    attendRows(s, q, group, d, position, 0, k0, keys, keyT, value, c, d, w.scores);
+    attendRows(s, q, group, d, position, 0, k0, keys, w.spans, c, d, w.scores);
   } else {
     for (int64_t h = 0; h < group; ++h)
-      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, keyT, value, c + h * d, qWidth, w.scores);
+      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, w.spans, c + h * d, qWidth, w.scores);
   }
   // Rotated values give the rotated context: turned back.
   if (rotatesHeads(run.cache.values, d))
@@ -134,8 +150,7 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
     const AttentionRun& run = runs[static_cast<size_t>(at / s.kvHeads)];
     WidenedHead& head = ahead[static_cast<size_t>(at)];
     const int64_t first = firstKeyRead(s, run.start), keys = run.start + run.rows - first;
-    head.keys = keyColumns(run.cache, kvHead, first, keys, head.keyBuffer);
-    head.values = valueRows(run.cache, kvHead, first, keys, head.valueBuffer);
+    head.spans = headSpans(run.cache, kvHead, first, keys, head.keyBuffer, head.valueBuffer);
     head.first = first;
   });
   core::parallelTasks(firstTask.back(), [&](int64_t task) {

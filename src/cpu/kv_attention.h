@@ -1,10 +1,11 @@
 #pragma once
 // A sequence's keys and values on the CPU, and causal attention over them.
 //
-// Layout of one layer (llm/ops/kv_cache.h owns the memory): values are rows, [capacity, kvHeads,
-// headDim]; keys are columns, [kvHeads, headDim, capacity]: the scores q K^T then read K^T as a
-// row-major matrix, which sgemm streams in place for a decode step (keys as rows had to be
-// transposed into its panels on every step, a quarter of a long context's decode time). Each in
+// Layout of one layer, a page of positions at a time (llm/ops/kv_pool.h owns the memory): values
+// are rows, [positions, kvHeads, headDim]; keys are columns, [kvHeads, headDim, positions]: the
+// scores q K^T then read K^T as a row-major matrix, which sgemm streams in place for a decode step
+// (keys as rows had to be transposed into its panels on every step, a quarter of a long
+// context's decode time), page by page. Each in
 // F32, F16 or BF16 elements, or in codes of 8, 4 or 2 bits (cpu/kv_codes.h: a scale and an
 // offset per head and token), packed along the rows (a key column's positions, a value row's
 // dimensions), low bits first. Attention reads them as stored, a block of one head widened to
@@ -13,7 +14,8 @@
 // Attention runs over runs of consecutive query rows (each run one sequence's rows of a pass: a
 // prefill, a decode step, drafts), by blocks of query rows: a block's scores against every key it
 // may see are one sgemm, the softmax runs over each row's own keys (causal, and the sliding
-// window if any), and the context is another sgemm. Every row, alone or in a block of 32, goes
+// window if any), and the context is another sgemm (each a product per page where the cache is
+// read in place, the pages' parts of the context added in order). Every row, alone or in a block of 32, goes
 // through this one path, so its context is the same bits whatever the rows beside it
 // (docs/architecture.md, "Batch invariance"): sgemm's sums per element do not depend on the
 // product's shape (cpu/gemm.h), masked keys add exact zeros, and a block's keys start at a
@@ -27,8 +29,7 @@
 namespace gizml::cpu {
 
 /// The keys or the values of one layer: elements of `dtype` (bits 0), or codes of `bits` bits
-/// with ranges, a scale and an offset (F16 bits) per head and token ([kvHeads, capacity, 2] for
-/// keys, [capacity, kvHeads, 2] for values).
+/// with ranges, a scale and an offset (F16 bits) per head and token.
 struct KvSide {
   uint8_t* data;
   uint16_t* ranges = nullptr;
@@ -47,22 +48,29 @@ void rotateHead(float* x, int64_t n);
 /// The longest head whose keys and values may be coded.
 inline constexpr int64_t kMaxCodedHead = 512;
 
-/// One layer of one sequence's cache, laid out as above.
+/// Keys and values live in pages of kKvPageTokens positions (llm/ops/kv_pool.h owns them): a
+/// multiple of kGemmKc, so that a page's keys are whole k blocks of the products over keys
+/// (gizml/gemm.h) and attention gives the same bits page by page as over one run of keys.
+inline constexpr int64_t kKvPageTokens = 256;
+
+/// One layer of one sequence's cache, laid out as above page by page: a page of keys is
+/// [kvHeads, headDim, kKvPageTokens] (ranges [kvHeads, kKvPageTokens, 2]), a page of values
+/// [kKvPageTokens, kvHeads, headDim] (ranges [kKvPageTokens, kvHeads, 2]); the sides hold the
+/// pool's pages one after another, and the sequence's page table says which are its own.
 struct KvLayer {
-  KvSide keys;    // [kvHeads, headDim, capacity]
-  KvSide values;  // [capacity, kvHeads, headDim]
-  int64_t kvHeads, headDim, capacity;
+  KvSide keys, values;
+  int64_t kvHeads, headDim;
+  const int32_t* pages;  // position p lies in page pages[p / kKvPageTokens]
 };
 
-/// Bytes of one key column (capacity positions) or one value row (headDim values) of a side.
+/// Bytes of one key column (count positions) or one value row (count = headDim values) of a side.
 int64_t kvRowBytes(const KvSide& side, int64_t count);
 
 /// Writes the keys and values of `rows` tokens from position `start` on: row r of keys and of
-/// values (kvHeads * headDim floats each, `stride` floats apart) is the token at start + r.
+/// values (kvHeads * headDim floats each, `stride` floats apart) is the token at start + r. The
+/// page table covers those positions.
 void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const float* keys, const float* values,
                      int64_t stride);
-/// The first `length` positions of `from` into `to` (layers of the same shape and stores).
-void copyKeysValues(const KvLayer& from, const KvLayer& to, int64_t length);
 
 /// A matrix of f32 rows `stride` floats apart.
 struct F32Rows {
@@ -70,11 +78,22 @@ struct F32Rows {
   int64_t stride;
 };
 /// K^T of head kvHead for positions k0 .. k0 + keys - 1, [headDim, keys]: the key columns in
-/// place when they are F32, else widened into `buffer`.
+/// place when they are F32 within one page, else widened (or gathered) into `buffer`.
 F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
 /// V of head kvHead for those positions, [keys, headDim]: the value rows in place when they are
-/// F32, else widened into `buffer`.
+/// F32 within one page, else widened (or gathered) into `buffer`.
 F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
+
+/// Positions first .. first + count - 1 of one head as f32 operands: K^T [headDim, count] and
+/// V [count, headDim].
+struct KeySpan {
+  int64_t first, count;
+  F32Rows keys, values;
+};
+/// Head kvHead's keys and values for positions k0 .. k0 + count - 1 as spans in order: each
+/// page's own where keys and values are F32, else one span widened into the buffers.
+std::vector<KeySpan> headSpans(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t count,
+                               std::vector<float>& keyBuffer, std::vector<float>& valueBuffer);
 
 struct AttentionShape {
   int64_t heads, kvHeads, headDim;

@@ -1,10 +1,10 @@
-// The KV cache's layout (cpu/kv_attention.h): storing a token's keys and values, copying a
-// sequence's positions, and reading a block of one head back as f32.
+// The KV cache's layout (cpu/kv_attention.h): storing a token's keys and values in its page, and
+// reading a block of one head back as f32.
 #include <gizml/dtype.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 
 #include "cpu/convert.h"
 #include "cpu/kv_attention.h"
@@ -52,10 +52,43 @@ void widen(int bits, const uint8_t* codes, int64_t first, int64_t count, Scale s
   else widenCodes<2>(codes, first, count, scale, offset, out);
 }
 
-// Element `index` of a row of `dtype` elements, from f32.
-void writeElement(uint8_t* row, int64_t index, DType dtype, float v) {
-  if (dtype == DType::F32) reinterpret_cast<float*>(row)[index] = v;
-  else reinterpret_cast<uint16_t*>(row)[index] = dtype == DType::F16 ? floatToHalf(v) : floatToBf16(v);
+// n values of x as `dtype` elements `stride` elements apart from `at`: one loop per dtype.
+void writeElements(uint8_t* at, int64_t stride, DType dtype, const float* x, int64_t n) {
+  if (dtype == DType::F32) {
+    for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(at)[i * stride] = x[i];
+  } else if (dtype == DType::F16) {
+    for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(at)[i * stride] = floatToHalf(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(at)[i * stride] = floatToBf16(x[i]);
+  }
+}
+
+constexpr int64_t P = kKvPageTokens;
+
+// One page of a layer's keys or values: its elements or codes, and their ranges.
+struct Page {
+  uint8_t* data;
+  uint16_t* ranges;
+};
+
+Page keyPage(const KvLayer& l, int64_t page) {
+  const int64_t bytes = l.kvHeads * l.headDim * kvRowBytes(l.keys, P), ranges = l.kvHeads * P * 2;
+  return {l.keys.data + page * bytes, l.keys.ranges ? l.keys.ranges + page * ranges : nullptr};
+}
+
+Page valuePage(const KvLayer& l, int64_t page) {
+  const int64_t bytes = P * l.kvHeads * kvRowBytes(l.values, l.headDim), ranges = P * l.kvHeads * 2;
+  return {l.values.data + page * bytes, l.values.ranges ? l.values.ranges + page * ranges : nullptr};
+}
+
+// Calls f(first, count, page, offset) for each page's part of positions k0 .. k0 + count - 1.
+template <class F>
+void forEachPage(const KvLayer& l, int64_t k0, int64_t count, F f) {
+  for (int64_t p = k0; p < k0 + count;) {
+    const int64_t offset = p % P, n = std::min(P - offset, k0 + count - p);
+    f(p, n, l.pages[p / P], offset);
+    p += n;
+  }
 }
 
 }  // namespace
@@ -82,8 +115,8 @@ int64_t kvRowBytes(const KvSide& side, int64_t count) {
 
 void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const float* keys, const float* values,
                      int64_t stride) {
-  const int64_t heads = layer.kvHeads, dim = layer.headDim, capacity = layer.capacity;
-  const int64_t keyRow = kvRowBytes(layer.keys, capacity), valueRow = kvRowBytes(layer.values, dim);
+  const int64_t heads = layer.kvHeads, dim = layer.headDim;
+  const int64_t keyRow = kvRowBytes(layer.keys, P), valueRow = kvRowBytes(layer.values, dim);
   std::array<uint8_t, kMaxCodedHead> codes;
   std::array<float, kMaxCodedHead> rotated;
   // The vector a coded side codes: the head's, rotated where the layout rotates.
@@ -94,94 +127,105 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
     return static_cast<const float*>(rotated.data());
   };
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t position = start + r;
+    const int64_t position = start + r, page = layer.pages[position / P], offset = position % P;
+    const Page kp = keyPage(layer, page), vp = valuePage(layer, page);
     for (int64_t h = 0; h < heads; ++h) {
-      // Keys: dimension d of the head is column h dim + d, element `position`.
+      // Keys: dimension d of the head is column h dim + d of the page, element `offset`.
       const float* k = keys + r * stride + h * dim;
-      uint8_t* columns = layer.keys.data + h * dim * keyRow;
+      uint8_t* columns = kp.data + h * dim * keyRow;
       if (layer.keys.bits > 0) {
         const CodeRange range = codeValues(prepared(layer.keys, k), dim, layer.keys.bits, codes.data());
-        uint16_t* at = layer.keys.ranges + (h * capacity + position) * 2;
+        uint16_t* at = kp.ranges + (h * P + offset) * 2;
         at[0] = range.scale, at[1] = range.offset;
-        for (int64_t d = 0; d < dim; ++d) writeCode(columns + d * keyRow, position, layer.keys.bits, codes[d]);
+        for (int64_t d = 0; d < dim; ++d) writeCode(columns + d * keyRow, offset, layer.keys.bits, codes[d]);
       } else {
-        for (int64_t d = 0; d < dim; ++d) writeElement(columns + d * keyRow, position, layer.keys.dtype, k[d]);
+        const auto size = static_cast<int64_t>(dtypeSize(layer.keys.dtype));
+        writeElements(columns + offset * size, keyRow / size, layer.keys.dtype, k, dim);
       }
-      // Values: the head's row at (position, h).
+      // Values: the head's row at (offset, h) of the page.
       const float* v = values + r * stride + h * dim;
-      uint8_t* row = layer.values.data + (position * heads + h) * valueRow;
+      uint8_t* row = vp.data + (offset * heads + h) * valueRow;
       if (layer.values.bits > 0) {
         const CodeRange range = codeValues(prepared(layer.values, v), dim, layer.values.bits, codes.data());
-        uint16_t* at = layer.values.ranges + (position * heads + h) * 2;
+        uint16_t* at = vp.ranges + (offset * heads + h) * 2;
         at[0] = range.scale, at[1] = range.offset;
         for (int64_t d = 0; d < dim; ++d) writeCode(row, d, layer.values.bits, codes[d]);
       } else {
-        for (int64_t d = 0; d < dim; ++d) writeElement(row, d, layer.values.dtype, v[d]);
+        writeElements(row, 1, layer.values.dtype, v, dim);
       }
     }
   }
 }
 
-void copyKeysValues(const KvLayer& from, const KvLayer& to, int64_t length) {
-  // The first `length` positions of every key column and of the value rows, and their ranges.
-  const int64_t heads = from.kvHeads, dim = from.headDim;
-  const int64_t keyRow = kvRowBytes(from.keys, from.capacity), keyBytes = kvRowBytes(from.keys, length);
-  for (int64_t column = 0; column < heads * dim; ++column)
-    std::memcpy(to.keys.data + column * keyRow, from.keys.data + column * keyRow, static_cast<size_t>(keyBytes));
-  std::memcpy(to.values.data, from.values.data, static_cast<size_t>(length * heads * kvRowBytes(from.values, dim)));
-  if (from.keys.bits > 0)
-    for (int64_t h = 0; h < heads; ++h)
-      std::memcpy(to.keys.ranges + h * from.capacity * 2, from.keys.ranges + h * from.capacity * 2,
-                  static_cast<size_t>(length * 2) * sizeof(uint16_t));
-  if (from.values.bits > 0)
-    std::memcpy(to.values.ranges, from.values.ranges, static_cast<size_t>(length * heads * 2) * sizeof(uint16_t));
-}
-
 F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer) {
   const KvSide& side = layer.keys;
-  const int64_t dim = layer.headDim, capacity = layer.capacity, row = kvRowBytes(side, capacity);
-  const uint8_t* columns = side.data + kvHead * dim * row;
-  if (side.bits == 0 && side.dtype == DType::F32) return {reinterpret_cast<const float*>(columns) + k0, capacity};
+  const int64_t dim = layer.headDim, row = kvRowBytes(side, P);
+  const auto columnsOf = [&](int64_t page) { return keyPage(layer, page).data + kvHead * dim * row; };
+  if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P)
+    return {reinterpret_cast<const float*>(columnsOf(layer.pages[k0 / P])) + k0 % P, P};
   buffer.resize(static_cast<size_t>(dim * keys));
-  if (side.bits == 0) {
-    const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
+  forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
+    const uint8_t* columns = columnsOf(page);
+    float* out = buffer.data() + (first - k0);
+    if (side.bits == 0) {
+      const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
+      for (int64_t d = 0; d < dim; ++d) loadF32(side.dtype, columns + d * row + offset * size, 1, count, out + d * keys);
+      return;
+    }
+    // Each position's scale and offset, then every dimension's codes through them.
+    thread_local std::vector<float> scale, offsets;
+    scale.resize(static_cast<size_t>(count)), offsets.resize(static_cast<size_t>(count));
+    const uint16_t* ranges = keyPage(layer, page).ranges + (kvHead * P + offset) * 2;
+    for (int64_t j = 0; j < count; ++j) {
+      scale[static_cast<size_t>(j)] = halfToFloat(ranges[2 * j]);
+      offsets[static_cast<size_t>(j)] = halfToFloat(ranges[2 * j + 1]);
+    }
+    const float* s = scale.data();
+    const float* o = offsets.data();
     for (int64_t d = 0; d < dim; ++d)
-      loadF32(side.dtype, columns + d * row + k0 * size, 1, keys, buffer.data() + d * keys);
-    return {buffer.data(), keys};
-  }
-  // Each position's scale and offset, then every dimension's codes through them.
-  thread_local std::vector<float> scale, offset;
-  scale.resize(static_cast<size_t>(keys)), offset.resize(static_cast<size_t>(keys));
-  const uint16_t* ranges = side.ranges + (kvHead * capacity + k0) * 2;
-  for (int64_t j = 0; j < keys; ++j) {
-    scale[static_cast<size_t>(j)] = halfToFloat(ranges[2 * j]);
-    offset[static_cast<size_t>(j)] = halfToFloat(ranges[2 * j + 1]);
-  }
-  const float* s = scale.data();
-  const float* o = offset.data();
-  for (int64_t d = 0; d < dim; ++d)
-    widen(side.bits, columns + d * row, k0, keys, [s](int64_t j) { return s[j]; }, [o](int64_t j) { return o[j]; },
-          buffer.data() + d * keys);
+      widen(side.bits, columns + d * row, offset, count, [s](int64_t j) { return s[j]; },
+            [o](int64_t j) { return o[j]; }, out + d * keys);
+  });
   return {buffer.data(), keys};
 }
 
 F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer) {
   const KvSide& side = layer.values;
   const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim);
-  const auto at = [&](int64_t position) { return side.data + (position * heads + kvHead) * row; };
-  if (side.bits == 0 && side.dtype == DType::F32) return {reinterpret_cast<const float*>(at(k0)), heads * dim};
+  const auto at = [&](int64_t position) {
+    return valuePage(layer, layer.pages[position / P]).data + ((position % P) * heads + kvHead) * row;
+  };
+  if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P)
+    return {reinterpret_cast<const float*>(at(k0)), heads * dim};
   buffer.resize(static_cast<size_t>(keys * dim));
   for (int64_t j = 0; j < keys; ++j) {
     float* out = buffer.data() + j * dim;
+    const int64_t position = k0 + j;
     if (side.bits == 0) {
-      loadF32(side.dtype, at(k0 + j), 1, dim, out);
+      loadF32(side.dtype, at(position), 1, dim, out);
       continue;
     }
-    const uint16_t* range = side.ranges + ((k0 + j) * heads + kvHead) * 2;
+    const uint16_t* range =
+        valuePage(layer, layer.pages[position / P]).ranges + ((position % P) * heads + kvHead) * 2;
     const float s = halfToFloat(range[0]), o = halfToFloat(range[1]);
-    widen(side.bits, at(k0 + j), 0, dim, [s](int64_t) { return s; }, [o](int64_t) { return o; }, out);
+    widen(side.bits, at(position), 0, dim, [s](int64_t) { return s; }, [o](int64_t) { return o; }, out);
   }
   return {buffer.data(), dim};
+}
+
+std::vector<KeySpan> headSpans(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t count,
+                               std::vector<float>& keyBuffer, std::vector<float>& valueBuffer) {
+  const bool inPlace = layer.keys.bits == 0 && layer.keys.dtype == DType::F32 && layer.values.bits == 0 &&
+                       layer.values.dtype == DType::F32;
+  if (!inPlace)
+    return {{k0, count, keyColumns(layer, kvHead, k0, count, keyBuffer),
+             valueRows(layer, kvHead, k0, count, valueBuffer)}};
+  std::vector<KeySpan> spans;
+  forEachPage(layer, k0, count, [&](int64_t first, int64_t n, int64_t, int64_t) {
+    spans.push_back({first, n, keyColumns(layer, kvHead, first, n, keyBuffer),
+                     valueRows(layer, kvHead, first, n, valueBuffer)});
+  });
+  return spans;
 }
 
 }  // namespace gizml::cpu

@@ -37,6 +37,18 @@ class SequenceState {
   virtual bool copyFrom(const SequenceState& other) { (void)other; return false; }
 };
 
+/// Memory that the states of an engine's sequences share (LanguageModel::newPool): pages of
+/// pageTokens() positions, taken as sequences grow and given back as they shrink.
+class StatePool {
+ public:
+  virtual ~StatePool() = default;
+  virtual int64_t pageTokens() const = 0;
+  virtual int64_t pages() const = 0;
+  virtual int64_t freePages() const = 0;
+  /// Bytes of its memory (mapped as the pool is made, backed as pages are first written).
+  virtual int64_t bytes() const = 0;
+};
+
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
 struct Feed {
   SequenceState* state = nullptr;
@@ -51,8 +63,21 @@ class LanguageModel {
  public:
   virtual ~LanguageModel() = default;
   virtual const ModelConfig& config() const = 0;
-  /// A new empty state for a sequence of up to maxTokens tokens.
+  /// A new empty state for a sequence of up to maxTokens tokens, with memory of its own.
   virtual std::unique_ptr<SequenceState> newState(int64_t maxTokens) const = 0;
+  /// Positions per page of its pools; 0 where its states keep no pages (each owns its memory).
+  virtual int64_t pageTokens() const { return 0; }
+  /// A pool of `pages` pages for states made by newStateIn (only where pageTokens() > 0).
+  virtual std::shared_ptr<StatePool> newPool(int64_t pages) const {
+    (void)pages;
+    return nullptr;
+  }
+  /// A new empty state whose keys and values take pages of `pool` (one of newPool's): its pages
+  /// are shared with the states it is copied to (copyFrom), and copied only where one writes.
+  virtual std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const {
+    (void)pool;
+    return newState(maxTokens);
+  }
   /// Runs one forward pass over every feed (their tokens together, so one pass serves all),
   /// appends the tokens to their states, and returns per feed the F32 logits [rows, vocab]: one
   /// row (the last token), or one per fed token when allLogits.

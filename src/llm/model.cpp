@@ -104,8 +104,8 @@ ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohm
 
 int64_t Model::contextLength() const { return model_->config().maxPositions; }
 
-Engine Model::engine(int slots, int64_t maxTokens) const {
-  return Engine(model_, tokenizer_, endOfTurn_, slots, maxTokens);
+Engine Model::engine(int slots, int64_t maxTokens, int64_t poolTokens) const {
+  return Engine(model_, tokenizer_, endOfTurn_, slots, maxTokens, poolTokens);
 }
 
 Model load(const std::string& folder) { return load(folder, LoadOptions{}); }

@@ -1,6 +1,7 @@
 // cachedAttention (cpu/kv_attention.h) against attention written out in double
 // precision: grouped-query heads, a prefix already in the cache (start > 0), a row count that
-// leaves a partial block, with and without a sliding window. Then its invariance: the rows of one
+// leaves a partial block, with and without a sliding window, the cache in pages that are not in
+// order. Then its invariance: the rows of one
 // run give the bits of the same rows run one at a time, in other splits, beside other runs, for
 // every kind of cache, also where a sliding window starts past sgemm's first k block.
 #include "cpu/kv_attention.h"
@@ -19,11 +20,24 @@ using namespace gizml::cpu;
 
 namespace {
 
+constexpr int64_t P = kKvPageTokens;
+
+// Pages for `total` positions, in the pool's last pages in reverse order (the first page is no
+// sequence's): a table that is not the identity.
+std::vector<int32_t> scrambledPages(int64_t total) {
+  std::vector<int32_t> pages;
+  const auto count = static_cast<int32_t>((total + P - 1) / P);
+  for (int32_t i = 0; i < count; ++i) pages.push_back(count - i);
+  return pages;
+}
+
 struct Fixture {
   AttentionShape s;
   int64_t start, rows, total, qWidth, kvWidth;
   std::vector<float> q, k, v;
-  std::vector<uint8_t> keys, values;     // the cache's layer
+  std::vector<int32_t> pages;
+  int64_t poolPages;
+  std::vector<uint8_t> keys, values;     // the layer's pages
   std::vector<uint16_t> keyRanges, valueRanges;
   KvLayer cache;
 
@@ -35,12 +49,14 @@ struct Fixture {
         total(start_ + rows_),
         qWidth(s.heads * s.headDim),
         kvWidth(s.kvHeads * s.headDim),
-        keyRanges(static_cast<size_t>(total * s.kvHeads * 2)),
+        pages(scrambledPages(total)),
+        poolPages(static_cast<int64_t>(pages.size()) + 1),
+        keyRanges(static_cast<size_t>(poolPages * P * s.kvHeads * 2)),
         valueRanges(keyRanges.size()),
         cache{{nullptr, keyRanges.data(), dtype, bits}, {nullptr, valueRanges.data(), dtype, bits}, s.kvHeads,
-              s.headDim, total} {
-    keys.resize(static_cast<size_t>(kvWidth * kvRowBytes(cache.keys, total)));
-    values.resize(static_cast<size_t>(total * s.kvHeads * kvRowBytes(cache.values, s.headDim)));
+              s.headDim, pages.data()} {
+    keys.resize(static_cast<size_t>(poolPages * kvWidth * kvRowBytes(cache.keys, P)));
+    values.resize(static_cast<size_t>(poolPages * P * s.kvHeads * kvRowBytes(cache.values, s.headDim)));
     cache.keys.data = keys.data();
     cache.values.data = values.data();
     std::mt19937 rng(static_cast<unsigned>(window + 1));
@@ -59,8 +75,8 @@ struct Fixture {
   }
 };
 
-void expectMatchesReference(int64_t window) {
-  const Fixture f(window, 5, 45, DType::F32);
+void expectMatchesReference(int64_t window, int64_t start) {
+  const Fixture f(window, start, 45, DType::F32);
   const AttentionShape& s = f.s;
   std::vector<float> context(f.q.size(), -9.0f);
   cachedAttention({f.run(0, f.rows, context)}, s);
@@ -91,9 +107,14 @@ void expectMatchesReference(int64_t window) {
 
 }  // namespace
 
-TEST(CachedAttention, CausalMatchesDoubleReference) { expectMatchesReference(0); }
+// From position 5 (one page) and from 240 (rows and keys across two pages).
+TEST(CachedAttention, CausalMatchesDoubleReference) {
+  for (int64_t start : {5, 240}) expectMatchesReference(0, start);
+}
 
-TEST(CachedAttention, SlidingWindowMatchesDoubleReference) { expectMatchesReference(7); }
+TEST(CachedAttention, SlidingWindowMatchesDoubleReference) {
+  for (int64_t start : {5, 240}) expectMatchesReference(7, start);
+}
 
 TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
   // start 300 with a window of 70: the blocks' first keys fall on both sides of position 256.

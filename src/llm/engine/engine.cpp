@@ -32,6 +32,7 @@ struct Slot {
   std::unique_ptr<SequenceState> state;  // made on first use
   std::vector<TokenId> held;             // the tokens the state holds
   bool busy = false;
+  uint64_t used = 0;                     // when a request last started here (0: never)
 };
 
 struct Running {
@@ -62,6 +63,8 @@ struct Engine::Impl {
   int64_t maxTokens = 0;
   int drafts = 2;
   std::vector<Slot> slots;
+  std::shared_ptr<StatePool> pool;  // the slots' keys and values, where the model keeps pages
+  uint64_t clock = 0;               // counts the requests started, for Slot::used
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
   std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
@@ -92,16 +95,54 @@ struct Engine::Impl {
     check(!r.sampling.grammar || tokenizer, "request: a grammar needs the engine's tokenizer");
   }
 
-  // The free slot holding the longest start of prompt (a chat's earlier turns), else any.
-  std::optional<size_t> freeSlot(const std::vector<TokenId>& prompt) const {
-    std::optional<size_t> best;
-    size_t bestShared = 0;
+  // Where a request starts: a free slot, and the slot (busy or not) holding the longest start of
+  // its prompt, whose state the free one copies (sharing its pages) when it is another. The free
+  // slot is one whose tokens are all a start of the prompt (the longest: it loses nothing), else
+  // the one used least recently, so that other chats keep what they hold.
+  struct Place {
+    size_t slot;
+    std::optional<size_t> source;
+  };
+  std::optional<Place> place(const std::vector<TokenId>& prompt) const {
+    std::optional<size_t> whole, leastUsed, source;
+    size_t longest = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].busy) continue;
-      const size_t shared = commonPrefix(slots[i].held, prompt);
-      if (!best || shared > bestShared) best = i, bestShared = shared;
+      const Slot& s = slots[i];
+      const size_t shared = commonPrefix(s.held, prompt);
+      if (shared > longest) longest = shared, source = i;
+      if (s.busy) continue;
+      if (shared == s.held.size() && (!whole || shared > slots[*whole].held.size())) whole = i;
+      if (!leastUsed || s.used < slots[*leastUsed].used) leastUsed = i;
     }
-    return best;
+    if (!leastUsed) return std::nullopt;
+    return Place{whole ? *whole : *leastUsed, source};
+  }
+
+  Slot& withState(Slot& slot) {
+    if (!slot.state) slot.state = pool ? model->newStateIn(pool, maxTokens) : model->newState(maxTokens);
+    return slot;
+  }
+
+  // Pages for a step's rows: where the pool has too few free, idle slots give theirs back, least
+  // recently used first.
+  void makeRoom(const std::vector<Feed>& feeds) {
+    if (!pool) return;
+    // At most: the pages past those that hold its positions now, and a copy of its last one.
+    const int64_t page = pool->pageTokens();
+    int64_t need = 0;
+    for (const Feed& f : feeds) {
+      const int64_t length = f.state->length(), end = length + static_cast<int64_t>(f.tokens.size());
+      need += (end + page - 1) / page - (length + page - 1) / page + (length % page != 0 ? 1 : 0);
+    }
+    std::vector<size_t> idle;
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (!slots[i].busy && slots[i].state && slots[i].state->length() > 0) idle.push_back(i);
+    std::sort(idle.begin(), idle.end(), [&](size_t a, size_t b) { return slots[a].used < slots[b].used; });
+    for (size_t i : idle) {
+      if (pool->freePages() >= need) break;
+      slots[i].state->truncate(0);
+      slots[i].held.clear();
+    }
   }
 
   void release(Running& r) { slots[r.slot].busy = false; }
@@ -229,11 +270,20 @@ struct Engine::Impl {
 };
 
 Engine::Engine(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer,
-               std::vector<TokenId> endOfTurn, int slots, int64_t maxTokens)
+               std::vector<TokenId> endOfTurn, int slots, int64_t maxTokens, int64_t poolTokens)
     : impl_(std::make_unique<Impl>()) {
   check(model != nullptr, "engine: no model");
   check(slots > 0, "engine: slots " + std::to_string(slots) + " must be positive");
   check(maxTokens > 0, "engine: maxTokens " + std::to_string(maxTokens) + " must be positive");
+  check(poolTokens >= 0, "engine: a KV pool of " + std::to_string(poolTokens) + " tokens is not a size");
+  if (const int64_t page = model->pageTokens(); page > 0) {
+    const int64_t perSlot = (maxTokens + page - 1) / page;
+    const int64_t pages = poolTokens > 0 ? (poolTokens + page - 1) / page : perSlot * slots;
+    check(pages >= perSlot, "engine: a KV pool of " + std::to_string(poolTokens) + " tokens (" + std::to_string(pages) +
+                                " pages of " + std::to_string(page) + ") cannot hold one slot's context of " +
+                                std::to_string(maxTokens) + " tokens");
+    impl_->pool = model->newPool(pages);
+  }
   impl_->model = std::move(model);
   impl_->tokenizer = std::move(tokenizer);
   impl_->endOfTurn = std::move(endOfTurn);
@@ -253,6 +303,10 @@ void Engine::setDrafts(int count) {
 int Engine::running() const { return static_cast<int>(impl_->running.size()); }
 int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
 int64_t Engine::maxTokens() const { return impl_->maxTokens; }
+
+int64_t Engine::poolTokens() const { return impl_->pool ? impl_->pool->pages() * impl_->pool->pageTokens() : 0; }
+int64_t Engine::poolBytes() const { return impl_->pool ? impl_->pool->bytes() : 0; }
+int64_t Engine::poolPagesUsed() const { return impl_->pool ? impl_->pool->pages() - impl_->pool->freePages() : 0; }
 
 int Engine::freeSlots() const {
   return static_cast<int>(std::count_if(impl_->slots.begin(), impl_->slots.end(), [](const Slot& s) { return !s.busy; }));
@@ -283,19 +337,26 @@ std::vector<int> Engine::add(const Request& request, int choices) {
 
 int Engine::Impl::addOne(const Request& request) {
   Impl& m = *this;
-  const std::optional<size_t> index = m.freeSlot(request.prompt);
-  check(index.has_value(), "engine: all " + std::to_string(m.slots.size()) + " slots are busy");
-  Slot& slot = m.slots[*index];
-  if (!slot.state) slot.state = m.model->newState(m.maxTokens);
+  const std::optional<Place> place = m.place(request.prompt);
+  check(place.has_value(), "engine: all " + std::to_string(m.slots.size()) + " slots are busy");
+  size_t index = place->slot;
+  if (place->source && *place->source != index &&
+      commonPrefix(m.slots[*place->source].held, request.prompt) > commonPrefix(m.slots[index].held, request.prompt)) {
+    Slot& from = m.slots[*place->source];
+    if (m.withState(m.slots[index]).state->copyFrom(*from.state)) m.slots[index].held = from.held;
+    else if (!from.busy) index = *place->source;  // states that do not copy: read on in the source itself
+  }
+  Slot& slot = m.withState(m.slots[index]);
   // Keep the shared start, but read at least the prompt's last token to have its logits.
   const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1));
   const auto keep = static_cast<size_t>(slot.state->reusable(shared));
   slot.state->truncate(static_cast<int64_t>(keep));
   slot.held.resize(keep);
   slot.busy = true;
+  slot.used = ++m.clock;
 
   Running r;
-  r.slot = *index;
+  r.slot = index;
   r.request = request;
   r.cached = static_cast<int64_t>(keep);
   r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
@@ -320,6 +381,7 @@ std::vector<Progress> Engine::advance() {
     if (r.leader < 0) fed.push_back(id), feeds.push_back(m.feedOf(r));
   std::vector<tensor::Tensor> logits;
   try {
+    m.makeRoom(feeds);
     logits = m.model->forward(feeds);
     check(logits.size() == feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
                                              " logit rows for " + std::to_string(feeds.size()) + " sequences");

@@ -56,9 +56,27 @@ AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
   return {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale, sliding ? c.slidingWindow : 0};
 }
 
+std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages) const {
+  // The layers that attend keep keys: not the linear-attention ones; the MTP layers after them do.
+  std::vector<bool> attends;
+  for (LayerType t : config_.layerTypes) attends.push_back(t != LayerType::LinearAttention);
+  attends.resize(static_cast<size_t>(config_.numLayers + config_.mtpLayers), true);
+  return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, options_.kvCache, pages);
+}
+
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {
-  return std::make_unique<KvCache>(this, config_.numLayers, config_.numKvHeads, config_.headDim, maxTokens,
-                                   options_.kvCache);
+  check(maxTokens > 0, "newState: capacity must be positive, not " + std::to_string(maxTokens));
+  return newStateIn(newPool((maxTokens + pageTokens() - 1) / pageTokens()), maxTokens);
+}
+
+std::unique_ptr<SequenceState> DecoderModel::newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const {
+  auto kv = std::dynamic_pointer_cast<ops::KvPool>(pool);
+  check(kv != nullptr && kv->owner() == this, "newState: the pool was not made by this model");
+  return makeState(std::move(kv), maxTokens);
+}
+
+std::unique_ptr<SequenceState> DecoderModel::makeState(std::shared_ptr<ops::KvPool> pool, int64_t maxTokens) const {
+  return std::make_unique<KvCache>(std::move(pool), maxTokens);
 }
 
 Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {

@@ -25,6 +25,9 @@ class DecoderModel : public LanguageModel {
  public:
   const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override;
+  int64_t pageTokens() const override { return ops::KvPool::kPageTokens; }
+  std::shared_ptr<StatePool> newPool(int64_t pages) const override;
+  std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const override;
   std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override;
   tensor::Tensor hidden(const std::vector<int32_t>& tokens) const override;
   bool hasLogits() const override { return config_.numLayers == storedLayers_; }
@@ -33,6 +36,9 @@ class DecoderModel : public LanguageModel {
   DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder);
   /// Layer i over the rows x [rows, hidden], in place.
   virtual void layer(int64_t i, const Tensor& x, const Batch& batch) const = 0;
+  /// A state of up to maxTokens tokens with its keys and values in `pool` (a family with more
+  /// state than a KV cache makes its own kind).
+  virtual std::unique_ptr<SequenceState> makeState(std::shared_ptr<ops::KvPool> pool, int64_t maxTokens) const;
   /// With DecoderOptions::keepHidden: the final norm's rows [batch.rows, hidden] of a pass.
   virtual void keepHidden(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& normed) const;
   const Linear& embedding() const { return embed_; }

@@ -10,8 +10,8 @@
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {
-HybridState::HybridState(const void* owner, const ModelConfig& c, int64_t capacity, KvFormat kvCache)
-    : KvCache(owner, c.numLayers + c.mtpLayers, c.numKvHeads, c.headDim, capacity, kvCache), deltaNets_(static_cast<size_t>(c.numLayers)) {
+HybridState::HybridState(std::shared_ptr<ops::KvPool> pool, const ModelConfig& c, int64_t capacity)
+    : KvCache(std::move(pool), capacity), deltaNets_(static_cast<size_t>(c.numLayers)) {
   const ops::DeltaNetShape shape{c.linearNumKeyHeads, c.linearNumValueHeads, c.linearKeyHeadDim,
                                  c.linearValueHeadDim, c.linearConvKernel};
   for (int64_t i = 0; i < c.numLayers; ++i)

@@ -28,7 +28,7 @@ class HybridState final : public KvCache {
   /// a chat's next turn resumes at one of its last marks.
   static constexpr size_t kMaxKept = 8;
 
-  HybridState(const void* owner, const ModelConfig& config, int64_t capacity, KvFormat kvCache);
+  HybridState(std::shared_ptr<ops::KvPool> pool, const ModelConfig& config, int64_t capacity);
   DeltaNetState& deltaNet(int64_t layer) { return deltaNets_[static_cast<size_t>(layer)]; }
   const DeltaNetState& deltaNet(int64_t layer) const { return deltaNets_[static_cast<size_t>(layer)]; }
   /// Keeps a copy of layer `layer`'s state as it is after `length` tokens.

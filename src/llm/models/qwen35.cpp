@@ -42,8 +42,8 @@ class Qwen35 final : public DecoderModel {
     }
   }
 
-  std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override {
-    return std::make_unique<HybridState>(this, config(), maxTokens, options().kvCache);
+  std::unique_ptr<SequenceState> makeState(std::shared_ptr<ops::KvPool> pool, int64_t maxTokens) const override {
+    return std::make_unique<HybridState>(std::move(pool), config(), maxTokens);
   }
 
   bool drafts() const override { return mtp_.has_value(); }

@@ -17,7 +17,8 @@ void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor&
       return "storeKeysValues: positions " + std::to_string(start) + ".." + std::to_string(start + rows - 1)
              + " are outside the cache's " + std::to_string(cache.capacity());
   });
-  cache.layer(layer);  // made on this thread: a layer's first store allocates it
+  require(cache.holds(layer), [&] { return "storeKeysValues: layer " + std::to_string(layer) + " keeps no keys"; });
+  cache.makeWritable(start, rows);  // the first layer's store takes the pages; the others find them
   cpu::storeKeysValues(kvLayer("storeKeysValues", cache, layer), start, rows, hostF32("storeKeysValues", keys),
                        hostF32("storeKeysValues", values), width);
 }
@@ -31,7 +32,8 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
         return "cachedAttention: q " + tensor::shapeText(run.q.shape()) + " and context "
                + tensor::shapeText(run.context.shape()) + " are not rows of " + std::to_string(qWidth);
     });
-    require(run.cache->holds(layer) && run.start + rows <= run.cache->capacity(), [&] {
+    const auto held = static_cast<int64_t>(run.cache->pages().size()) * KvPool::kPageTokens;
+    require(run.cache->holds(layer) && run.start + rows <= held, [&] {
         return "cachedAttention: the cache does not hold the keys of positions up to " + std::to_string(run.start
                + rows - 1);
     });

@@ -1,0 +1,145 @@
+// The KV pool (llm/ops/kv_pool.h) and the engine over it: states take pages as they grow and give
+// them back as they shrink; a copy shares its pages until one of the two writes there (then that
+// one writes into a copy of its own), and reads the logits it would read alone; the engine starts
+// a request from the slot holding the longest start of its prompt without cutting that slot's
+// tail away, and a pool smaller than every slot's context takes pages from idle slots.
+#include <gizml/llm.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "llm/language_model.h"
+#include "llm/llm_test_util.h"
+#include "llm/model_reference.h"
+
+using namespace gizml;
+using namespace gizml::llm;
+
+namespace {
+
+constexpr int64_t kPage = 256;
+
+const std::shared_ptr<LanguageModel>& llama() {
+  static const std::shared_ptr<LanguageModel> model = buildLanguageModel(converted("llama", 8));
+  return model;
+}
+
+// n tokens of the model's vocabulary, drawn with `seed`.
+std::vector<TokenId> tokens(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<TokenId> pick(0, static_cast<TokenId>(llama()->config().vocabSize - 1));
+  std::vector<TokenId> out(n);
+  for (TokenId& t : out) t = pick(rng);
+  return out;
+}
+
+std::vector<TokenId> operator+(std::vector<TokenId> a, const std::vector<TokenId>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The logits of the last of `prompt`, read alone in a state of its own.
+std::vector<float> aloneLogits(const std::vector<TokenId>& prompt) {
+  const std::unique_ptr<SequenceState> state = llama()->newState(1024);
+  return llama()->forward({{state.get(), prompt}})[0].toFloats();
+}
+
+int64_t used(const StatePool& pool) { return pool.pages() - pool.freePages(); }
+
+TEST(KvPool, CopiesSharePagesUntilTheyWrite) {
+  LanguageModel& model = *llama();
+  ASSERT_EQ(model.pageTokens(), kPage);
+  const std::shared_ptr<StatePool> pool = model.newPool(8);
+  const std::vector<TokenId> prompt = tokens(300, 1);
+  std::unique_ptr<SequenceState> a = model.newStateIn(pool, 1024), b = model.newStateIn(pool, 1024);
+  model.forward({{a.get(), prompt}});
+  EXPECT_EQ(used(*pool), 2);  // positions 0..255 and 256..299
+  ASSERT_TRUE(b->copyFrom(*a));
+  EXPECT_EQ(used(*pool), 2);  // shared, not copied
+  // b writes into the page it shares: its own copy of it; a then writes alone into the original.
+  const std::vector<float> bNext = model.forward({{b.get(), {7}}})[0].toFloats();
+  EXPECT_EQ(used(*pool), 3);
+  const std::vector<float> aNext = model.forward({{a.get(), {9}}})[0].toFloats();
+  EXPECT_EQ(used(*pool), 3);
+  EXPECT_EQ(bNext, aloneLogits(prompt + std::vector<TokenId>{7}));
+  EXPECT_EQ(aNext, aloneLogits(prompt + std::vector<TokenId>{9}));
+  // Pages past a truncation go back; a page still shared stays.
+  a->truncate(100);
+  EXPECT_EQ(used(*pool), 2);
+  b.reset();
+  EXPECT_EQ(used(*pool), 1);
+  a.reset();
+  EXPECT_EQ(used(*pool), 0);
+}
+
+TEST(KvPool, AFullPoolIsAnErrorNamingIt) {
+  LanguageModel& model = *llama();
+  const std::shared_ptr<StatePool> pool = model.newPool(1);
+  const std::unique_ptr<SequenceState> state = model.newStateIn(pool, 1024);
+  expectError([&] { model.forward({{state.get(), tokens(300, 2)}}); }, {"KV pool: all 1 pages (256 tokens) are in use"});
+  // A state of another model's pool is refused.
+  const std::shared_ptr<LanguageModel> other = buildLanguageModel(converted("llama", 8));
+  expectError([&] { other->newStateIn(pool, 64); }, {"the pool was not made by this model"});
+}
+
+TEST(KvPool, TheEngineSizesItsPoolAndRefusesOneTooSmall) {
+  Engine engine(llama(), nullptr, {}, 3, 600);
+  EXPECT_EQ(engine.poolTokens(), 3 * 3 * kPage);  // every slot's whole context, in whole pages
+  EXPECT_GT(engine.poolBytes(), 0);
+  EXPECT_EQ(Engine(llama(), nullptr, {}, 3, 600, 1000).poolTokens(), 4 * kPage);
+  expectError([&] { Engine(llama(), nullptr, {}, 3, 600, 500); },
+              {"engine: a KV pool of 500 tokens (2 pages of 256) cannot hold one slot's context of 600 tokens"});
+  expectError([&] { Engine(llama(), nullptr, {}, 3, 600, -1); }, {"engine: a KV pool of -1 tokens is not a size"});
+}
+
+// Runs request r to its end in `engine`; returns its tokens and the prompt tokens it did not read.
+std::pair<std::vector<TokenId>, int64_t> run(Engine& engine, const Request& r) {
+  const int id = engine.add(r);
+  std::vector<TokenId> out;
+  int64_t cached = -1;
+  while (engine.running() > 0)
+    for (const Progress& p : engine.advance())
+      if (p.request == id) {
+        out.insert(out.end(), p.tokens.begin(), p.tokens.end());
+        if (cached < 0) cached = p.cached;
+      }
+  return {out, cached};
+}
+
+TEST(KvPool, ARequestSharesTheLongestStartWithoutCuttingItsSlotsTail) {
+  Engine engine(llama(), nullptr, {}, 3, 1024);
+  const std::vector<TokenId> head = tokens(300, 3), first = head + tokens(20, 4), second = head + tokens(30, 5);
+  const auto [firstOut, firstCached] = run(engine, request(first, 4));
+  EXPECT_EQ(firstCached, 0);
+  EXPECT_EQ(engine.poolPagesUsed(), 2);
+  // Another tail after the same head: the head's pages are shared (its first page whole, the
+  // second copied as the request writes there); the first request's slot keeps its tail.
+  const auto [secondOut, secondCached] = run(engine, request(second, 4));
+  EXPECT_EQ(secondCached, 300);
+  EXPECT_EQ(engine.poolPagesUsed(), 3);
+  // The first chat's next turn finds all it read.
+  const std::vector<TokenId> next = first + firstOut + tokens(10, 6);
+  const auto [nextOut, nextCached] = run(engine, request(next, 4));
+  EXPECT_EQ(nextCached, static_cast<int64_t>(first.size() + firstOut.size()) - 1);
+  // Each gives what it gives alone, in an engine of its own.
+  for (const auto& [prompt, out] : {std::pair{first, firstOut}, {second, secondOut}, {next, nextOut}}) {
+    Engine alone(llama(), nullptr, {}, 1, 1024);
+    EXPECT_EQ(run(alone, request(prompt, 4)).first, out);
+  }
+}
+
+TEST(KvPool, IdleSlotsGiveTheirPagesToTheRunningOnes) {
+  // Two slots of 512 tokens in a pool of 2 pages: the second request takes the idle first slot's.
+  Engine engine(llama(), nullptr, {}, 2, 512, 512);
+  const std::vector<TokenId> a = tokens(300, 7), b = tokens(290, 8);
+  const auto [aOut, aCached] = run(engine, request(a, 3));
+  const auto [bOut, bCached] = run(engine, request(b, 3));
+  EXPECT_EQ(engine.poolPagesUsed(), 2);
+  const auto [again, againCached] = run(engine, request(a, 3));
+  EXPECT_EQ(againCached, 0);  // a's pages went to b
+  EXPECT_EQ(again, aOut);
+  Engine alone(llama(), nullptr, {}, 1, 512);
+  EXPECT_EQ(run(alone, request(b, 3)).first, bOut);
+}
+
+}  // namespace
