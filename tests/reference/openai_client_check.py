@@ -45,6 +45,26 @@ def converted(giz, build, root):
     return folder
 
 
+def cached_turns(client):
+    """A shared system prompt is read once; a chat that resends its history reads only its new turn."""
+    model = "smollm2_4bits"
+    system = {"role": "system", "content": "You are a careful assistant for a library. " * 12}
+    first = [system, {"role": "user", "content": "Where are the atlases?"}]
+    answer = client.chat.completions.create(model=model, messages=first, max_tokens=12, temperature=0)
+    other = client.chat.completions.create(model=model, temperature=0, max_tokens=12,
+                                           messages=[system, {"role": "user", "content": "When do you open?"}])
+    # The other question starts from the first chat's system prompt (its pages shared, not read).
+    shared = other.usage.prompt_tokens_details.cached_tokens
+    assert shared >= 100 and shared < other.usage.prompt_tokens, other.usage
+    follow = first + [{"role": "assistant", "content": answer.choices[0].message.content},
+                      {"role": "user", "content": "And the maps?"}]
+    turn = client.chat.completions.create(model=model, messages=follow, max_tokens=12, temperature=0)
+    # The follow-up reads its new turn only: what the first chat's slot kept is all still there.
+    assert turn.usage.prompt_tokens_details.cached_tokens >= answer.usage.prompt_tokens, (turn.usage, answer.usage)
+    print("openai client: a shared system prompt read once (", shared, "tokens cached ) and a follow-up turn read",
+          turn.usage.prompt_tokens - turn.usage.prompt_tokens_details.cached_tokens, "new tokens")
+
+
 def features(client, openai, jsonschema, messages, whole):
     """n, seeds, system_fingerprint, logit_bias and a forced tool call streamed, as the client reads them."""
     model = "smollm2_4bits"
@@ -110,19 +130,23 @@ def main():
         skip("the openai or jsonschema package is not installed (pip install -r tests/reference/requirements.txt)")
     folder = converted(giz, build, root)
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
-    server = subprocess.Popen([giz, "serve", str(folder), "--port", "0", "--slots", "2", "--context", "512"],
-                              stdout=subprocess.PIPE, text=True)
+    # A KV pool of 3 pages for 2 slots of 2 pages each: the idle slot gives its pages up when needed.
+    server = subprocess.Popen([giz, "serve", str(folder), "--port", "0", "--slots", "2", "--context", "512",
+                               "--pool", "768"], stdout=subprocess.PIPE, text=True)
     try:
-        url = None
+        url, serving = None, ""
         deadline = time.time() + 60
         while time.time() < deadline:
             line = server.stdout.readline()
             if not line:
                 break
+            if line.startswith("serving"):
+                serving = line
             if line.startswith("http://"):
                 url = line.strip()
                 break
         assert url, "giz serve printed no URL"
+        assert "(2 slots of 512 tokens, KV pool of 768 tokens in " in serving, serving
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=60)
 
         models = [m.id for m in client.models.list()]
@@ -166,6 +190,7 @@ def main():
         jsonschema.validate(json.loads(answer), schema)
 
         features(client, openai, jsonschema, messages, whole)
+        cached_turns(client)
 
         try:
             client.chat.completions.create(model="no-such-model", messages=messages)

@@ -20,13 +20,15 @@ constexpr const char* kUsage =
     "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
-    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv f32]\n"
+    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv f32] [--pool TOKENS]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
     "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
     "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
     "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2).\n"
+    "  --pool: each engine's KV pool in tokens (pages of 256), shared by its slots; default: every\n"
+    "  slot's whole context. Idle slots give their pages to running ones when it runs short.\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -68,12 +70,20 @@ std::string nameOf(const std::string& model) {
 
 }  // namespace
 
+// ", KV pool of N tokens in M MiB" where the engine keeps one.
+std::string poolText(const gizml::llm::Engine& engine) {
+  if (engine.poolTokens() == 0) return "";
+  return ", KV pool of " + std::to_string(engine.poolTokens()) + " tokens in " +
+         std::to_string((engine.poolBytes() + (1 << 20) - 1) >> 20) + " MiB";
+}
+
 int serveCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   gizml::ai::ServeOptions options;
   std::vector<std::string> models, names;
   int slots = 4;
   int64_t context = 4096;
+  int64_t pool = 0;
   int64_t maxBodyMb = 8;
   int bits = 0;
   gizml::llm::LoadOptions load;
@@ -87,6 +97,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--port") options.port = static_cast<int>(parseCount(arg, argv[++i]));
     else if (arg == "--slots") slots = static_cast<int>(parseCount(arg, argv[++i]));
     else if (arg == "--context") context = parseCount(arg, argv[++i]);
+    else if (arg == "--pool") pool = parseCount(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parse(argv[++i]);
@@ -118,7 +129,7 @@ int serveCommand(int argc, char** argv) {
     gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i], bits), load);
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
-    gizml::llm::Engine engine = model.engine(slots, tokens);
+    gizml::llm::Engine engine = model.engine(slots, tokens, pool);
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 
@@ -131,7 +142,8 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<std::string> servedNames;
   for (const auto& s : served) servedNames.push_back(s.name + " (" + std::to_string(s.engine.slots()) + " slots of " +
-                                                     std::to_string(s.engine.maxTokens()) + " tokens)");
+                                                     std::to_string(s.engine.maxTokens()) + " tokens" +
+                                                     poolText(s.engine) + ")");
   gizml::ai::Server server = gizml::ai::serve(std::move(served), gizml::ai::Listener(options.host, options.port), options);
   std::cout << "serving";
   for (size_t i = 0; i < servedNames.size(); ++i) std::cout << (i ? ", " : " ") << servedNames[i];
