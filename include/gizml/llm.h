@@ -83,6 +83,12 @@ struct Request {
   /// request sharing the prompt that far resumes there. A KV cache resumes anywhere; recurrent
   /// states (Qwen 3.5) only at their end and at these marks.
   std::vector<size_t> marks;
+  /// The length of the prompt's head (ChatTokens::head: the system turn with the tools) that
+  /// other requests share. One of at least 256 tokens is read once and kept (apart from the
+  /// slots, up to one per slot, the least recently used dropped first): later prompts that start
+  /// with it read only the rest, every slot reading one copy of its keys and values; requests
+  /// that name it while another reads it wait for that one. 0: none.
+  size_t head = 0;
 };
 
 /// A token's log probability (log-softmax of its logits after the penalties) and the top ones.
@@ -253,6 +259,9 @@ const char* callFormatName(CallFormat format);
 struct ChatTokens {
   std::vector<TokenId> ids;
   std::vector<size_t> ends;
+  /// The tokens of the head: the first message's where it is the system (or developer) turn,
+  /// which carries the tools; else 0 (Request::head).
+  size_t head = 0;
 };
 
 struct LoadOptions {

@@ -492,6 +492,8 @@ Generation parseGeneration(const std::string& text, bool chat, const std::vector
     for (size_t end : tokens.ends)
       if (end > 0 && end <= g.request.prompt.size() && (g.request.marks.empty() || end > g.request.marks.back()))
         g.request.marks.push_back(end);
+    // The system turn with the tools: a start other chats share (a long one is kept once).
+    if (tokens.head <= g.request.prompt.size()) g.request.head = tokens.head;
     g.reasoning = true;
     g.inReasoning = endsInThink(target.model->tokenizer(), g.request.prompt);
     // A reasoning model thinks freely; the response format holds from its </think> on.

@@ -99,6 +99,10 @@ ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohm
     const auto end = std::mismatch(ids.begin(), ids.end(), out.ids.begin(), out.ids.end()).first;
     out.ends.push_back(static_cast<size_t>(end - ids.begin()));
   }
+  if (!messages.empty() && messages[0].is_object()) {
+    const auto role = messages[0].find("role");
+    if (role != messages[0].end() && (*role == "system" || *role == "developer")) out.head = out.ends[0];
+  }
   return out;
 }
 

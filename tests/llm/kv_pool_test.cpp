@@ -142,4 +142,60 @@ TEST(KvPool, IdleSlotsGiveTheirPagesToTheRunningOnes) {
   EXPECT_EQ(run(alone, request(b, 3)).first, bOut);
 }
 
+TEST(KvPool, EightRequestsReadTheirSharedHeadOnceAndKeepOneCopy) {
+  // A head of 2,000 tokens (7 whole pages and 208 positions of an eighth), 8 tails of 30.
+  const size_t headTokens = 2000;
+  const std::vector<TokenId> head = tokens(headTokens, 9);
+  std::vector<Request> requests;
+  for (unsigned i = 0; i < 8; ++i) {
+    Request r = request(head + tokens(30, 10 + i), 4);
+    r.head = headTokens;
+    r.sampling.logprobs = 3;
+    requests.push_back(r);
+  }
+  Engine engine(llama(), nullptr, {}, 8, 4096);
+  std::map<int, Result> results;
+  std::map<int, int64_t> cached;
+  for (const Request& r : requests) results[engine.add(r)];
+  while (engine.running() > 0)
+    for (const Progress& p : engine.advance()) {
+      Result& out = results[p.request];
+      out.tokens.insert(out.tokens.end(), p.tokens.begin(), p.tokens.end());
+      out.logprobs.insert(out.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+      if (!cached.count(p.request)) cached[p.request] = p.cached;
+    }
+  // The head read once: the first request read it all, the others only their tails.
+  int readWhole = 0;
+  for (const auto& [id, n] : cached) {
+    if (n == 0) ++readWhole;
+    else EXPECT_EQ(n, static_cast<int64_t>(headTokens));
+  }
+  EXPECT_EQ(readWhole, 1);
+  // The head's 8 pages, kept once, and each request's own copy of the page the head ends in
+  // (its tail and answer end at position 2033, within that page).
+  EXPECT_EQ(engine.poolPagesUsed(), 8 + 8);
+  // Each gives the tokens and log probabilities (its logits) that it gives alone.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Engine alone(llama(), nullptr, {}, 1, 4096);
+    const Result want = alone.generate({requests[i]})[0];
+    const Result& got = results[static_cast<int>(i)];
+    ASSERT_EQ(got.tokens, want.tokens) << "request " << i;
+    ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
+    for (size_t t = 0; t < want.logprobs.size(); ++t) {
+      EXPECT_EQ(got.logprobs[t].logprob, want.logprobs[t].logprob) << "request " << i << ", token " << t;
+      EXPECT_EQ(got.logprobs[t].top, want.logprobs[t].top) << "request " << i << ", token " << t;
+    }
+  }
+  // A later prompt that starts with the head reads only its rest, with no head named.
+  const Request later = request(head + tokens(5, 30), 1);
+  const int id = engine.add(later);
+  EXPECT_EQ(engine.advance()[0].cached, static_cast<int64_t>(headTokens));
+  (void)id;
+  // A head past the prompt is an Error naming both; the engine goes on.
+  Request bad = request(tokens(10, 31), 1);
+  bad.head = 11;
+  expectError([&] { engine.add(bad); }, {"request: head 11 is past the prompt's 10 tokens"});
+  EXPECT_EQ(engine.generate({request(tokens(10, 31), 1)}).size(), 1u);
+}
+
 }  // namespace

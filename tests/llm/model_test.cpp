@@ -66,6 +66,23 @@ TEST(Model, ChatTokensStopWhereTheTemplateRewritesATurn) {
   EXPECT_EQ(text(chat.ends[1], chat.ends[2]), "Nile, Amazon, Danube.<|im_end|>\n<|im_start|>user\nAnd three lakes?<|im_end|>\n");
 }
 
+// The head is the system turn (with the tools the template writes there); a chat without one
+// has none.
+TEST(Model, ChatTokensMarkTheSystemTurnWithItsToolsAsTheHead) {
+  const Model m = modelOf("qwen3");
+  const ordered_json tools = ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}])");
+  ordered_json chat = kChat;
+  chat.insert(chat.begin(), ordered_json{{"role", "system"}, {"content", "Be brief."}});
+  const ChatTokens with = m.chatTokens(chat, tools, {{"enable_thinking", false}});
+  ASSERT_EQ(with.head, with.ends[0]);
+  const std::string head = m.tokenizer().decode(std::span(with.ids).first(with.head));
+  EXPECT_EQ(head.rfind("<|im_start|>system\nBe brief.", 0), 0u) << head;
+  EXPECT_NE(head.find("get_time"), std::string::npos) << head;
+  EXPECT_TRUE(head.ends_with("<|im_end|>\n")) << head;
+  EXPECT_EQ(m.chatTokens(kChat).head, 0u);
+}
+
 TEST(Model, GemmaEndsTurnsWithEndOfTurnAndStartsWithBos) {
   const Model m = modelOf("gemma3");
   const ChatTokens chat = m.chatTokens(ordered_json::array({kChat[0]}));

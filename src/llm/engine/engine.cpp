@@ -48,7 +48,20 @@ struct Running {
   int64_t cached = 0;           // prompt tokens its slot held already
   int leader = -1;              // a later choice of n: waits for this request's prompt, then copies it
   std::vector<int> followers;   // the choices waiting for this one's prompt
+  int headLeader = -1;          // waits for this request to read the head of its prompt (Request::head)
 };
+
+// A shared start of prompts (Request::head): read once, by its leader's request, then kept in a
+// state of its own whose pages every request that starts with it shares.
+struct Head {
+  std::vector<TokenId> tokens;
+  std::unique_ptr<SequenceState> state;  // null while its leader reads it
+  int leader = -1;
+  uint64_t used = 0;
+};
+
+// Heads shorter than this are read again rather than kept: a page's worth.
+constexpr size_t kMinHead = 256;
 
 size_t commonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
   return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
@@ -64,7 +77,9 @@ struct Engine::Impl {
   int drafts = 2;
   std::vector<Slot> slots;
   std::shared_ptr<StatePool> pool;  // the slots' keys and values, where the model keeps pages
-  uint64_t clock = 0;               // counts the requests started, for Slot::used
+  uint64_t clock = 0;               // counts the requests started, for Slot::used and Head::used
+  std::vector<Head> heads;          // at most one per slot
+  std::optional<bool> statesCopy;   // whether the model's states copy (found at the first head)
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
   std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
@@ -87,6 +102,8 @@ struct Engine::Impl {
     check(r.limit > 0, "request: limit " + std::to_string(r.limit) + " must be positive");
     validateSampling(r.sampling);
     for (const std::string& s : r.stop) check(!s.empty(), "request: a stop string is empty");
+    check(r.head <= r.prompt.size(), "request: head " + std::to_string(r.head) + " is past the prompt's " +
+                                         std::to_string(r.prompt.size()) + " tokens");
     for (size_t i = 0; i < r.marks.size(); ++i)
       check(r.marks[i] > 0 && r.marks[i] <= r.prompt.size() && (i == 0 || r.marks[i] > r.marks[i - 1]),
             "request: mark " + std::to_string(r.marks[i]) + " is not an ascending length within the prompt's " +
@@ -118,9 +135,108 @@ struct Engine::Impl {
     return Place{whole ? *whole : *leastUsed, source};
   }
 
+  std::unique_ptr<SequenceState> newState() const {
+    return pool ? model->newStateIn(pool, maxTokens) : model->newState(maxTokens);
+  }
+
   Slot& withState(Slot& slot) {
-    if (!slot.state) slot.state = pool ? model->newStateIn(pool, maxTokens) : model->newState(maxTokens);
+    if (!slot.state) slot.state = newState();
     return slot;
+  }
+
+  // r reads what its slot does not hold of its prompt, and at least the last token (its logits).
+  void readRest(Running& r) {
+    Slot& slot = slots[r.slot];
+    const std::vector<TokenId>& prompt = r.request.prompt;
+    const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, prompt), prompt.size() - 1));
+    const auto keep = static_cast<size_t>(slot.state->reusable(shared));
+    slot.state->truncate(static_cast<int64_t>(keep));
+    slot.held.resize(keep);
+    r.cached = static_cast<int64_t>(keep);
+    r.toFeed.assign(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+    r.marks.clear();
+    for (size_t mark : r.request.marks)
+      if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
+  }
+
+  bool startsWith(const std::vector<TokenId>& prompt, const std::vector<TokenId>& head) const {
+    return head.size() <= prompt.size() && std::equal(head.begin(), head.end(), prompt.begin());
+  }
+
+  // Request `id` (r) starts from the longest kept head its prompt starts with where that is more
+  // than its slot holds; a head it names (Request::head) that is not kept it waits for while
+  // another request reads it, or reads itself, to be kept after.
+  void takeHead(Running& r, int id) {
+    Slot& slot = slots[r.slot];
+    const std::vector<TokenId>& prompt = r.request.prompt;
+    Head* best = nullptr;
+    for (Head& h : heads)
+      if (h.state && startsWith(prompt, h.tokens) && (!best || h.tokens.size() > best->tokens.size())) best = &h;
+    if (best && best->tokens.size() > commonPrefix(slot.held, prompt) && slot.state->copyFrom(*best->state)) {
+      slot.held = best->tokens;
+      best->used = ++clock;
+    }
+    const size_t n = r.request.head;
+    if (n < kMinHead || commonPrefix(slot.held, prompt) >= n) return;
+    if (!statesCopy) statesCopy = newState()->copyFrom(*newState());
+    if (!*statesCopy) return;
+    const std::vector<TokenId> tokens(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n));
+    for (const Head& h : heads)
+      if (!h.state && h.tokens == tokens) {
+        r.headLeader = h.leader;
+        return;
+      }
+    if (heads.size() >= slots.size() && !dropHead()) return;  // every kept head is being read
+    heads.push_back({tokens, nullptr, id, ++clock});
+  }
+
+  // Drops the least recently used kept head (its pages go back where no slot shares them).
+  bool dropHead() {
+    auto oldest = heads.end();
+    for (auto it = heads.begin(); it != heads.end(); ++it)
+      if (it->state && (oldest == heads.end() || it->used < oldest->used)) oldest = it;
+    if (oldest == heads.end()) return false;
+    heads.erase(oldest);
+    return true;
+  }
+
+  // After a pass: each head whose leader has read it is kept (a copy of the leader's state cut
+  // at the head), and the requests waiting for it start from it.
+  void settleHeads() {
+    for (Head& h : heads) {
+      if (h.state) continue;
+      const auto leader = running.find(h.leader);
+      if (leader == running.end()) continue;
+      const SequenceState& read = *slots[leader->second.slot].state;
+      if (read.length() < static_cast<int64_t>(h.tokens.size())) continue;
+      h.state = newState();
+      h.state->copyFrom(read);
+      h.state->truncate(static_cast<int64_t>(h.tokens.size()));
+      for (auto& [id, r] : running) {
+        if (r.headLeader != h.leader) continue;
+        r.headLeader = -1;
+        Slot& slot = slots[r.slot];
+        if (slot.state->copyFrom(*h.state)) slot.held = h.tokens;
+        readRest(r);
+      }
+      h.used = ++clock;
+    }
+  }
+
+  // A cancelled request that was reading a head hands it to the first request waiting for it.
+  void handOnHead(int cancelled) {
+    for (auto h = heads.begin(); h != heads.end(); ++h) {
+      if (h->state || h->leader != cancelled) continue;
+      int next = -1;
+      for (auto& [id, r] : running)
+        if (r.headLeader == cancelled) {
+          if (next < 0) next = id;
+          r.headLeader = id == next ? -1 : next;
+        }
+      if (next < 0) heads.erase(h);
+      else h->leader = next;
+      return;
+    }
   }
 
   // Pages for a step's rows: where the pool has too few free, idle slots give theirs back, least
@@ -143,6 +259,8 @@ struct Engine::Impl {
       slots[i].state->truncate(0);
       slots[i].held.clear();
     }
+    while (pool->freePages() < need && dropHead()) {
+    }
   }
 
   void release(Running& r) { slots[r.slot].busy = false; }
@@ -157,6 +275,7 @@ struct Engine::Impl {
       slot.busy = false;
     }
     running.clear();
+    std::erase_if(heads, [](const Head& h) { return !h.state; });
   }
 
   /// The feed of a running request: what it has to read, and drafts after it when it decodes.
@@ -326,6 +445,7 @@ std::vector<int> Engine::add(const Request& request, int choices) {
   for (int i = 0; i < choices; ++i) {
     Request choice = request;
     choice.sampling.seed += static_cast<uint64_t>(i);
+    if (i > 0) choice.head = 0;  // the later choices copy choice 0's whole prompt
     ids.push_back(m.addOne(choice));
     if (i > 0) {
       m.running.at(ids.back()).leader = ids[0];
@@ -347,27 +467,20 @@ int Engine::Impl::addOne(const Request& request) {
     else if (!from.busy) index = *place->source;  // states that do not copy: read on in the source itself
   }
   Slot& slot = m.withState(m.slots[index]);
-  // Keep the shared start, but read at least the prompt's last token to have its logits.
-  const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, request.prompt), request.prompt.size() - 1));
-  const auto keep = static_cast<size_t>(slot.state->reusable(shared));
-  slot.state->truncate(static_cast<int64_t>(keep));
-  slot.held.resize(keep);
   slot.busy = true;
   slot.used = ++m.clock;
 
+  const int id = m.nextId++;
   Running r;
   r.slot = index;
   r.request = request;
-  r.cached = static_cast<int64_t>(keep);
-  r.toFeed.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(keep), request.prompt.end());
-  for (size_t mark : request.marks)
-    if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
+  m.takeHead(r, id);
+  m.readRest(r);
   if (m.tokenizer) r.text.emplace(*m.tokenizer, request.stop);
   if (request.sampling.grammar) {
     if (!m.grammarTokens) m.grammarTokens = std::make_unique<GrammarTokens>(*m.tokenizer, m.endOfTurn);
     r.grammar.emplace(request.sampling);
   }
-  const int id = m.nextId++;
   m.running.emplace(id, std::move(r));
   return id;
 }
@@ -378,7 +491,7 @@ std::vector<Progress> Engine::advance() {
   std::vector<Feed> feeds;
   std::vector<int> fed;  // the requests of the feeds (not the choices waiting for a prompt)
   for (auto& [id, r] : m.running)
-    if (r.leader < 0) fed.push_back(id), feeds.push_back(m.feedOf(r));
+    if (r.leader < 0 && r.headLeader < 0) fed.push_back(id), feeds.push_back(m.feedOf(r));
   std::vector<tensor::Tensor> logits;
   try {
     m.makeRoom(feeds);
@@ -389,6 +502,7 @@ std::vector<Progress> Engine::advance() {
     m.resetAll();
     throw;
   }
+  m.settleHeads();
   std::vector<Progress> out;
   for (size_t i = 0; i < fed.size(); ++i) {
     const auto it = m.running.find(fed[i]);
@@ -414,6 +528,7 @@ void Engine::cancel(int request) {
   if (it == impl_->running.end()) return;
   for (int id : it->second.followers)  // they read the prompt themselves
     if (const auto f = impl_->running.find(id); f != impl_->running.end()) f->second.leader = -1;
+  impl_->handOnHead(request);
   impl_->release(it->second);
   impl_->running.erase(it);
 }
