@@ -174,6 +174,13 @@ class Engine {
   int64_t poolTokens() const;
   int64_t poolBytes() const;
   int64_t poolPagesUsed() const;
+  /// When a request takes a slot from another chat (or the pool runs short), that chat's state
+  /// moves to host memory, and the next request that starts with it (the chat's next turn) takes
+  /// it back instead of reading it again. At most `bytes` are kept, the oldest leaving first; -1
+  /// (the default): half of the memory the machine has available at each move; 0: none.
+  void setHostCache(int64_t bytes);
+  /// Bytes of the chats kept in host memory now.
+  int64_t hostCacheBytes() const;
 
   /// Runs requests to their ends, as many at once as there are slots, the rest as slots free up.
   std::vector<Result> generate(const std::vector<Request>& requests);

@@ -2,6 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <fstream>
+#include <string>
+
 namespace gizml::core {
 
 void* mapPages(size_t bytes) {
@@ -12,5 +15,15 @@ void* mapPages(size_t bytes) {
 }
 
 void unmapPages(void* pages, size_t bytes) { ::munmap(pages, bytes); }
+
+int64_t availableMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
 
 }  // namespace gizml::core

@@ -4,6 +4,7 @@
 // advised as transparent huge pages, so that a decode step reading hundreds of MiB walks 2 MiB
 // pages instead of 4 KiB ones (fewer TLB misses). The heap serves small arrays.
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -43,5 +44,9 @@ struct PageAllocator {
 /// A vector whose large buffers are mapped pages (PageAllocator).
 template <class T>
 using PageVector = std::vector<T, PageAllocator<T>>;
+
+/// Bytes of memory the machine has available now (Linux's MemAvailable: free memory and the
+/// caches it may drop); 0 where it cannot tell.
+int64_t availableMemory();
 
 }  // namespace gizml::core

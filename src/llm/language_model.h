@@ -35,6 +35,8 @@ class SequenceState {
   /// Becomes a copy of `other` (a state of the same model and capacity): what it holds, as it
   /// holds it, so both continue alike. false, and no change, where the state cannot copy one.
   virtual bool copyFrom(const SequenceState& other) { (void)other; return false; }
+  /// Bytes of memory it holds (its pages, its recurrent states).
+  virtual int64_t memoryBytes() const { return 0; }
 };
 
 /// Memory that the states of an engine's sequences share (LanguageModel::newPool): pages of

@@ -2,7 +2,8 @@
 // them back as they shrink; a copy shares its pages until one of the two writes there (then that
 // one writes into a copy of its own), and reads the logits it would read alone; the engine starts
 // a request from the slot holding the longest start of its prompt without cutting that slot's
-// tail away, and a pool smaller than every slot's context takes pages from idle slots.
+// tail away, a pool smaller than every slot's context takes pages from idle slots, and chats
+// that lose their slot move to host memory and come back.
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
@@ -129,17 +130,23 @@ TEST(KvPool, ARequestSharesTheLongestStartWithoutCuttingItsSlotsTail) {
 }
 
 TEST(KvPool, IdleSlotsGiveTheirPagesToTheRunningOnes) {
-  // Two slots of 512 tokens in a pool of 2 pages: the second request takes the idle first slot's.
-  Engine engine(llama(), nullptr, {}, 2, 512, 512);
-  const std::vector<TokenId> a = tokens(300, 7), b = tokens(290, 8);
-  const auto [aOut, aCached] = run(engine, request(a, 3));
-  const auto [bOut, bCached] = run(engine, request(b, 3));
-  EXPECT_EQ(engine.poolPagesUsed(), 2);
-  const auto [again, againCached] = run(engine, request(a, 3));
-  EXPECT_EQ(againCached, 0);  // a's pages went to b
-  EXPECT_EQ(again, aOut);
-  Engine alone(llama(), nullptr, {}, 1, 512);
-  EXPECT_EQ(run(alone, request(b, 3)).first, bOut);
+  // Two slots of 512 tokens in a pool of 2 pages: the second request takes the idle first slot's
+  // pages; the first chat moves to host memory and comes back for its next request (or, without
+  // a host cache, is read again).
+  for (const bool keep : {true, false}) {
+    Engine engine(llama(), nullptr, {}, 2, 512, 512);
+    if (!keep) engine.setHostCache(0);
+    const std::vector<TokenId> a = tokens(300, 7), b = tokens(290, 8);
+    const auto [aOut, aCached] = run(engine, request(a, 3));
+    const auto [bOut, bCached] = run(engine, request(b, 3));
+    EXPECT_EQ(engine.poolPagesUsed(), 2);
+    EXPECT_EQ(engine.hostCacheBytes() > 0, keep);
+    const auto [again, againCached] = run(engine, request(a, 3));
+    EXPECT_EQ(againCached, keep ? 299 : 0);
+    EXPECT_EQ(again, aOut);
+    Engine alone(llama(), nullptr, {}, 1, 512);
+    EXPECT_EQ(run(alone, request(b, 3)).first, bOut);
+  }
 }
 
 TEST(KvPool, EightRequestsReadTheirSharedHeadOnceAndKeepOneCopy) {
@@ -196,6 +203,50 @@ TEST(KvPool, EightRequestsReadTheirSharedHeadOnceAndKeepOneCopy) {
   bad.head = 11;
   expectError([&] { engine.add(bad); }, {"request: head 11 is past the prompt's 10 tokens"});
   EXPECT_EQ(engine.generate({request(tokens(10, 31), 1)}).size(), 1u);
+}
+
+// Three chats on one slot, their turns interleaved: each turn takes the slot from another chat,
+// whose state moves to host memory, and takes its own chat's back.
+void threeChatsOnOneSlot(const std::shared_ptr<LanguageModel>& model, bool keep) {
+  Engine engine(model, nullptr, {}, 1, 512);
+  if (!keep) engine.setHostCache(0);
+  const auto vocab = static_cast<TokenId>(model->config().vocabSize);
+  std::vector<std::vector<TokenId>> chats(3);
+  for (int turn = 0; turn < 3; ++turn)
+    for (unsigned c = 0; c < 3; ++c) {
+      std::vector<TokenId> said = tokens(40, 100 + 10 * c + turn);
+      for (TokenId& t : said) t %= vocab;
+      const std::vector<TokenId> prompt = chats[c] + said;
+      Request r = request(prompt, 3);
+      r.sampling.logprobs = 2;
+      const int id = engine.add(r);
+      Result got;
+      int64_t cached = -1;
+      while (engine.running() > 0)
+        for (const Progress& p : engine.advance()) {
+          if (p.request != id) continue;
+          if (cached < 0) cached = p.cached;
+          got.tokens.insert(got.tokens.end(), p.tokens.begin(), p.tokens.end());
+          got.logprobs.insert(got.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+        }
+      // It read only what its chat had not: the last turn's prompt and answer (the answer's last
+      // token was drawn, not read).
+      const int64_t held = chats[c].empty() ? 0 : static_cast<int64_t>(chats[c].size()) - 1;
+      EXPECT_EQ(cached, keep ? held : 0) << "chat " << c << ", turn " << turn;
+      Engine fresh(model, nullptr, {}, 1, 512);
+      const Result want = fresh.generate({r})[0];
+      ASSERT_EQ(got.tokens, want.tokens) << "chat " << c << ", turn " << turn;
+      for (size_t t = 0; t < want.logprobs.size(); ++t)
+        EXPECT_EQ(got.logprobs[t].logprob, want.logprobs[t].logprob) << "chat " << c << ", turn " << turn;
+      chats[c] = prompt + got.tokens;
+    }
+  if (keep) EXPECT_GT(engine.hostCacheBytes(), 0);
+  else EXPECT_EQ(engine.hostCacheBytes(), 0);
+}
+
+TEST(HostCache, ThreeChatsOnOneSlotEachReadOnlyTheirNewTokens) {
+  threeChatsOnOneSlot(llama(), true);
+  threeChatsOnOneSlot(llama(), false);
 }
 
 }  // namespace

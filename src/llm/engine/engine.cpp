@@ -4,10 +4,12 @@
 #include <gizml/llm.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 #include <utility>
 
+#include "core/page_memory.h"
 #include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
 #include "llm/engine/stop_text.h"
@@ -63,6 +65,18 @@ struct Head {
 // Heads shorter than this are read again rather than kept: a page's worth.
 constexpr size_t kMinHead = 256;
 
+// A chat moved out of its slot when another request took the slot (or the pool ran short): its
+// tokens and a copy of its state in host memory of its own, until a request that starts with
+// them takes it back.
+struct Parked {
+  std::vector<TokenId> held;
+  std::unique_ptr<SequenceState> state;
+  int64_t bytes = 0;
+};
+
+// Chats shorter than this are read again rather than moved out.
+constexpr size_t kMinParked = 16;
+
 size_t commonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
   return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
 }
@@ -80,6 +94,9 @@ struct Engine::Impl {
   uint64_t clock = 0;               // counts the requests started, for Slot::used and Head::used
   std::vector<Head> heads;          // at most one per slot
   std::optional<bool> statesCopy;   // whether the model's states copy (found at the first head)
+  std::deque<Parked> parked;        // oldest first
+  int64_t parkedBytes = 0;
+  int64_t parkLimit = -1;           // Engine::setHostCache
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
   std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
@@ -142,6 +159,79 @@ struct Engine::Impl {
   Slot& withState(Slot& slot) {
     if (!slot.state) slot.state = newState();
     return slot;
+  }
+
+  // The most pages a pass over `feeds` takes: those past the pages that hold each state's
+  // positions now, and a copy of its last one (which it may share).
+  int64_t pagesFor(const std::vector<Feed>& feeds) const {
+    const int64_t page = pool->pageTokens();
+    int64_t need = 0;
+    for (const Feed& f : feeds) {
+      const int64_t length = f.state->length(), end = length + static_cast<int64_t>(f.tokens.size());
+      need += (end + page - 1) / page - (length + page - 1) / page + (length % page != 0 ? 1 : 0);
+    }
+    return need;
+  }
+
+  // Frees pool pages until `need` are free: idle slots (but `keep`) move out to host memory and
+  // give theirs back, least recently used first, then kept heads leave. Whether enough are free.
+  bool makeRoom(int64_t need, const Slot* keep = nullptr) {
+    if (!pool) return true;
+    std::vector<size_t> idle;
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (!slots[i].busy && &slots[i] != keep && slots[i].state && slots[i].state->length() > 0) idle.push_back(i);
+    std::sort(idle.begin(), idle.end(), [&](size_t a, size_t b) { return slots[a].used < slots[b].used; });
+    for (size_t i : idle) {
+      if (pool->freePages() >= need) break;
+      park(slots[i]);
+      slots[i].state->truncate(0);
+      slots[i].held.clear();
+    }
+    while (pool->freePages() < need && dropHead()) {
+    }
+    return pool->freePages() >= need;
+  }
+
+  // Whether another slot, head or parked chat holds all that `held` holds.
+  bool heldElsewhere(const Slot& slot) const {
+    const auto covers = [&](const std::vector<TokenId>& other) {
+      return &other != &slot.held && other.size() >= slot.held.size() && startsWith(other, slot.held);
+    };
+    return std::any_of(slots.begin(), slots.end(), [&](const Slot& s) { return covers(s.held); }) ||
+           std::any_of(heads.begin(), heads.end(), [&](const Head& h) { return h.state && covers(h.tokens); }) ||
+           std::any_of(parked.begin(), parked.end(), [&](const Parked& p) { return covers(p.held); });
+  }
+
+  // Moves what an idle slot holds to host memory before it is overwritten, within the limit
+  // (setHostCache), the oldest parked chats leaving first to make room.
+  void park(const Slot& slot) {
+    if (!slot.state || slot.held.size() < kMinParked || parkLimit == 0 || heldElsewhere(slot)) return;
+    const int64_t bytes = slot.state->memoryBytes();
+    const int64_t limit = parkLimit > 0 ? parkLimit : parkedBytes + core::availableMemory() / 2;
+    if (bytes > limit) return;
+    while (!parked.empty() && parkedBytes + bytes > limit) {
+      parkedBytes -= parked.front().bytes;
+      parked.pop_front();
+    }
+    std::unique_ptr<SequenceState> copy = model->newState(maxTokens);  // memory of its own
+    if (!copy->copyFrom(*slot.state)) return;
+    parked.push_back({slot.held, std::move(copy), bytes});
+    parkedBytes += bytes;
+  }
+
+  // The parked chat holding the longest start of prompt comes back into `slot` where that is
+  // more than the slot holds.
+  void unpark(Slot& slot, const std::vector<TokenId>& prompt) {
+    auto best = parked.end();
+    size_t longest = commonPrefix(slot.held, prompt);
+    for (auto it = parked.begin(); it != parked.end(); ++it)
+      if (const size_t shared = commonPrefix(it->held, prompt); shared > longest) longest = shared, best = it;
+    if (best == parked.end()) return;
+    const int64_t pages = pool ? (static_cast<int64_t>(best->held.size()) + pool->pageTokens() - 1) / pool->pageTokens() : 0;
+    if (!makeRoom(pages, &slot) || !slot.state->copyFrom(*best->state)) return;
+    slot.held = std::move(best->held);
+    parkedBytes -= best->bytes;
+    parked.erase(best);
   }
 
   // r reads what its slot does not hold of its prompt, and at least the last token (its logits).
@@ -236,30 +326,6 @@ struct Engine::Impl {
       if (next < 0) heads.erase(h);
       else h->leader = next;
       return;
-    }
-  }
-
-  // Pages for a step's rows: where the pool has too few free, idle slots give theirs back, least
-  // recently used first.
-  void makeRoom(const std::vector<Feed>& feeds) {
-    if (!pool) return;
-    // At most: the pages past those that hold its positions now, and a copy of its last one.
-    const int64_t page = pool->pageTokens();
-    int64_t need = 0;
-    for (const Feed& f : feeds) {
-      const int64_t length = f.state->length(), end = length + static_cast<int64_t>(f.tokens.size());
-      need += (end + page - 1) / page - (length + page - 1) / page + (length % page != 0 ? 1 : 0);
-    }
-    std::vector<size_t> idle;
-    for (size_t i = 0; i < slots.size(); ++i)
-      if (!slots[i].busy && slots[i].state && slots[i].state->length() > 0) idle.push_back(i);
-    std::sort(idle.begin(), idle.end(), [&](size_t a, size_t b) { return slots[a].used < slots[b].used; });
-    for (size_t i : idle) {
-      if (pool->freePages() >= need) break;
-      slots[i].state->truncate(0);
-      slots[i].held.clear();
-    }
-    while (pool->freePages() < need && dropHead()) {
     }
   }
 
@@ -427,6 +493,18 @@ int64_t Engine::poolTokens() const { return impl_->pool ? impl_->pool->pages() *
 int64_t Engine::poolBytes() const { return impl_->pool ? impl_->pool->bytes() : 0; }
 int64_t Engine::poolPagesUsed() const { return impl_->pool ? impl_->pool->pages() - impl_->pool->freePages() : 0; }
 
+void Engine::setHostCache(int64_t bytes) {
+  check(bytes >= -1, "engine: host cache of " + std::to_string(bytes) + " bytes is not a size (-1: automatic)");
+  Impl& m = *impl_;
+  m.parkLimit = bytes;
+  while (!m.parked.empty() && bytes >= 0 && m.parkedBytes > bytes) {
+    m.parkedBytes -= m.parked.front().bytes;
+    m.parked.pop_front();
+  }
+}
+
+int64_t Engine::hostCacheBytes() const { return impl_->parkedBytes; }
+
 int Engine::freeSlots() const {
   return static_cast<int>(std::count_if(impl_->slots.begin(), impl_->slots.end(), [](const Slot& s) { return !s.busy; }));
 }
@@ -460,6 +538,8 @@ int Engine::Impl::addOne(const Request& request) {
   const std::optional<Place> place = m.place(request.prompt);
   check(place.has_value(), "engine: all " + std::to_string(m.slots.size()) + " slots are busy");
   size_t index = place->slot;
+  const std::vector<TokenId>& prompt = request.prompt;
+  if (commonPrefix(m.slots[index].held, prompt) < m.slots[index].held.size()) m.park(m.slots[index]);
   if (place->source && *place->source != index &&
       commonPrefix(m.slots[*place->source].held, request.prompt) > commonPrefix(m.slots[index].held, request.prompt)) {
     Slot& from = m.slots[*place->source];
@@ -467,6 +547,7 @@ int Engine::Impl::addOne(const Request& request) {
     else if (!from.busy) index = *place->source;  // states that do not copy: read on in the source itself
   }
   Slot& slot = m.withState(m.slots[index]);
+  m.unpark(slot, prompt);
   slot.busy = true;
   slot.used = ++m.clock;
 
@@ -494,7 +575,7 @@ std::vector<Progress> Engine::advance() {
     if (r.leader < 0 && r.headLeader < 0) fed.push_back(id), feeds.push_back(m.feedOf(r));
   std::vector<tensor::Tensor> logits;
   try {
-    m.makeRoom(feeds);
+    if (m.pool) m.makeRoom(m.pagesFor(feeds));
     logits = m.model->forward(feeds);
     check(logits.size() == feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
                                              " logit rows for " + std::to_string(feeds.size()) + " sequences");

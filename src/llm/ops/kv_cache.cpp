@@ -64,6 +64,8 @@ bool KvCache::copyFrom(const SequenceState& other) {
   if (!from || typeid(*this) != typeid(KvCache) || typeid(other) != typeid(KvCache)) return false;
   if (from == this) return true;
   if (!pool_->sameLayout(*from->pool_) || from->capacity_ != capacity_) return false;
+  // Pages of another pool are copied into this one's: only when it has as many free.
+  if (from->pool_ != pool_ && pool_->freePages() < static_cast<int64_t>(from->pages_.size())) return false;
   releasePages(0);
   for (int32_t page : from->pages_) {
     if (from->pool_ == pool_) {

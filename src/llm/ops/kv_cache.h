@@ -32,6 +32,9 @@ class KvCache : public SequenceState {
   /// subclass's: those keep more than keys and values): its pages, shared when both are in one
   /// pool, else copied.
   bool copyFrom(const SequenceState& other) override;
+  int64_t memoryBytes() const override {
+    return static_cast<int64_t>(pages_.size()) * (pool_->bytes() / pool_->pages());
+  }
 
   /// The model that made it (a state only fits its own model).
   const void* owner() const { return pool_->owner(); }
