@@ -8,10 +8,7 @@
 // model's linear layers do.
 #include <cstdint>
 #include <memory>
-
-namespace gizml::cpu {
-class QuantMatrix;
-}
+#include <vector>
 
 namespace gizml::llm {
 
@@ -37,8 +34,8 @@ void dequantizeGroups(const GroupFormat& f, float base, const uint8_t* src, int6
 class QuantizedMatrix {
  public:
   /// The rows at `data` (rows * groupRowBytes(f, cols) bytes, as quantizeGroups writes them with
-  /// `base`). A CPU without AVX2 reads them in place: they must outlive the matrix. Throws
-  /// gizml::Error for a format outside the ranges above or cols not whole groups.
+  /// `base`). Where readsSource() says so, products read them in place: they must outlive the
+  /// matrix. Throws gizml::Error for a format outside the ranges above or cols not whole groups.
   QuantizedMatrix(const GroupFormat& f, float base, const uint8_t* data, int64_t rows, int64_t cols);
   QuantizedMatrix(QuantizedMatrix&&) noexcept;
   QuantizedMatrix& operator=(QuantizedMatrix&&) noexcept;
@@ -46,17 +43,27 @@ class QuantizedMatrix {
 
   int64_t rows() const;
   int64_t cols() const;
+  /// Whether products read the rows at `data` (a CPU without AVX2, or a format its panels do not
+  /// serve). Otherwise the matrix holds its own repacked copy, and those bytes are not read again.
+  bool readsSource() const;
   /// y [n, rows] = x [n, cols] W^T: x's rows quantized to int8 codes per group (a scale a group,
   /// symmetric), then integer dot products with the codes and one scale and zero-point step per
   /// group (the order of cpu/quant_dot.h, the same bits on every CPU), in parallel on the thread
   /// pool. Each row's outputs do not depend on the other rows.
   void matmul(const float* x, int64_t n, float* y) const;
-  /// The repacked matrix, for the library's products of several matrices sharing one input's
-  /// codes (llm/ops/linear.h).
-  const cpu::QuantMatrix& kernelMatrix() const { return *matrix_; }
 
  private:
-  std::unique_ptr<const cpu::QuantMatrix> matrix_;
+  struct Kernel;  // the repacked matrix (src/llm/quant/quantized_matrix.cpp)
+  std::unique_ptr<const Kernel> kernel_;
+  friend void matmulAll(const std::vector<const QuantizedMatrix*>& matrices, const float* x, int64_t n,
+                        const std::vector<float*>& ys);
 };
+
+/// ys[i] [n, rows of matrices[i]] = x [n, cols] W_i^T for matrices that read the same activations
+/// (a layer's q, k and v projections): x's rows quantized once, then one parallel pass over all
+/// the matrices. Each ys[i] holds the bits matrices[i]->matmul(x, n, ys[i]) gives. Throws
+/// gizml::Error unless there is one output a matrix and every matrix has the same cols and group.
+void matmulAll(const std::vector<const QuantizedMatrix*>& matrices, const float* x, int64_t n,
+               const std::vector<float*>& ys);
 
 }  // namespace gizml::llm

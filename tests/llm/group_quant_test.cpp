@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cpu/quant_dot.h"
@@ -121,6 +122,43 @@ TEST(GroupQuant, QuantizedMatrixIsThePortableKernelsProduct) {
       EXPECT_EQ(std::memcmp(alone.data(), y.data() + r * rows, alone.size() * 4), 0) << "row " << r;
     }
   }
+}
+
+// matmulAll's products, from one quantization of x shared by matrices of several widths and
+// row counts, are each the bits of the matrix's own matmul.
+TEST(GroupQuant, MatmulAllGivesTheBitsOfEachMatmul) {
+  const int64_t cols = 128, n = 3;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (float& v : x) v = dist(rng);
+  const std::vector<std::pair<GroupFormat, int64_t>> shapes{{{4, 32}, 37}, {{6, 32}, 8}, {{8, 32}, 21}, {{3, 32}, 5}};
+  std::vector<std::vector<uint8_t>> stored;
+  std::vector<QuantizedMatrix> matrices;
+  for (const auto& [f, rows] : shapes) {
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (float& v : w) v = dist(rng);
+    stored.emplace_back(static_cast<size_t>(rows * groupRowBytes(f, cols)));
+    const float base = quantizeGroups(f, w.data(), rows, cols, stored.back().data());
+    matrices.emplace_back(f, base, stored.back().data(), rows, cols);
+  }
+  std::vector<const QuantizedMatrix*> all;
+  std::vector<std::vector<float>> ys;
+  std::vector<float*> outputs;
+  for (const QuantizedMatrix& m : matrices) all.push_back(&m), ys.emplace_back(static_cast<size_t>(n * m.rows()));
+  for (auto& y : ys) outputs.push_back(y.data());
+  matmulAll(all, x.data(), n, outputs);
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    std::vector<float> alone(ys[i].size());
+    matrices[i].matmul(x.data(), n, alone.data());
+    EXPECT_EQ(std::memcmp(alone.data(), ys[i].data(), alone.size() * 4), 0) << "matrix " << i;
+  }
+
+  std::vector<uint8_t> q(static_cast<size_t>(2 * groupRowBytes({4, 64}, cols)));
+  const QuantizedMatrix otherGroup({4, 64}, 1.0f, q.data(), 2, cols);
+  std::vector<float> y(static_cast<size_t>(n * 2));
+  expectError([&] { matmulAll({all[0], &otherGroup}, x.data(), n, {outputs[0], y.data()}); }, {"groups of 64"});
+  expectError([&] { matmulAll(all, x.data(), n, {outputs[0]}); }, {"matmulAll", "one output per matrix"});
 }
 
 TEST(GroupQuant, QuantizedMatrixChecksItsFormat) {

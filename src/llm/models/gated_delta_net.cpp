@@ -11,7 +11,8 @@
 
 namespace gizml::llm {
 HybridState::HybridState(std::shared_ptr<ops::KvPool> pool, const ModelConfig& c, int64_t capacity)
-    : KvCache(std::move(pool), capacity), deltaNets_(static_cast<size_t>(c.numLayers)) {
+    : KvCache(std::move(pool), capacity), deltaNets_(static_cast<size_t>(c.numLayers)),
+      hidden_(tensor::empty({0, c.hiddenSize})) {
   const ops::DeltaNetShape shape{c.linearNumKeyHeads, c.linearNumValueHeads, c.linearKeyHeadDim,
                                  c.linearValueHeadDim, c.linearConvKernel};
   for (int64_t i = 0; i < c.numLayers; ++i)
@@ -41,18 +42,19 @@ void HybridState::forgetKept(int64_t length) {
 
 void HybridState::keepRows(int64_t start, const std::vector<int32_t>& tokens, const Tensor& hidden) {
   const auto rows = static_cast<int64_t>(tokens.size());
-  const auto need = static_cast<size_t>(start + rows);
-  if (tokens_.size() < need) tokens_.resize(need), hidden_.resize(need);
-  for (int64_t r = 0; r < rows; ++r) {
-    tokens_[static_cast<size_t>(start + r)] = tokens[static_cast<size_t>(r)];
-    hidden_[static_cast<size_t>(start + r)] = rowsOf(hidden, r, 1).clone();
+  const int64_t need = start + rows, held = static_cast<int64_t>(tokens_.size());
+  if (need > hidden_.size(0)) {
+    // Doubling (within the state's capacity) copies each row a bounded number of times.
+    Tensor grown = tensor::empty({std::max(need, std::min(2 * hidden_.size(0), capacity())), hidden_.size(1)});
+    if (held > 0) tensor::assign(rowsOf(grown, 0, held), rowsOf(hidden_, 0, held));
+    hidden_ = grown;
   }
+  if (held < need) tokens_.resize(static_cast<size_t>(need));
+  std::copy(tokens.begin(), tokens.end(), tokens_.begin() + start);
+  tensor::assign(rowsOf(hidden_, start, rows), rowsOf(hidden, 0, rows));
 }
 
-Tensor HybridState::hiddenRows(int64_t first, int64_t rows) const {
-  std::vector<Tensor> parts(hidden_.begin() + first, hidden_.begin() + first + rows);
-  return tensor::concat(parts, 0);
-}
+Tensor HybridState::hiddenRows(int64_t first, int64_t rows) const { return rowsOf(hidden_, first, rows).clone(); }
 
 void HybridState::truncate(int64_t n) {
   if (n != length()) {

@@ -53,7 +53,9 @@ class HybridState final : public KvCache {
   };
   std::vector<DeltaNetState> deltaNets_;  // per layer; empty for attention layers
   std::vector<Kept> kept_;                // ascending lengths
-  std::vector<Tensor> hidden_;            // per position its [1, width] row, kept as rows come
+  // Row p: position p's hidden state, for the positions tokens_ holds; room for more rows, as
+  // its capacity doubles when keepRows needs it to.
+  Tensor hidden_;  // [rows, width] F32
   std::vector<int32_t> tokens_;
 };
 

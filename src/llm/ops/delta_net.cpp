@@ -2,10 +2,9 @@
 
 #include <gizml/error.h>
 
-#include <cstring>
-
 #include "cpu/delta_net.h"
 #include "llm/ops/host.h"
+#include "llm/ops/rows.h"
 
 namespace gizml::llm::ops {
 
@@ -16,8 +15,8 @@ DeltaNetState DeltaNetState::zeros(const DeltaNetShape& s) {
 DeltaNetState DeltaNetState::copy() const { return {conv.clone(), memory.clone()}; }
 
 void DeltaNetState::clear() {
-  for (const Tensor* t : {&conv, &memory})
-    std::memset(hostF32("DeltaNetState::clear", *t), 0, static_cast<size_t>(t->numel()) * sizeof(float));
+  zero(conv);
+  zero(memory);
 }
 
 void deltaNetMix(const DeltaNetShape& shape, const DeltaNetWeights& w, const Tensor& qkv, const Tensor& b,

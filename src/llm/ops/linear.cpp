@@ -6,7 +6,6 @@
 
 #include "cpu/convert.h"
 #include "cpu/float_panels.h"
-#include "cpu/quant_panels.h"
 #include "llm/ops/host.h"
 #include "llm/ops/weights.h"
 #include "llm/quant/converted_model.h"
@@ -37,7 +36,7 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     if (use == Use::Multiply) {
       matrix_ = std::make_shared<const QuantizedMatrix>(format_, t.scaleBase, data_, out_, in_);
       // The panels are a copy: the mapped bytes are only read again for rows (a tied embedding).
-      if (matrix_->kernelMatrix().packed()) weights.releasePages(t);
+      if (!matrix_->readsSource()) weights.releasePages(t);
     }
   } else if (use == Use::Multiply) {
     panels_ = std::make_shared<const core::PageVector<uint8_t>>(cpu::packFloatPanels(dtype_, data_, out_, in_));
@@ -88,24 +87,21 @@ void Linear::applyAll(const std::vector<const Linear*>& layers, const Tensor& x,
   require(!layers.empty() && layers.size() == ys.size(), [&] { return "applyAll: one output a layer"; });
   const int64_t in = layers[0]->in_, rows = x.numel() / std::max<int64_t>(1, in);
   checkRows("applyAll", x, rows, in);
-  std::vector<const cpu::QuantMatrix*> matrices;  // the packed layers of the first one's group
+  std::vector<const QuantizedMatrix*> matrices;  // the quantized layers of the first one's group
   std::vector<float*> shared;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Linear& l = *layers[i];
     require(l.in_ == in, [&] { return "applyAll: the layers read inputs of different widths"; });
     checkRows("applyAll", ys[i], rows, l.out_);
     if (l.matrix_ && l.format_.group == layers[0]->format_.group) {
-      matrices.push_back(&l.matrix_->kernelMatrix());
+      matrices.push_back(l.matrix_.get());
       shared.push_back(hostF32("applyAll", ys[i]));
     } else {
       l.apply(x, ys[i]);
     }
   }
   if (matrices.empty()) return;
-  // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
-  thread_local cpu::QuantActs acts;
-  cpu::quantizeActs(hostF32("applyAll", x), rows, in, matrices[0]->group(), acts);
-  cpu::matmulAll(matrices, acts, shared);
+  matmulAll(matrices, hostF32("applyAll", x), rows, shared);
   size_t next = 0;
   for (const Linear* l : layers)
     if (l->matrix_ && l->format_.group == layers[0]->format_.group) l->addBias(shared[next++], rows);

@@ -4,6 +4,7 @@
 #include <gizml/group_quant.h>
 
 #include <array>
+#include <vector>
 
 #include "cpu/quant_dot.h"
 #include "cpu/quant_panels.h"
@@ -11,11 +12,20 @@
 
 namespace gizml::llm {
 
+struct QuantizedMatrix::Kernel : cpu::QuantMatrix {
+  using cpu::QuantMatrix::QuantMatrix;
+};
+
+namespace {
+// The activations' int8 codes are rebuilt per call; the storage is reused across calls.
+thread_local cpu::QuantActs acts;
+}  // namespace
+
 QuantizedMatrix::QuantizedMatrix(const GroupFormat& f, float base, const uint8_t* data, int64_t rows, int64_t cols) {
   checkGroupFormat(f, "QuantizedMatrix");
   std::array<float, 256> scales;  // the scale of each exponent code (the matrix keeps a copy)
   for (int e = 0; e < 256; ++e) scales[static_cast<size_t>(e)] = groupScale(base, e);
-  matrix_ = std::make_unique<const cpu::QuantMatrix>(
+  kernel_ = std::make_unique<const Kernel>(
       cpu::QuantWeights{data, rows, cols, groupRowBytes(f, cols), f.bits, f.group, scales.data()});
 }
 
@@ -23,14 +33,24 @@ QuantizedMatrix::QuantizedMatrix(QuantizedMatrix&&) noexcept = default;
 QuantizedMatrix& QuantizedMatrix::operator=(QuantizedMatrix&&) noexcept = default;
 QuantizedMatrix::~QuantizedMatrix() = default;
 
-int64_t QuantizedMatrix::rows() const { return matrix_->rows(); }
-int64_t QuantizedMatrix::cols() const { return matrix_->cols(); }
+int64_t QuantizedMatrix::rows() const { return kernel_->rows(); }
+int64_t QuantizedMatrix::cols() const { return kernel_->cols(); }
+bool QuantizedMatrix::readsSource() const { return !kernel_->packed(); }
 
 void QuantizedMatrix::matmul(const float* x, int64_t n, float* y) const {
-  // The activations' int8 codes are rebuilt per call; the storage is reused across calls.
-  thread_local cpu::QuantActs acts;
-  cpu::quantizeActs(x, n, matrix_->cols(), matrix_->group(), acts);
-  matrix_->matmul(acts, y);
+  cpu::quantizeActs(x, n, kernel_->cols(), kernel_->group(), acts);
+  kernel_->matmul(acts, y);
+}
+
+void matmulAll(const std::vector<const QuantizedMatrix*>& matrices, const float* x, int64_t n,
+               const std::vector<float*>& ys) {
+  check(matrices.size() == ys.size(), "matmulAll: one output per matrix");
+  if (matrices.empty()) return;
+  std::vector<const cpu::QuantMatrix*> kernels;
+  for (const QuantizedMatrix* m : matrices) kernels.push_back(m->kernel_.get());
+  // The first matrix's columns and group; cpu::matmulAll checks that the others have them.
+  cpu::quantizeActs(x, n, kernels[0]->cols(), kernels[0]->group(), acts);
+  cpu::matmulAll(kernels, acts, ys);
 }
 
 }  // namespace gizml::llm
