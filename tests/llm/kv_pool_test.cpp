@@ -205,10 +205,29 @@ TEST(KvPool, EightRequestsReadTheirSharedHeadOnceAndKeepOneCopy) {
   EXPECT_EQ(engine.generate({request(tokens(10, 31), 1)}).size(), 1u);
 }
 
+// Runs request r alone in `engine`: its tokens and log probabilities, and the prompt tokens it
+// did not read.
+std::pair<Result, int64_t> runLogged(Engine& engine, const Request& r) {
+  const int id = engine.add(r);
+  Result got;
+  int64_t cached = -1;
+  while (engine.running() > 0)
+    for (const Progress& p : engine.advance()) {
+      if (p.request != id) continue;
+      if (cached < 0) cached = p.cached;
+      got.tokens.insert(got.tokens.end(), p.tokens.begin(), p.tokens.end());
+      got.logprobs.insert(got.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+    }
+  return {got, cached};
+}
+
 // Three chats on one slot, their turns interleaved: each turn takes the slot from another chat,
-// whose state moves to host memory, and takes its own chat's back.
-void threeChatsOnOneSlot(const std::shared_ptr<LanguageModel>& model, bool keep) {
-  Engine engine(model, nullptr, {}, 1, 512);
+// whose state moves to host memory, and takes its own chat's back. Each turn gives the bits it
+// gives when its chat keeps a slot of its own (an engine of three slots), and a fresh prefill's
+// logits: the same bits where the model reads a prompt in any split alike, to `tolerance` where
+// it does not (Qwen 3.5's DeltaNet reads a prompt in chunks, a token at a time when decoding).
+void threeChatsOnOneSlot(const std::shared_ptr<LanguageModel>& model, bool keep, float tolerance) {
+  Engine engine(model, nullptr, {}, 1, 512), stay(model, nullptr, {}, 3, 512);
   if (!keep) engine.setHostCache(0);
   const auto vocab = static_cast<TokenId>(model->config().vocabSize);
   std::vector<std::vector<TokenId>> chats(3);
@@ -219,25 +238,23 @@ void threeChatsOnOneSlot(const std::shared_ptr<LanguageModel>& model, bool keep)
       const std::vector<TokenId> prompt = chats[c] + said;
       Request r = request(prompt, 3);
       r.sampling.logprobs = 2;
-      const int id = engine.add(r);
-      Result got;
-      int64_t cached = -1;
-      while (engine.running() > 0)
-        for (const Progress& p : engine.advance()) {
-          if (p.request != id) continue;
-          if (cached < 0) cached = p.cached;
-          got.tokens.insert(got.tokens.end(), p.tokens.begin(), p.tokens.end());
-          got.logprobs.insert(got.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
-        }
+      const auto [got, cached] = runLogged(engine, r);
+      const std::string where = "chat " + std::to_string(c) + ", turn " + std::to_string(turn);
       // It read only what its chat had not: the last turn's prompt and answer (the answer's last
       // token was drawn, not read).
       const int64_t held = chats[c].empty() ? 0 : static_cast<int64_t>(chats[c].size()) - 1;
-      EXPECT_EQ(cached, keep ? held : 0) << "chat " << c << ", turn " << turn;
+      EXPECT_EQ(cached, keep ? held : 0) << where;
+      const auto [kept, keptCached] = runLogged(stay, r);
+      EXPECT_EQ(keptCached, held) << where;
+      ASSERT_EQ(got.tokens, kept.tokens) << where;
+      for (size_t t = 0; t < kept.logprobs.size(); ++t)
+        EXPECT_EQ(got.logprobs[t].logprob, kept.logprobs[t].logprob) << where;
       Engine fresh(model, nullptr, {}, 1, 512);
-      const Result want = fresh.generate({r})[0];
-      ASSERT_EQ(got.tokens, want.tokens) << "chat " << c << ", turn " << turn;
-      for (size_t t = 0; t < want.logprobs.size(); ++t)
-        EXPECT_EQ(got.logprobs[t].logprob, want.logprobs[t].logprob) << "chat " << c << ", turn " << turn;
+      const Result once = fresh.generate({r})[0];
+      EXPECT_NEAR(got.logprobs[0].logprob, once.logprobs[0].logprob, tolerance) << where;
+      if (tolerance == 0) {
+        EXPECT_EQ(got.tokens, once.tokens) << where;
+      }
       chats[c] = prompt + got.tokens;
     }
   if (keep) EXPECT_GT(engine.hostCacheBytes(), 0);
@@ -245,8 +262,31 @@ void threeChatsOnOneSlot(const std::shared_ptr<LanguageModel>& model, bool keep)
 }
 
 TEST(HostCache, ThreeChatsOnOneSlotEachReadOnlyTheirNewTokens) {
-  threeChatsOnOneSlot(llama(), true);
-  threeChatsOnOneSlot(llama(), false);
+  threeChatsOnOneSlot(llama(), true, 0);
+  threeChatsOnOneSlot(llama(), false, 0);
+}
+
+// Qwen 3.5: the DeltaNet states (and those kept at marks) move with the keys and values. In f32
+// (its chunked and one-by-one rules agree to 1e-5 of the logits' range: qwen35_test.cpp; with
+// int8 activations this random model moves far more, see there).
+TEST(HostCache, Qwen35ChatsTakeTheirRecurrentStatesBack) {
+  const std::shared_ptr<LanguageModel> qwen = buildLanguageModel(converted("qwen3_5", kUnquantized));
+  threeChatsOnOneSlot(qwen, true, 1e-3f);
+}
+
+TEST(HostCache, ACopiedQwen35StateContinuesBitForBit) {
+  const std::shared_ptr<LanguageModel> qwen = buildLanguageModel(converted("qwen3_5", 8));
+  const std::vector<TokenId> prompt = readReference("qwen3_5").prompts.back();
+  const std::unique_ptr<SequenceState> original = qwen->newState(256), copy = qwen->newState(256);
+  qwen->forward({{original.get(), prompt, false, {100}}});  // a mark after 100 tokens
+  ASSERT_TRUE(copy->copyFrom(*original));
+  EXPECT_EQ(copy->length(), original->length());
+  EXPECT_EQ(qwen->forward({{copy.get(), {7}}})[0].toFloats(), qwen->forward({{original.get(), {7}}})[0].toFloats());
+  // The marks came too: both go back to 100 and read on alike.
+  EXPECT_EQ(copy->reusable(120), 100);
+  copy->truncate(100);
+  original->truncate(100);
+  EXPECT_EQ(qwen->forward({{copy.get(), {5}}})[0].toFloats(), qwen->forward({{original.get(), {5}}})[0].toFloats());
 }
 
 }  // namespace

@@ -56,6 +56,44 @@ void HybridState::keepRows(int64_t start, const std::vector<int32_t>& tokens, co
 
 Tensor HybridState::hiddenRows(int64_t first, int64_t rows) const { return rowsOf(hidden_, first, rows).clone(); }
 
+namespace {
+
+// Copies of states that share no memory with them (attention layers' empty ones stay empty).
+std::vector<DeltaNetState> copies(const std::vector<DeltaNetState>& states) {
+  std::vector<DeltaNetState> out(states.size());
+  for (size_t i = 0; i < states.size(); ++i)
+    if (states[i].memory.ndim() > 0) out[i] = states[i].copy();
+  return out;
+}
+
+int64_t bytesOf(const std::vector<DeltaNetState>& states) {
+  int64_t bytes = 0;
+  for (const DeltaNetState& s : states)
+    if (s.memory.ndim() > 0) bytes += (s.memory.numel() + s.conv.numel()) * static_cast<int64_t>(sizeof(float));
+  return bytes;
+}
+
+}  // namespace
+
+bool HybridState::copyFrom(const SequenceState& other) {
+  const auto* from = dynamic_cast<const HybridState*>(&other);
+  if (from == this) return true;
+  if (!from || from->deltaNets_.size() != deltaNets_.size() || !copyKeysValues(*from)) return false;
+  deltaNets_ = copies(from->deltaNets_);
+  kept_.clear();
+  for (const Kept& k : from->kept_) kept_.push_back({k.length, copies(k.layers)});
+  hidden_ = from->hidden_.clone();
+  tokens_ = from->tokens_;
+  mtpNext = from->mtpNext;
+  return true;
+}
+
+int64_t HybridState::memoryBytes() const {
+  int64_t bytes = KvCache::memoryBytes() + bytesOf(deltaNets_) + hidden_.numel() * static_cast<int64_t>(sizeof(float));
+  for (const Kept& k : kept_) bytes += bytesOf(k.layers);
+  return bytes;
+}
+
 void HybridState::truncate(int64_t n) {
   if (n != length()) {
     // The MTP entry of position n - 1 read the token at n, which may change now.

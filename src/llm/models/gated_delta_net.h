@@ -34,6 +34,10 @@ class HybridState final : public KvCache {
   /// Keeps a copy of layer `layer`'s state as it is after `length` tokens.
   void keep(int64_t layer, int64_t length);
   void truncate(int64_t n) override;
+  /// A copy of another HybridState of the same model and capacity: its keys and values (pages
+  /// shared in one pool), its DeltaNet states and those kept at its marks, its MTP rows.
+  bool copyFrom(const SequenceState& other) override;
+  int64_t memoryBytes() const override;
   int64_t reusable(int64_t n) const override;
   void forgetKept(int64_t length) override;
 

@@ -62,6 +62,11 @@ cpu::KvLayer kvLayer(const char* op, const KvCache& cache, int64_t layer) {
 bool KvCache::copyFrom(const SequenceState& other) {
   const auto* from = dynamic_cast<const KvCache*>(&other);
   if (!from || typeid(*this) != typeid(KvCache) || typeid(other) != typeid(KvCache)) return false;
+  return copyKeysValues(*from);
+}
+
+bool KvCache::copyKeysValues(const KvCache& other) {
+  const KvCache* from = &other;
   if (from == this) return true;
   if (!pool_->sameLayout(*from->pool_) || from->capacity_ != capacity_) return false;
   // Pages of another pool are copied into this one's: only when it has as many free.

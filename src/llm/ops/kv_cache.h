@@ -28,9 +28,9 @@ class KvCache : public SequenceState {
   int64_t capacity() const override { return capacity_; }
   /// Forgets the tokens from n on; the pages past them go back to the pool.
   void truncate(int64_t n) override;
-  /// Holds what another plain KvCache of the same model, shape and capacity holds (not a
-  /// subclass's: those keep more than keys and values): its pages, shared when both are in one
-  /// pool, else copied.
+  /// Holds what another plain KvCache of the same model, shape and capacity holds (a subclass,
+  /// which keeps more than keys and values, copies its own kind): its pages, shared when both
+  /// are in one pool, else copied.
   bool copyFrom(const SequenceState& other) override;
   int64_t memoryBytes() const override {
     return static_cast<int64_t>(pages_.size()) * (pool_->bytes() / pool_->pages());
@@ -52,6 +52,11 @@ class KvCache : public SequenceState {
   /// Makes positions start .. start + rows - 1 its own to write: pages taken for those past its
   /// table, and a copy of each page there that it shares. An Error when the pool has no page free.
   void makeWritable(int64_t start, int64_t rows);
+
+ protected:
+  /// The keys and values of `from` (copyFrom's part for every kind): false, and no change, where
+  /// its layout or capacity differ or this pool lacks the pages for a copy from another.
+  bool copyKeysValues(const KvCache& from);
 
  private:
   void releasePages(size_t from);
