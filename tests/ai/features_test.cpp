@@ -136,6 +136,32 @@ TEST_F(FeaturesTest, NChoicesReadThePromptOnceAndEachSamplesItsOwnSeed) {
   EXPECT_EQ(post(port, "/v1/chat/completions", request).json()["error"]["param"], "n");
 }
 
+// A client that resends its history gets it from the cache, and a system prompt another chat
+// sent is read once: the second chat starts from the first one's slot without cutting that
+// slot's own turn away, so the first chat's follow-up still finds all of it.
+TEST_F(FeaturesTest, ASharedSystemPromptAndAFollowUpTurnComeFromTheCache) {
+  const json system = {{"role", "system"}, {"content", "You answer questions about rivers and lakes."}};
+  const auto chat = [&](json messages) {
+    const Response r = post(port, "/v1/chat/completions", {{"messages", messages}, {"max_tokens", 6}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json();
+  };
+  const json ask = {system, {{"role", "user"}, {"content", "Name a river."}}};
+  const json first = chat(ask);
+  EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  const json other = chat({system, {{"role", "user"}, {"content", "Name a lake."}}});
+  const int shared = other["usage"]["prompt_tokens_details"]["cached_tokens"];
+  EXPECT_GT(shared, 0);
+  EXPECT_LT(shared, other["usage"]["prompt_tokens"].get<int>());
+  json follow = ask;
+  follow.push_back({{"role", "assistant"}, {"content", first["choices"][0]["message"]["content"]}});
+  follow.push_back({{"role", "user"}, {"content", "And another?"}});
+  const json next = chat(follow);
+  // Its question survived the other chat: more than the system prompt comes from the cache (up
+  // to where Qwen3's template rewrites the earlier assistant turn, dropping its empty thinking).
+  EXPECT_GT(next["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), shared);
+}
+
 TEST_F(FeaturesTest, NChoicesOfCompletions) {
   const json body = post(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 5}, {"n", 2},
                                                   {"temperature", 0}}).json();
