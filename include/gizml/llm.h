@@ -121,8 +121,8 @@ class LanguageModel;
 class ChatTemplate;
 
 /// Runs requests on a model in slots of up to maxTokens tokens each. Every step is one forward
-/// pass of the model for all running requests: new prompts are read whole, the others feed their
-/// last token. A slot keeps what it read after its request ends, so a request whose prompt starts
+/// pass of the model for all running requests: the decoding ones feed their last token, new
+/// prompts are read whole, or in parts while others decode (setPrefillBudget). A slot keeps what it read after its request ends, so a request whose prompt starts
 /// with that (the next turn of a chat) reads only the rest. Bad requests throw gizml::Error and
 /// leave the engine as it was.
 class Engine {
@@ -153,6 +153,15 @@ class Engine {
   /// way, sampled ones the same distribution. Default 2. A request whose drafts are kept less
   /// than a quarter of the time (after 16) stops drafting.
   void setDrafts(int count);
+  /// On (the default): while requests decode, a step reads at most the prompt rows that add as
+  /// much time as a step of the decoding requests alone, so a long prompt is read over several
+  /// steps and they keep at least half their pace (vLLM's chunked prefill, its budget in time).
+  /// Both times are running estimates of this engine's forward passes (32 rows until there are
+  /// some); a prompt moves on by at least 16 rows a step and at most 2048. A request draws its first token
+  /// once its whole prompt is read; its marks and n choices are as with a whole read. Off: every
+  /// prompt is read whole in the step after it is added. Greedy tokens are the same either way
+  /// (a prompt read in parts gives the same logits; Qwen 3.5's recurrent layers to rounding).
+  void setPrefillBudget(bool on);
   /// Requests still running.
   int running() const;
   int slots() const;
