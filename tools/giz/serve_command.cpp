@@ -21,12 +21,15 @@ constexpr const char* kUsage =
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
     "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv f32]\n"
+    "                 [--prefill-budget on]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
     "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
     "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
     "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2).\n"
+    "  --prefill-budget off: a prompt is read whole in one step even while other requests decode\n"
+    "  (on: in parts, each adding about a decode step's time).\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -41,6 +44,11 @@ int milliseconds(const std::string& flag, const std::string& text) {
   if (!(v >= 0.001 && v <= 86400))
     throw gizml::Error(flag + ": '" + text + "' is not a number of seconds in [0.001, 86400]");
   return static_cast<int>(v * 1000 + 0.5);
+}
+
+bool onOrOff(const std::string& flag, const std::string& text) {
+  if (text != "on" && text != "off") throw gizml::Error(flag + ": '" + text + "' is not on or off");
+  return text == "on";
 }
 
 // A socket for each connection: the soft open-file limit up to the hard one.
@@ -77,6 +85,7 @@ int serveCommand(int argc, char** argv) {
   int64_t maxBodyMb = 8;
   int bits = 0;
   gizml::llm::LoadOptions load;
+  bool prefillBudget = true;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -90,6 +99,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parse(argv[++i]);
+    else if (arg == "--prefill-budget") prefillBudget = onOrOff(arg, argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
     else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
@@ -119,6 +129,7 @@ int serveCommand(int argc, char** argv) {
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens);
+    engine.setPrefillBudget(prefillBudget);
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 
