@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -170,7 +171,8 @@ struct Engine::Impl {
         decodeRows += static_cast<int64_t>(feed.tokens.size());
         decoding.emplace(id, std::move(feed));
       }
-    const int64_t allowed = budgeted && decodeRows > 0 ? budget.rows(decodeRows) : maxTokens;
+    const int64_t allowed =
+        budgeted && decodeRows > 0 ? budget.rows(decodeRows) : std::numeric_limits<int64_t>::max();
     Plan plan;
     plan.decodeRows = decodeRows;
     for (auto& [id, r] : running) {
