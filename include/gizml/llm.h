@@ -155,12 +155,13 @@ class Engine {
   void setDrafts(int count);
   /// On (the default): while requests decode, a step reads at most the prompt rows that add as
   /// much time as a step of the decoding requests alone, so a long prompt is read over several
-  /// steps and they keep at least half their pace (vLLM's chunked prefill, its budget in time).
-  /// Both times are running estimates of this engine's forward passes (32 rows until there are
-  /// some); a prompt moves on by at least 16 rows a step and at most 2048. A request draws its first token
-  /// once its whole prompt is read; its marks and n choices are as with a whole read. Off: every
-  /// prompt is read whole in the step after it is added. Greedy tokens are the same either way
-  /// (a prompt read in parts gives the same logits; Qwen 3.5's recurrent layers to rounding).
+  /// steps and they get a token every step (vLLM's chunked prefill, its budget in time). Both
+  /// times are running estimates of this engine's forward passes (32 rows until there are some);
+  /// a prompt moves on by at least 16 rows a step and at most 2048. A request draws its first
+  /// token, and its n choices start, once its whole prompt is read; its marks are kept as with a
+  /// whole read. Off: a prompt is read whole in the step after its add. A prompt read in parts
+  /// gives the logits of a whole read, so the same tokens; Qwen 3.5's recurrent layers round
+  /// other splits otherwise, so there they agree to rounding (a near tie may go either way).
   void setPrefillBudget(bool on);
   /// Requests still running.
   int running() const;
