@@ -83,7 +83,9 @@ TEST_F(PrefillBudgetTest, ALongPromptBesideDecodingRequestsIsReadInParts) {
   EXPECT_EQ(parts[0], static_cast<size_t>(PrefillBudget::kFirstChunk));  // no prompt row beside them timed yet
   for (size_t i = 0; i < parts.size(); ++i) {
     EXPECT_LE(parts[i], static_cast<size_t>(PrefillBudget::kCeiling)) << i;
-    if (i + 1 < parts.size()) EXPECT_GE(parts[i], static_cast<size_t>(PrefillBudget::kFloor)) << i;
+    if (i + 1 < parts.size()) {
+      EXPECT_GE(parts[i], static_cast<size_t>(PrefillBudget::kFloor)) << i;
+    }
   }
   EXPECT_GE(parts.size(), 4u);  // 32 rows, then at most 2048 a step
   while (engine.running() > 0) got.add(engine.advance());
