@@ -127,13 +127,14 @@ class LanguageModel;
 class ChatTemplate;
 
 /// Runs requests on a model in slots of up to maxTokens tokens each. Every step is one forward
-/// pass of the model for all running requests: new prompts are read whole, the others feed their
-/// last token. The slots' keys and values live in pages of one pool (for the models here): a
-/// slot keeps what it read after its request ends, and a request starts from the slot holding the
-/// longest start of its prompt (the earlier turns of its chat, a shared system prompt), sharing
-/// that slot's pages rather than reading them again or cutting the slot's own tail away; a page
-/// is copied only when a sequence writes into one it shares. When the pool runs short, idle
-/// slots give their pages back, least recently used first. Bad requests throw gizml::Error and
+/// pass of the model for all running requests: the decoding ones feed their last token, new
+/// prompts are read whole, or in parts while others decode (setPrefillBudget). The slots' keys
+/// and values live in pages of one pool (for the models here): a slot keeps what it read after
+/// its request ends, and a request starts from the slot holding the longest start of its prompt
+/// (the earlier turns of its chat, a shared system prompt), sharing that slot's pages rather
+/// than reading them again or cutting the slot's own tail away; a page is copied only when a
+/// sequence writes into one it shares. When the pool runs short, idle slots give their pages
+/// back, least recently used first. Bad requests throw gizml::Error and
 /// leave the engine as it was.
 class Engine {
  public:
@@ -165,6 +166,16 @@ class Engine {
   /// way, sampled ones the same distribution. Default 2. A request whose drafts are kept less
   /// than a quarter of the time (after 16) stops drafting.
   void setDrafts(int count);
+  /// On (the default): while requests decode, a step reads at most the prompt rows that add as
+  /// much time as a step of the decoding requests alone, so a long prompt is read over several
+  /// steps and they get a token every step (vLLM's chunked prefill, its budget in time). Both
+  /// times are running estimates of this engine's forward passes (32 rows until there are some);
+  /// a prompt moves on by at least 16 rows a step and at most 2048. A request draws its first
+  /// token, and its n choices start, once its whole prompt is read; its marks are kept as with a
+  /// whole read. Off: a prompt is read whole in the step after its add. A prompt read in parts
+  /// gives the logits of a whole read, so the same tokens; Qwen 3.5's recurrent layers round
+  /// other splits otherwise, so there they agree to rounding (a near tie may go either way).
+  void setPrefillBudget(bool on);
   /// Requests still running.
   int running() const;
   int slots() const;

@@ -59,6 +59,9 @@ struct Feed {
   /// Sequence lengths within this feed (ascending) at which recurrent states are kept, so that
   /// truncate can return to them (Request::marks).
   std::vector<int64_t> marks = {};
+  /// false: the caller reads no logits of it (a part of a prompt: no token follows it yet), so
+  /// the model may skip its rows in the output layer and give [0, vocab].
+  bool logits = true;
 };
 
 class LanguageModel {
@@ -82,7 +85,8 @@ class LanguageModel {
   }
   /// Runs one forward pass over every feed (their tokens together, so one pass serves all),
   /// appends the tokens to their states, and returns per feed the F32 logits [rows, vocab]: one
-  /// row (the last token), or one per fed token when allLogits.
+  /// row (the last token), one per fed token when allLogits, or none where
+  /// not Feed::logits and the model skips them.
   virtual std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) = 0;
   /// The residual stream after the model's layers (all of them, or the first ModelOptions::layers)
   /// at every one of `tokens`, read from a fresh state: F32 [tokens, hidden], no final norm

@@ -38,6 +38,8 @@ expect 2 "^$" "^usage: giz convert" -- convert --bogus
 expect 1 "^$" "giz serve: kv: 'x' is not a format" -- serve some-model --kv x
 expect 1 "^$" "giz bench: kv: '4/3' is not a format" -- bench some-model --kv 4/3
 expect 1 "^$" "giz run: kv: '9' is not a format" -- run some-model "hi" --kv 9
+# Likewise a prefill budget that is neither on nor off.
+expect 1 "^$" "giz serve: --prefill-budget: 'maybe' is not on or off" -- serve some-model --prefill-budget maybe
 rm -f /tmp/giz_help_err.$$
 [ "$failures" -eq 0 ] && echo "giz help: all checks passed"
 exit $((failures > 0))

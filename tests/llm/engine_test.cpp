@@ -12,22 +12,9 @@
 using namespace gizml::llm;
 using gizml::llm::fake::FakeModel;
 using gizml::llm::fake::fakeLogits;
+using gizml::llm::fake::greedyReference;
 
 namespace {
-
-// What greedy decoding of the fake model gives, computed without the engine.
-std::vector<TokenId> greedyReference(std::vector<TokenId> seq, int64_t limit, const std::vector<TokenId>& ends = {},
-                                     int64_t vocab = 32) {
-  std::vector<TokenId> out;
-  while (static_cast<int64_t>(out.size()) < limit) {
-    const std::vector<float> row = fakeLogits(seq, vocab);
-    const auto token = static_cast<TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
-    out.push_back(token);
-    seq.push_back(token);
-    if (std::find(ends.begin(), ends.end(), token) != ends.end()) break;
-  }
-  return out;
-}
 
 struct EngineTest : ::testing::Test {
   std::shared_ptr<FakeModel> model = std::make_shared<FakeModel>();

@@ -5,6 +5,7 @@
 #include <gizml/error.h>
 #include <gizml/tensor.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -32,6 +33,20 @@ inline std::vector<float> fakeLogits(const std::vector<int32_t>& tokens, int64_t
   for (int64_t j = 0; j < vocab; ++j)
     row[static_cast<size_t>(j)] = static_cast<float>(3.0 * std::cos(0.7 * static_cast<double>(j) + 1.3 * last + 0.1 * length));
   return row;
+}
+
+/// What greedy decoding of the fake model gives, computed without the engine.
+inline std::vector<int32_t> greedyReference(std::vector<int32_t> seq, int64_t limit, const std::vector<int32_t>& ends = {},
+                                            int64_t vocab = 32) {
+  std::vector<int32_t> out;
+  while (static_cast<int64_t>(out.size()) < limit) {
+    const std::vector<float> row = fakeLogits(seq, vocab);
+    const auto token = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+    out.push_back(token);
+    seq.push_back(token);
+    if (std::find(ends.begin(), ends.end(), token) != ends.end()) break;
+  }
+  return out;
 }
 
 class FakeModel : public LanguageModel {

@@ -25,6 +25,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "counting_model.h"
 #include "llm/models/gated_delta_net.h"
 #include "llm_test_util.h"
 #include "model_reference.h"
@@ -137,25 +138,6 @@ TEST_P(Qwen35Test, RecurrentStatesTruncateOnlyToTheirEndOrToNothing) {
   state->truncate(0);
   EXPECT_EQ(model->forward({{state.get(), prompt}})[0].toFloats(), first);
 }
-
-/// The model, counting the tokens each forward pass reads and keeping its last logits.
-class CountingModel final : public LanguageModel {
- public:
-  explicit CountingModel(std::unique_ptr<LanguageModel> model) : model_(std::move(model)) {}
-  const ModelConfig& config() const override { return model_->config(); }
-  std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override { return model_->newState(maxTokens); }
-  std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override {
-    for (const Feed& f : feeds) fed.push_back(static_cast<int64_t>(f.tokens.size()));
-    std::vector<tensor::Tensor> out = model_->forward(feeds);
-    last = out[0].toFloats();
-    return out;
-  }
-  std::vector<int64_t> fed;
-  std::vector<float> last;
-
- private:
-  std::unique_ptr<LanguageModel> model_;
-};
 
 // A chat's next turn resumes from the kept states: where it continues the held tokens, after
 // them; where it departs from them (an edited answer), at the last mark before.

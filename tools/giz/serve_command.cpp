@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
     "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv f32] [--pool TOKENS]\n"
+    "                 [--prefill-budget on]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
@@ -29,6 +30,8 @@ constexpr const char* kUsage =
     "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2).\n"
     "  --pool: each engine's KV pool in tokens (pages of 256), shared by its slots; default: every\n"
     "  slot's whole context. Idle slots give their pages to running ones when it runs short.\n"
+    "  --prefill-budget off: a prompt is read whole in one step even while other requests decode\n"
+    "  (on: in parts, each adding about a decode step's time).\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -43,6 +46,11 @@ int milliseconds(const std::string& flag, const std::string& text) {
   if (!(v >= 0.001 && v <= 86400))
     throw gizml::Error(flag + ": '" + text + "' is not a number of seconds in [0.001, 86400]");
   return static_cast<int>(v * 1000 + 0.5);
+}
+
+bool onOrOff(const std::string& flag, const std::string& text) {
+  if (text != "on" && text != "off") throw gizml::Error(flag + ": '" + text + "' is not on or off");
+  return text == "on";
 }
 
 // A socket for each connection: the soft open-file limit up to the hard one.
@@ -87,6 +95,7 @@ int serveCommand(int argc, char** argv) {
   int64_t maxBodyMb = 8;
   int bits = 0;
   gizml::llm::LoadOptions load;
+  bool prefillBudget = true;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -101,6 +110,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parse(argv[++i]);
+    else if (arg == "--prefill-budget") prefillBudget = onOrOff(arg, argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
     else if (arg == "--cors-origin") options.corsOrigins.push_back(argv[++i]);
@@ -130,6 +140,7 @@ int serveCommand(int argc, char** argv) {
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens, pool);
+    engine.setPrefillBudget(prefillBudget);
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 

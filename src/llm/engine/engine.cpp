@@ -4,13 +4,16 @@
 #include <gizml/llm.h>
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
 
 #include "core/page_memory.h"
 #include "llm/engine/grammar_constraint.h"
+#include "llm/engine/prefill_budget.h"
 #include "llm/engine/sampling.h"
 #include "llm/engine/stop_text.h"
 #include "llm/language_model.h"
@@ -100,6 +103,8 @@ struct Engine::Impl {
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
   std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
+  bool budgeted = true;  // prompts beside decoding requests are read in parts (setPrefillBudget)
+  PrefillBudget budget;
 
   void validate(const Request& r) const {
     check(model->hasLogits(), "engine: the model was loaded with only its first " +
@@ -344,19 +349,25 @@ struct Engine::Impl {
     std::erase_if(heads, [](const Head& h) { return !h.state; });
   }
 
-  /// The feed of a running request: what it has to read, and drafts after it when it decodes.
-  Feed feedOf(Running& r) {
+  /// The feed of a running request: the first `rows` of the tokens it has to read, and drafts
+  /// after them when it decodes. A prompt's part carries the marks within it, the rest wait for
+  /// theirs, and asks for no logits: no token follows it yet.
+  Feed feedOf(Running& r, size_t rows) {
     Slot& slot = slots[r.slot];
-    Feed feed{slot.state.get(), r.toFeed, false, r.marks};
-    r.marks.clear();
-    r.drafts.clear();
     const int64_t length = slot.state->length();
+    const bool whole = rows == r.toFeed.size();
+    Feed feed{slot.state.get(), std::vector<TokenId>(r.toFeed.begin(), r.toFeed.begin() + static_cast<std::ptrdiff_t>(rows))};
+    feed.logits = whole;
+    const auto past = std::upper_bound(r.marks.begin(), r.marks.end(), length + static_cast<int64_t>(rows));
+    feed.marks.assign(r.marks.begin(), past);
+    r.marks.erase(r.marks.begin(), past);
+    r.drafts.clear();
     const int64_t room = std::min(slot.state->capacity() - length - 1,
                                   r.request.limit - static_cast<int64_t>(r.generated.size()) - 1);
     // Drafts the model keeps too rarely only cost time: after 16, a request drafts on while at
     // least a quarter are kept.
     const bool worthIt = r.drafted < 16 || r.accepted * 4 >= r.drafted;
-    if (drafts > 0 && worthIt && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && model->drafts()) {
+    if (drafts > 0 && worthIt && whole && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && model->drafts()) {
       const size_t recent = std::min<size_t>(slot.held.size(), 256);
       r.drafts = model->draft(*slot.state, r.toFeed[0], std::min<int64_t>(drafts, room),
                               std::span<const TokenId>(slot.held).last(recent));
@@ -366,6 +377,53 @@ struct Engine::Impl {
       for (size_t i = 1; i <= r.drafts.size(); ++i) feed.marks.push_back(length + static_cast<int64_t>(i));
     }
     return feed;
+  }
+
+  /// A step's feeds, in the requests' order.
+  struct Plan {
+    std::vector<int> ids;  // the requests fed: not the choices waiting for a prompt, nor prompts left for later steps
+    std::vector<Feed> feeds;
+    int64_t decodeRows = 0, promptRows = 0;
+  };
+
+  /// Every decoding request's feed and the prompts': whole, or beside decoding requests with the
+  /// budget on, the parts its rows allow, first come first (vLLM's chunked prefill).
+  Plan plan() {
+    std::map<int, Feed> decoding;  // first: their rows set the prompts' budget
+    int64_t decodeRows = 0;
+    for (auto& [id, r] : running)
+      if (r.leader < 0 && !r.generated.empty()) {
+        Feed feed = feedOf(r, r.toFeed.size());
+        decodeRows += static_cast<int64_t>(feed.tokens.size());
+        decoding.emplace(id, std::move(feed));
+      }
+    const int64_t allowed =
+        budgeted && decodeRows > 0 ? budget.rows(decodeRows) : std::numeric_limits<int64_t>::max();
+    Plan plan;
+    plan.decodeRows = decodeRows;
+    for (auto& [id, r] : running) {
+      if (r.leader >= 0 || r.headLeader >= 0) continue;  // waiting for another's prompt or head
+      if (const auto d = decoding.find(id); d != decoding.end()) {
+        plan.ids.push_back(id);
+        plan.feeds.push_back(std::move(d->second));
+        continue;
+      }
+      const int64_t rows = std::min(static_cast<int64_t>(r.toFeed.size()), allowed - plan.promptRows);
+      if (rows <= 0) continue;
+      plan.ids.push_back(id);
+      plan.feeds.push_back(feedOf(r, static_cast<size_t>(rows)));
+      plan.promptRows += rows;
+    }
+    return plan;
+  }
+
+  /// A part of r's prompt was read: its slot holds it, so the request goes on after it (and a
+  /// request that starts the same way after a cancel reuses it).
+  void readPart(Running& r, size_t rows) {
+    Slot& slot = slots[r.slot];
+    const auto end = r.toFeed.begin() + static_cast<std::ptrdiff_t>(rows);
+    slot.held.insert(slot.held.end(), r.toFeed.begin(), end);
+    r.toFeed.erase(r.toFeed.begin(), end);
   }
 
   /// The tokens of one step from its logit rows: one, or with drafts each draft that the row
@@ -485,6 +543,8 @@ void Engine::setDrafts(int count) {
   impl_->drafts = count;
 }
 
+void Engine::setPrefillBudget(bool on) { impl_->budgeted = on; }
+
 int Engine::running() const { return static_cast<int>(impl_->running.size()); }
 int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
 int64_t Engine::maxTokens() const { return impl_->maxTokens; }
@@ -569,27 +629,31 @@ int Engine::Impl::addOne(const Request& request) {
 std::vector<Progress> Engine::advance() {
   Impl& m = *impl_;
   if (m.running.empty()) return {};
-  std::vector<Feed> feeds;
-  std::vector<int> fed;  // the requests of the feeds (not the choices waiting for a prompt)
-  for (auto& [id, r] : m.running)
-    if (r.leader < 0 && r.headLeader < 0) fed.push_back(id), feeds.push_back(m.feedOf(r));
+  Impl::Plan plan = m.plan();
   std::vector<tensor::Tensor> logits;
   try {
-    if (m.pool) m.makeRoom(m.pagesFor(feeds));
-    logits = m.model->forward(feeds);
-    check(logits.size() == feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
-                                             " logit rows for " + std::to_string(feeds.size()) + " sequences");
+    if (m.pool) m.makeRoom(m.pagesFor(plan.feeds));
+    const auto start = std::chrono::steady_clock::now();
+    logits = m.model->forward(plan.feeds);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    check(logits.size() == plan.feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
+                                                  " logit rows for " + std::to_string(plan.feeds.size()) + " sequences");
+    m.budget.measured(plan.decodeRows, plan.promptRows, seconds);
   } catch (...) {
     m.resetAll();
     throw;
   }
   m.settleHeads();
   std::vector<Progress> out;
-  for (size_t i = 0; i < fed.size(); ++i) {
-    const auto it = m.running.find(fed[i]);
+  for (size_t i = 0; i < plan.ids.size(); ++i) {
+    const auto it = m.running.find(plan.ids[i]);
     Running& r = it->second;
+    if (!plan.feeds[i].logits) {  // a part of its prompt: no token yet
+      m.readPart(r, plan.feeds[i].tokens.size());
+      continue;
+    }
     Progress p;
-    p.request = fed[i];
+    p.request = plan.ids[i];
     p.cached = r.cached;
     std::vector<float> values = logits[i].toFloats();
     const std::vector<float> shared = r.followers.empty() ? std::vector<float>() : values;

@@ -141,23 +141,28 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     norm_.apply(x, x);
     keepHidden(feeds, batch, x);
   }
+  const auto logitRows = [&](size_t f) {
+    return !feeds[f].logits ? 0 : feeds[f].allLogits ? batch.sequences[f].rows : 1;
+  };
   std::vector<int64_t> selected;  // the rows of x that give logits
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Batch::Sequence& seq = batch.sequences[f];
-    for (int64_t r = feeds[f].allLogits ? 0 : seq.rows - 1; r < seq.rows; ++r) selected.push_back(seq.first + r);
+    for (int64_t r = seq.rows - logitRows(f); r < seq.rows; ++r) selected.push_back(seq.first + r);
   }
-  const Tensor h = ops::gatherRows(x, selected);
-  if (!decoder_.keepHidden) norm_.apply(h, h);
   const Tensor logits = tensor::empty({static_cast<int64_t>(selected.size()), vocab});
-  head_.apply(h, logits);
-  if (const float cap = decoder_.logitSoftcap; cap > 0) ops::softcap(logits, cap);
+  if (!selected.empty()) {
+    const Tensor h = ops::gatherRows(x, selected);
+    if (!decoder_.keepHidden) norm_.apply(h, h);
+    head_.apply(h, logits);
+    if (const float cap = decoder_.logitSoftcap; cap > 0) ops::softcap(logits, cap);
+  }
 
   // Each feed's rows of the logits (views, on the model's device).
   std::vector<tensor::Tensor> out;
   int64_t at = 0;
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Batch::Sequence& seq = batch.sequences[f];
-    const int64_t rows = feeds[f].allLogits ? seq.rows : 1;
+    const int64_t rows = logitRows(f);
     out.push_back(rowsOf(logits, at, rows));
     at += rows;
     seq.cache->setLength(seq.start + seq.rows);
