@@ -192,24 +192,28 @@ F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t key
 F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer) {
   const KvSide& side = layer.values;
   const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim);
-  const auto at = [&](int64_t position) {
-    return valuePage(layer, layer.pages[position / P]).data + ((position % P) * heads + kvHead) * row;
-  };
-  if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P)
-    return {reinterpret_cast<const float*>(at(k0)), heads * dim};
-  buffer.resize(static_cast<size_t>(keys * dim));
-  for (int64_t j = 0; j < keys; ++j) {
-    float* out = buffer.data() + j * dim;
-    const int64_t position = k0 + j;
-    if (side.bits == 0) {
-      loadF32(side.dtype, at(position), 1, dim, out);
-      continue;
-    }
-    const uint16_t* range =
-        valuePage(layer, layer.pages[position / P]).ranges + ((position % P) * heads + kvHead) * 2;
-    const float s = halfToFloat(range[0]), o = halfToFloat(range[1]);
-    widen(side.bits, at(position), 0, dim, [s](int64_t) { return s; }, [o](int64_t) { return o; }, out);
+  if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P) {
+    const uint8_t* at = valuePage(layer, layer.pages[k0 / P]).data + ((k0 % P) * heads + kvHead) * row;
+    return {reinterpret_cast<const float*>(at), heads * dim};
   }
+  buffer.resize(static_cast<size_t>(keys * dim));
+  const int bits = side.bits;
+  const DType dtype = side.dtype;
+  float* const into = buffer.data();
+  forEachPage(layer, k0, keys, [=](int64_t first, int64_t count, int64_t page, int64_t offset) {
+    const Page vp = valuePage(layer, page);
+    float* out = into + (first - k0) * dim;
+    const int64_t at0 = offset * heads + kvHead;
+    if (bits == 0) {
+      for (int64_t j = 0; j < count; ++j) loadF32(dtype, vp.data + (at0 + j * heads) * row, 1, dim, out + j * dim);
+      return;
+    }
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t at = at0 + j * heads;
+      const float s = halfToFloat(vp.ranges[at * 2]), o = halfToFloat(vp.ranges[at * 2 + 1]);
+      widen(bits, vp.data + at * row, 0, dim, [s](int64_t) { return s; }, [o](int64_t) { return o; }, out + j * dim);
+    }
+  });
   return {buffer.data(), dim};
 }
 
