@@ -1,7 +1,9 @@
 // The engine's prefill budget (Engine::setPrefillBudget; issue 21, point 6): 4 greedy requests
 // decode, then a 4,000-token prompt joins them. Prints the inter-token latency (p50, p99) of the
 // 4 before the prompt, while it is read (until its first token) and after, and the prompt's time
-// to first token, with the budget on and off in one run, and during/before p50 for both. The
+// to first token, with the budget on and off in one run, and during/before p50 for both. Their
+// steps slow down as their own contexts grow, so "pace" compares each run's steps while the
+// prompt is read with the same steps of a control run in which no prompt joins. The
 // prompt is bench/kl_text.txt's tokens repeated; end-of-turn tokens are banned (logit bias) so
 // that no request ends early. Run from the repository root:
 //   build/release/bench/bench_prefill_budget MODEL_FOLDER [THREADS]
@@ -50,11 +52,13 @@ double percentile(std::vector<double> values, double p) {
 
 struct Run {
   std::map<std::string, std::vector<double>> gaps;  // by phase: seconds between a request's tokens
+  std::vector<double> steps;  // seconds of each step (after the warm ones)
   double timeToFirst = 0;
   int promptSteps = 0;  // steps from the long prompt's add to its first token
 };
 
-Run run(const Model& model, bool budget, const std::vector<TokenId>& text) {
+// With withPrompt false, the control: the decoding requests alone for `control` steps.
+Run run(const Model& model, bool budget, const std::vector<TokenId>& text, bool withPrompt = true, int control = 0) {
   Engine engine = model.engine(kDecoding + 1, static_cast<int64_t>(kLongPrompt) + 64);
   engine.setPrefillBudget(budget);
   Sampling s = greedy();
@@ -81,13 +85,16 @@ Run run(const Model& model, bool budget, const std::vector<TokenId>& text) {
   Clock::time_point added;
   for (int step = 0;; ++step) {
     if (step == kWarmSteps) phase = "before";
-    if (step == kWarmSteps + kBeforeSteps) {
+    if (!withPrompt && step == kWarmSteps + control) break;
+    if (withPrompt && step == kWarmSteps + kBeforeSteps) {
       phase = "during";
       added = Clock::now();
       longId = engine.add(longOne);
     }
+    const Clock::time_point begin = Clock::now();
     const std::vector<Progress> steps = engine.advance();
     const Clock::time_point now = Clock::now();
+    if (phase != "warm") out.steps.push_back(std::chrono::duration<double>(now - begin).count());
     if (phase == "during") ++out.promptSteps;
     bool first = false;
     for (const Progress& p : steps) {
@@ -123,6 +130,8 @@ int main(int argc, char** argv) {
     run(model, false, text);  // warms the weights' pages and the buffers; not counted
     std::map<bool, Run> runs;
     for (bool budget : {true, false}) runs[budget] = run(model, budget, text);
+    const int longest = static_cast<int>(std::max(runs[true].steps.size(), runs[false].steps.size()));
+    const Run alone = run(model, true, text, false, longest);
     std::printf("%-7s %-7s %10s %10s %8s\n", "budget", "phase", "p50 ms", "p99 ms", "tokens");
     for (bool budget : {true, false})
       for (const char* phase : {"before", "during", "after"}) {
@@ -134,6 +143,17 @@ int main(int argc, char** argv) {
       std::printf("budget %-3s: time to first token %.0f ms (prompt read in %d steps), during/before p50 %.2f\n",
                   budget ? "on" : "off", 1e3 * runs[budget].timeToFirst, runs[budget].promptSteps,
                   percentile(runs[budget].gaps["during"], 50) / percentile(runs[budget].gaps["before"], 50));
+    // Pace: the steps while the prompt is read against the same steps of the control.
+    for (bool budget : {true, false}) {
+      const Run& r = runs[budget];
+      const auto from = static_cast<std::ptrdiff_t>(kBeforeSteps), to = from + r.promptSteps;
+      const std::vector<double> with(r.steps.begin() + from, r.steps.begin() + to);
+      const std::vector<double> without(alone.steps.begin() + from, alone.steps.begin() + to);
+      std::printf("budget %-3s: while the prompt is read, a step of the 4 takes p50 %.2f ms (alone %.2f ms): pace %.2f "
+                  "of their own\n",
+                  budget ? "on" : "off", 1e3 * percentile(with, 50), 1e3 * percentile(without, 50),
+                  percentile(without, 50) / percentile(with, 50));
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_prefill_budget: %s\n", e.what());
     return 1;

@@ -57,8 +57,26 @@ TEST(PrefillBudget, EstimatesFollowTheSteps) {
   c.measured(2, 16, kDecode + 16 * 2 * kRow);
   EXPECT_LT(c.rows(2), 64);
   EXPECT_GT(c.rows(2), 32);
-  for (int i = 0; i < 30; ++i) c.measured(2, 16, kDecode + 16 * 2 * kRow);
+  for (int i = 0; i < 30; ++i) {
+    c.measured(2, 16, kDecode + 16 * 2 * kRow);
+    c.measured(2, 0, kDecode);  // (a step of theirs alone, as the engine runs every few)
+  }
   EXPECT_EQ(c.rows(2), 32);
+}
+
+// Beside a prompt, every kAloneEvery-th step is the decoding requests' alone: their own steps
+// grow slower with their contexts, and only such a step tells that apart from the rows' cost.
+TEST(PrefillBudget, EveryFewStepsTheDecodingRequestsAreTimedAlone) {
+  PrefillBudget b;
+  b.measured(2, 0, kDecode);
+  for (int64_t i = 1; i < PrefillBudget::kAloneEvery; ++i) {
+    EXPECT_GT(b.rows(2), 0) << i;
+    b.measured(2, 16, kDecode + 16 * kRow);
+  }
+  EXPECT_EQ(b.rows(2), 0);
+  // Alone they take twice as long now: a row may add as much again.
+  b.measured(2, 0, 3 * kDecode);
+  EXPECT_EQ(b.rows(2), 128);
 }
 
 TEST(PrefillBudget, AtLeastTheFloorAndAtMostTheCeiling) {

@@ -7,7 +7,7 @@ namespace gizml::llm {
 
 namespace {
 
-constexpr double kDecodeWeight = 0.3;  // of a new decode step's time in its smoothed estimate
+constexpr double kDecodeWeight = 0.5;  // of a new decode step's time in its smoothed estimate
 constexpr double kPromptDecay = 0.5;   // of the earlier prompt rows' weight with each timed step
 
 }  // namespace
@@ -22,6 +22,7 @@ double PrefillBudget::decodeSeconds(int64_t decodeRows) const {
 
 int64_t PrefillBudget::rows(int64_t decodeRows) const {
   if (decode_.empty() || promptRows_ == 0) return kFirstChunk;
+  if (stepsBeside_ >= kAloneEvery - 1) return 0;
   const double rows = decodeSeconds(decodeRows) / (promptSeconds_ / promptRows_);
   return static_cast<int64_t>(std::clamp(rows, static_cast<double>(kFloor), static_cast<double>(kCeiling)));
 }
@@ -29,10 +30,12 @@ int64_t PrefillBudget::rows(int64_t decodeRows) const {
 void PrefillBudget::measured(int64_t decodeRows, int64_t promptRows, double seconds) {
   if (decodeRows == 0) return;  // a step of prompts alone: its fixed costs are no cost of a row
   if (promptRows == 0) {
+    stepsBeside_ = 0;
     const auto [it, added] = decode_.try_emplace(decodeRows, seconds);
     if (!added) it->second += kDecodeWeight * (seconds - it->second);
     return;
   }
+  ++stepsBeside_;
   if (decode_.empty()) return;
   const double extra = seconds - decodeSeconds(decodeRows);
   if (extra <= 0) return;  // noise larger than the rows' cost tells nothing of it
