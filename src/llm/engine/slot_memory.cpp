@@ -1,0 +1,184 @@
+// Where a request starts and what the KV pool and host memory keep (Engine::Impl, engine_impl.h):
+// the slot holding the longest start of a prompt, shared heads, chats moved to host memory and
+// back, and room in the pool for a step.
+#include "core/page_memory.h"
+#include "llm/engine/engine_impl.h"
+
+namespace gizml::llm {
+
+std::optional<Engine::Impl::Place> Engine::Impl::place(const std::vector<TokenId>& prompt) const {
+  std::optional<size_t> whole, leastUsed, source;
+  size_t longest = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& s = slots[i];
+    const size_t shared = commonPrefix(s.held, prompt);
+    if (shared > longest) longest = shared, source = i;
+    if (s.busy) continue;
+    if (shared == s.held.size() && (!whole || shared > slots[*whole].held.size())) whole = i;
+    if (!leastUsed || s.used < slots[*leastUsed].used) leastUsed = i;
+  }
+  if (!leastUsed) return std::nullopt;
+  return Place{whole ? *whole : *leastUsed, source};
+}
+
+std::unique_ptr<SequenceState> Engine::Impl::newState() const {
+  return pool ? model->newStateIn(pool, maxTokens) : model->newState(maxTokens);
+}
+
+Engine::Impl::Slot& Engine::Impl::withState(Slot& slot) {
+  if (!slot.state) slot.state = newState();
+  return slot;
+}
+
+int64_t Engine::Impl::pagesFor(const std::vector<Feed>& feeds) const {
+  const int64_t page = pool->pageTokens();
+  int64_t need = 0;
+  for (const Feed& f : feeds) {
+    const int64_t length = f.state->length(), end = length + static_cast<int64_t>(f.tokens.size());
+    need += (end + page - 1) / page - (length + page - 1) / page + (length % page != 0 ? 1 : 0);
+  }
+  return need;
+}
+
+bool Engine::Impl::makeRoom(int64_t need, const Slot* keep) {
+  if (!pool) return true;
+  std::vector<size_t> idle;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (!slots[i].busy && &slots[i] != keep && slots[i].state && slots[i].state->length() > 0) idle.push_back(i);
+  std::sort(idle.begin(), idle.end(), [&](size_t a, size_t b) { return slots[a].used < slots[b].used; });
+  for (size_t i : idle) {
+    if (pool->freePages() >= need) break;
+    park(slots[i]);
+    slots[i].state->truncate(0);
+    slots[i].held.clear();
+  }
+  while (pool->freePages() < need && dropHead()) {
+  }
+  return pool->freePages() >= need;
+}
+
+bool Engine::Impl::heldElsewhere(const Slot& slot) const {
+  const auto covers = [&](const std::vector<TokenId>& other) {
+    return &other != &slot.held && other.size() >= slot.held.size() && startsWith(other, slot.held);
+  };
+  return std::any_of(slots.begin(), slots.end(), [&](const Slot& s) { return covers(s.held); }) ||
+         std::any_of(heads.begin(), heads.end(), [&](const Head& h) { return h.state && covers(h.tokens); }) ||
+         std::any_of(parked.begin(), parked.end(), [&](const Parked& p) { return covers(p.held); });
+}
+
+void Engine::Impl::park(const Slot& slot) {
+  if (!slot.state || slot.held.size() < kMinParked || parkLimit == 0 || heldElsewhere(slot)) return;
+  const int64_t bytes = slot.state->memoryBytes();
+  const int64_t limit = parkLimit > 0 ? parkLimit : parkedBytes + core::availableMemory() / 2;
+  if (bytes > limit) return;
+  while (!parked.empty() && parkedBytes + bytes > limit) {
+    parkedBytes -= parked.front().bytes;
+    parked.pop_front();
+  }
+  std::unique_ptr<SequenceState> copy = model->newState(maxTokens);  // memory of its own
+  if (!copy->copyFrom(*slot.state)) return;
+  parked.push_back({slot.held, std::move(copy), bytes});
+  parkedBytes += bytes;
+}
+
+void Engine::Impl::unpark(Slot& slot, const std::vector<TokenId>& prompt) {
+  auto best = parked.end();
+  size_t longest = commonPrefix(slot.held, prompt);
+  for (auto it = parked.begin(); it != parked.end(); ++it)
+    if (const size_t shared = commonPrefix(it->held, prompt); shared > longest) longest = shared, best = it;
+  if (best == parked.end()) return;
+  const int64_t pages = pool ? (static_cast<int64_t>(best->held.size()) + pool->pageTokens() - 1) / pool->pageTokens() : 0;
+  if (!makeRoom(pages, &slot) || !slot.state->copyFrom(*best->state)) return;
+  slot.held = std::move(best->held);
+  parkedBytes -= best->bytes;
+  parked.erase(best);
+}
+
+void Engine::Impl::readRest(Running& r) {
+  Slot& slot = slots[r.slot];
+  const std::vector<TokenId>& prompt = r.request.prompt;
+  const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, prompt), prompt.size() - 1));
+  const auto keep = static_cast<size_t>(slot.state->reusable(shared));
+  slot.state->truncate(static_cast<int64_t>(keep));
+  slot.held.resize(keep);
+  r.cached = static_cast<int64_t>(keep);
+  r.toFeed.assign(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+  r.marks.clear();
+  for (size_t mark : r.request.marks)
+    if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));
+}
+
+bool Engine::Impl::startsWith(const std::vector<TokenId>& prompt, const std::vector<TokenId>& head) const {
+  return head.size() <= prompt.size() && std::equal(head.begin(), head.end(), prompt.begin());
+}
+
+void Engine::Impl::takeHead(Running& r, int id) {
+  Slot& slot = slots[r.slot];
+  const std::vector<TokenId>& prompt = r.request.prompt;
+  Head* best = nullptr;
+  for (Head& h : heads)
+    if (h.state && startsWith(prompt, h.tokens) && (!best || h.tokens.size() > best->tokens.size())) best = &h;
+  if (best && best->tokens.size() > commonPrefix(slot.held, prompt) && slot.state->copyFrom(*best->state)) {
+    slot.held = best->tokens;
+    best->used = ++clock;
+  }
+  const size_t n = r.request.head;
+  if (n < kMinHead || commonPrefix(slot.held, prompt) >= n) return;
+  if (!statesCopy) statesCopy = newState()->copyFrom(*newState());
+  if (!*statesCopy) return;
+  const std::vector<TokenId> tokens(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n));
+  for (const Head& h : heads)
+    if (!h.state && h.tokens == tokens) {
+      r.headLeader = h.leader;
+      return;
+    }
+  if (heads.size() >= slots.size() && !dropHead()) return;  // every kept head is being read
+  heads.push_back({tokens, nullptr, id, ++clock});
+}
+
+bool Engine::Impl::dropHead() {
+  auto oldest = heads.end();
+  for (auto it = heads.begin(); it != heads.end(); ++it)
+    if (it->state && (oldest == heads.end() || it->used < oldest->used)) oldest = it;
+  if (oldest == heads.end()) return false;
+  heads.erase(oldest);
+  return true;
+}
+
+void Engine::Impl::settleHeads() {
+  for (Head& h : heads) {
+    if (h.state) continue;
+    const auto leader = running.find(h.leader);
+    if (leader == running.end()) continue;
+    const SequenceState& read = *slots[leader->second.slot].state;
+    if (read.length() < static_cast<int64_t>(h.tokens.size())) continue;
+    h.state = newState();
+    h.state->copyFrom(read);
+    h.state->truncate(static_cast<int64_t>(h.tokens.size()));
+    for (auto& [id, r] : running) {
+      if (r.headLeader != h.leader) continue;
+      r.headLeader = -1;
+      Slot& slot = slots[r.slot];
+      if (slot.state->copyFrom(*h.state)) slot.held = h.tokens;
+      readRest(r);
+    }
+    h.used = ++clock;
+  }
+}
+
+void Engine::Impl::handOnHead(int cancelled) {
+  for (auto h = heads.begin(); h != heads.end(); ++h) {
+    if (h->state || h->leader != cancelled) continue;
+    int next = -1;
+    for (auto& [id, r] : running)
+      if (r.headLeader == cancelled) {
+        if (next < 0) next = id;
+        r.headLeader = id == next ? -1 : next;
+      }
+    if (next < 0) heads.erase(h);
+    else h->leader = next;
+    return;
+  }
+}
+
+}  // namespace gizml::llm
