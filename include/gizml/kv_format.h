@@ -3,6 +3,7 @@
 #include <gizml/dtype.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gizml::llm {
@@ -22,6 +23,9 @@ struct KvFormat {
   /// From text: "f32", "f16", "bf16", "16" (F16), "8", "4" or "2" for both, or keys and values
   /// apart as "K/V" ("4/2", "16/8"). Anything else is an Error naming the text.
   static KvFormat parse(const std::string& text);
+  /// parse's forms, or "auto": nullopt, an engine's automatic choice (Engine: 8 bits, else 4,
+  /// else keys in 4 and values in 2, the first in which its KV pool fits the memory there is).
+  static std::optional<KvFormat> parseSetting(const std::string& text);
   /// The text parse reads back ("8", "4/2", "f32").
   std::string text() const;
   /// Bits of one stored key (or value) element, scale and offset not counted: 32, 16, 8, 4, 2.

@@ -186,6 +186,8 @@ class Engine {
   int64_t poolTokens() const;
   int64_t poolBytes() const;
   int64_t poolPagesUsed() const;
+  /// How its pool keeps keys and values: the model's setting, or the engine's choice.
+  KvFormat kvFormat() const;
   /// When a request takes a slot from another chat (or the pool runs short), that chat's state
   /// moves to host memory, and the next request that starts with it (the chat's next turn) takes
   /// it back instead of reading it again. At most `bytes` are kept, the oldest leaving first; -1
@@ -289,8 +291,10 @@ struct LoadOptions {
   /// gives Engine::hidden, not text. 0: all layers; anything outside 0 .. the model's layers is
   /// an Error naming both.
   int64_t layers = 0;
-  /// How its engines keep keys and values (F32 unless told; KvFormat::parse reads "8", "4/2", ...).
-  KvFormat kv = DType::F32;
+  /// How its engines keep keys and values (KvFormat::parseSetting reads "8", "4/2", "auto", ...);
+  /// unset (the default): each engine chooses, 8 bits, else 4, else keys in 4 and values in 2,
+  /// the first in which its KV pool fits the memory the machine has available.
+  std::optional<KvFormat> kv = std::nullopt;
 };
 
 /// A converted model, loaded: its tokenizer, chat template and architecture.

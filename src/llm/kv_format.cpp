@@ -48,6 +48,11 @@ KvFormat KvFormat::parse(const std::string& text) {
   return f;
 }
 
+std::optional<KvFormat> KvFormat::parseSetting(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  return parse(text);
+}
+
 std::string KvFormat::text() const {
   return keys == values ? textOf(keys) : std::string(textOf(keys)) + "/" + textOf(values);
 }

@@ -49,6 +49,8 @@ class StatePool {
   virtual int64_t freePages() const = 0;
   /// Bytes of its memory (mapped as the pool is made, backed as pages are first written).
   virtual int64_t bytes() const = 0;
+  /// How it keeps keys and values.
+  virtual KvFormat format() const = 0;
 };
 
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
@@ -72,9 +74,13 @@ class LanguageModel {
   virtual std::unique_ptr<SequenceState> newState(int64_t maxTokens) const = 0;
   /// Positions per page of its pools; 0 where its states keep no pages (each owns its memory).
   virtual int64_t pageTokens() const { return 0; }
-  /// A pool of `pages` pages for states made by newStateIn (only where pageTokens() > 0).
-  virtual std::shared_ptr<StatePool> newPool(int64_t pages) const {
-    (void)pages;
+  /// How its pools keep keys and values: the one it was built with, or nullopt where each
+  /// engine chooses (ModelOptions::kvCache).
+  virtual std::optional<KvFormat> kvFormat() const { return std::nullopt; }
+  /// A pool of `pages` pages for states made by newStateIn, keeping keys and values as `format`
+  /// says (only where pageTokens() > 0).
+  virtual std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format) const {
+    (void)pages, (void)format;
     return nullptr;
   }
   /// A new empty state whose keys and values take pages of `pool` (one of newPool's): its pages
@@ -110,7 +116,9 @@ class LanguageModel {
 
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
 struct ModelOptions {
-  KvFormat kvCache = DType::F32;  // how keys and values are kept
+  /// How keys and values are kept; nullopt: each engine chooses (Engine), states made with
+  /// newState keep F32.
+  std::optional<KvFormat> kvCache = KvFormat(DType::F32);
   /// Only the first `layers` layers are built (their weights alone are read), without the final
   /// norm, the output layer and the MTP layer: such a model gives hidden() but no logits.
   /// 0: all layers, a whole model.

@@ -27,6 +27,10 @@ TEST(KvFormat, TextFormsReadBack) {
   for (const char* bad : {"", "3", "8/", "/4", "4/2/2", "q8_0", "16 ", "F16"})
     expectError([&] { KvFormat::parse(bad); }, {"kv: '" + std::string(bad) + "' is not a format"});
   expectError([] { KvFormat{DType::I8}; }, {"F32, F16 or BF16 elements, not i8"});
+  // The engine's setting: those forms, or "auto" (the engine chooses).
+  EXPECT_FALSE(KvFormat::parseSetting("auto").has_value());
+  EXPECT_EQ(KvFormat::parseSetting("4/2"), KvFormat::parse("4/2"));
+  expectError([] { KvFormat::parseSetting("Auto"); }, {"kv: 'Auto' is not a format"});
 }
 
 // The RMS difference of the logits (every prompt row, then decode steps) from the F32 cache's,

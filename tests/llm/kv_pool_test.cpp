@@ -50,7 +50,7 @@ int64_t used(const StatePool& pool) { return pool.pages() - pool.freePages(); }
 TEST(KvPool, CopiesSharePagesUntilTheyWrite) {
   LanguageModel& model = *llama();
   ASSERT_EQ(model.pageTokens(), kPage);
-  const std::shared_ptr<StatePool> pool = model.newPool(8);
+  const std::shared_ptr<StatePool> pool = model.newPool(8, DType::F32);
   const std::vector<TokenId> prompt = tokens(300, 1);
   std::unique_ptr<SequenceState> a = model.newStateIn(pool, 1024), b = model.newStateIn(pool, 1024);
   model.forward({{a.get(), prompt}});
@@ -75,7 +75,7 @@ TEST(KvPool, CopiesSharePagesUntilTheyWrite) {
 
 TEST(KvPool, AFullPoolIsAnErrorNamingIt) {
   LanguageModel& model = *llama();
-  const std::shared_ptr<StatePool> pool = model.newPool(1);
+  const std::shared_ptr<StatePool> pool = model.newPool(1, DType::F32);
   const std::unique_ptr<SequenceState> state = model.newStateIn(pool, 1024);
   expectError([&] { model.forward({{state.get(), tokens(300, 2)}}); }, {"KV pool: all 1 pages (256 tokens) are in use"});
   // A state of another model's pool is refused.

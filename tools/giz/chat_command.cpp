@@ -12,7 +12,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: giz chat [MODEL] [--context 4096] [--max-tokens 512] [--temperature 0] [--top-k 0]\n"
     "                 [--top-p 1] [--min-p 0] [--seed 0] [--system TEXT] [--think] [--bits 4]\n"
-    "                 [--kv f32]\n"
+    "                 [--kv auto]\n"
     "  MODEL as for giz run (giz run --help; none: smollm2); reads one message per line from stdin until its end\n";
 
 }  // namespace

@@ -8,11 +8,12 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz run [MODEL] PROMPT [--max-tokens 512] [--temperature 0] [--top-k 0] [--top-p 1]\n"
-    "                  [--min-p 0] [--seed 0] [--system TEXT] [--think] [--bits 4] [--kv f32]\n"
+    "                  [--min-p 0] [--seed 0] [--system TEXT] [--think] [--bits 4] [--kv auto]\n"
     "  MODEL: a converted folder, a Hugging Face folder or .gguf file, or a name on the hub (Qwen/Qwen3-0.6B,\n"
     "  org/repo-GGUF:Q4_K_M, an alias of giz list --catalogue; docs/models.md), converted on first use;\n"
     "  no MODEL: smollm2 (SmolLM2-135M-Instruct); --bits: the conversion's width (2..8 or 16);\n"
-    "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2)\n";
+    "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2); auto:\n"
+    "  8 bits, else 4, else 4/2, the first in which the KV pool fits the memory available\n";
 
 }  // namespace
 

@@ -20,14 +20,15 @@ constexpr const char* kUsage =
     "usage: giz serve MODEL [MODEL ...] [--host 127.0.0.1] [--port 8080] [--slots 4] [--context 4096]\n"
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
-    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv f32] [--pool TOKENS]\n"
+    "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv auto] [--pool TOKENS]\n"
     "                 [--prefill-budget on]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
     "  says otherwise. --api-key (or $GIZML_API_KEY): routes but /health need 'Authorization: Bearer KEY'.\n"
     "  --cors-origin: an origin (or *) whose web pages may call the server. Timeouts in seconds.\n"
-    "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2).\n"
+    "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2); auto:\n"
+    "  8 bits, else 4, else 4/2, the first in which the KV pool fits the memory available.\n"
     "  --pool: each engine's KV pool in tokens (pages of 256), shared by its slots; default: every\n"
     "  slot's whole context. Idle slots give their pages to running ones when it runs short.\n"
     "  --prefill-budget off: a prompt is read whole in one step even while other requests decode\n"
@@ -81,7 +82,7 @@ std::string nameOf(const std::string& model) {
 // ", KV pool of N tokens in M MiB" where the engine keeps one.
 std::string poolText(const gizml::llm::Engine& engine) {
   if (engine.poolTokens() == 0) return "";
-  return ", KV pool of " + std::to_string(engine.poolTokens()) + " tokens in " +
+  return ", KV pool of " + std::to_string(engine.poolTokens()) + " tokens, kv " + engine.kvFormat().text() + ", " +
          std::to_string((engine.poolBytes() + (1 << 20) - 1) >> 20) + " MiB";
 }
 
@@ -109,7 +110,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--pool") pool = parseCount(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
-    else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parse(argv[++i]);
+    else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parseSetting(argv[++i]);
     else if (arg == "--prefill-budget") prefillBudget = onOrOff(arg, argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];

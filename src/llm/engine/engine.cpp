@@ -4,7 +4,9 @@
 #include <limits>
 #include <utility>
 
+#include "core/page_memory.h"
 #include "llm/engine/engine_impl.h"
+#include "llm/engine/kv_choice.h"
 #include "llm/engine/sampling.h"
 
 namespace gizml::llm {
@@ -213,7 +215,11 @@ Engine::Engine(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Token
     check(pages >= perSlot, "engine: a KV pool of " + std::to_string(poolTokens) + " tokens (" + std::to_string(pages) +
                                 " pages of " + std::to_string(page) + ") cannot hold one slot's context of " +
                                 std::to_string(maxTokens) + " tokens");
-    impl_->pool = model->newPool(pages);
+    const std::optional<KvFormat> fixed = model->kvFormat();
+    const KvFormat format = fixed ? *fixed : chooseKvFormat(pages, core::availableMemory(), [&](const KvFormat& f) {
+      return model->newPool(1, f)->bytes();
+    });
+    impl_->pool = model->newPool(pages, format);
   }
   impl_->model = std::move(model);
   impl_->tokenizer = std::move(tokenizer);
@@ -239,6 +245,10 @@ int64_t Engine::maxTokens() const { return impl_->maxTokens; }
 
 int64_t Engine::poolTokens() const { return impl_->pool ? impl_->pool->pages() * impl_->pool->pageTokens() : 0; }
 int64_t Engine::poolBytes() const { return impl_->pool ? impl_->pool->bytes() : 0; }
+KvFormat Engine::kvFormat() const {
+  return impl_->pool ? impl_->pool->format() : impl_->model->kvFormat().value_or(KvFormat(DType::F32));
+}
+
 int64_t Engine::poolPagesUsed() const { return impl_->pool ? impl_->pool->pages() - impl_->pool->freePages() : 0; }
 
 void Engine::setHostCache(int64_t bytes) {

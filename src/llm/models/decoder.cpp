@@ -56,17 +56,18 @@ AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
   return {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale, sliding ? c.slidingWindow : 0};
 }
 
-std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages) const {
+std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages, const KvFormat& format) const {
   // The layers that attend keep keys: not the linear-attention ones; the MTP layers after them do.
   std::vector<bool> attends;
   for (LayerType t : config_.layerTypes) attends.push_back(t != LayerType::LinearAttention);
   attends.resize(static_cast<size_t>(config_.numLayers + config_.mtpLayers), true);
-  return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, options_.kvCache, pages);
+  return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, format, pages);
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {
   check(maxTokens > 0, "newState: capacity must be positive, not " + std::to_string(maxTokens));
-  return newStateIn(newPool((maxTokens + pageTokens() - 1) / pageTokens()), maxTokens);
+  const int64_t pages = (maxTokens + pageTokens() - 1) / pageTokens();
+  return newStateIn(newPool(pages, options_.kvCache.value_or(KvFormat(DType::F32))), maxTokens);
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const {

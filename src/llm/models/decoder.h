@@ -26,7 +26,8 @@ class DecoderModel : public LanguageModel {
   const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override;
   int64_t pageTokens() const override { return ops::KvPool::kPageTokens; }
-  std::shared_ptr<StatePool> newPool(int64_t pages) const override;
+  std::optional<KvFormat> kvFormat() const override { return options_.kvCache; }
+  std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format) const override;
   std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const override;
   std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override;
   tensor::Tensor hidden(const std::vector<int32_t>& tokens) const override;

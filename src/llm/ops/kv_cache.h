@@ -41,7 +41,7 @@ class KvCache : public SequenceState {
   /// Set once a forward pass has stored its rows.
   void setLength(int64_t n) { length_ = n; }
 
-  const KvFormat& format() const { return pool_->format(); }
+  KvFormat format() const { return pool_->format(); }
   int64_t kvHeads() const { return pool_->kvHeads(); }
   int64_t headDim() const { return pool_->headDim(); }
   const KvPool& pool() const { return *pool_; }

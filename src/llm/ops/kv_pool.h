@@ -33,9 +33,9 @@ class KvPool final : public StatePool {
   int64_t pages() const override { return static_cast<int64_t>(users_.size()); }
   int64_t freePages() const override { return static_cast<int64_t>(free_.size()); }
   int64_t bytes() const override;
+  KvFormat format() const override { return format_; }
 
   const void* owner() const { return owner_; }
-  const KvFormat& format() const { return format_; }
   int64_t kvHeads() const { return kvHeads_; }
   int64_t headDim() const { return headDim_; }
 
