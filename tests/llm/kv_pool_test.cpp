@@ -264,6 +264,8 @@ void threeChatsOnOneSlot(const std::shared_ptr<LanguageModel>& model, bool keep,
 TEST(HostCache, ThreeChatsOnOneSlotEachReadOnlyTheirNewTokens) {
   threeChatsOnOneSlot(llama(), true, 0);
   threeChatsOnOneSlot(llama(), false, 0);
+  // Keys and values in the engine's automatic format (8 bits here): host memory keeps them so.
+  threeChatsOnOneSlot(buildLanguageModel(converted("llama", 8), {.kvCache = std::nullopt}), true, 0);
 }
 
 // Qwen 3.5: the DeltaNet states (and those kept at marks) move with the keys and values. In f32

@@ -10,6 +10,7 @@ json_schema answer (validated by the `jsonschema` package) and the client's erro
 Exits 77 (CTest's skip) when the `openai` package or the model is not installed.
 """
 import json
+import re
 import os
 import pathlib
 import shutil
@@ -146,7 +147,7 @@ def main():
                 url = line.strip()
                 break
         assert url, "giz serve printed no URL"
-        assert "(2 slots of 512 tokens, KV pool of 768 tokens in " in serving, serving
+        assert re.search(r"\(2 slots of 512 tokens, KV pool of 768 tokens, kv (8|4|4/2), \d+ MiB\)", serving), serving
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=60)
 
         models = [m.id for m in client.models.list()]

@@ -75,7 +75,11 @@ void Engine::Impl::park(const Slot& slot) {
     parkedBytes -= parked.front().bytes;
     parked.pop_front();
   }
-  std::unique_ptr<SequenceState> copy = model->newState(maxTokens);  // memory of its own
+  // In memory of its own, keys and values as the pool keeps them.
+  std::unique_ptr<SequenceState> copy =
+      pool ? model->newStateIn(model->newPool((maxTokens + pool->pageTokens() - 1) / pool->pageTokens(), pool->format()),
+                               maxTokens)
+           : model->newState(maxTokens);
   if (!copy->copyFrom(*slot.state)) return;
   parked.push_back({slot.held, std::move(copy), bytes});
   parkedBytes += bytes;
