@@ -4,6 +4,7 @@
 // prompt for a template that writes no tools (SmolLM2's).
 #include <gtest/gtest.h>
 
+#include <future>
 #include <set>
 
 #include "ai/tools_prompt.h"
@@ -160,6 +161,30 @@ TEST_F(FeaturesTest, ASharedSystemPromptAndAFollowUpTurnComeFromTheCache) {
   // Its question survived the other chat: more than the system prompt comes from the cache (up
   // to where Qwen3's template rewrites the earlier assistant turn, dropping its empty thinking).
   EXPECT_GT(next["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), shared);
+}
+
+// Four chats at once after one long system prompt (the head, 256+ tokens): it is read once, and
+// every other request starts from it, whether it waited for the head or found it in a slot.
+TEST_F(FeaturesTest, ALongSharedSystemPromptIsReadOnce) {
+  std::string rules;
+  for (int i = 0; i < 40; ++i) rules += "Rule " + std::to_string(i) + ": answer about rivers only. ";
+  const json system = {{"role", "system"}, {"content", rules}};
+  std::vector<std::future<Response>> answers;
+  for (int i = 0; i < 4; ++i) {
+    const json body = {{"messages", {system, {{"role", "user"}, {"content", "River " + std::to_string(i) + "?"}}}},
+                       {"max_tokens", 4}};
+    answers.push_back(std::async(std::launch::async, [&, body] { return post(port, "/v1/chat/completions", body); }));
+  }
+  int readWhole = 0;
+  for (auto& a : answers) {
+    const Response r = a.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json usage = r.json()["usage"];
+    const int cached = usage["prompt_tokens_details"]["cached_tokens"];
+    if (cached == 0) ++readWhole;
+    else EXPECT_GE(cached, 256) << usage.dump();
+  }
+  EXPECT_EQ(readWhole, 1);
 }
 
 TEST_F(FeaturesTest, NChoicesOfCompletions) {
