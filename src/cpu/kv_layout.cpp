@@ -164,28 +164,32 @@ F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t key
   if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P)
     return {reinterpret_cast<const float*>(columnsOf(layer.pages[k0 / P])) + k0 % P, P};
   buffer.resize(static_cast<size_t>(dim * keys));
+  // A row of K^T at a time, its pages' parts in order: the buffer is written straight through.
+  if (side.bits == 0) {
+    const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
+    for (int64_t d = 0; d < dim; ++d)
+      forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
+        loadF32(side.dtype, columnsOf(page) + d * row + offset * size, 1, count, buffer.data() + d * keys + (first - k0));
+      });
+    return {buffer.data(), keys};
+  }
+  // Each position's scale and offset, then every dimension's codes through them.
+  thread_local std::vector<float> scale, offsets;
+  scale.resize(static_cast<size_t>(keys)), offsets.resize(static_cast<size_t>(keys));
   forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
-    const uint8_t* columns = columnsOf(page);
-    float* out = buffer.data() + (first - k0);
-    if (side.bits == 0) {
-      const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
-      for (int64_t d = 0; d < dim; ++d) loadF32(side.dtype, columns + d * row + offset * size, 1, count, out + d * keys);
-      return;
-    }
-    // Each position's scale and offset, then every dimension's codes through them.
-    thread_local std::vector<float> scale, offsets;
-    scale.resize(static_cast<size_t>(count)), offsets.resize(static_cast<size_t>(count));
     const uint16_t* ranges = keyPage(layer, page).ranges + (kvHead * P + offset) * 2;
     for (int64_t j = 0; j < count; ++j) {
-      scale[static_cast<size_t>(j)] = halfToFloat(ranges[2 * j]);
-      offsets[static_cast<size_t>(j)] = halfToFloat(ranges[2 * j + 1]);
+      scale[static_cast<size_t>(first - k0 + j)] = halfToFloat(ranges[2 * j]);
+      offsets[static_cast<size_t>(first - k0 + j)] = halfToFloat(ranges[2 * j + 1]);
     }
-    const float* s = scale.data();
-    const float* o = offsets.data();
-    for (int64_t d = 0; d < dim; ++d)
-      widen(side.bits, columns + d * row, offset, count, [s](int64_t j) { return s[j]; },
-            [o](int64_t j) { return o[j]; }, out + d * keys);
   });
+  for (int64_t d = 0; d < dim; ++d)
+    forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
+      const float* s = scale.data() + (first - k0);
+      const float* o = offsets.data() + (first - k0);
+      widen(side.bits, columnsOf(page) + d * row, offset, count, [s](int64_t j) { return s[j]; },
+            [o](int64_t j) { return o[j]; }, buffer.data() + d * keys + (first - k0));
+    });
   return {buffer.data(), keys};
 }
 
