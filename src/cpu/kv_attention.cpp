@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/thread_pool.h"
 #include "cpu/gemm.h"
@@ -15,37 +16,35 @@ static_assert(kKvPageTokens % kGemmKc == 0, "a page's keys must be whole k block
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
-// At most this many bytes of a pass's keys and values are widened to f32 ahead of its blocks.
+// At most this many bytes of a pass's 16-bit keys and values are widened to f32 ahead of its blocks.
 constexpr int64_t kAheadBytes = int64_t{64} << 20;
 
 struct Scratch {
   std::vector<float> scores, keys, values, queries;
-  std::vector<KeySpan> spans;
+  std::vector<F32Span> keySpans, valueSpans;
+  CodeScratch codes;
 };
 
-// One KV head's keys and values of a run as f32 spans from position `first` on, widened once for
-// all of the run's blocks (a prefill's blocks would otherwise widen the same keys again, block by
-// block).
+bool isWidened(const KvSide& side) { return side.bits == 0 && side.dtype != DType::F32; }
+
+// One KV head's 16-bit keys and values of a run as f32 spans from position `first` on, widened
+// once for all of the run's blocks (a prefill's blocks would otherwise widen the same keys again,
+// block by block).
 struct WidenedHead {
-  std::vector<KeySpan> spans;
+  std::vector<F32Span> keys, values;
   int64_t first = -1;  // -1: not widened ahead
   std::vector<float> keyBuffer, valueBuffer;
 };
 
-bool readInPlace(const KvLayer& cache) {
-  return cache.keys.bits == 0 && cache.keys.dtype == DType::F32 && cache.values.bits == 0 &&
-         cache.values.dtype == DType::F32;
-}
-
-// The parts of spans within positions k0 .. k0 + count - 1.
-void clipSpans(const std::vector<KeySpan>& spans, int64_t k0, int64_t count, std::vector<KeySpan>& out) {
+// The parts of spans within positions k0 .. k0 + count - 1; `keys`: spans of K^T (a position a
+// column), else of V (a position a row).
+void clipSpans(const std::vector<F32Span>& spans, bool keys, int64_t k0, int64_t count, std::vector<F32Span>& out) {
   out.clear();
-  for (const KeySpan& span : spans) {
+  for (const F32Span& span : spans) {
     const int64_t lo = std::max(k0, span.first), hi = std::min(k0 + count, span.first + span.count);
     if (lo >= hi) continue;
-    const int64_t skip = lo - span.first;
-    out.push_back({lo, hi - lo, {span.keys.data + skip, span.keys.stride},
-                   {span.values.data + skip * span.values.stride, span.values.stride}});
+    const int64_t skip = (lo - span.first) * (keys ? 1 : span.rows.stride);
+    out.push_back({lo, hi - lo, {span.rows.data + skip, span.rows.stride}});
   }
 }
 
@@ -54,26 +53,27 @@ int64_t windowStart(const AttentionShape& s, int64_t position) {
   return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
 }
 
-// The first key a block starting at `position` reads: a multiple of kGemmKc, so that a row's sums
-// over keys break into the same k blocks (those of absolute positions) in any block; the keys
+// The first key a block starting at `position` reads: a page's first (a multiple of kGemmKc), so
+// that a row's sums over keys break into the same k blocks and pages in any block; the keys
 // before its own first add exact zeros.
 int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
-  return windowStart(s, position) / kGemmKc * kGemmKc;
+  return windowStart(s, position) / kKvPageTokens * kKvPageTokens;
 }
 
-// Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
-// and values from k0 on (keys of them, in spans), into C's rows. A span's scores are its own
-// columns of one product's; its part of the context is added after the spans before it, which
-// gives the bits of one product over all the keys: the spans start at multiples of kGemmKc.
-void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
-                int64_t k0, int64_t keys, const std::vector<KeySpan>& spans, float* c, int64_t ldc,
-                std::vector<float>& scores) {
-  scores.resize(static_cast<size_t>(m * keys));
-  for (const KeySpan& span : spans)
-    sgemm(m, span.count, s.headDim, a, lda, 1, span.keys.data, span.keys.stride, 1, scores.data() + (span.first - k0),
-          keys, false);
+// What a block reads of one KV head: its cache, and the f32 spans of the sides that are elements.
+struct HeadRead {
+  const KvLayer& cache;
+  int64_t kvHead;
+  const std::vector<F32Span>& keys;
+  const std::vector<F32Span>& values;
+};
+
+// Each row's probabilities over its own keys (causal, in its window) from its scores, in place;
+// zeros elsewhere.
+void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys, int64_t first, int64_t step,
+                 int64_t k0) {
   for (int64_t i = 0; i < m; ++i) {
-    float* p = scores.data() + i * keys;
+    float* p = scores + i * keys;
     const int64_t position = first + i * step, lo = windowStart(s, position) - k0, hi = position - k0 + 1;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] * s.scale);
@@ -84,9 +84,40 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
     for (int64_t j = lo; j < hi; ++j) p[j] *= inv;
     std::fill(p + hi, p + keys, 0.0f);
   }
-  for (size_t i = 0; i < spans.size(); ++i)
-    sgemm(m, s.headDim, spans[i].count, scores.data() + (spans[i].first - k0), keys, 1, spans[i].values.data,
-          spans[i].values.stride, 1, c, ldc, i > 0);
+}
+
+// Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
+// and values from k0 on (keys of them) into C's rows. A page's (or span's) scores are its own
+// columns of one product's; its part of the context is added after those before it, which for
+// f32 spans gives the bits of one product over all the keys: the spans start at multiples of
+// kGemmKc.
+void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
+                int64_t k0, int64_t keys, const HeadRead& head, float* c, int64_t ldc, Scratch& w) {
+  w.scores.resize(static_cast<size_t>(m * keys));
+  float* scores = w.scores.data();
+  if (head.cache.keys.bits > 0) {
+    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
+      const CodedHead k = keyCodes(head.cache, head.kvHead, from, count, w.codes);
+      codeScores(a, m, lda, k.codes, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
+    });
+  } else {
+    for (const F32Span& span : head.keys)
+      sgemm(m, span.count, s.headDim, a, lda, 1, span.rows.data, span.rows.stride, 1, scores + (span.first - k0),
+            keys, false);
+  }
+  softmaxRows(s, scores, m, keys, first, step, k0);
+  if (head.cache.values.bits > 0) {
+    bool after = false;
+    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
+      const CodedHead v = valueCodes(head.cache, head.kvHead, from, count, w.codes);
+      codeContext(scores + (from - k0), m, keys, v.codes, count, s.headDim, v.scales, v.offsets, c, ldc,
+                  std::exchange(after, true));
+    });
+  } else {
+    for (size_t i = 0; i < head.values.size(); ++i)
+      sgemm(m, s.headDim, head.values[i].count, scores + (head.values[i].first - k0), keys, 1,
+            head.values[i].rows.data, head.values[i].rows.stride, 1, c, ldc, i > 0);
+  }
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
@@ -94,8 +125,17 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
                  const WidenedHead& ahead, Scratch& w) {
   const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
   const int64_t k0 = firstKeyRead(s, position), keys = position + n - k0;
-  if (ahead.first >= 0) clipSpans(ahead.spans, k0, keys, w.spans);
-  else w.spans = headSpans(run.cache, kvHead, k0, keys, w.keys, w.values);
+  const KvLayer& cache = run.cache;
+  // The sides that are elements as f32 spans: clipped from those widened ahead, or read here.
+  if (!cache.keys.bits) {
+    if (ahead.first >= 0 && isWidened(cache.keys)) clipSpans(ahead.keys, true, k0, keys, w.keySpans);
+    else w.keySpans = f32Spans(cache, true, kvHead, k0, keys, w.keys);
+  }
+  if (!cache.values.bits) {
+    if (ahead.first >= 0 && isWidened(cache.values)) clipSpans(ahead.values, false, k0, keys, w.valueSpans);
+    else w.valueSpans = f32Spans(cache, false, kvHead, k0, keys, w.values);
+  }
+  const HeadRead head{cache, kvHead, w.keySpans, w.valueSpans};
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   int64_t ldq = qWidth;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
@@ -113,10 +153,10 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
   // packing. More: a product per head over the block's rows (the same sums either way).
   if (n == 1) {
-    attendRows(s, q, group, d, position, 0, k0, keys, w.spans, c, d, w.scores);
+    attendRows(s, q, group, d, position, 0, k0, keys, head, c, d, w);
   } else {
     for (int64_t h = 0; h < group; ++h)
-      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, w.spans, c + h * d, qWidth, w.scores);
+      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, head, c + h * d, qWidth, w);
   }
   // Rotated values give the rotated context: turned back.
   if (rotatesHeads(run.cache.values, d))
@@ -133,16 +173,17 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
   std::vector<int64_t> firstTask{0};
   for (const AttentionRun& run : runs)
     firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
-  // Runs of several blocks over keys and values that are not f32 already: each head widened once
-  // ahead (in parallel over heads), within kAheadBytes for the pass.
+  // Runs of several blocks over 16-bit keys or values: each head's widened once ahead (in parallel
+  // over heads), within kAheadBytes for the pass. (F32 is read in place, codes as they are.)
   std::vector<WidenedHead> ahead(runs.size() * static_cast<size_t>(s.kvHeads));
   std::vector<int64_t> widen;
   int64_t bytes = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
     const AttentionRun& run = runs[r];
+    const int64_t sides = isWidened(run.cache.keys) + isWidened(run.cache.values);
+    if (run.rows <= kBlockRows || sides == 0) continue;
     const int64_t span = run.start + run.rows - firstKeyRead(s, run.start);
-    if (run.rows <= kBlockRows || readInPlace(run.cache)) continue;
-    if ((bytes += 2 * span * s.headDim * s.kvHeads * static_cast<int64_t>(sizeof(float))) > kAheadBytes) break;
+    if ((bytes += sides * span * s.headDim * s.kvHeads * static_cast<int64_t>(sizeof(float))) > kAheadBytes) break;
     for (int64_t h = 0; h < s.kvHeads; ++h) widen.push_back(static_cast<int64_t>(r) * s.kvHeads + h);
   }
   core::parallelTasks(static_cast<int64_t>(widen.size()), [&](int64_t i) {
@@ -150,7 +191,8 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
     const AttentionRun& run = runs[static_cast<size_t>(at / s.kvHeads)];
     WidenedHead& head = ahead[static_cast<size_t>(at)];
     const int64_t first = firstKeyRead(s, run.start), keys = run.start + run.rows - first;
-    head.spans = headSpans(run.cache, kvHead, first, keys, head.keyBuffer, head.valueBuffer);
+    if (isWidened(run.cache.keys)) head.keys = f32Spans(run.cache, true, kvHead, first, keys, head.keyBuffer);
+    if (isWidened(run.cache.values)) head.values = f32Spans(run.cache, false, kvHead, first, keys, head.valueBuffer);
     head.first = first;
   });
   core::parallelTasks(firstTask.back(), [&](int64_t task) {

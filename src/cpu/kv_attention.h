@@ -8,23 +8,27 @@
 // context's decode time), page by page. Each in
 // F32, F16 or BF16 elements, or in codes of 8, 4 or 2 bits (cpu/kv_codes.h: a scale and an
 // offset per head and token), packed along the rows (a key column's positions, a value row's
-// dimensions), low bits first. Attention reads them as stored, a block of one head widened to
-// f32 at a time (16-bit exactly, codes as scale q + offset).
+// dimensions), low bits first. Attention reads them as stored: elements as f32 (16-bit widened
+// exactly, a block of one head at a time), codes through the products over codes
+// (cpu/kv_code_products.h: the scale and offset applied to sums over the codes themselves).
 //
 // Attention runs over runs of consecutive query rows (each run one sequence's rows of a pass: a
 // prefill, a decode step, drafts), by blocks of query rows: a block's scores against every key it
-// may see are one sgemm, the softmax runs over each row's own keys (causal, and the sliding
-// window if any), and the context is another sgemm (each a product per page where the cache is
-// read in place, the pages' parts of the context added in order). Every row, alone or in a block of 32, goes
-// through this one path, so its context is the same bits whatever the rows beside it
-// (docs/architecture.md, "Batch invariance"): sgemm's sums per element do not depend on the
-// product's shape (cpu/gemm.h), masked keys add exact zeros, and a block's keys start at a
-// multiple of sgemm's k block (kGemmKc), so that a row's sums over keys break into the same k
-// blocks in any block of rows.
+// may see are one product per page (sgemm, or the product over codes), the softmax runs over each
+// row's own keys (causal, and the sliding window if any), and the context is another product per
+// page, the pages' parts added in order. Every row, alone or in a block of 32, goes through this
+// one path, so its context is the same bits whatever the rows beside it (docs/architecture.md,
+// "Batch invariance"): sgemm's sums per element do not depend on the product's shape
+// (cpu/gemm.h), nor do those over codes, masked keys add exact zeros, and a block's keys start at
+// a page's first position (a multiple of sgemm's k block, kGemmKc), so that a row's sums over
+// keys break into the same k blocks and pages in any block of rows.
 #include <gizml/dtype.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "cpu/kv_code_products.h"
 
 namespace gizml::cpu {
 
@@ -72,28 +76,59 @@ int64_t kvRowBytes(const KvSide& side, int64_t count);
 void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const float* keys, const float* values,
                      int64_t stride);
 
+/// Calls f(first, count) for each page's part of positions k0 .. k0 + count - 1, in order.
+template <class F>
+void forEachPagePart(int64_t k0, int64_t count, F f) {
+  for (int64_t p = k0; p < k0 + count;) {
+    const int64_t n = std::min(kKvPageTokens - p % kKvPageTokens, k0 + count - p);
+    f(p, n);
+    p += n;
+  }
+}
+
 /// A matrix of f32 rows `stride` floats apart.
 struct F32Rows {
   const float* data;
   int64_t stride;
 };
-/// K^T of head kvHead for positions k0 .. k0 + keys - 1, [headDim, keys]: the key columns in
-/// place when they are F32 within one page, else widened (or gathered) into `buffer`.
+/// K^T of head kvHead for positions k0 .. k0 + keys - 1, [headDim, keys], where the keys are
+/// elements: the key columns in place when they are F32 within one page, else widened (or
+/// gathered) into `buffer`.
 F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
-/// V of head kvHead for those positions, [keys, headDim]: the value rows in place when they are
-/// F32 within one page, else widened (or gathered) into `buffer`.
+/// V of head kvHead for those positions, [keys, headDim], where the values are elements: the
+/// value rows in place when they are F32 within one page, else widened (or gathered) into `buffer`.
 F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
 
-/// Positions first .. first + count - 1 of one head as f32 operands: K^T [headDim, count] and
-/// V [count, headDim].
-struct KeySpan {
+/// Positions first .. first + count - 1 of one head's keys (K^T, [headDim, count]) or values
+/// ([count, headDim]) as f32.
+struct F32Span {
   int64_t first, count;
-  F32Rows keys, values;
+  F32Rows rows;
 };
-/// Head kvHead's keys and values for positions k0 .. k0 + count - 1 as spans in order: each
-/// page's own where keys and values are F32, else one span widened into the buffers.
-std::vector<KeySpan> headSpans(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t count,
-                               std::vector<float>& keyBuffer, std::vector<float>& valueBuffer);
+/// Head kvHead's keys (or values) for positions k0 .. k0 + count - 1 where they are elements, as
+/// spans in order: each page's own where they are F32, else one span widened into `buffer`.
+std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count,
+                              std::vector<float>& buffer);
+
+/// One head's coded keys or values within one page, as the products over codes read them
+/// (cpu/kv_code_products.h): a code a byte, and each position's scale and offset as floats (zeros
+/// after the last, to a whole kCodeLanes).
+struct CodedHead {
+  CodeRows codes;
+  const float* scales;
+  const float* offsets;
+};
+/// Where a CodedHead's unpacked codes and widened ranges live (a thread's, reused).
+struct CodeScratch {
+  std::vector<uint8_t> codes;
+  std::vector<float> scales, offsets, halves;
+};
+/// Head kvHead's key codes for positions first .. first + count - 1 of one page, [headDim, count]:
+/// the page's own rows for 8 bits, else unpacked into the scratch.
+CodedHead keyCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch);
+/// Its value codes for those positions, [count, headDim]: the page's own rows for 8 bits, else
+/// unpacked into the scratch.
+CodedHead valueCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch);
 
 struct AttentionShape {
   int64_t heads, kvHeads, headDim;

@@ -1,5 +1,5 @@
 // The KV cache's layout (cpu/kv_attention.h): storing a token's keys and values in its page, and
-// reading a block of one head back as f32.
+// reading a block of one head back: as f32 (elements), or as its codes.
 #include <gizml/dtype.h>
 
 #include <algorithm>
@@ -8,48 +8,16 @@
 
 #include "cpu/convert.h"
 #include "cpu/kv_attention.h"
+#include "cpu/kv_code_products.h"
 #include "cpu/kv_codes.h"
 
 namespace gizml::cpu {
 namespace {
 
-// Code `index` of a packed row of `bits`-bit codes, low bits first.
-uint8_t readCode(const uint8_t* row, int64_t index, int bits) {
-  const int64_t bit = index * bits;
-  return static_cast<uint8_t>((row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1));
-}
-
 void writeCode(uint8_t* row, int64_t index, int bits, uint8_t code) {
   const int64_t bit = index * bits;
   const auto mask = static_cast<uint8_t>(((1 << bits) - 1) << (bit % 8));
   row[bit / 8] = static_cast<uint8_t>((row[bit / 8] & ~mask) | (code << (bit % 8)));
-}
-
-// out[j] = scale(j) codes[first + j] + offset(j) for j < count, codes of Bits bits packed low bits
-// first; whole bytes at a time where the run allows (so that the compiler vectorises the loop).
-template <int Bits, class Scale, class Offset>
-void widenCodes(const uint8_t* codes, int64_t first, int64_t count, Scale scale, Offset offset, float* out) {
-  constexpr int perByte = 8 / Bits;
-  constexpr uint8_t mask = (1 << Bits) - 1;
-  int64_t j = 0;
-  for (; j < count && (first + j) % perByte != 0; ++j)
-    out[j] = scale(j) * static_cast<float>(readCode(codes, first + j, Bits)) + offset(j);
-  const uint8_t* bytes = codes + (first + j) / perByte;
-  const int64_t whole = (count - j) / perByte;
-  for (int64_t b = 0; b < whole; ++b)
-    for (int k = 0; k < perByte; ++k) {
-      const int64_t at = j + b * perByte + k;
-      out[at] = scale(at) * static_cast<float>((bytes[b] >> (k * Bits)) & mask) + offset(at);
-    }
-  for (j += whole * perByte; j < count; ++j)
-    out[j] = scale(j) * static_cast<float>(readCode(codes, first + j, Bits)) + offset(j);
-}
-
-template <class Scale, class Offset>
-void widen(int bits, const uint8_t* codes, int64_t first, int64_t count, Scale scale, Offset offset, float* out) {
-  if (bits == 8) widenCodes<8>(codes, first, count, scale, offset, out);
-  else if (bits == 4) widenCodes<4>(codes, first, count, scale, offset, out);
-  else widenCodes<2>(codes, first, count, scale, offset, out);
 }
 
 // n values of x as `dtype` elements `stride` elements apart from `at`: one loop per dtype.
@@ -84,11 +52,7 @@ Page valuePage(const KvLayer& l, int64_t page) {
 // Calls f(first, count, page, offset) for each page's part of positions k0 .. k0 + count - 1.
 template <class F>
 void forEachPage(const KvLayer& l, int64_t k0, int64_t count, F f) {
-  for (int64_t p = k0; p < k0 + count;) {
-    const int64_t offset = p % P, n = std::min(P - offset, k0 + count - p);
-    f(p, n, l.pages[p / P], offset);
-    p += n;
-  }
+  forEachPagePart(k0, count, [&](int64_t first, int64_t n) { f(first, n, l.pages[first / P], first % P); });
 }
 
 }  // namespace
@@ -161,34 +125,14 @@ F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t key
   const KvSide& side = layer.keys;
   const int64_t dim = layer.headDim, row = kvRowBytes(side, P);
   const auto columnsOf = [&](int64_t page) { return keyPage(layer, page).data + kvHead * dim * row; };
-  if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P)
+  if (side.dtype == DType::F32 && k0 % P + keys <= P)
     return {reinterpret_cast<const float*>(columnsOf(layer.pages[k0 / P])) + k0 % P, P};
-  buffer.resize(static_cast<size_t>(dim * keys));
   // A row of K^T at a time, its pages' parts in order: the buffer is written straight through.
-  if (side.bits == 0) {
-    const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
-    for (int64_t d = 0; d < dim; ++d)
-      forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
-        loadF32(side.dtype, columnsOf(page) + d * row + offset * size, 1, count, buffer.data() + d * keys + (first - k0));
-      });
-    return {buffer.data(), keys};
-  }
-  // Each position's scale and offset, then every dimension's codes through them.
-  thread_local std::vector<float> scale, offsets;
-  scale.resize(static_cast<size_t>(keys)), offsets.resize(static_cast<size_t>(keys));
-  forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
-    const uint16_t* ranges = keyPage(layer, page).ranges + (kvHead * P + offset) * 2;
-    for (int64_t j = 0; j < count; ++j) {
-      scale[static_cast<size_t>(first - k0 + j)] = halfToFloat(ranges[2 * j]);
-      offsets[static_cast<size_t>(first - k0 + j)] = halfToFloat(ranges[2 * j + 1]);
-    }
-  });
+  buffer.resize(static_cast<size_t>(dim * keys));
+  const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
   for (int64_t d = 0; d < dim; ++d)
     forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
-      const float* s = scale.data() + (first - k0);
-      const float* o = offsets.data() + (first - k0);
-      widen(side.bits, columnsOf(page) + d * row, offset, count, [s](int64_t j) { return s[j]; },
-            [o](int64_t j) { return o[j]; }, buffer.data() + d * keys + (first - k0));
+      loadF32(side.dtype, columnsOf(page) + d * row + offset * size, 1, count, buffer.data() + d * keys + (first - k0));
     });
   return {buffer.data(), keys};
 }
@@ -196,44 +140,72 @@ F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t key
 F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer) {
   const KvSide& side = layer.values;
   const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim);
-  if (side.bits == 0 && side.dtype == DType::F32 && k0 % P + keys <= P) {
+  if (side.dtype == DType::F32 && k0 % P + keys <= P) {
     const uint8_t* at = valuePage(layer, layer.pages[k0 / P]).data + ((k0 % P) * heads + kvHead) * row;
     return {reinterpret_cast<const float*>(at), heads * dim};
   }
   buffer.resize(static_cast<size_t>(keys * dim));
-  const int bits = side.bits;
-  const DType dtype = side.dtype;
-  float* const into = buffer.data();
-  forEachPage(layer, k0, keys, [=](int64_t first, int64_t count, int64_t page, int64_t offset) {
-    const Page vp = valuePage(layer, page);
-    float* out = into + (first - k0) * dim;
-    const int64_t at0 = offset * heads + kvHead;
-    if (bits == 0) {
-      for (int64_t j = 0; j < count; ++j) loadF32(dtype, vp.data + (at0 + j * heads) * row, 1, dim, out + j * dim);
-      return;
-    }
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t at = at0 + j * heads;
-      const float s = halfToFloat(vp.ranges[at * 2]), o = halfToFloat(vp.ranges[at * 2 + 1]);
-      widen(bits, vp.data + at * row, 0, dim, [s](int64_t) { return s; }, [o](int64_t) { return o; }, out + j * dim);
-    }
+  forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
+    const uint8_t* at = valuePage(layer, page).data + (offset * heads + kvHead) * row;
+    for (int64_t j = 0; j < count; ++j) loadF32(side.dtype, at + j * heads * row, 1, dim, buffer.data() + (first - k0 + j) * dim);
   });
   return {buffer.data(), dim};
 }
 
-std::vector<KeySpan> headSpans(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t count,
-                               std::vector<float>& keyBuffer, std::vector<float>& valueBuffer) {
-  const bool inPlace = layer.keys.bits == 0 && layer.keys.dtype == DType::F32 && layer.values.bits == 0 &&
-                       layer.values.dtype == DType::F32;
-  if (!inPlace)
-    return {{k0, count, keyColumns(layer, kvHead, k0, count, keyBuffer),
-             valueRows(layer, kvHead, k0, count, valueBuffer)}};
-  std::vector<KeySpan> spans;
-  forEachPage(layer, k0, count, [&](int64_t first, int64_t n, int64_t, int64_t) {
-    spans.push_back({first, n, keyColumns(layer, kvHead, first, n, keyBuffer),
-                     valueRows(layer, kvHead, first, n, valueBuffer)});
-  });
+std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count,
+                              std::vector<float>& buffer) {
+  const auto read = [&](int64_t first, int64_t n) {
+    return keys ? keyColumns(layer, kvHead, first, n, buffer) : valueRows(layer, kvHead, first, n, buffer);
+  };
+  if ((keys ? layer.keys : layer.values).dtype != DType::F32) return {{k0, count, read(k0, count)}};
+  std::vector<F32Span> spans;
+  forEachPage(layer, k0, count, [&](int64_t first, int64_t n, int64_t, int64_t) { spans.push_back({first, n, read(first, n)}); });
   return spans;
+}
+
+namespace {
+
+// The scales and offsets of `count` stored pairs `step` pairs apart, as floats, zeros after them up
+// to kCodeLanes (the score kernel reads whole vectors). The halves widened together (F16C where
+// the CPU has it), then taken apart.
+void widenRanges(const uint16_t* pairs, int64_t step, int64_t count, CodeScratch& scratch) {
+  const auto padded = static_cast<size_t>((count + kCodeLanes - 1) / kCodeLanes * kCodeLanes);
+  scratch.halves.resize(static_cast<size_t>(((count - 1) * step + 1) * 2));
+  loadF32(DType::F16, pairs, 1, static_cast<int64_t>(scratch.halves.size()), scratch.halves.data());
+  scratch.scales.assign(padded, 0.0f);
+  scratch.offsets.assign(padded, 0.0f);
+  for (int64_t j = 0; j < count; ++j) {
+    scratch.scales[static_cast<size_t>(j)] = scratch.halves[static_cast<size_t>(j * step * 2)];
+    scratch.offsets[static_cast<size_t>(j)] = scratch.halves[static_cast<size_t>(j * step * 2 + 1)];
+  }
+}
+
+}  // namespace
+
+CodedHead keyCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch) {
+  const KvSide& side = layer.keys;
+  const int64_t dim = layer.headDim, row = kvRowBytes(side, P), offset = first % P;
+  const Page page = keyPage(layer, layer.pages[first / P]);
+  const uint8_t* columns = page.data + kvHead * dim * row;
+  widenRanges(page.ranges + (kvHead * P + offset) * 2, 1, count, scratch);
+  const int64_t padded = static_cast<int64_t>(scratch.scales.size());
+  if (side.bits == 8 && offset + padded <= P)  // the page's own codes, read to a whole vector within their row
+    return {{columns + offset, row}, scratch.scales.data(), scratch.offsets.data()};
+  scratch.codes.assign(static_cast<size_t>(dim * padded), 0);
+  for (int64_t d = 0; d < dim; ++d) unpackCodes(columns + d * row, side.bits, offset, count, scratch.codes.data() + d * padded);
+  return {{scratch.codes.data(), padded}, scratch.scales.data(), scratch.offsets.data()};
+}
+
+CodedHead valueCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch) {
+  const KvSide& side = layer.values;
+  const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim), at = (first % P) * heads + kvHead;
+  const Page page = valuePage(layer, layer.pages[first / P]);
+  widenRanges(page.ranges + at * 2, heads, count, scratch);
+  if (side.bits == 8) return {{page.data + at * row, heads * row}, scratch.scales.data(), scratch.offsets.data()};
+  scratch.codes.resize(static_cast<size_t>(count * dim));
+  for (int64_t j = 0; j < count; ++j)
+    unpackCodes(page.data + (at + j * heads) * row, side.bits, 0, dim, scratch.codes.data() + j * dim);
+  return {{scratch.codes.data(), dim}, scratch.scales.data(), scratch.offsets.data()};
 }
 
 }  // namespace gizml::cpu

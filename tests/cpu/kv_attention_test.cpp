@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -75,8 +76,32 @@ struct Fixture {
   }
 };
 
-void expectMatchesReference(int64_t window, int64_t start) {
-  const Fixture f(window, start, 45, DType::F32);
+// The keys (or values) as the cache gives them back: 16-bit elements rounded, codes decoded
+// (scale c + offset after the rotation, turned back).
+std::vector<float> storedValues(const Fixture& f, const std::vector<float>& x, DType dtype, int bits) {
+  std::vector<float> out = x;
+  const int64_t dim = f.s.headDim;
+  std::vector<uint8_t> codes(static_cast<size_t>(dim));
+  for (size_t at = 0; at < out.size(); at += static_cast<size_t>(dim)) {
+    float* head = out.data() + at;
+    if (bits == 0) {
+      for (int64_t d = 0; d < dim; ++d)
+        if (dtype != DType::F32) head[d] = dtype == DType::F16 ? halfToFloat(floatToHalf(head[d])) : bf16ToFloat(floatToBf16(head[d]));
+      continue;
+    }
+    rotateHead(head, dim);
+    const CodeRange range = codeValues(head, dim, bits, codes.data());
+    for (int64_t d = 0; d < dim; ++d)
+      head[d] = halfToFloat(range.scale) * static_cast<float>(codes[static_cast<size_t>(d)]) + halfToFloat(range.offset);
+    rotateHead(head, dim);
+  }
+  return out;
+}
+
+void expectMatchesReference(int64_t window, int64_t start, DType dtype = DType::F32, int bits = 0) {
+  SCOPED_TRACE(std::string(dtypeName(dtype)) + ", " + std::to_string(bits) + " bits");
+  const Fixture f(window, start, 45, dtype, bits);
+  const std::vector<float> keys = storedValues(f, f.k, dtype, bits), values = storedValues(f, f.v, dtype, bits);
   const AttentionShape& s = f.s;
   std::vector<float> context(f.q.size(), -9.0f);
   cachedAttention({f.run(0, f.rows, context)}, s);
@@ -90,7 +115,7 @@ void expectMatchesReference(int64_t window, int64_t start) {
         double dot = 0;
         for (int64_t d = 0; d < s.headDim; ++d)
           dot += static_cast<double>(f.q[static_cast<size_t>(r * f.qWidth + h * s.headDim + d)]) *
-                 f.k[static_cast<size_t>(j * f.kvWidth + kv * s.headDim + d)];
+                 keys[static_cast<size_t>(j * f.kvWidth + kv * s.headDim + d)];
         w.push_back(dot * s.scale);
         top = std::max(top, w.back());
       }
@@ -98,7 +123,7 @@ void expectMatchesReference(int64_t window, int64_t start) {
       for (int64_t d = 0; d < s.headDim; ++d) {
         double want = 0;
         for (int64_t j = first; j <= position; ++j)
-          want += w[static_cast<size_t>(j - first)] / sum * f.v[static_cast<size_t>(j * f.kvWidth + kv * s.headDim + d)];
+          want += w[static_cast<size_t>(j - first)] / sum * values[static_cast<size_t>(j * f.kvWidth + kv * s.headDim + d)];
         ASSERT_NEAR(context[static_cast<size_t>(r * f.qWidth + h * s.headDim + d)], want, 1e-5)
             << "row " << r << ", head " << h << ", dim " << d;
       }
@@ -114,6 +139,14 @@ TEST(CachedAttention, CausalMatchesDoubleReference) {
 
 TEST(CachedAttention, SlidingWindowMatchesDoubleReference) {
   for (int64_t start : {5, 240}) expectMatchesReference(7, start);
+}
+
+// Keys and values in 16 bits or in codes: attention over what the cache gives back (the products
+// over codes apply each token's scale and offset to sums over its codes).
+TEST(CachedAttention, StoredKeysAndValuesMatchDoubleReference) {
+  for (auto [dtype, bits] : {std::pair{DType::F16, 0}, {DType::BF16, 0}, {DType::F32, 8}, {DType::F32, 4},
+                             {DType::F32, 2}})
+    for (int64_t window : {0, 7}) expectMatchesReference(window, 240, dtype, bits);
 }
 
 TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
@@ -143,11 +176,11 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
   for (int bits : {8, 4, 2}) {
     const Fixture f(0, 0, 37, DType::F32, bits);
     const int64_t dim = f.s.headDim, k0 = 5, keys = f.total - k0;
-    std::vector<float> keyBuffer, valueBuffer;
+    CodeScratch keyScratch, valueScratch;
     std::vector<uint8_t> q(static_cast<size_t>(dim));
     for (int64_t h = 0; h < f.s.kvHeads; ++h) {
-      const F32Rows keyT = keyColumns(f.cache, h, k0, keys, keyBuffer);
-      const F32Rows value = valueRows(f.cache, h, k0, keys, valueBuffer);
+      const CodedHead keyT = keyCodes(f.cache, h, k0, keys, keyScratch);
+      const CodedHead value = valueCodes(f.cache, h, k0, keys, valueScratch);
       for (int64_t p = k0; p < f.total; ++p)
         for (auto [source, read, isKey] : {std::tuple{&f.k, &keyT, true}, std::tuple{&f.v, &value, false}}) {
           // The codes of the head's vector, rotated (headDim 8 is a power of two).
@@ -155,12 +188,13 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
           ASSERT_TRUE(rotatesHeads(f.cache.keys, dim));
           rotateHead(x.data(), dim);
           const CodeRange range = codeValues(x.data(), dim, bits, q.data());
+          ASSERT_EQ(read->scales[p - k0], halfToFloat(range.scale)) << (isKey ? "key" : "value") << " at " << p;
+          ASSERT_EQ(read->offsets[p - k0], halfToFloat(range.offset)) << (isKey ? "key" : "value") << " at " << p;
           for (int64_t d = 0; d < dim; ++d) {
-            const float want = halfToFloat(range.scale) * static_cast<float>(q[static_cast<size_t>(d)]) +
-                               halfToFloat(range.offset);
-            const float got = isKey ? read->data[d * read->stride + p - k0] : read->data[(p - k0) * read->stride + d];
-            ASSERT_EQ(got, want) << (isKey ? "key" : "value") << " of head " << h << " at " << p << ", dim " << d
-                                 << ", " << bits << " bits";
+            const CodeRows& c = read->codes;
+            const uint8_t got = isKey ? c.data[d * c.stride + p - k0] : c.data[(p - k0) * c.stride + d];
+            ASSERT_EQ(got, q[static_cast<size_t>(d)]) << (isKey ? "key" : "value") << " of head " << h << " at " << p
+                                                      << ", dim " << d << ", " << bits << " bits";
           }
         }
     }
