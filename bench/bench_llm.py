@@ -18,7 +18,8 @@ other processes hits both alike and unsteady figures show (the load average is p
       our KV formats against our 16-bit cache and llama.cpp's KV cache types against its F16 cache
       (flash attention on: llama.cpp quantizes V only with it), same text and positions: mean KL,
       top-1 agreement, bytes a token takes in every layer (the context each holds in one GiB), and
-      with --speed the decode tok/s of each after a prefill of --tokens (needs --kl's setup)
+      with --speed the decode tok/s of each after a prefill of --tokens (needs --kl's setup;
+      with --llama-types and nothing after it, ours alone: the text tokenized by `giz tokenize`)
   bench_llm.py quantize F16.gguf OUT.gguf {q4_0,q4_k_m,q8_0,f16}   llama.cpp's quantizer
   bench_llm.py quantize Q.gguf OUT.gguf f16   a quantized GGUF's values as F16 (kl's reference for it)
 
@@ -310,9 +311,17 @@ def llama_kv_bytes_per_token(config, kind) -> float:
     return layers * 2 * config["num_kv_heads"] * config["head_dim"] * per_value
 
 
+def giz_tokenize(gguf, text) -> list:
+    """The ids of `text` by our tokenizer of the GGUF, with the special tokens it puts around a sequence."""
+    out = subprocess.run([GIZ, "tokenize", "--tokenizer", gguf, "--special", text], check=True, capture_output=True,
+                         text=True).stdout
+    return [int(t) for t in out.split()]
+
+
 def kv(args) -> None:
     """Each engine's KV cache settings against its own 16-bit cache on one model and text."""
-    ids = tokenize(args.llama, pathlib.Path(args.text).read_text())[: args.tokens]
+    text = pathlib.Path(args.text).read_text()
+    ids = (tokenize(args.llama, text) if args.llama_types else giz_tokenize(args.llama, text))[: args.tokens]
     config = json.loads((pathlib.Path(args.ours) / "manifest.json").read_text())["config"]
     runs = [("ours", f) for f in args.formats] + [("llama.cpp", t) for t in args.llama_types]
     with tempfile.TemporaryDirectory() as tmp:
@@ -333,7 +342,8 @@ def kv(args) -> None:
                                  args.threads, kv=setting)["decode_tok_s"])
     top1 = lambda a, b: float((logits[a].argmax(-1) == logits[b].argmax(-1)).mean())
     print(f"# {len(ids)} positions of {args.text}, threads {args.threads}; each setting against its engine's "
-          f"first ({runs[0][1]}, {runs[len(args.formats)][1]}): mean KL(reference || setting) in nats, top-1 "
+          f"first ({', '.join(runs[i][1] for i in sorted({0, len(args.formats)}) if i < len(runs))}): mean KL(reference || "
+          f"setting) in nats, top-1 "
           f"agreement; bytes a token takes in all layers' caches and the tokens one GiB holds"
           + (f"; decode tok/s after {len(ids)} tokens ({args.decode} steps)" if args.speed else ""))
     for i, (engine, setting) in enumerate(runs):
@@ -372,7 +382,8 @@ def main() -> None:
     v.add_argument("--ours", required=True, metavar="FOLDER")
     v.add_argument("--llama", required=True, metavar="GGUF", help="the same model for llama.cpp (its tokenizer reads the text)")
     v.add_argument("--formats", nargs="+", default=["16", "8", "4", "4/2", "2"], help="ours; the first is the reference")
-    v.add_argument("--llama-types", nargs="+", default=["f16", "q8_0", "q4_0"], help="llama.cpp's; the first is its reference")
+    v.add_argument("--llama-types", nargs="*", default=["f16", "q8_0", "q4_0"],
+                   help="llama.cpp's; the first is its reference; none: ours alone")
     v.add_argument("--text", default=str(ROOT / "bench/kl_text.txt"))
     v.add_argument("--tokens", type=int, default=512)
     v.add_argument("--decode", type=int, default=128)
