@@ -7,11 +7,10 @@
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "llm/language_model.h"
 #include "llm/llm_test_util.h"
 #include "llm/model_reference.h"
+#include "llm/pool_fixture.h"
 
 using namespace gizml;
 using namespace gizml::llm;
@@ -19,25 +18,6 @@ using namespace gizml::llm;
 namespace {
 
 constexpr int64_t kPage = 256;
-
-const std::shared_ptr<LanguageModel>& llama() {
-  static const std::shared_ptr<LanguageModel> model = buildLanguageModel(converted("llama", 8));
-  return model;
-}
-
-// n tokens of the model's vocabulary, drawn with `seed`.
-std::vector<TokenId> tokens(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<TokenId> pick(0, static_cast<TokenId>(llama()->config().vocabSize - 1));
-  std::vector<TokenId> out(n);
-  for (TokenId& t : out) t = pick(rng);
-  return out;
-}
-
-std::vector<TokenId> operator+(std::vector<TokenId> a, const std::vector<TokenId>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // The logits of the last of `prompt`, read alone in a state of its own.
 std::vector<float> aloneLogits(const std::vector<TokenId>& prompt) {
