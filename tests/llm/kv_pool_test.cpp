@@ -37,9 +37,13 @@ TEST(KvPool, CopiesSharePagesUntilTheyWrite) {
   EXPECT_EQ(used(*pool), 2);  // positions 0..255 and 256..299
   ASSERT_TRUE(b->copyFrom(*a));
   EXPECT_EQ(used(*pool), 2);  // shared, not copied
+  // What a write takes: a copy of the shared page written into, and the pages past the table.
+  EXPECT_EQ(b->pagesToAppend(1), 1);
+  EXPECT_EQ(b->pagesToAppend(300), 2);
   // b writes into the page it shares: its own copy of it; a then writes alone into the original.
   const std::vector<float> bNext = model.forward({{b.get(), {7}}})[0].toFloats();
   EXPECT_EQ(used(*pool), 3);
+  EXPECT_EQ(a->pagesToAppend(1), 0);  // b has its own copy now: a writes alone into the original
   const std::vector<float> aNext = model.forward({{a.get(), {9}}})[0].toFloats();
   EXPECT_EQ(used(*pool), 3);
   EXPECT_EQ(bNext, aloneLogits(prompt + std::vector<TokenId>{7}));
