@@ -190,8 +190,9 @@ class Engine {
   /// once idle slots and kept heads gave theirs (vLLM's preemption by recompute), the request
   /// admitted last first. A preempted request keeps its slot and waits, giving no tokens, with
   /// its state moved to host memory (setHostCache); the oldest waiting starts again once the
-  /// pool has room for what it read, taking that state back or reading its prompt and tokens
-  /// again, and goes on with the tokens (and random draws) it gives without the wait.
+  /// pool has room for what it read (requests admitted after it wait too, not to start before
+  /// it), taking that state back or reading its prompt and tokens again, and goes on with the
+  /// tokens (and random draws) it gives without the wait.
   int64_t preemptions() const;
   /// How its pool keeps keys and values: the model's setting, or the engine's choice.
   KvFormat kvFormat() const;

@@ -71,6 +71,34 @@ TEST(EnginePreempt, APromptThatDoesNotFitWaitsForTheOthers) {
   for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(got[i], alone(requests[i])) << "request " << i;
 }
 
+// A request added while an older one waits for pages does not start before it: in a pool of 3
+// pages, B gives its page to A at position 256; C, added then, waits too (it would not have
+// started before B), and B draws its next token no later than C its first.
+TEST(EnginePreempt, ARequestAddedLaterWaitsBehindAPreemptedOne) {
+  const Request a = request(tokens(250, 10), 30), b = request(tokens(250, 11), 30), c = request(tokens(100, 12), 5);
+  Engine engine(llama(), nullptr, {}, 3, 768, 3 * kPage);
+  std::map<int, std::vector<TokenId>> out;
+  std::map<int, std::vector<int>> stepsOf;  // per request, the step of each of its tokens
+  int step = 0;
+  const auto advance = [&] {
+    for (const Progress& p : engine.advance()) {
+      out[p.request].insert(out[p.request].end(), p.tokens.begin(), p.tokens.end());
+      stepsOf[p.request].insert(stepsOf[p.request].end(), p.tokens.size(), step);
+    }
+    ++step;
+  };
+  const int aId = engine.add(a), bId = engine.add(b);
+  while (engine.preemptions() == 0) advance();
+  const size_t bDrawn = stepsOf[bId].size();
+  const int cId = engine.add(c);
+  while (engine.running() > 0) advance();
+  ASSERT_LT(bDrawn, stepsOf[bId].size());
+  EXPECT_LE(stepsOf[bId][bDrawn], stepsOf[cId].at(0));
+  EXPECT_EQ(out[aId], alone(a));
+  EXPECT_EQ(out[bId], alone(b));
+  EXPECT_EQ(out[cId], alone(c));
+}
+
 // A request longer than a slot's context (which the pool holds at least) is an Error naming both
 // sizes; the engine goes on with the others.
 TEST(EnginePreempt, ARequestLargerThanThePoolIsAnErrorAndTheOthersGoOn) {

@@ -199,8 +199,16 @@ struct Engine::Impl {
 
   // At the start of a step: the preempted requests, oldest first, start again (through seat, so
   // from a parked copy or another slot holding their tokens, reading only the rest) while the pool
-  // has room for their tokens and a page for each request stepping.
+  // has room for them (roomToResume).
   void resumeWaiting();
+
+  // Whether the pool has room for the tokens of r (request `id`, preempted) and a page for each
+  // request stepping, once idle slots, kept heads and the requests admitted after r (which would
+  // not have started before it) gave theirs back.
+  bool roomToResume(int id, const Running& r);
+
+  // The request admitted last of those that steps feed (running.rend() where none is).
+  std::map<int, Running>::reverse_iterator newestStepping();
 
   /// A part of r's prompt was read: its slot holds it, so the request goes on after it (and a
   /// request that starts the same way after a cancel reuses it).

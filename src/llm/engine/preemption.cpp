@@ -5,10 +5,13 @@
 
 namespace gizml::llm {
 
+std::map<int, Engine::Impl::Running>::reverse_iterator Engine::Impl::newestStepping() {
+  return std::find_if(running.rbegin(), running.rend(), [](const auto& entry) { return entry.second.steps(); });
+}
+
 void Engine::Impl::roomFor(Plan& plan) {
   while (!makeRoom(pagesFor(plan.feeds))) {
-    const auto newest =
-        std::find_if(running.rbegin(), running.rend(), [](const auto& entry) { return entry.second.steps(); });
+    const auto newest = newestStepping();
     if (newest == running.rend() || (plan.ids.size() == 1 && plan.ids[0] == newest->first)) return;
     const int id = newest->first;
     Running& r = newest->second;
@@ -37,18 +40,24 @@ void Engine::Impl::preempt(int id, Running& r) {
   ++preemptions;
 }
 
+bool Engine::Impl::roomToResume(int id, const Running& r) {
+  const int64_t page = pool->pageTokens();
+  const int64_t pages = (static_cast<int64_t>(r.sequence().size()) + page - 1) / page;
+  for (;;) {
+    const auto stepping = std::count_if(running.begin(), running.end(), [](const auto& e) { return e.second.steps(); });
+    if (makeRoom(pages + stepping) || stepping == 0) return true;  // with none stepping: alone it fits
+    const auto newest = newestStepping();
+    if (newest->first < id) return false;
+    preempt(newest->first, newest->second);
+  }
+}
+
 void Engine::Impl::resumeWaiting() {
   for (auto& [id, r] : running) {
     if (!r.preempted) continue;
-    const auto stepping =
-        std::count_if(running.begin(), running.end(), [](const auto& entry) { return entry.second.steps(); });
-    const std::vector<TokenId> tokens = r.sequence();
-    const int64_t page = pool->pageTokens();
-    const int64_t pages = (static_cast<int64_t>(tokens.size()) + page - 1) / page;
-    // With none stepping it starts regardless: alone it fits. A later one never starts before it.
-    if (!makeRoom(pages + stepping) && stepping > 0) return;
+    if (!roomToResume(id, r)) return;  // a later one never starts before it
     slots[r.slot].busy = false;  // its own slot is one that seat may take again
-    r.slot = seat(tokens);
+    r.slot = seat(r.sequence());
     r.preempted = false;
     r.resumed = true;
     takeHead(r, id);
