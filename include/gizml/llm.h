@@ -134,8 +134,8 @@ class ChatTemplate;
 /// (the earlier turns of its chat, a shared system prompt), sharing that slot's pages rather
 /// than reading them again or cutting the slot's own tail away; a page is copied only when a
 /// sequence writes into one it shares. When the pool runs short, idle slots give their pages
-/// back, least recently used first. Bad requests throw gizml::Error and
-/// leave the engine as it was.
+/// back, least recently used first, then running requests, the last admitted first (preempted:
+/// see preemptions()). Bad requests throw gizml::Error and leave the engine as it was.
 class Engine {
  public:
   /// endOfTurn: the tokens that end a request (the tokenizer's eos, the template's turn end).
@@ -177,7 +177,7 @@ class Engine {
   /// gives the logits of a whole read, so the same tokens; Qwen 3.5's recurrent layers round
   /// other splits otherwise, so there they agree to rounding (a near tie may go either way).
   void setPrefillBudget(bool on);
-  /// Requests still running.
+  /// Requests still running (those preempted, waiting for pages, included).
   int running() const;
   int slots() const;
   int64_t maxTokens() const;
@@ -186,6 +186,14 @@ class Engine {
   int64_t poolTokens() const;
   int64_t poolBytes() const;
   int64_t poolPagesUsed() const;
+  /// Times a running request gave its pages back because a step needed more than the pool had
+  /// once idle slots and kept heads gave theirs (vLLM's preemption by recompute), the request
+  /// admitted last first. A preempted request keeps its slot and waits, giving no tokens, with
+  /// its state moved to host memory (setHostCache); the oldest waiting starts again once the
+  /// pool has room for what it read (requests admitted after it wait too, not to start before
+  /// it), taking that state back or reading its prompt and tokens again, and goes on with the
+  /// tokens (and random draws) it gives without the wait.
+  int64_t preemptions() const;
   /// How its pool keeps keys and values: the model's setting, or the engine's choice.
   KvFormat kvFormat() const;
   /// When a request takes a slot from another chat (or the pool runs short), that chat's state

@@ -37,6 +37,9 @@ class SequenceState {
   virtual bool copyFrom(const SequenceState& other) { (void)other; return false; }
   /// Bytes of memory it holds (its pages, its recurrent states).
   virtual int64_t memoryBytes() const { return 0; }
+  /// Pool pages that appending `tokens` positions takes: pages past its table, and a copy of each
+  /// page there that it shares with another state (0 where it keeps memory of its own).
+  virtual int64_t pagesToAppend(int64_t tokens) const { (void)tokens; return 0; }
 };
 
 /// Memory that the states of an engine's sequences share (LanguageModel::newPool): pages of

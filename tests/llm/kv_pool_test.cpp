@@ -7,11 +7,10 @@
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "llm/language_model.h"
 #include "llm/llm_test_util.h"
 #include "llm/model_reference.h"
+#include "llm/pool_fixture.h"
 
 using namespace gizml;
 using namespace gizml::llm;
@@ -19,25 +18,6 @@ using namespace gizml::llm;
 namespace {
 
 constexpr int64_t kPage = 256;
-
-const std::shared_ptr<LanguageModel>& llama() {
-  static const std::shared_ptr<LanguageModel> model = buildLanguageModel(converted("llama", 8));
-  return model;
-}
-
-// n tokens of the model's vocabulary, drawn with `seed`.
-std::vector<TokenId> tokens(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<TokenId> pick(0, static_cast<TokenId>(llama()->config().vocabSize - 1));
-  std::vector<TokenId> out(n);
-  for (TokenId& t : out) t = pick(rng);
-  return out;
-}
-
-std::vector<TokenId> operator+(std::vector<TokenId> a, const std::vector<TokenId>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // The logits of the last of `prompt`, read alone in a state of its own.
 std::vector<float> aloneLogits(const std::vector<TokenId>& prompt) {
@@ -57,9 +37,13 @@ TEST(KvPool, CopiesSharePagesUntilTheyWrite) {
   EXPECT_EQ(used(*pool), 2);  // positions 0..255 and 256..299
   ASSERT_TRUE(b->copyFrom(*a));
   EXPECT_EQ(used(*pool), 2);  // shared, not copied
+  // What a write takes: a copy of the shared page written into, and the pages past the table.
+  EXPECT_EQ(b->pagesToAppend(1), 1);
+  EXPECT_EQ(b->pagesToAppend(300), 2);
   // b writes into the page it shares: its own copy of it; a then writes alone into the original.
   const std::vector<float> bNext = model.forward({{b.get(), {7}}})[0].toFloats();
   EXPECT_EQ(used(*pool), 3);
+  EXPECT_EQ(a->pagesToAppend(1), 0);  // b has its own copy now: a writes alone into the original
   const std::vector<float> aNext = model.forward({{a.get(), {9}}})[0].toFloats();
   EXPECT_EQ(used(*pool), 3);
   EXPECT_EQ(bNext, aloneLogits(prompt + std::vector<TokenId>{7}));

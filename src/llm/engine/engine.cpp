@@ -92,7 +92,7 @@ Engine::Impl::Plan Engine::Impl::plan() {
   std::map<int, Feed> decoding;  // first: their rows set the prompts' budget
   int64_t decodeRows = 0;
   for (auto& [id, r] : running)
-    if (r.leader < 0 && !r.generated.empty()) {
+    if (r.decodes()) {
       Feed feed = feedOf(r, r.toFeed.size());
       decodeRows += static_cast<int64_t>(feed.tokens.size());
       decoding.emplace(id, std::move(feed));
@@ -102,7 +102,7 @@ Engine::Impl::Plan Engine::Impl::plan() {
   Plan plan;
   plan.decodeRows = decodeRows;
   for (auto& [id, r] : running) {
-    if (r.leader >= 0 || r.headLeader >= 0) continue;  // waiting for another's prompt or head
+    if (!r.steps()) continue;
     if (const auto d = decoding.find(id); d != decoding.end()) {
       plan.ids.push_back(id);
       plan.feeds.push_back(std::move(d->second));
@@ -249,6 +249,8 @@ KvFormat Engine::kvFormat() const {
   return impl_->pool ? impl_->pool->format() : impl_->model->kvFormat().value_or(KvFormat(DType::F32));
 }
 
+int64_t Engine::preemptions() const { return impl_->preemptions; }
+
 int64_t Engine::poolPagesUsed() const { return impl_->pool ? impl_->pool->pages() - impl_->pool->freePages() : 0; }
 
 void Engine::setHostCache(int64_t bytes) {
@@ -293,26 +295,10 @@ std::vector<int> Engine::add(const Request& request, int choices) {
 
 int Engine::Impl::addOne(const Request& request) {
   Impl& m = *this;
-  const std::optional<Place> place = m.place(request.prompt);
-  check(place.has_value(), "engine: all " + std::to_string(m.slots.size()) + " slots are busy");
-  size_t index = place->slot;
-  const std::vector<TokenId>& prompt = request.prompt;
-  if (commonPrefix(m.slots[index].held, prompt) < m.slots[index].held.size()) m.park(m.slots[index]);
-  if (place->source && *place->source != index &&
-      commonPrefix(m.slots[*place->source].held, request.prompt) > commonPrefix(m.slots[index].held, request.prompt)) {
-    Slot& from = m.slots[*place->source];
-    if (m.withState(m.slots[index]).state->copyFrom(*from.state)) m.slots[index].held = from.held;
-    else if (!from.busy) index = *place->source;  // states that do not copy: read on in the source itself
-  }
-  Slot& slot = m.withState(m.slots[index]);
-  m.unpark(slot, prompt);
-  slot.busy = true;
-  slot.used = ++m.clock;
-
-  const int id = m.nextId++;
   Running r;
-  r.slot = index;
+  r.slot = m.seat(request.prompt);
   r.request = request;
+  const int id = m.nextId++;
   m.takeHead(r, id);
   m.readRest(r);
   if (m.tokenizer) r.text.emplace(*m.tokenizer, request.stop);
@@ -327,10 +313,11 @@ int Engine::Impl::addOne(const Request& request) {
 std::vector<Progress> Engine::advance() {
   Impl& m = *impl_;
   if (m.running.empty()) return {};
+  if (m.pool) m.resumeWaiting();
   Impl::Plan plan = m.plan();
   std::vector<tensor::Tensor> logits;
   try {
-    if (m.pool) m.makeRoom(m.pagesFor(plan.feeds));
+    if (m.pool) m.roomFor(plan);
     const auto start = std::chrono::steady_clock::now();
     logits = m.model->forward(plan.feeds);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

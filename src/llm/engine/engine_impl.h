@@ -42,6 +42,19 @@ struct Engine::Impl {
     int leader = -1;              // a later choice of n: waits for this request's prompt, then copies it
     std::vector<int> followers;   // the choices waiting for this one's prompt
     int headLeader = -1;          // waits for this request to read the head of its prompt (Request::head)
+    bool preempted = false;       // gave its slot's pages back when the pool ran short: waits, out of the steps
+    bool resumed = false;         // started again after a preemption (cached stays its first start's)
+
+    // What its slot must hold before it draws its next token: the prompt and the tokens drawn.
+    std::vector<TokenId> sequence() const {
+      std::vector<TokenId> tokens = request.prompt;
+      tokens.insert(tokens.end(), generated.begin(), generated.end());
+      return tokens;
+    }
+    // Whether steps feed it: it waits neither for another's prompt or head nor for pages.
+    bool steps() const { return leader < 0 && headLeader < 0 && !preempted; }
+    // Whether it feeds only the token it drew last (and drafts): its rows are not a prompt's.
+    bool decodes() const { return steps() && !generated.empty() && toFeed.size() == 1; }
   };
 
   // A shared start of prompts (Request::head): read once, by its leader's request, then kept in a
@@ -88,6 +101,7 @@ struct Engine::Impl {
   int64_t parkLimit = -1;           // Engine::setHostCache
   std::map<int, Running> running;  // by id, so steps feed in a fixed order
   int nextId = 0;
+  int64_t preemptions = 0;  // Engine::preemptions
   std::unique_ptr<GrammarTokens> grammarTokens;  // made for the first request with a grammar
   bool budgeted = true;  // prompts beside decoding requests are read in parts (setPrefillBudget)
   PrefillBudget budget;
@@ -104,12 +118,16 @@ struct Engine::Impl {
   };
   std::optional<Place> place(const std::vector<TokenId>& prompt) const;
 
+  // Takes a free slot for a request whose slot must hold `tokens` (its prompt; a resumed one's
+  // tokens so far): the place's, holding its longest start found in a slot or in host memory.
+  size_t seat(const std::vector<TokenId>& tokens);
+
   std::unique_ptr<SequenceState> newState() const;
 
   Slot& withState(Slot& slot);
 
-  // The most pages a pass over `feeds` takes: those past the pages that hold each state's
-  // positions now, and a copy of its last one (which it may share).
+  // The pages a pass over `feeds` takes: those past each state's table, and copies of the pages
+  // it shares where it writes (two states sharing one page count its copy twice).
   int64_t pagesFor(const std::vector<Feed>& feeds) const;
 
   // Frees pool pages until `need` are free: idle slots (but `keep`) move out to host memory and
@@ -127,7 +145,8 @@ struct Engine::Impl {
   // more than the slot holds.
   void unpark(Slot& slot, const std::vector<TokenId>& prompt);
 
-  // r reads what its slot does not hold of its prompt, and at least the last token (its logits).
+  // r reads what its slot does not hold of its sequence (the prompt, after a preemption the tokens
+  // drawn too), and at least the last token (its logits).
   void readRest(Running& r);
 
   bool startsWith(const std::vector<TokenId>& prompt, const std::vector<TokenId>& head) const;
@@ -168,6 +187,28 @@ struct Engine::Impl {
   /// Every decoding request's feed and the prompts': whole, or beside decoding requests with the
   /// budget on, the parts its rows allow, first come first (vLLM's chunked prefill).
   Plan plan();
+
+  // Makes room in the pool for a step's feeds: makeRoom, then the requests admitted last give
+  // their pages back and leave the step (preempt) until the rest fit, as vLLM preempts by
+  // recompute. A step keeps at least one request: alone it fits in the pool.
+  void roomFor(Plan& plan);
+
+  // Request `id` (r) moves what its slot holds to host memory (where park keeps it), gives the
+  // slot's pages back and waits, keeping its slot, tokens, sampling and stop-text state.
+  void preempt(int id, Running& r);
+
+  // At the start of a step: the preempted requests, oldest first, start again (through seat, so
+  // from a parked copy or another slot holding their tokens, reading only the rest) while the pool
+  // has room for them (roomToResume).
+  void resumeWaiting();
+
+  // Whether the pool has room for the tokens of r (request `id`, preempted) and a page for each
+  // request stepping, once idle slots, kept heads and the requests admitted after r (which would
+  // not have started before it) gave theirs back.
+  bool roomToResume(int id, const Running& r);
+
+  // The request admitted last of those that steps feed (running.rend() where none is).
+  std::map<int, Running>::reverse_iterator newestStepping();
 
   /// A part of r's prompt was read: its slot holds it, so the request goes on after it (and a
   /// request that starts the same way after a cancel reuses it).

@@ -21,6 +21,24 @@ std::optional<Engine::Impl::Place> Engine::Impl::place(const std::vector<TokenId
   return Place{whole ? *whole : *leastUsed, source};
 }
 
+size_t Engine::Impl::seat(const std::vector<TokenId>& tokens) {
+  const std::optional<Place> place = this->place(tokens);
+  check(place.has_value(), "engine: all " + std::to_string(slots.size()) + " slots are busy");
+  size_t index = place->slot;
+  if (commonPrefix(slots[index].held, tokens) < slots[index].held.size()) park(slots[index]);
+  if (place->source && *place->source != index &&
+      commonPrefix(slots[*place->source].held, tokens) > commonPrefix(slots[index].held, tokens)) {
+    Slot& from = slots[*place->source];
+    if (withState(slots[index]).state->copyFrom(*from.state)) slots[index].held = from.held;
+    else if (!from.busy) index = *place->source;  // states that do not copy: read on in the source itself
+  }
+  Slot& slot = withState(slots[index]);
+  unpark(slot, tokens);
+  slot.busy = true;
+  slot.used = ++clock;
+  return index;
+}
+
 std::unique_ptr<SequenceState> Engine::Impl::newState() const {
   return pool ? model->newStateIn(pool, maxTokens) : model->newState(maxTokens);
 }
@@ -31,12 +49,8 @@ Engine::Impl::Slot& Engine::Impl::withState(Slot& slot) {
 }
 
 int64_t Engine::Impl::pagesFor(const std::vector<Feed>& feeds) const {
-  const int64_t page = pool->pageTokens();
   int64_t need = 0;
-  for (const Feed& f : feeds) {
-    const int64_t length = f.state->length(), end = length + static_cast<int64_t>(f.tokens.size());
-    need += (end + page - 1) / page - (length + page - 1) / page + (length % page != 0 ? 1 : 0);
-  }
+  for (const Feed& f : feeds) need += f.state->pagesToAppend(static_cast<int64_t>(f.tokens.size()));
   return need;
 }
 
@@ -100,13 +114,13 @@ void Engine::Impl::unpark(Slot& slot, const std::vector<TokenId>& prompt) {
 
 void Engine::Impl::readRest(Running& r) {
   Slot& slot = slots[r.slot];
-  const std::vector<TokenId>& prompt = r.request.prompt;
-  const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, prompt), prompt.size() - 1));
+  const std::vector<TokenId> tokens = r.sequence();
+  const auto shared = static_cast<int64_t>(std::min(commonPrefix(slot.held, tokens), tokens.size() - 1));
   const auto keep = static_cast<size_t>(slot.state->reusable(shared));
   slot.state->truncate(static_cast<int64_t>(keep));
   slot.held.resize(keep);
-  r.cached = static_cast<int64_t>(keep);
-  r.toFeed.assign(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+  if (!r.resumed) r.cached = static_cast<int64_t>(keep);
+  r.toFeed.assign(tokens.begin() + static_cast<std::ptrdiff_t>(keep), tokens.end());
   r.marks.clear();
   for (size_t mark : r.request.marks)
     if (mark > keep) r.marks.push_back(static_cast<int64_t>(mark));

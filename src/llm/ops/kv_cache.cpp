@@ -49,6 +49,13 @@ void KvCache::makeWritable(int64_t start, int64_t rows) {
   while (pages_.size() < end) pages_.push_back(pool_->take());
 }
 
+int64_t KvCache::pagesToAppend(int64_t tokens) const {
+  const auto first = static_cast<size_t>(length_ / P), end = static_cast<size_t>((length_ + tokens + P - 1) / P);
+  int64_t copies = 0;
+  for (size_t i = first; i < end && i < pages_.size(); ++i) copies += pool_->users(pages_[i]) > 1 ? 1 : 0;
+  return copies + static_cast<int64_t>(std::max(end, pages_.size()) - pages_.size());
+}
+
 cpu::KvLayer kvLayer(const char* op, const KvCache& cache, int64_t layer) {
   const KvPool::Layer& l = cache.pool().layer(layer);
   require(!l.keys.data.onGpu() && !l.values.data.onGpu(), [&] {

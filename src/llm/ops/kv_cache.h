@@ -36,6 +36,8 @@ class KvCache : public SequenceState {
     return static_cast<int64_t>(pages_.size()) * (pool_->bytes() / pool_->pages());
   }
 
+  int64_t pagesToAppend(int64_t tokens) const override;
+
   /// The model that made it (a state only fits its own model).
   const void* owner() const { return pool_->owner(); }
   /// Set once a forward pass has stored its rows.
