@@ -52,6 +52,7 @@ if [ "${1:-}" = --kl ] && { ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/nu
   CMAKE_ARGS="${isa[*]}" CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-$(nproc)}" \
     "$venv/bin/pip" install -q --force-reinstall --no-deps --no-cache-dir --no-binary llama-cpp-python \
     "llama-cpp-python==$version"
+  "$venv/bin/pip" install -q typing_extensions diskcache jinja2  # its imports (--no-deps left them out)
   echo "${isa[*]}" > "$venv/llama-cpp-isa"
 fi
 echo "bench-setup: $("$cache/build/bin/llama-bench" --version 2>&1 | head -1) in $cache/build/bin"
