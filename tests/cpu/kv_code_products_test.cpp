@@ -57,7 +57,7 @@ TEST_F(EveryTarget, ScoresAreTheSumsOverCodesScaledAndShifted) {
     SCOPED_TRACE(hwy::TargetName(target));
     for (const int64_t depth : {8, 64, 72})
       for (const int64_t count : {1, 5, 16, 17, 40, 256}) {
-        const int64_t m = 7;  // a block of four rows and one of three
+        const int64_t m = 11;  // two blocks of four rows and one of three
         const Inputs in = inputs(m, depth, depth, 8, static_cast<unsigned>(depth * 1000 + count));
         std::vector<float> out(static_cast<size_t>(m * count + 1), -1.0f);
         codeScores(in.q.data(), m, depth, {in.codes.data(), kRowCodes}, depth, count, in.scales.data(),
@@ -96,7 +96,7 @@ TEST_F(EveryTarget, ContextIsTheWeightedSumOfDecodedRows) {
     SCOPED_TRACE(hwy::TargetName(target));
     for (const int64_t width : {8, 64, 72, 80})
       for (const int64_t count : {1, 3, 37, 256}) {
-        const int64_t m = 6;
+        const int64_t m = 10;
         const Inputs in = inputs(m, count, count, 4, static_cast<unsigned>(width * 1000 + count));
         // Probabilities with zeros (masked keys) and one row masked but for its first key.
         std::vector<float> p(in.q.size());
