@@ -54,6 +54,21 @@ TEST(Qwen35Mtp, GreedyTokensAreTheSameWithAndWithoutDrafts) {
   }
 }
 
+// Two requests drafting in a pool of one page (one slot's context): the second waits for pages
+// (preempted), no draft takes a page the pool does not have, and the tokens stay those without
+// drafts or a pool limit.
+TEST(Qwen35Mtp, DraftsInAFullPoolLeaveTheTokensAsTheyAre) {
+  const Reference ref = readReference("qwen3_5");
+  const std::shared_ptr<LanguageModel> model = modelWithMtp(true);
+  const std::vector<Request> requests = {request(ref.prompts[1], 60), request(ref.prompts[2], 50)};
+  const std::vector<Result> plain = run(model, 0, requests);
+  Engine engine(model, nullptr, {}, 2, 128, 256);
+  engine.setDrafts(3);
+  const std::vector<Result> drafted = engine.generate(requests);
+  EXPECT_GE(engine.preemptions(), 1);
+  for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(drafted[i].tokens, plain[i].tokens) << "request " << i;
+}
+
 // The agreeing layer guesses what the model will say, where the token is among the output rows
 // a draft reads (the lowest ids and the tokens read last): here the model cycles through tokens
 // the prompt holds, so every draft should be kept.

@@ -76,9 +76,14 @@ Feed Engine::Impl::feedOf(Running& r, size_t rows) {
   // Drafts the model keeps too rarely only cost time: after 16, a request drafts on while at
   // least a quarter are kept.
   const bool worthIt = r.drafted < 16 || r.accepted * 4 >= r.drafted;
-  if (drafts > 0 && worthIt && whole && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && model->drafts()) {
+  // A draft writes its guesses' keys into the pool: none where the pool lacks their pages (the
+  // step then makes room for its feeds alone, preempting if it must).
+  const int64_t guesses = std::min<int64_t>(drafts, room);
+  const bool pagesFree = !pool || pool->freePages() >= slot.state->pagesToAppend(1 + guesses);
+  if (drafts > 0 && worthIt && whole && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && pagesFree &&
+      model->drafts()) {
     const size_t recent = std::min<size_t>(slot.held.size(), 256);
-    r.drafts = model->draft(*slot.state, r.toFeed[0], std::min<int64_t>(drafts, room),
+    r.drafts = model->draft(*slot.state, r.toFeed[0], guesses,
                             std::span<const TokenId>(slot.held).last(recent));
     feed.tokens.insert(feed.tokens.end(), r.drafts.begin(), r.drafts.end());
     feed.allLogits = !r.drafts.empty();
@@ -314,9 +319,10 @@ std::vector<Progress> Engine::advance() {
   Impl& m = *impl_;
   if (m.running.empty()) return {};
   if (m.pool) m.resumeWaiting();
-  Impl::Plan plan = m.plan();
+  Impl::Plan plan;
   std::vector<tensor::Tensor> logits;
   try {
+    plan = m.plan();  // drafts write into the states: a failure there resets like the forward's
     if (m.pool) m.roomFor(plan);
     const auto start = std::chrono::steady_clock::now();
     logits = m.model->forward(plan.feeds);
