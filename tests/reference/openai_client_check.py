@@ -66,6 +66,23 @@ def cached_turns(client):
           turn.usage.prompt_tokens - turn.usage.prompt_tokens_details.cached_tokens, "new tokens")
 
 
+def preempted_chats(client):
+    """Two chats at once whose answers outgrow the pool (2 pages each, 3 in the pool): one pauses
+    while the other takes the pages, and both answer as each does alone."""
+    import concurrent.futures
+
+    def ask(i):
+        messages = [{"role": "user", "content": f"Write a long story about river number {i}, with many details."}]
+        r = client.chat.completions.create(model="smollm2_4bits", messages=messages, max_tokens=400, temperature=0)
+        return r.choices[0].message.content, r.usage.prompt_tokens + r.usage.completion_tokens
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(ask, range(2)))
+    for i, (text, tokens) in enumerate(together):
+        assert text == ask(i)[0], f"chat {i} answered differently beside the other"
+    print("openai client: two chats of", [t for _, t in together], "tokens in a pool of 768 answer as alone")
+
+
 def features(client, openai, jsonschema, messages, whole):
     """n, seeds, system_fingerprint, logit_bias and a forced tool call streamed, as the client reads them."""
     model = "smollm2_4bits"
@@ -192,6 +209,7 @@ def main():
 
         features(client, openai, jsonschema, messages, whole)
         cached_turns(client)
+        preempted_chats(client)
 
         try:
             client.chat.completions.create(model="no-such-model", messages=messages)
