@@ -16,37 +16,13 @@ static_assert(kKvPageTokens % kGemmKc == 0, "a page's keys must be whole k block
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
-// At most this many bytes of a pass's 16-bit keys and values are widened to f32 ahead of its blocks.
-constexpr int64_t kAheadBytes = int64_t{64} << 20;
-
 struct Scratch {
-  std::vector<float> scores, keys, values, queries;
+  std::vector<float> scores, queries;
   std::vector<F32Span> keySpans, valueSpans;
-  CodeScratch codes;
+  KvScratch stored;
 };
 
-bool isWidened(const KvSide& side) { return side.bits == 0 && side.dtype != DType::F32; }
-
-// One KV head's 16-bit keys and values of a run as f32 spans from position `first` on, widened
-// once for all of the run's blocks (a prefill's blocks would otherwise widen the same keys again,
-// block by block).
-struct WidenedHead {
-  std::vector<F32Span> keys, values;
-  int64_t first = -1;  // -1: not widened ahead
-  std::vector<float> keyBuffer, valueBuffer;
-};
-
-// The parts of spans within positions k0 .. k0 + count - 1; `keys`: spans of K^T (a position a
-// column), else of V (a position a row).
-void clipSpans(const std::vector<F32Span>& spans, bool keys, int64_t k0, int64_t count, std::vector<F32Span>& out) {
-  out.clear();
-  for (const F32Span& span : spans) {
-    const int64_t lo = std::max(k0, span.first), hi = std::min(k0 + count, span.first + span.count);
-    if (lo >= hi) continue;
-    const int64_t skip = (lo - span.first) * (keys ? 1 : span.rows.stride);
-    out.push_back({lo, hi - lo, {span.rows.data + skip, span.rows.stride}});
-  }
-}
+bool isF32(const KvSide& side) { return side.bits == 0 && side.dtype == DType::F32; }
 
 // The first key the row at `position` sees (its sliding window's, if any).
 int64_t windowStart(const AttentionShape& s, int64_t position) {
@@ -60,7 +36,7 @@ int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
   return windowStart(s, position) / kKvPageTokens * kKvPageTokens;
 }
 
-// What a block reads of one KV head: its cache, and the f32 spans of the sides that are elements.
+// What a block reads of one KV head: its cache, and the F32 spans of the sides in F32.
 struct HeadRead {
   const KvLayer& cache;
   int64_t kvHead;
@@ -95,46 +71,39 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
                 int64_t k0, int64_t keys, const HeadRead& head, float* c, int64_t ldc, Scratch& w) {
   w.scores.resize(static_cast<size_t>(m * keys));
   float* scores = w.scores.data();
-  if (head.cache.keys.bits > 0) {
-    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
-      const CodedHead k = keyCodes(head.cache, head.kvHead, from, count, w.codes);
-      codeScores(a, m, lda, k.codes, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
-    });
-  } else {
+  if (isF32(head.cache.keys)) {
     for (const F32Span& span : head.keys)
       sgemm(m, span.count, s.headDim, a, lda, 1, span.rows.data, span.rows.stride, 1, scores + (span.first - k0),
             keys, false);
+  } else {
+    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
+      const HeadRows k = keyBlock(head.cache, head.kvHead, from, count, w.stored);
+      kvScores(a, m, lda, k.rows, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
+    });
   }
   softmaxRows(s, scores, m, keys, first, step, k0);
-  if (head.cache.values.bits > 0) {
-    bool after = false;
-    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
-      const CodedHead v = valueCodes(head.cache, head.kvHead, from, count, w.codes);
-      codeContext(scores + (from - k0), m, keys, v.codes, count, s.headDim, v.scales, v.offsets, c, ldc,
-                  std::exchange(after, true));
-    });
-  } else {
+  if (isF32(head.cache.values)) {
     for (size_t i = 0; i < head.values.size(); ++i)
       sgemm(m, s.headDim, head.values[i].count, scores + (head.values[i].first - k0), keys, 1,
             head.values[i].rows.data, head.values[i].rows.stride, 1, c, ldc, i > 0);
+  } else {
+    bool after = false;
+    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
+      const HeadRows v = valueBlock(head.cache, head.kvHead, from, count, w.stored);
+      kvContext(scores + (from - k0), m, keys, v.rows, count, s.headDim, v.scales, v.offsets, c, ldc,
+                std::exchange(after, true));
+    });
   }
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
 void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHead, int64_t r0, int64_t n,
-                 const WidenedHead& ahead, Scratch& w) {
+                 Scratch& w) {
   const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
   const int64_t k0 = firstKeyRead(s, position), keys = position + n - k0;
   const KvLayer& cache = run.cache;
-  // The sides that are elements as f32 spans: clipped from those widened ahead, or read here.
-  if (!cache.keys.bits) {
-    if (ahead.first >= 0 && isWidened(cache.keys)) clipSpans(ahead.keys, true, k0, keys, w.keySpans);
-    else w.keySpans = f32Spans(cache, true, kvHead, k0, keys, w.keys);
-  }
-  if (!cache.values.bits) {
-    if (ahead.first >= 0 && isWidened(cache.values)) clipSpans(ahead.values, false, k0, keys, w.valueSpans);
-    else w.valueSpans = f32Spans(cache, false, kvHead, k0, keys, w.values);
-  }
+  w.keySpans = isF32(cache.keys) ? f32Spans(cache, true, kvHead, k0, keys) : std::vector<F32Span>();
+  w.valueSpans = isF32(cache.values) ? f32Spans(cache, false, kvHead, k0, keys) : std::vector<F32Span>();
   const HeadRead head{cache, kvHead, w.keySpans, w.valueSpans};
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   int64_t ldq = qWidth;
@@ -173,36 +142,13 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
   std::vector<int64_t> firstTask{0};
   for (const AttentionRun& run : runs)
     firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
-  // Runs of several blocks over 16-bit keys or values: each head's widened once ahead (in parallel
-  // over heads), within kAheadBytes for the pass. (F32 is read in place, codes as they are.)
-  std::vector<WidenedHead> ahead(runs.size() * static_cast<size_t>(s.kvHeads));
-  std::vector<int64_t> widen;
-  int64_t bytes = 0;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const AttentionRun& run = runs[r];
-    const int64_t sides = isWidened(run.cache.keys) + isWidened(run.cache.values);
-    if (run.rows <= kBlockRows || sides == 0) continue;
-    const int64_t span = run.start + run.rows - firstKeyRead(s, run.start);
-    if ((bytes += sides * span * s.headDim * s.kvHeads * static_cast<int64_t>(sizeof(float))) > kAheadBytes) break;
-    for (int64_t h = 0; h < s.kvHeads; ++h) widen.push_back(static_cast<int64_t>(r) * s.kvHeads + h);
-  }
-  core::parallelTasks(static_cast<int64_t>(widen.size()), [&](int64_t i) {
-    const int64_t at = widen[static_cast<size_t>(i)], kvHead = at % s.kvHeads;
-    const AttentionRun& run = runs[static_cast<size_t>(at / s.kvHeads)];
-    WidenedHead& head = ahead[static_cast<size_t>(at)];
-    const int64_t first = firstKeyRead(s, run.start), keys = run.start + run.rows - first;
-    if (isWidened(run.cache.keys)) head.keys = f32Spans(run.cache, true, kvHead, first, keys, head.keyBuffer);
-    if (isWidened(run.cache.values)) head.values = f32Spans(run.cache, false, kvHead, first, keys, head.valueBuffer);
-    head.first = first;
-  });
   core::parallelTasks(firstTask.back(), [&](int64_t task) {
     thread_local Scratch scratch;  // kept: a prefill's layers reuse the same sizes
     const int64_t t = firstTask.back() - 1 - task;
     const size_t r = static_cast<size_t>(std::upper_bound(firstTask.begin(), firstTask.end(), t) - firstTask.begin() - 1);
     const AttentionRun& run = runs[r];
     const int64_t local = t - firstTask[r], kvHead = local % s.kvHeads, r0 = local / s.kvHeads * kBlockRows;
-    const WidenedHead& widened = ahead[r * static_cast<size_t>(s.kvHeads) + static_cast<size_t>(kvHead)];
-    attendBlock(run, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), widened, scratch);
+    attendBlock(run, s, kvHead, r0, std::min(kBlockRows, run.rows - r0), scratch);
   });
 }
 

@@ -8,18 +8,18 @@
 // context's decode time), page by page. Each in
 // F32, F16 or BF16 elements, or in codes of 8, 4 or 2 bits (cpu/kv_codes.h: a scale and an
 // offset per head and token), packed along the rows (a key column's positions, a value row's
-// dimensions), low bits first. Attention reads them as stored: elements as f32 (16-bit widened
-// exactly, a block of one head at a time), codes through the products over codes
-// (cpu/kv_code_products.h: the scale and offset applied to sums over the codes themselves).
+// dimensions), low bits first. Attention reads them as stored: F32 in place by sgemm, 16-bit
+// elements and codes by the products over stored values (cpu/kv_products.h: widened in
+// registers; for codes the scale and offset applied to sums over the codes themselves).
 //
 // Attention runs over runs of consecutive query rows (each run one sequence's rows of a pass: a
 // prefill, a decode step, drafts), by blocks of query rows: a block's scores against every key it
-// may see are one product per page (sgemm, or the product over codes), the softmax runs over each
+// may see are one product per page (sgemm, or the product over stored values), the softmax runs over each
 // row's own keys (causal, and the sliding window if any), and the context is another product per
 // page, the pages' parts added in order. Every row, alone or in a block of 32, goes through this
 // one path, so its context is the same bits whatever the rows beside it (docs/architecture.md,
 // "Batch invariance"): sgemm's sums per element do not depend on the product's shape
-// (cpu/gemm.h), nor do those over codes, masked keys add exact zeros, and a block's keys start at
+// (cpu/gemm.h), nor do those over stored values, masked keys add exact zeros, and a block's keys start at
 // a page's first position (a multiple of sgemm's k block, kGemmKc), so that a row's sums over
 // keys break into the same k blocks and pages in any block of rows.
 #include <gizml/dtype.h>
@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cpu/kv_code_products.h"
+#include "cpu/kv_products.h"
 
 namespace gizml::cpu {
 
@@ -91,44 +91,33 @@ struct F32Rows {
   const float* data;
   int64_t stride;
 };
-/// K^T of head kvHead for positions k0 .. k0 + keys - 1, [headDim, keys], where the keys are
-/// elements: the key columns in place when they are F32 within one page, else widened (or
-/// gathered) into `buffer`.
-F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
-/// V of head kvHead for those positions, [keys, headDim], where the values are elements: the
-/// value rows in place when they are F32 within one page, else widened (or gathered) into `buffer`.
-F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer);
-
-/// Positions first .. first + count - 1 of one head's keys (K^T, [headDim, count]) or values
-/// ([count, headDim]) as f32.
+/// Positions first .. first + count - 1 of one head's F32 keys (K^T, [headDim, count]) or values
+/// ([count, headDim]) in place.
 struct F32Span {
   int64_t first, count;
   F32Rows rows;
 };
-/// Head kvHead's keys (or values) for positions k0 .. k0 + count - 1 where they are elements, as
-/// spans in order: each page's own where they are F32, else one span widened into `buffer`.
-std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count,
-                              std::vector<float>& buffer);
+/// Head kvHead's F32 keys (or values) for positions k0 .. k0 + count - 1, a span in place per page.
+std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count);
 
-/// One head's coded keys or values within one page, as the products over codes read them
-/// (cpu/kv_code_products.h): a code a byte, and each position's scale and offset as floats (zeros
-/// after the last, to a whole kCodeLanes).
-struct CodedHead {
-  CodeRows codes;
+/// One head's keys or values within one page as the products over stored values read them
+/// (cpu/kv_products.h): 16-bit elements, or codes a byte each with each position's scale and
+/// offset as floats (zeros after the last, to a whole kKvLanes; null for elements).
+struct HeadRows {
+  KvRows rows;
   const float* scales;
   const float* offsets;
 };
-/// Where a CodedHead's unpacked codes and widened ranges live (a thread's, reused).
-struct CodeScratch {
+/// Where a HeadRows' unpacked codes and widened ranges live (a thread's, reused).
+struct KvScratch {
   std::vector<uint8_t> codes;
   std::vector<float> scales, offsets, halves;
 };
-/// Head kvHead's key codes for positions first .. first + count - 1 of one page, [headDim, count]:
-/// the page's own rows for 8 bits, else unpacked into the scratch.
-CodedHead keyCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch);
-/// Its value codes for those positions, [count, headDim]: the page's own rows for 8 bits, else
-/// unpacked into the scratch.
-CodedHead valueCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch);
+/// Head kvHead's keys for positions first .. first + count - 1 of one page, [headDim, count]: the
+/// page's own rows for 16-bit elements and 8-bit codes, else codes unpacked into the scratch.
+HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch);
+/// Its values for those positions, [count, headDim], likewise.
+HeadRows valueBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch);
 
 struct AttentionShape {
   int64_t heads, kvHeads, headDim;

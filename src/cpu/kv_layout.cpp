@@ -1,6 +1,7 @@
 // The KV cache's layout (cpu/kv_attention.h): storing a token's keys and values in its page, and
-// reading a block of one head back: as f32 (elements), or as its codes.
+// reading a block of one head back as stored (F32 in place, 16-bit elements, codes).
 #include <gizml/dtype.h>
+#include <gizml/error.h>
 
 #include <algorithm>
 #include <array>
@@ -8,7 +9,7 @@
 
 #include "cpu/convert.h"
 #include "cpu/kv_attention.h"
-#include "cpu/kv_code_products.h"
+#include "cpu/kv_products.h"
 #include "cpu/kv_codes.h"
 
 namespace gizml::cpu {
@@ -121,55 +122,28 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
   }
 }
 
-F32Rows keyColumns(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer) {
-  const KvSide& side = layer.keys;
-  const int64_t dim = layer.headDim, row = kvRowBytes(side, P);
-  const auto columnsOf = [&](int64_t page) { return keyPage(layer, page).data + kvHead * dim * row; };
-  if (side.dtype == DType::F32 && k0 % P + keys <= P)
-    return {reinterpret_cast<const float*>(columnsOf(layer.pages[k0 / P])) + k0 % P, P};
-  // A row of K^T at a time, its pages' parts in order: the buffer is written straight through.
-  buffer.resize(static_cast<size_t>(dim * keys));
-  const auto size = static_cast<int64_t>(dtypeSize(side.dtype));
-  for (int64_t d = 0; d < dim; ++d)
-    forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
-      loadF32(side.dtype, columnsOf(page) + d * row + offset * size, 1, count, buffer.data() + d * keys + (first - k0));
-    });
-  return {buffer.data(), keys};
-}
-
-F32Rows valueRows(const KvLayer& layer, int64_t kvHead, int64_t k0, int64_t keys, std::vector<float>& buffer) {
-  const KvSide& side = layer.values;
-  const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim);
-  if (side.dtype == DType::F32 && k0 % P + keys <= P) {
-    const uint8_t* at = valuePage(layer, layer.pages[k0 / P]).data + ((k0 % P) * heads + kvHead) * row;
-    return {reinterpret_cast<const float*>(at), heads * dim};
-  }
-  buffer.resize(static_cast<size_t>(keys * dim));
-  forEachPage(layer, k0, keys, [&](int64_t first, int64_t count, int64_t page, int64_t offset) {
-    const uint8_t* at = valuePage(layer, page).data + (offset * heads + kvHead) * row;
-    for (int64_t j = 0; j < count; ++j) loadF32(side.dtype, at + j * heads * row, 1, dim, buffer.data() + (first - k0 + j) * dim);
-  });
-  return {buffer.data(), dim};
-}
-
-std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count,
-                              std::vector<float>& buffer) {
-  const auto read = [&](int64_t first, int64_t n) {
-    return keys ? keyColumns(layer, kvHead, first, n, buffer) : valueRows(layer, kvHead, first, n, buffer);
-  };
-  if ((keys ? layer.keys : layer.values).dtype != DType::F32) return {{k0, count, read(k0, count)}};
+std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count) {
+  const int64_t heads = layer.kvHeads, dim = layer.headDim;
   std::vector<F32Span> spans;
-  forEachPage(layer, k0, count, [&](int64_t first, int64_t n, int64_t, int64_t) { spans.push_back({first, n, read(first, n)}); });
+  forEachPage(layer, k0, count, [&](int64_t first, int64_t n, int64_t page, int64_t offset) {
+    if (keys) {
+      const uint8_t* columns = keyPage(layer, page).data + kvHead * dim * kvRowBytes(layer.keys, P);
+      spans.push_back({first, n, {reinterpret_cast<const float*>(columns) + offset, P}});
+    } else {
+      const uint8_t* row = valuePage(layer, page).data + (offset * heads + kvHead) * kvRowBytes(layer.values, dim);
+      spans.push_back({first, n, {reinterpret_cast<const float*>(row), heads * dim}});
+    }
+  });
   return spans;
 }
 
 namespace {
 
 // The scales and offsets of `count` stored pairs `step` pairs apart, as floats, zeros after them up
-// to kCodeLanes (the score kernel reads whole vectors). The halves widened together (F16C where
+// to kKvLanes (the score kernel reads whole vectors). The halves widened together (F16C where
 // the CPU has it), then taken apart.
-void widenRanges(const uint16_t* pairs, int64_t step, int64_t count, CodeScratch& scratch) {
-  const auto padded = static_cast<size_t>((count + kCodeLanes - 1) / kCodeLanes * kCodeLanes);
+void widenRanges(const uint16_t* pairs, int64_t step, int64_t count, KvScratch& scratch) {
+  const auto padded = static_cast<size_t>((count + kKvLanes - 1) / kKvLanes * kKvLanes);
   scratch.halves.resize(static_cast<size_t>(((count - 1) * step + 1) * 2));
   loadF32(DType::F16, pairs, 1, static_cast<int64_t>(scratch.halves.size()), scratch.halves.data());
   scratch.scales.assign(padded, 0.0f);
@@ -180,32 +154,46 @@ void widenRanges(const uint16_t* pairs, int64_t step, int64_t count, CodeScratch
   }
 }
 
+KvElements elementsOf(const KvSide& side) {
+  return side.bits > 0 ? KvElements::Codes : side.dtype == DType::F16 ? KvElements::F16 : KvElements::BF16;
+}
+
 }  // namespace
 
-CodedHead keyCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch) {
+HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch) {
   const KvSide& side = layer.keys;
   const int64_t dim = layer.headDim, row = kvRowBytes(side, P), offset = first % P;
   const Page page = keyPage(layer, layer.pages[first / P]);
   const uint8_t* columns = page.data + kvHead * dim * row;
+  const int64_t padded = (count + kKvLanes - 1) / kKvLanes * kKvLanes;
+  // In place where whole vectors from `offset` stay within a row (attention's blocks start on a page).
+  if (side.bits == 0 && offset + padded <= P) {
+    const int64_t size = static_cast<int64_t>(dtypeSize(side.dtype));
+    return {{columns + offset * size, P, elementsOf(side)}, nullptr, nullptr};
+  }
+  check(side.bits > 0, "keyBlock: 16-bit keys are read from a page's start");
   widenRanges(page.ranges + (kvHead * P + offset) * 2, 1, count, scratch);
-  const int64_t padded = static_cast<int64_t>(scratch.scales.size());
-  if (side.bits == 8 && offset + padded <= P)  // the page's own codes, read to a whole vector within their row
-    return {{columns + offset, row}, scratch.scales.data(), scratch.offsets.data()};
+  if (side.bits == 8 && offset + padded <= P)
+    return {{columns + offset, row, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
   scratch.codes.assign(static_cast<size_t>(dim * padded), 0);
   for (int64_t d = 0; d < dim; ++d) unpackCodes(columns + d * row, side.bits, offset, count, scratch.codes.data() + d * padded);
-  return {{scratch.codes.data(), padded}, scratch.scales.data(), scratch.offsets.data()};
+  return {{scratch.codes.data(), padded, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
 }
 
-CodedHead valueCodes(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, CodeScratch& scratch) {
+HeadRows valueBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch) {
   const KvSide& side = layer.values;
   const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim), at = (first % P) * heads + kvHead;
   const Page page = valuePage(layer, layer.pages[first / P]);
+  if (side.bits == 0) {
+    const int64_t size = static_cast<int64_t>(dtypeSize(side.dtype));
+    return {{page.data + at * row, heads * row / size, elementsOf(side)}, nullptr, nullptr};
+  }
   widenRanges(page.ranges + at * 2, heads, count, scratch);
-  if (side.bits == 8) return {{page.data + at * row, heads * row}, scratch.scales.data(), scratch.offsets.data()};
+  if (side.bits == 8) return {{page.data + at * row, heads * row, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
   scratch.codes.resize(static_cast<size_t>(count * dim));
   for (int64_t j = 0; j < count; ++j)
     unpackCodes(page.data + (at + j * heads) * row, side.bits, 0, dim, scratch.codes.data() + j * dim);
-  return {{scratch.codes.data(), dim}, scratch.scales.data(), scratch.offsets.data()};
+  return {{scratch.codes.data(), dim, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
 }
 
 }  // namespace gizml::cpu

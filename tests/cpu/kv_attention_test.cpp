@@ -142,7 +142,8 @@ TEST(CachedAttention, SlidingWindowMatchesDoubleReference) {
 }
 
 // Keys and values in 16 bits or in codes: attention over what the cache gives back (the products
-// over codes apply each token's scale and offset to sums over its codes).
+// over stored values widen them in registers; for codes each token's scale and offset applied to
+// sums over its codes).
 TEST(CachedAttention, StoredKeysAndValuesMatchDoubleReference) {
   for (auto [dtype, bits] : {std::pair{DType::F16, 0}, {DType::BF16, 0}, {DType::F32, 8}, {DType::F32, 4},
                              {DType::F32, 2}})
@@ -176,11 +177,11 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
   for (int bits : {8, 4, 2}) {
     const Fixture f(0, 0, 37, DType::F32, bits);
     const int64_t dim = f.s.headDim, k0 = 5, keys = f.total - k0;
-    CodeScratch keyScratch, valueScratch;
+    KvScratch keyScratch, valueScratch;
     std::vector<uint8_t> q(static_cast<size_t>(dim));
     for (int64_t h = 0; h < f.s.kvHeads; ++h) {
-      const CodedHead keyT = keyCodes(f.cache, h, k0, keys, keyScratch);
-      const CodedHead value = valueCodes(f.cache, h, k0, keys, valueScratch);
+      const HeadRows keyT = keyBlock(f.cache, h, k0, keys, keyScratch);
+      const HeadRows value = valueBlock(f.cache, h, k0, keys, valueScratch);
       for (int64_t p = k0; p < f.total; ++p)
         for (auto [source, read, isKey] : {std::tuple{&f.k, &keyT, true}, std::tuple{&f.v, &value, false}}) {
           // The codes of the head's vector, rotated (headDim 8 is a power of two).
@@ -191,8 +192,10 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
           ASSERT_EQ(read->scales[p - k0], halfToFloat(range.scale)) << (isKey ? "key" : "value") << " at " << p;
           ASSERT_EQ(read->offsets[p - k0], halfToFloat(range.offset)) << (isKey ? "key" : "value") << " at " << p;
           for (int64_t d = 0; d < dim; ++d) {
-            const CodeRows& c = read->codes;
-            const uint8_t got = isKey ? c.data[d * c.stride + p - k0] : c.data[(p - k0) * c.stride + d];
+            const KvRows& c = read->rows;
+            ASSERT_EQ(c.kind, KvElements::Codes);
+            const auto* codes = static_cast<const uint8_t*>(c.data);
+            const uint8_t got = isKey ? codes[d * c.stride + p - k0] : codes[(p - k0) * c.stride + d];
             ASSERT_EQ(got, q[static_cast<size_t>(d)]) << (isKey ? "key" : "value") << " of head " << h << " at " << p
                                                       << ", dim " << d << ", " << bits << " bits";
           }

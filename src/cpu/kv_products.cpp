@@ -1,0 +1,267 @@
+// Attention's products over keys and values as stored, with Highway (see kv_products.h).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kv_products.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include <gizml/dtype.h>
+
+#include "cpu/kv_products.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gizml::cpu::kv_products {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+// Rows of q (or of p) a tile keeps in registers, and vectors of outputs a row: 4 x 2 accumulators
+// with their codes fit AVX2's 16 registers.
+constexpr int kRows = 4;
+constexpr int kVectors = 2;
+
+// Lanes(d) stored values from `at` as floats: codes (exact: integers below 256) or 16-bit elements.
+template <class E>
+HWY_INLINE V Load(D d, const E* at) {
+  if constexpr (std::is_same_v<E, uint8_t>) {
+    const hn::Rebind<int32_t, D> di;
+    const hn::Rebind<uint8_t, D> du8;
+    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(du8, at)));
+  } else {
+    const hn::Rebind<E, D> de;
+    return hn::PromoteTo(d, hn::LoadU(de, at));
+  }
+}
+
+// One stored value as a float (the same as its lane in Load).
+template <class E>
+HWY_INLINE float Scalar(E x) {
+  if constexpr (std::is_same_v<E, uint8_t>) return static_cast<float>(x);
+  else if constexpr (std::is_same_v<E, hwy::bfloat16_t>) return hwy::F32FromBF16(x);
+  else {
+    uint16_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    return halfToFloat(bits);
+  }
+}
+
+template <class E>
+constexpr bool kCoded = std::is_same_v<E, uint8_t>;
+
+// Stores v's first `valid` lanes (all where valid >= lanes).
+HWY_INLINE void StoreFirst(D d, V v, float* to, int64_t valid) {
+  if (valid >= static_cast<int64_t>(hn::Lanes(d))) hn::StoreU(v, d, to);
+  else hn::BlendedStore(v, hn::FirstN(d, static_cast<size_t>(valid)), d, to);
+}
+
+// Scores of R rows for Nv vectors of positions from t.
+template <class E, int R, int Nv>
+HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, const E* x, int64_t stride, int64_t depth,
+                          int64_t t, int64_t count, const float* scales, const float* offsets, float* out,
+                          int64_t ldo) {
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[R][Nv];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
+  for (int64_t k = 0; k < depth; ++k) {
+    const E* row = x + k * stride + t;
+    V c[Nv];
+    for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
+    for (int r = 0; r < R; ++r) {
+      const V qk = hn::Set(d, q[r * ldq + k]);
+      for (int j = 0; j < Nv; ++j) acc[r][j] = hn::MulAdd(qk, c[j], acc[r][j]);
+    }
+  }
+  for (int j = 0; j < Nv; ++j) {
+    const int64_t at = t + j * lanes;
+    if constexpr (kCoded<E>) {
+      const V s = hn::LoadU(d, scales + at), o = hn::LoadU(d, offsets + at);
+      for (int r = 0; r < R; ++r)
+        StoreFirst(d, hn::MulAdd(s, acc[r][j], hn::Mul(o, hn::Set(d, sums[r]))), out + r * ldo + at, count - at);
+    } else {
+      for (int r = 0; r < R; ++r) StoreFirst(d, acc[r][j], out + r * ldo + at, count - at);
+    }
+  }
+}
+
+template <class E, int R>
+void ScoreRows(D d, const float* q, int64_t ldq, const E* x, int64_t stride, int64_t depth, int64_t count,
+               const float* scales, const float* offsets, float* out, int64_t ldo) {
+  float sums[R];
+  for (int r = 0; r < R; ++r) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < depth; ++k) sum += q[r * ldq + k];
+    sums[r] = sum;
+  }
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t t = 0;
+  for (; t + kVectors * lanes <= count; t += kVectors * lanes)
+    ScoreTile<E, R, kVectors>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
+  for (; t < count; t += lanes)  // the last positions: whole vectors read, their first lanes stored
+    ScoreTile<E, R, 1>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
+}
+
+template <class E>
+void Scores(const float* q, int64_t m, int64_t ldq, const E* x, int64_t stride, int64_t depth, int64_t count,
+            const float* scales, const float* offsets, float* out, int64_t ldo) {
+  const D d;
+  int64_t r = 0;
+  for (; r + kRows <= m; r += kRows)
+    ScoreRows<E, kRows>(d, q + r * ldq, ldq, x, stride, depth, count, scales, offsets, out + r * ldo, ldo);
+  const int64_t rest = m - r;
+  const float* qr = q + r * ldq;
+  float* to = out + r * ldo;
+  if (rest == 3) ScoreRows<E, 3>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo);
+  if (rest == 2) ScoreRows<E, 2>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo);
+  if (rest == 1) ScoreRows<E, 1>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo);
+}
+
+void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, int64_t count, const float* scales,
+              const float* offsets, float* out, int64_t ldo) {
+  if (x.kind == KvElements::Codes)
+    Scores(q, m, ldq, static_cast<const uint8_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
+  else if (x.kind == KvElements::F16)
+    Scores(q, m, ldq, static_cast<const hwy::float16_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
+  else
+    Scores(q, m, ldq, static_cast<const hwy::bfloat16_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
+}
+
+// The context of R rows for Nv vectors of dimensions from d0; `bias` is each row's sum of p o
+// (zeros for elements).
+template <class E, int R, int Nv>
+HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, const float* scales,
+                            const float* bias, int64_t d0, float* out, int64_t ldo, bool accumulate) {
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[R][Nv];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
+  for (int64_t t = 0; t < count; ++t) {
+    float w[R];
+    bool any = false;
+    for (int r = 0; r < R; ++r) any |= (w[r] = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t]) != 0.0f;
+    if (!any) continue;  // masked for every row: it would add exact zeros
+    const E* row = x + t * stride + d0;
+    V c[Nv];
+    for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
+    for (int r = 0; r < R; ++r) {
+      const V wr = hn::Set(d, w[r]);
+      for (int j = 0; j < Nv; ++j) acc[r][j] = hn::MulAdd(wr, c[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < Nv; ++j) {
+      float* to = out + r * ldo + d0 + j * lanes;
+      const V part = hn::Add(acc[r][j], hn::Set(d, bias[r]));
+      hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, to), part) : part, d, to);
+    }
+}
+
+template <class E, int R>
+void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
+                 const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate) {
+  float bias[R] = {};
+  if constexpr (kCoded<E>)
+    for (int r = 0; r < R; ++r) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < count; ++t) sum = std::fma(p[r * ldp + t], offsets[t], sum);
+      bias[r] = sum;
+    }
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t d0 = 0;
+  for (; d0 + kVectors * lanes <= width; d0 += kVectors * lanes)
+    ContextTile<E, R, kVectors>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
+  for (; d0 + lanes <= width; d0 += lanes)
+    ContextTile<E, R, 1>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
+  for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
+    for (int r = 0; r < R; ++r) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < count; ++t) {
+        const float w = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t];
+        sum = std::fma(w, Scalar(x[t * stride + d0]), sum);
+      }
+      float& to = out[r * ldo + d0];
+      to = accumulate ? to + (sum + bias[r]) : sum + bias[r];
+    }
+}
+
+template <class E>
+void Context(const float* p, int64_t m, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
+             const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate) {
+  const D d;
+  int64_t r = 0;
+  for (; r + kRows <= m; r += kRows)
+    ContextRows<E, kRows>(d, p + r * ldp, ldp, x, stride, count, width, scales, offsets, out + r * ldo, ldo,
+                          accumulate);
+  const int64_t rest = m - r;
+  const float* pr = p + r * ldp;
+  float* to = out + r * ldo;
+  if (rest == 3) ContextRows<E, 3>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate);
+  if (rest == 2) ContextRows<E, 2>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate);
+  if (rest == 1) ContextRows<E, 1>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate);
+}
+
+void KvContext(const float* p, int64_t m, int64_t ldp, KvRows x, int64_t count, int64_t width, const float* scales,
+               const float* offsets, float* out, int64_t ldo, bool accumulate) {
+  if (x.kind == KvElements::Codes)
+    Context(p, m, ldp, static_cast<const uint8_t*>(x.data), x.stride, count, width, scales, offsets, out, ldo,
+            accumulate);
+  else if (x.kind == KvElements::F16)
+    Context(p, m, ldp, static_cast<const hwy::float16_t*>(x.data), x.stride, count, width, scales, offsets, out, ldo,
+            accumulate);
+  else
+    Context(p, m, ldp, static_cast<const hwy::bfloat16_t*>(x.data), x.stride, count, width, scales, offsets, out,
+            ldo, accumulate);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace gizml::cpu::kv_products
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gizml::cpu {
+namespace kv_products {
+HWY_EXPORT(KvScores);
+HWY_EXPORT(KvContext);
+
+template <int Bits>
+void unpack(const uint8_t* packed, int64_t first, int64_t n, uint8_t* out) {
+  constexpr int64_t perByte = 8 / Bits;
+  constexpr uint8_t mask = (1 << Bits) - 1;
+  const auto code = [&](int64_t i) {
+    const int64_t bit = i * Bits;
+    return static_cast<uint8_t>((packed[bit / 8] >> (bit % 8)) & mask);
+  };
+  int64_t i = 0;
+  for (; i < n && (first + i) % perByte != 0; ++i) out[i] = code(first + i);
+  const uint8_t* bytes = packed + (first + i) / perByte;
+  const int64_t whole = (n - i) / perByte;
+  for (int64_t b = 0; b < whole; ++b)  // whole bytes: a loop the compiler vectorises
+    for (int64_t k = 0; k < perByte; ++k) out[i + b * perByte + k] = (bytes[b] >> (k * Bits)) & mask;
+  for (i += whole * perByte; i < n; ++i) out[i] = code(first + i);
+}
+}  // namespace kv_products
+
+void kvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, int64_t count, const float* scales,
+              const float* offsets, float* out, int64_t ldo) {
+  HWY_DYNAMIC_DISPATCH(kv_products::KvScores)(q, m, ldq, x, depth, count, scales, offsets, out, ldo);
+}
+
+void kvContext(const float* p, int64_t m, int64_t ldp, KvRows x, int64_t count, int64_t width, const float* scales,
+               const float* offsets, float* out, int64_t ldo, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(kv_products::KvContext)(p, m, ldp, x, count, width, scales, offsets, out, ldo, accumulate);
+}
+
+void unpackCodes(const uint8_t* packed, int bits, int64_t first, int64_t n, uint8_t* out) {
+  if (bits == 8) std::memcpy(out, packed + first, static_cast<size_t>(n));
+  else if (bits == 4) kv_products::unpack<4>(packed, first, n, out);
+  else kv_products::unpack<2>(packed, first, n, out);
+}
+}  // namespace gizml::cpu
+#endif
