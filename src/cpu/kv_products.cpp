@@ -250,12 +250,14 @@ void unpack(const uint8_t* packed, int64_t first, int64_t n, uint8_t* out) {
 
 void kvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, int64_t count, const float* scales,
               const float* offsets, float* out, int64_t ldo) {
-  HWY_DYNAMIC_DISPATCH(kv_products::KvScores)(q, m, ldq, x, depth, count, scales, offsets, out, ldo);
+  using namespace kv_products;  // (a static dispatch names the target's namespace, unqualified)
+  HWY_DYNAMIC_DISPATCH(KvScores)(q, m, ldq, x, depth, count, scales, offsets, out, ldo);
 }
 
 void kvContext(const float* p, int64_t m, int64_t ldp, KvRows x, int64_t count, int64_t width, const float* scales,
                const float* offsets, float* out, int64_t ldo, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(kv_products::KvContext)(p, m, ldp, x, count, width, scales, offsets, out, ldo, accumulate);
+  using namespace kv_products;
+  HWY_DYNAMIC_DISPATCH(KvContext)(p, m, ldp, x, count, width, scales, offsets, out, ldo, accumulate);
 }
 
 void unpackCodes(const uint8_t* packed, int bits, int64_t first, int64_t n, uint8_t* out) {
