@@ -261,6 +261,7 @@ void kvContext(const float* p, int64_t m, int64_t ldp, KvRows x, int64_t count, 
 }
 
 void unpackCodes(const uint8_t* packed, int bits, int64_t first, int64_t n, uint8_t* out) {
+  if (n <= 0) return;  // (out may then be null, which memcpy must not see)
   if (bits == 8) std::memcpy(out, packed + first, static_cast<size_t>(n));
   else if (bits == 4) kv_products::unpack<4>(packed, first, n, out);
   else kv_products::unpack<2>(packed, first, n, out);
