@@ -16,10 +16,17 @@ static_assert(kKvPageTokens % kGemmKc == 0, "a page's keys must be whole k block
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
+// One side of a KV head as a block reads it: F32 spans in place, or each page's stored rows (read
+// once per block, for every query head of its group).
+struct SideRead {
+  std::vector<F32Span> spans;
+  std::vector<HeadRows> pages;
+  std::vector<KvScratch> scratch;  // a page's unpacked codes and ranges
+};
+
 struct Scratch {
   std::vector<float> scores, queries;
-  std::vector<F32Span> keySpans, valueSpans;
-  KvScratch stored;
+  SideRead keys, values;
 };
 
 bool isF32(const KvSide& side) { return side.bits == 0 && side.dtype == DType::F32; }
@@ -35,14 +42,6 @@ int64_t windowStart(const AttentionShape& s, int64_t position) {
 int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
   return windowStart(s, position) / kKvPageTokens * kKvPageTokens;
 }
-
-// What a block reads of one KV head: its cache, and the F32 spans of the sides in F32.
-struct HeadRead {
-  const KvLayer& cache;
-  int64_t kvHead;
-  const std::vector<F32Span>& keys;
-  const std::vector<F32Span>& values;
-};
 
 // Each row's probabilities over its own keys (causal, in its window) from its scores, in place;
 // zeros elsewhere.
@@ -68,32 +67,44 @@ void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys
 // f32 spans gives the bits of one product over all the keys: the spans start at multiples of
 // kGemmKc.
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
-                int64_t k0, int64_t keys, const HeadRead& head, float* c, int64_t ldc, Scratch& w) {
+                int64_t k0, int64_t keys, float* c, int64_t ldc, Scratch& w) {
   w.scores.resize(static_cast<size_t>(m * keys));
   float* scores = w.scores.data();
-  if (isF32(head.cache.keys)) {
-    for (const F32Span& span : head.keys)
-      sgemm(m, span.count, s.headDim, a, lda, 1, span.rows.data, span.rows.stride, 1, scores + (span.first - k0),
-            keys, false);
-  } else {
-    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
-      const HeadRows k = keyBlock(head.cache, head.kvHead, from, count, w.stored);
-      kvScores(a, m, lda, k.rows, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
-    });
-  }
+  for (const F32Span& span : w.keys.spans)
+    sgemm(m, span.count, s.headDim, a, lda, 1, span.rows.data, span.rows.stride, 1, scores + (span.first - k0), keys,
+          false);
+  size_t page = 0;
+  forEachPagePart(k0, w.keys.pages.empty() ? 0 : keys, [&](int64_t from, int64_t count) {
+    const HeadRows& k = w.keys.pages[page++];
+    kvScores(a, m, lda, k.rows, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
+  });
   softmaxRows(s, scores, m, keys, first, step, k0);
-  if (isF32(head.cache.values)) {
-    for (size_t i = 0; i < head.values.size(); ++i)
-      sgemm(m, s.headDim, head.values[i].count, scores + (head.values[i].first - k0), keys, 1,
-            head.values[i].rows.data, head.values[i].rows.stride, 1, c, ldc, i > 0);
-  } else {
-    bool after = false;
-    forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
-      const HeadRows v = valueBlock(head.cache, head.kvHead, from, count, w.stored);
-      kvContext(scores + (from - k0), m, keys, v.rows, count, s.headDim, v.scales, v.offsets, c, ldc,
-                std::exchange(after, true));
-    });
+  for (size_t i = 0; i < w.values.spans.size(); ++i) {
+    const F32Span& span = w.values.spans[i];
+    sgemm(m, s.headDim, span.count, scores + (span.first - k0), keys, 1, span.rows.data, span.rows.stride, 1, c, ldc,
+          i > 0);
   }
+  page = 0;
+  forEachPagePart(k0, w.values.pages.empty() ? 0 : keys, [&](int64_t from, int64_t count) {
+    const HeadRows& v = w.values.pages[page];
+    kvContext(scores + (from - k0), m, keys, v.rows, count, s.headDim, v.scales, v.offsets, c, ldc, page++ > 0);
+  });
+}
+
+// Head kvHead's keys (or values) from k0 on as the block reads them.
+void readSide(const KvLayer& cache, bool keys, int64_t kvHead, int64_t k0, int64_t count, SideRead& side) {
+  side.spans.clear();
+  side.pages.clear();
+  if (isF32(keys ? cache.keys : cache.values)) {
+    side.spans = f32Spans(cache, keys, kvHead, k0, count);
+    return;
+  }
+  // The scratch is sized first: the rows of earlier pages point into it.
+  side.scratch.resize(static_cast<size_t>((k0 + count - 1) / kKvPageTokens - k0 / kKvPageTokens + 1));
+  forEachPagePart(k0, count, [&](int64_t from, int64_t n) {
+    KvScratch& scratch = side.scratch[side.pages.size()];
+    side.pages.push_back(keys ? keyBlock(cache, kvHead, from, n, scratch) : valueBlock(cache, kvHead, from, n, scratch));
+  });
 }
 
 // Rows [r0, r0 + n) of a run, the query heads of one KV head.
@@ -101,10 +112,8 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
                  Scratch& w) {
   const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim, position = run.start + r0;
   const int64_t k0 = firstKeyRead(s, position), keys = position + n - k0;
-  const KvLayer& cache = run.cache;
-  w.keySpans = isF32(cache.keys) ? f32Spans(cache, true, kvHead, k0, keys) : std::vector<F32Span>();
-  w.valueSpans = isF32(cache.values) ? f32Spans(cache, false, kvHead, k0, keys) : std::vector<F32Span>();
-  const HeadRead head{cache, kvHead, w.keySpans, w.valueSpans};
+  readSide(run.cache, true, kvHead, k0, keys, w.keys);
+  readSide(run.cache, false, kvHead, k0, keys, w.values);
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   int64_t ldq = qWidth;
   float* c = run.context + r0 * qWidth + kvHead * group * d;
@@ -122,10 +131,10 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
   // packing. More: a product per head over the block's rows (the same sums either way).
   if (n == 1) {
-    attendRows(s, q, group, d, position, 0, k0, keys, head, c, d, w);
+    attendRows(s, q, group, d, position, 0, k0, keys, c, d, w);
   } else {
     for (int64_t h = 0; h < group; ++h)
-      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, head, c + h * d, qWidth, w);
+      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, c + h * d, qWidth, w);
   }
   // Rotated values give the rotated context: turned back.
   if (rotatesHeads(run.cache.values, d))

@@ -94,12 +94,10 @@ HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, c
 template <class E, int R>
 void ScoreRows(D d, const float* q, int64_t ldq, const E* x, int64_t stride, int64_t depth, int64_t count,
                const float* scales, const float* offsets, float* out, int64_t ldo) {
-  float sums[R];
-  for (int r = 0; r < R; ++r) {
-    float sum = 0.0f;
-    for (int64_t k = 0; k < depth; ++k) sum += q[r * ldq + k];
-    sums[r] = sum;
-  }
+  float sums[R] = {};  // each row's sum, for the codes' offsets
+  if constexpr (kCoded<E>)
+    for (int r = 0; r < R; ++r)
+      for (int64_t k = 0; k < depth; ++k) sums[r] += q[r * ldq + k];
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t t = 0;
   for (; t + kVectors * lanes <= count; t += kVectors * lanes)
