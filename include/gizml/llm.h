@@ -1,6 +1,7 @@
 #pragma once
 // gizml::llm: language models. Converting a Hugging Face folder or a GGUF file into our
 // quantized format (docs/format.md), once; loading it; generating with an Engine.
+#include <gizhw/gpu.h>
 #include <gizml/error.h>
 #include <gizml/grammar.h>
 #include <gizml/kv_format.h>
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -303,6 +305,11 @@ struct LoadOptions {
   /// unset (the default): each engine chooses, 8 bits, else 4, else keys in 4 and values in 2,
   /// the first in which its KV pool fits the memory the machine has available.
   std::optional<KvFormat> kv = std::nullopt;
+  /// Where the model runs: this GPU (its layers' weights uploaded once, its KV pages and
+  /// activations there; keys and values in 16 bits unless kv says otherwise), or the CPU
+  /// (nullopt). On a GPU so far: llama, mistral, qwen2, qwen3, qwen3_vl text and gemma3 text;
+  /// Qwen 3.5 (Gated DeltaNet, MoE, MTP) is an Error saying so.
+  std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
 };
 
 /// A converted model, loaded: its tokenizer, chat template and architecture.

@@ -2,11 +2,13 @@
 // The contract between an architecture (src/llm/models/) and the engine (src/llm/engine/): a
 // model keeps per-sequence state (its KV cache and, for recurrent layers, their states) and
 // runs forward passes that feed several sequences at once.
+#include <gizhw/gpu.h>
 #include <gizml/kv_format.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -126,6 +128,11 @@ struct ModelOptions {
   /// norm, the output layer and the MTP layer: such a model gives hidden() but no logits.
   /// 0: all layers, a whole model.
   int64_t layers = 0;
+  /// Where the layers run: this GPU (the model's weights, KV pages and activations there), or the
+  /// CPU (nullopt). Architectures whose operations all have GPU implementations so far: llama,
+  /// mistral, qwen2, qwen3, qwen3_vl text, gemma3 text; Qwen 3.5 (Gated DeltaNet) is an Error
+  /// saying so.
+  std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,

@@ -117,7 +117,7 @@ Model load(const std::string& folder) { return load(folder, LoadOptions{}); }
 Model load(const std::string& folder, const LoadOptions& options) {
   auto weights = std::make_shared<const ConvertedModel>(ConvertedModel::open(folder));
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
-  const ModelOptions modelOptions{.kvCache = options.kv, .layers = options.layers};
+  const ModelOptions modelOptions{.kvCache = options.kv, .layers = options.layers, .gpu = options.gpu};
   // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
   std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, modelOptions).release(),
                                        [weights](LanguageModel* m) { delete m; });

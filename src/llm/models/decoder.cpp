@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "llm/ops/weights.h"
+
 
 namespace gizml::llm {
 namespace {
@@ -27,6 +29,8 @@ ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& opti
 DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder)
     : weights_(weights), config_(loadedConfig(weights, options)), storedLayers_(weights.config().numLayers),
       options_(options), decoder_(decoder) {
+  // Keys and values on a GPU are elements (codes are the CPU's so far): 16 bits unless chosen.
+  if (weights.gpu() && !options_.kvCache) options_.kvCache = KvFormat(DType::F16);
   const ModelConfig& c = config_;
   const std::string where = weights.folder() + ": ";
   check(c.vocabSize > 0 && c.hiddenSize > 0 && c.numLayers > 0 && c.numHeads > 0 && c.numKvHeads > 0 && c.headDim > 0,
@@ -37,6 +41,9 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   for (LayerType t : c.layerTypes)
     check(decoder.recurrentLayers || t != LayerType::LinearAttention,
           where + "linear attention layers are not supported by this model");
+  check(!weights.gpu() || !decoder.recurrentLayers,
+        where + "Gated DeltaNet layers run on the CPU only so far, not on " +
+            (weights.gpu() ? weights.gpu()->describe() : std::string()));
   embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize, "", Linear::Use::Rows);
   if (!hasLogits()) {
     decoder_.keepHidden = false;  // (for the MTP layer, which is not built)
@@ -61,7 +68,8 @@ std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages, const KvFormat& 
   std::vector<bool> attends;
   for (LayerType t : config_.layerTypes) attends.push_back(t != LayerType::LinearAttention);
   attends.resize(static_cast<size_t>(config_.numLayers + config_.mtpLayers), true);
-  return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, format, pages);
+  return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, format, pages,
+                                       weights_.gpu());
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {
@@ -110,9 +118,12 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
 }
 
 void DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x) const {
+  // The embedding's rows are read from the file, in host memory, then go where x is.
+  const Tensor rows = x.onGpu() ? tensor::empty(x.shape()) : x;
   int64_t row = 0;
   for (const Feed& feed : feeds)
-    for (int32_t t : feed.tokens) embed_.row(t, rowsOf(x, row++, 1));
+    for (int32_t t : feed.tokens) embed_.row(t, rowsOf(rows, row++, 1));
+  if (x.onGpu()) tensor::assign(x, rows.on(gizhw::gpu::Gpu(x.storage()->gpu())));
   if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
   for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x, batch);
 }
@@ -123,7 +134,7 @@ tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens) const {
   const std::unique_ptr<SequenceState> state = newState(n);
   const std::vector<Feed> feeds = {{state.get(), tokens}};
   const Batch batch = plan(feeds);
-  Tensor out = tensor::empty({n, config_.hiddenSize});
+  Tensor out = placedEmpty(weights_, {n, config_.hiddenSize});
   runLayers(feeds, batch, out);
   return out;
 }
@@ -133,7 +144,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
                          std::to_string(storedLayers_) + " layers; it gives hidden states, not logits");
   const Batch batch = plan(feeds);
   const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
-  const Tensor x = tensor::empty({batch.rows, hidden});
+  const Tensor x = placedEmpty(weights_, {batch.rows, hidden});
   runLayers(feeds, batch, x);
 
   // Only the rows whose logits are asked for go through the norm and the output layer (all of
@@ -150,7 +161,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     const Batch::Sequence& seq = batch.sequences[f];
     for (int64_t r = seq.rows - logitRows(f); r < seq.rows; ++r) selected.push_back(seq.first + r);
   }
-  const Tensor logits = tensor::empty({static_cast<int64_t>(selected.size()), vocab});
+  const Tensor logits = placedEmpty(weights_, {static_cast<int64_t>(selected.size()), vocab});
   if (!selected.empty()) {
     const Tensor h = ops::gatherRows(x, selected);
     if (!decoder_.keepHidden) norm_.apply(h, h);

@@ -143,11 +143,11 @@ void GatedDeltaNet::forward(const Tensor& x, const Batch& batch, int64_t layer, 
   using ops::Scratch;
   const int64_t rows = batch.rows, valueHeads = shape_.valueHeads, valueWidth = valueHeads * shape_.valueDim;
   // Every value of these is written before it is read.
-  const Tensor qkv = ops::scratch(Scratch::DeltaIn, rows, shape_.channels());
-  const Tensor z = ops::scratch(Scratch::DeltaZ, rows, valueWidth);
-  const Tensor b = ops::scratch(Scratch::DeltaB, rows, valueHeads);
-  const Tensor a = ops::scratch(Scratch::DeltaA, rows, valueHeads);
-  const Tensor o = ops::scratch(Scratch::DeltaOut, rows, valueWidth);
+  const Tensor qkv = ops::scratch(Scratch::DeltaIn, rows, shape_.channels(), x);
+  const Tensor z = ops::scratch(Scratch::DeltaZ, rows, valueWidth, x);
+  const Tensor b = ops::scratch(Scratch::DeltaB, rows, valueHeads, x);
+  const Tensor a = ops::scratch(Scratch::DeltaA, rows, valueHeads, x);
+  const Tensor o = ops::scratch(Scratch::DeltaOut, rows, valueWidth, x);
   Linear::applyAll({&qkv_, &z_, &b_, &a_}, x, {qkv, z, b, a});
   for (const Batch::Sequence& seq : batch.sequences)
     mixSequence(rowsOf(qkv, seq.first, seq.rows), rowsOf(b, seq.first, seq.rows), rowsOf(a, seq.first, seq.rows), seq,

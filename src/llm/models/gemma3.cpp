@@ -56,8 +56,8 @@ class Gemma3 final : public DecoderModel {
 
   void layer(int64_t i, const Tensor& x, const Batch& batch) const override {
     const Layer& l = layers_[static_cast<size_t>(i)];
-    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize);
-    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize);
+    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize, x);
+    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize, x);
     l.inputNorm.apply(x, h);
     l.attention.forward(h, batch, i, y);
     l.postAttentionNorm.apply(y, y);

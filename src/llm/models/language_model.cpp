@@ -15,7 +15,8 @@ std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights)
   return buildLanguageModel(weights, ModelOptions{});
 }
 
-std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights, const ModelOptions& options) {
+std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& stored, const ModelOptions& options) {
+  const ConvertedModel weights = options.gpu ? stored.placedOn(*options.gpu) : stored;
   switch (weights.config().architecture) {
     case Architecture::Llama:
     case Architecture::Mistral:

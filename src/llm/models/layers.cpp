@@ -19,7 +19,7 @@ RmsNorm::RmsNorm(const ConvertedModel& weights, const std::string& name, int64_t
   std::vector<float> w = loadVector(weights, name, dim);
   if (onePlus)
     for (float& v : w) v += 1.0f;
-  weight_ = valuesTensor(w);
+  weight_ = placedValues(weights, w);
 }
 
 Rope::Rope(int64_t headDim, double partialFactor, double theta, const RopeScaling& scaling) : headDim_(headDim) {
@@ -47,6 +47,12 @@ Rope::Rope(int64_t headDim, double partialFactor, double theta, const RopeScalin
   invFreq_ = valuesTensor(invFreq);
 }
 
+Rope Rope::placedLike(const ConvertedModel& weights) const {
+  Rope placed = *this;
+  if (invFreq_.ndim() > 0) placed.invFreq_ = placedValues(weights, invFreq_.toFloats());
+  return placed;
+}
+
 Attention::Attention(const ConvertedModel& weights, const std::string& prefix, const AttentionShape& shape, bool bias,
                      bool qkNorm, bool onePlusNorm, double eps, Rope rope, bool outputGate)
     : shape_(shape),
@@ -58,7 +64,7 @@ Attention::Attention(const ConvertedModel& weights, const std::string& prefix, c
       v_(weights, prefix + "v_proj.weight", shape.kvHeads * shape.headDim, shape.hidden,
          bias ? prefix + "v_proj.bias" : ""),
       o_(weights, prefix + "o_proj.weight", shape.hidden, shape.heads * shape.headDim),
-      rope_(std::move(rope)) {
+      rope_(rope.placedLike(weights)) {
   if (qkNorm) {
     qNorm_ = RmsNorm(weights, prefix + "q_norm.weight", shape.headDim, eps, onePlusNorm);
     kNorm_ = RmsNorm(weights, prefix + "k_norm.weight", shape.headDim, eps, onePlusNorm);
@@ -69,16 +75,16 @@ void Attention::forward(const Tensor& x, const Batch& batch, int64_t layer, cons
   const AttentionShape& s = shape_;
   const int64_t rows = batch.rows, qWidth = s.heads * s.headDim, kvWidth = s.kvHeads * s.headDim;
   // Every value of these is written before it is read.
-  const Tensor q = scratch(Scratch::Query, rows, qWidth);
-  const Tensor k = scratch(Scratch::Key, rows, kvWidth);
-  const Tensor v = scratch(Scratch::Value, rows, kvWidth);
-  const Tensor context = scratch(Scratch::Context, rows, qWidth);
+  const Tensor q = scratch(Scratch::Query, rows, qWidth, x);
+  const Tensor k = scratch(Scratch::Key, rows, kvWidth, x);
+  const Tensor v = scratch(Scratch::Value, rows, kvWidth, x);
+  const Tensor context = scratch(Scratch::Context, rows, qWidth, x);
   Tensor gate;
   if (outputGate_) {
     // Each head's [query | gate] halves, apart.
-    const Tensor both = scratch(Scratch::QueryAndGate, rows, qWidth * 2);
+    const Tensor both = scratch(Scratch::QueryAndGate, rows, qWidth * 2, x);
     Linear::applyAll({&q_, &k_, &v_}, x, {both, k, v});
-    gate = scratch(Scratch::Gate, rows, qWidth);
+    gate = scratch(Scratch::Gate, rows, qWidth, x);
     ops::splitRuns(both, s.headDim, q, gate);
   } else {
     Linear::applyAll({&q_, &k_, &v_}, x, {q, k, v});
@@ -111,8 +117,8 @@ GatedMlp::GatedMlp(const ConvertedModel& weights, const std::string& prefix, int
 
 void GatedMlp::forward(const Tensor& x, const Tensor& out) const {
   const int64_t rows = x.size(0);
-  const Tensor gate = scratch(Scratch::MlpGate, rows, gate_.out());  // written whole before it is read, as up
-  const Tensor up = scratch(Scratch::MlpUp, rows, up_.out());
+  const Tensor gate = scratch(Scratch::MlpGate, rows, gate_.out(), x);  // written whole before it is read, as up
+  const Tensor up = scratch(Scratch::MlpUp, rows, up_.out(), x);
   Linear::applyAll({&gate_, &up_}, x, {gate, up});
   ops::gatedActivation(gate, up, act_);
   down_.apply(gate, out);

@@ -66,6 +66,8 @@ class Rope {
   void apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start) const {
     ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start);
   }
+  /// The same, its table where `weights`' layers go (ConvertedModel::gpu).
+  Rope placedLike(const ConvertedModel& weights) const;
 
  private:
   int64_t headDim_ = 0;

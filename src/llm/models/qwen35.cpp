@@ -114,8 +114,8 @@ class Qwen35 final : public DecoderModel {
   }
 
   void run(const Layer& l, int64_t i, const Tensor& x, const Batch& batch) const {
-    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize);
-    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize);
+    const Tensor h = ops::scratch(ops::Scratch::Normed, batch.rows, config().hiddenSize, x);
+    const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize, x);
     l.inputNorm.apply(x, h);
     std::visit([&](const auto& mixer) { mixer.forward(h, batch, i, y); }, l.mixer);
     ops::addInPlace(x, y);

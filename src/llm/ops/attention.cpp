@@ -2,10 +2,20 @@
 
 #include <gizml/error.h>
 
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "llm/ops/host.h"
 #include "llm/ops/kv_layer.h"
 
 namespace gizml::llm::ops {
+namespace {
+
+// Layer `layer` of a cache whose pool is on a GPU, for the kernels there.
+gpu::KvPages gpuPages(const KvCache& cache, int64_t layer) {
+  const KvPool::Layer& l = cache.pool().layer(layer);
+  return {l.keys.data, l.values.data, &cache.pages(), cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
+}
+
+}  // namespace
 
 void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values) {
   const int64_t width = cache.kvHeads() * cache.headDim(), rows = keys.numel() / width;
@@ -19,6 +29,12 @@ void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor&
   });
   require(cache.holds(layer), [&] { return "storeKeysValues: layer " + std::to_string(layer) + " keeps no keys"; });
   cache.makeWritable(start, rows);  // the first layer's store takes the pages; the others find them
+  const Tensor& pool = cache.pool().layer(layer).keys.data;
+  if (onGpu("storeKeysValues", {&keys, &values, &pool})) {
+    checkF32Rows("storeKeysValues", keys);
+    checkF32Rows("storeKeysValues", values);
+    return gpu::storeKeysValues(gpuPages(cache, layer), start, rows, keys, values);
+  }
   cpu::storeKeysValues(kvLayer("storeKeysValues", cache, layer), start, rows, hostF32("storeKeysValues", keys),
                        hostF32("storeKeysValues", values), width);
 }
@@ -37,10 +53,17 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
         return "cachedAttention: the cache does not hold the keys of positions up to " + std::to_string(run.start
                + rows - 1);
     });
+    const Tensor& pool = run.cache->pool().layer(layer).keys.data;
+    if (onGpu("cachedAttention", {&run.q, &run.context, &pool})) {
+      checkF32Rows("cachedAttention", run.q);
+      checkF32Rows("cachedAttention", run.context);
+      gpu::attention(gpuPages(*run.cache, layer), run.start, rows, run.q, run.context, s.heads, s.scale, s.window);
+      continue;
+    }
     cpuRuns.push_back({kvLayer("cachedAttention", *run.cache, layer), run.start, rows,
                        hostF32("cachedAttention", run.q), hostF32("cachedAttention", run.context)});
   }
-  cpu::cachedAttention(cpuRuns, {s.heads, s.kvHeads, s.headDim, s.scale, s.window});
+  if (!cpuRuns.empty()) cpu::cachedAttention(cpuRuns, {s.heads, s.kvHeads, s.headDim, s.scale, s.window});
 }
 
 }  // namespace gizml::llm::ops

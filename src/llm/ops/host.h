@@ -1,11 +1,12 @@
 #pragma once
 // Where an operation of llm/ops finds its operands' memory. Each operation runs where its
-// operands are; the CPU implementations are in src/cpu/. Language-model operations on a GPU
-// are not written yet (the models load on the CPU): a GPU operand is an Error naming the
-// operation, never a read of device memory.
+// operands are: the CPU implementations are in src/cpu/, the GPU ones in llm/ops/gpu/. An
+// operation without a GPU implementation yet (Gated DeltaNet, MoE routing, the MTP draft's best
+// row, KV codes) gives an Error naming it for a GPU operand, never a read of device memory.
 #include <gizml/error.h>
 #include <gizml/tensor.h>
 
+#include <initializer_list>
 #include <string>
 
 namespace gizml::llm::ops {
@@ -17,6 +18,16 @@ void require(bool condition, const Message& message) {
   if (!condition) [[unlikely]]
     throw Error(std::string(message()));
 }
+
+/// Whether the operands (those with elements) are on a GPU: false when all are in host memory, true
+/// when all are on one GPU, else an Error naming `op` and both devices.
+bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands);
+
+/// An F32 tensor of `shape` (contents unspecified) where `like` is: in host memory or on its GPU.
+tensor::Tensor emptyLike(const tensor::Shape& shape, const tensor::Tensor& like);
+
+/// F32 and contiguous, else an Error naming `op`.
+void checkF32Rows(const char* op, const tensor::Tensor& t);
 
 /// The host address of t's first element: t must be F32, contiguous and in host memory, else an
 /// Error naming `op` and what is wrong.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cpu/kv_attention.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm::ops {
 namespace {
@@ -16,11 +17,12 @@ using Store = KvFormat::Store;
 
 // One side's pages: rows of `count` elements or codes (the last axis of `rows` in bytes for
 // codes), and for codes their ranges.
-KvPool::Side makeSide(Store s, tensor::Shape rows, int64_t count, const tensor::Shape& ranges) {
+KvPool::Side makeSide(Store s, tensor::Shape rows, int64_t count, const tensor::Shape& ranges,
+                      const std::optional<gizhw::gpu::Gpu>& gpu) {
   const int bits = codeBits(s);
   if (bits == 0) {
     rows.push_back(count);
-    return {tensor::empty(rows, elementType(s)), {}};
+    return {gpu ? gpuops::empty(rows, elementType(s), gpu->device()) : tensor::empty(rows, elementType(s)), {}};
   }
   rows.push_back((count * bits + 7) / 8);
   return {tensor::empty(rows, DType::U8), tensor::empty(ranges, DType::F16)};
@@ -42,10 +44,12 @@ int codeBits(Store s) { return KvFormat::bits(s) <= 8 ? KvFormat::bits(s) : 0; }
 DType elementType(Store s) { return s == Store::F16 ? DType::F16 : s == Store::BF16 ? DType::BF16 : DType::F32; }
 
 KvPool::KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHeads, int64_t headDim, KvFormat format,
-               int64_t pages)
+               int64_t pages, const std::optional<gizhw::gpu::Gpu>& gpu)
     : owner_(owner), kvHeads_(kvHeads), headDim_(headDim), format_(format) {
   check(pages > 0 && pages <= INT32_MAX, "KV pool: " + std::to_string(pages) + " pages is not a positive count");
   const bool coded = codeBits(format.keys) > 0 || codeBits(format.values) > 0;
+  check(!coded || !gpu, "KV cache: keys and values in " + format.text() + " bits are kept on the CPU only so far; on " +
+                            (gpu ? gpu->describe() : std::string()) + " use kv \"16\" or \"f32\"");
   check(!coded || headDim <= cpu::kMaxCodedHead,
         "KV cache: heads of " + std::to_string(headDim) + " values are too long to code in bits (at most " +
             std::to_string(cpu::kMaxCodedHead) + "); use kv \"16\"");
@@ -53,8 +57,8 @@ KvPool::KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHe
   for (bool a : attends) {
     index_.push_back(a ? static_cast<int32_t>(layers_.size()) : -1);
     if (!a) continue;
-    layers_.push_back({makeSide(format.keys, {pages, kvHeads, headDim}, p, {pages, kvHeads, p, 2}),
-                       makeSide(format.values, {pages, p, kvHeads}, headDim, {pages, p, kvHeads, 2})});
+    layers_.push_back({makeSide(format.keys, {pages, kvHeads, headDim}, p, {pages, kvHeads, p, 2}, gpu),
+                       makeSide(format.values, {pages, p, kvHeads}, headDim, {pages, p, kvHeads, 2}, gpu)});
   }
   users_.assign(static_cast<size_t>(pages), 0);
   free_.resize(static_cast<size_t>(pages));

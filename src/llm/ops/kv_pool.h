@@ -8,6 +8,7 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "llm/language_model.h"
@@ -25,9 +26,10 @@ class KvPool final : public StatePool {
   static constexpr int64_t kPageTokens = 256;
 
   /// `pages` pages for the layers that `attends` marks (the others keep no keys), made by the
-  /// model `owner` (a state fits only its own model).
+  /// model `owner` (a state fits only its own model), in host memory or on `gpu` (where the
+  /// keys and values are elements: codes are written on the CPU only so far).
   KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHeads, int64_t headDim, KvFormat format,
-         int64_t pages);
+         int64_t pages, const std::optional<gizhw::gpu::Gpu>& gpu = std::nullopt);
 
   int64_t pageTokens() const override { return kPageTokens; }
   int64_t pages() const override { return static_cast<int64_t>(users_.size()); }

@@ -3,12 +3,15 @@
 #include <gizml/error.h>
 
 #include <cmath>
+#include <span>
 
 #include "cpu/convert.h"
 #include "cpu/float_panels.h"
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "llm/ops/host.h"
 #include "llm/ops/weights.h"
 #include "llm/quant/converted_model.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm::ops {
 namespace {
@@ -20,6 +23,14 @@ void checkRows(const char* op, const Tensor& t, int64_t rows, int64_t width) {
   });
 }
 
+// The stored bytes `bytes` as a tensor of `shape` and `dtype` on `gpu`.
+Tensor upload(const gizhw::gpu::Gpu& gpu, std::span<const uint8_t> bytes, const tensor::Shape& shape, DType dtype) {
+  Tensor t = gpuops::empty(shape, dtype, gpu.device());
+  check(dtypeBytes(dtype, t.numel()) == bytes.size(), "Linear: the stored bytes do not fill " + tensor::shapeText(shape));
+  gpu.copyToDevice(gpuops::address(t), bytes.data(), bytes.size(), gpu.stream());
+  return t;
+}
+
 }  // namespace
 
 Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t out, int64_t in,
@@ -29,6 +40,20 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
   data_ = weights.raw(t).data();
   quantized_ = t.quantized;
   dtype_ = t.dtype;
+  if (use == Use::Multiply && weights.gpu()) {
+    // On a GPU the kernels read the rows as stored (llm/ops/gpu/model_ops.cu.inc).
+    if (quantized_) {
+      format_ = t.format;
+      rowBytes_ = groupRowBytes(format_, in);
+      scaleBase_ = t.scaleBase;
+    }
+    const std::span<const uint8_t> bytes = weights.raw(t);
+    onGpu_ = quantized_ ? upload(*weights.gpu(), bytes, {static_cast<int64_t>(bytes.size())}, DType::U8)
+                        : upload(*weights.gpu(), bytes, {out, in}, dtype_);
+    weights.releasePages(t);
+    if (!bias.empty()) biasOnGpu_ = loadValues(weights, bias, out).on(*weights.gpu());
+    return;
+  }
   if (quantized_) {
     format_ = t.format;
     rowBytes_ = groupRowBytes(format_, in);
@@ -87,6 +112,10 @@ void Linear::applyAll(const std::vector<const Linear*>& layers, const Tensor& x,
   require(!layers.empty() && layers.size() == ys.size(), [&] { return "applyAll: one output a layer"; });
   const int64_t in = layers[0]->in_, rows = x.numel() / std::max<int64_t>(1, in);
   checkRows("applyAll", x, rows, in);
+  if (x.onGpu()) {
+    for (size_t i = 0; i < layers.size(); ++i) layers[i]->apply(x, ys[i]);
+    return;
+  }
   std::vector<const QuantizedMatrix*> matrices;  // the quantized layers of the first one's group
   std::vector<float*> shared;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -111,6 +140,15 @@ void Linear::apply(const Tensor& x, const Tensor& y) const {
   const int64_t rows = x.numel() / std::max<int64_t>(1, in_);
   checkRows("apply", x, rows, in_);
   checkRows("apply", y, rows, out_);
+  if (onGpu("Linear", {&x, &y, &onGpu_})) {
+    require(onGpu_.ndim() > 0, [&] { return "Linear: this layer's weights are in host memory, not on " + x.device(); });
+    checkF32Rows("Linear", x);
+    checkF32Rows("Linear", y);
+    if (quantized_)
+      return gpu::groupMatmul(x, onGpu_, biasOnGpu_, y, rows, out_, in_, rowBytes_, format_.bits,
+                              static_cast<int>(format_.group), scaleBase_);
+    return gpu::floatMatmul(x, onGpu_, biasOnGpu_, y, rows, out_, in_);
+  }
   const float* in = hostF32("apply", x);
   float* out = hostF32("apply", y);
   if (quantized_) {

@@ -6,7 +6,8 @@
 // output rows at a time, or for a few rows (decode) the panel kernel that gives sgemm's bits.
 // Either way a pass reads the stored bytes once whatever the number of activation rows, and each
 // row's outputs do not depend on the rows beside it (batch invariance, docs/architecture.md).
-// The weights are repacked for the CPU when the layer is made (llm/ops/host.h: CPU only so far).
+// The weights are repacked for the CPU when the layer is made, or uploaded as stored when the
+// model is placed on a GPU (llm/ops/gpu/).
 #include <gizml/dtype.h>
 #include <gizml/group_quant.h>
 #include <gizml/tensor.h>
@@ -67,6 +68,9 @@ class Linear {
   std::shared_ptr<const QuantizedMatrix> matrix_;  // quantized and Use::Multiply
   std::shared_ptr<const core::PageVector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
   std::vector<float> bias_;
+  // Where the model is on a GPU (ConvertedModel::gpu) and the layer multiplies: its stored rows as
+  // U8 bytes there, and its bias [out] (or no tensor); nothing in host memory then.
+  Tensor onGpu_, biasOnGpu_;
 };
 
 }  // namespace ops

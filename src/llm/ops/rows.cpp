@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include "cpu/layer_rows.h"
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "llm/ops/host.h"
 
 namespace gizml::llm::ops {
@@ -15,6 +16,14 @@ void sameSize(const char* op, const Tensor& a, const Tensor& b) {
   });
 }
 
+// On a GPU, the elementwise steps are expressions of the tensor layer, evaluated in place.
+void evalInPlace(const char* op, const tensor::Lazy& e, const Tensor& x) {
+  checkF32Rows(op, x);
+  e.evalInto(x);
+}
+
+tensor::Lazy lazy(const Tensor& t, const Tensor& like) { return tensor::lazy(t.reshape(like.shape())); }
+
 }  // namespace
 
 void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
@@ -23,6 +32,10 @@ void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
       return "rmsNorm: rows of " + std::to_string(dim) + " do not divide " + tensor::shapeText(x.shape());
   });
   sameSize("rmsNorm", x, out);
+  if (onGpu("rmsNorm", {&x, &w, &out})) {
+    for (const Tensor* t : {&x, &w, &out}) checkF32Rows("rmsNorm", *t);
+    return gpu::rmsNorm(x, w, eps, out, x.numel() / dim, dim);
+  }
   cpu::rmsNormRows(hostF32("rmsNorm", x), x.numel() / dim, dim, hostF32("rmsNorm", w), eps, hostF32("rmsNorm", out));
 }
 
@@ -34,29 +47,47 @@ void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int6
              + " are not rows of " + std::to_string(qHeads) + " and " + std::to_string(kHeads) + " heads of "
              + std::to_string(headDim);
   });
+  if (onGpu("rope", {&q, &k, &invFreq})) {
+    for (const Tensor* t : {&q, &k, &invFreq}) checkF32Rows("rope", *t);
+    gpu::rope(q, rows, qHeads, headDim, invFreq, start);
+    return gpu::rope(k, rows, kHeads, headDim, invFreq, start);
+  }
   cpu::ropeRows(hostF32("rope", q), qHeads, hostF32("rope", k), kHeads, rows, headDim, hostF32("rope", invFreq),
                 invFreq.numel(), start);
 }
 
 void addInPlace(const Tensor& x, const Tensor& y) {
   sameSize("addInPlace", x, y);
+  if (onGpu("addInPlace", {&x, &y})) return evalInPlace("addInPlace", tensor::lazy(x) + lazy(y, x), x);
   cpu::addRows(hostF32("addInPlace", x), hostF32("addInPlace", y), x.numel());
 }
 
 void gatedActivation(const Tensor& gate, const Tensor& up, Activation act) {
   sameSize("gatedActivation", gate, up);
+  if (onGpu("gatedActivation", {&gate, &up})) {
+    const tensor::Lazy g = tensor::lazy(gate);
+    return evalInPlace("gatedActivation", (act == Activation::Silu ? g.silu() : g.geluTanh()) * lazy(up, gate), gate);
+  }
   cpu::gatedActivation(hostF32("gatedActivation", gate), hostF32("gatedActivation", up), gate.numel(),
                        act == Activation::Silu ? cpu::GateActivation::Silu : cpu::GateActivation::GeluTanh);
 }
 
 void sigmoidGate(const Tensor& x, const Tensor& gate) {
   sameSize("sigmoidGate", x, gate);
+  if (onGpu("sigmoidGate", {&x, &gate}))
+    return evalInPlace("sigmoidGate", tensor::lazy(x) * lazy(gate, x).sigmoid(), x);
   cpu::sigmoidGate(hostF32("sigmoidGate", x), hostF32("sigmoidGate", gate), x.numel());
 }
 
-void softcap(const Tensor& x, float cap) { cpu::softcap(hostF32("softcap", x), x.numel(), cap); }
+void softcap(const Tensor& x, float cap) {
+  if (onGpu("softcap", {&x})) return evalInPlace("softcap", (tensor::lazy(x) / cap).tanh() * cap, x);
+  cpu::softcap(hostF32("softcap", x), x.numel(), cap);
+}
 
-void scaleInPlace(const Tensor& x, float s) { cpu::scaleRows(hostF32("scaleInPlace", x), x.numel(), s); }
+void scaleInPlace(const Tensor& x, float s) {
+  if (onGpu("scaleInPlace", {&x})) return evalInPlace("scaleInPlace", tensor::lazy(x) * s, x);
+  cpu::scaleRows(hostF32("scaleInPlace", x), x.numel(), s);
+}
 
 void splitRuns(const Tensor& both, int64_t width, const Tensor& first, const Tensor& second) {
   require(width > 0 && both.numel() % (2 * width) == 0, [&] {
@@ -65,6 +96,12 @@ void splitRuns(const Tensor& both, int64_t width, const Tensor& first, const Ten
   require(first.numel() * 2 == both.numel() && second.numel() == first.numel(), [&] {
       return "splitRuns: the halves' sizes differ";
   });
+  if (onGpu("splitRuns", {&both, &first, &second})) {
+    const int64_t runs = both.numel() / (2 * width);
+    const Tensor pairs = both.reshape({runs, 2, width});
+    evalInPlace("splitRuns", tensor::lazy(pairs.slice(1, 0, 1)), first.reshape({runs, 1, width}));
+    return evalInPlace("splitRuns", tensor::lazy(pairs.slice(1, 1, 2)), second.reshape({runs, 1, width}));
+  }
   cpu::splitRuns(hostF32("splitRuns", both), both.numel() / (2 * width), width, hostF32("splitRuns", first),
                  hostF32("splitRuns", second));
 }
@@ -78,11 +115,23 @@ Tensor gatherRows(const Tensor& x, const std::vector<int64_t>& ids) {
     require(id >= 0 && id < x.size(0), [&] {
         return "gatherRows: row " + std::to_string(id) + " is outside 0.." + std::to_string(x.size(0) - 1);
     });
-  Tensor out = tensor::empty({static_cast<int64_t>(ids.size()), width});
+  const auto n = static_cast<int64_t>(ids.size());
+  if (onGpu("gatherRows", {&x})) {
+    Tensor out = emptyLike({n, width}, x);
+    for (int64_t i = 0; i < n; ++i) tensor::assign(out.slice(0, i, i + 1), x.slice(0, ids[i], ids[i] + 1));
+    return out;
+  }
+  Tensor out = tensor::empty({n, width});
   cpu::gatherRows(hostF32("gatherRows", x), ids.data(), static_cast<int64_t>(ids.size()), width, hostF32("gatherRows", out));
   return out;
 }
 
-void zero(const Tensor& x) { cpu::zeroRows(hostF32("zero", x), x.numel()); }
+void zero(const Tensor& x) {
+  if (onGpu("zero", {&x})) {
+    checkF32Rows("zero", x);
+    return gpu::zero(x);
+  }
+  cpu::zeroRows(hostF32("zero", x), x.numel());
+}
 
 }  // namespace gizml::llm::ops

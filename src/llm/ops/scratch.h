@@ -19,9 +19,9 @@ enum class Scratch {
   Count
 };
 
-/// An F32 tensor [rows, width] on the CPU over the calling thread's buffer for `use`, grown when
-/// needed; its values are whatever the buffer held (write before reading). The next call for the
-/// same use reuses the memory.
-tensor::Tensor scratch(Scratch use, int64_t rows, int64_t width);
+/// An F32 tensor [rows, width] over the calling thread's buffer for `use` where `like` is (host
+/// memory or its GPU), grown when needed; its values are whatever the buffer held (write before
+/// reading). The next call for the same use reuses the memory.
+tensor::Tensor scratch(Scratch use, int64_t rows, int64_t width, const tensor::Tensor& like);
 
 }  // namespace gizml::llm::ops

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "llm/quant/converted_model.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm {
 
@@ -22,6 +23,15 @@ std::vector<float> loadVector(const ConvertedModel& weights, const std::string& 
 
 tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name, int64_t n) {
   return valuesTensor(loadVector(weights, name, n));
+}
+
+tensor::Tensor placedEmpty(const ConvertedModel& weights, const tensor::Shape& shape) {
+  return weights.gpu() ? gpuops::empty(shape, DType::F32, weights.gpu()->device()) : tensor::empty(shape);
+}
+
+tensor::Tensor placedValues(const ConvertedModel& weights, const std::vector<float>& values) {
+  const tensor::Tensor t = valuesTensor(values);
+  return weights.gpu() ? t.on(*weights.gpu()) : t;
 }
 
 tensor::Tensor valuesTensor(const std::vector<float>& values) {

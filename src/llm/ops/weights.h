@@ -17,7 +17,13 @@ const StoredTensor& storedTensor(const ConvertedModel& weights, const std::strin
 std::vector<float> loadVector(const ConvertedModel& weights, const std::string& name, int64_t n);
 /// The same as an F32 tensor [n].
 tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name, int64_t n);
-/// values as an F32 tensor [values.size()].
+/// An F32 tensor of `shape` (contents unspecified) where the weights' layers go.
+tensor::Tensor placedEmpty(const ConvertedModel& weights, const tensor::Shape& shape);
+
+/// values as an F32 tensor [values.size()] where the weights' layers go (ConvertedModel::gpu).
+tensor::Tensor placedValues(const ConvertedModel& weights, const std::vector<float>& values);
+
+/// values as an F32 tensor [values.size()] in host memory.
 tensor::Tensor valuesTensor(const std::vector<float>& values);
 
 }  // namespace gizml::llm

@@ -3,11 +3,13 @@
 // chat template, tensor table) and weights.bin (64-byte-aligned tensor blobs), memory-mapped.
 // open() checks the manifest against itself and the data file's size; every problem throws
 // gizml::Error naming the file and field.
+#include <gizhw/gpu.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -68,6 +70,16 @@ class ConvertedModel {
   /// The values as a new F32 tensor of the stored shape.
   tensor::Tensor dequantize(const std::string& name) const;
 
+  /// The same weights, to be placed on `gpu` by the layers made from them (llm/ops: their
+  /// multiplying linears, norms and tables go there; embeddings are read from the file).
+  ConvertedModel placedOn(const gizhw::gpu::Gpu& gpu) const {
+    ConvertedModel placed = *this;
+    placed.gpu_ = gpu;
+    return placed;
+  }
+  /// Where the layers go: a GPU, or host memory (nullopt).
+  const std::optional<gizhw::gpu::Gpu>& gpu() const { return gpu_; }
+
  private:
   std::string folder_;
   nlohmann::json manifest_;
@@ -76,6 +88,7 @@ class ConvertedModel {
   std::vector<StoredTensor> tensors_;
   std::unordered_map<std::string, size_t> index_;
   std::shared_ptr<core::MappedFile> data_;
+  std::optional<gizhw::gpu::Gpu> gpu_;
 };
 
 }  // namespace gizml::llm

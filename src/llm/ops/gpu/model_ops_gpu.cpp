@@ -1,0 +1,132 @@
+#include "llm/ops/gpu/model_ops_gpu.h"
+
+#include <gizml/error.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tensor/gpu/codegen.h"
+#include "tensor/gpu/tensor_ops.h"
+
+namespace gizml::llm::ops::gpu {
+namespace {
+
+using gizhw::gpu::Dim3;
+using gizhw::gpu::Gpu;
+
+const std::string& source() {
+  static const std::string text = gpuops::preludeSource() +
+#include "llm/ops/gpu/model_ops.cu.inc"
+      ;
+  return text;
+}
+
+template <class... Args>
+void launch(const Gpu& g, const char* name, Dim3 grid, unsigned threads, Args... args) {
+  void* params[] = {static_cast<void*>(&args)...};
+  g.kernel(source(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params);
+}
+
+constexpr unsigned kThreads = 256;
+constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS
+constexpr int64_t kMaxHead = 256;      // GZ_LM_MAX_HEAD
+constexpr int64_t kMaxGrid = 65535;    // a grid's y and z limit
+
+// A grid-stride grid for `work` items, at most 32 blocks per multiprocessor.
+Dim3 strideGrid(const Gpu& g, int64_t work) {
+  const int64_t cap = std::max<int64_t>(int64_t{g.properties().multiprocessors} * 32, 1);
+  return Dim3{static_cast<unsigned>(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, cap)), 1, 1};
+}
+
+uint64_t at(const Tensor& t) { return gpuops::address(t); }
+uint64_t orNull(const Tensor& t) { return t.ndim() > 0 && t.numel() > 0 ? gpuops::address(t) : 0; }
+
+// The page table on the GPU, queued before the kernel that reads it (the buffer goes back to the
+// allocator after that kernel).
+gizhw::gpu::Buffer pageTable(const Gpu& g, const std::vector<int32_t>& table) {
+  gizhw::gpu::Buffer b = g.allocate(std::max<size_t>(table.size(), 1) * sizeof(int32_t));
+  if (!table.empty()) g.copyToDevice(b.address(), table.data(), table.size() * sizeof(int32_t), g.stream());
+  return b;
+}
+
+// Launches of the matrix kernels: a block of 8 warps, one weight row each, over the activation
+// rows in bands of kRowsAWarp per grid row, at most kMaxGrid bands a launch.
+template <class Launch>
+void overBands(int64_t n, int64_t out, const Launch& launchBand) {
+  const auto blocks = static_cast<unsigned>((out + 7) / 8);
+  for (int64_t first = 0; first < n; first += kMaxGrid * kRowsAWarp) {
+    const int64_t rows = std::min(n - first, kMaxGrid * kRowsAWarp);
+    launchBand(first, rows, Dim3{blocks, static_cast<unsigned>((rows + kRowsAWarp - 1) / kRowsAWarp), 1});
+  }
+}
+
+}  // namespace
+
+int elementKind(const char* op, DType dtype) {
+  if (dtype == DType::F32) return 0;
+  if (dtype == DType::F16) return 1;
+  if (dtype == DType::BF16) return 2;
+  throw Error(std::string(op) + ": " + dtypeName(dtype) + " elements are not read on a GPU (F32, F16, BF16)");
+}
+
+void zero(const Tensor& x) {
+  const Gpu g = gpuops::gpuOf(x);
+  g.fill(at(x), 0, dtypeBytes(x.dtype(), x.numel()), g.stream());
+}
+
+void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width) {
+  check(rows < (int64_t{1} << 31), "rmsNorm: too many rows for one launch");
+  launch(gpuops::gpuOf(x), "gz_lm_rms_norm", Dim3{static_cast<unsigned>(rows), 1, 1}, kThreads, at(out), at(x), at(w),
+         width, eps);
+}
+
+void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start) {
+  const int64_t half = invFreq.numel();
+  if (rows == 0 || half == 0) return;
+  const Gpu g = gpuops::gpuOf(t);
+  launch(g, "gz_lm_rope", strideGrid(g, rows * heads * half), kThreads, at(t), rows, heads, headDim, at(invFreq), half,
+         start);
+}
+
+void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
+                 int64_t in, int64_t rowBytes, int bits, int group, float base) {
+  const Gpu g = gpuops::gpuOf(x);
+  overBands(n, out, [&](int64_t first, int64_t rows, Dim3 grid) {
+    launch(g, "gz_lm_group_matmul", grid, kThreads, at(y) + static_cast<uint64_t>(first * out) * 4,
+           at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in, rowBytes, bits,
+           group, base);
+  });
+}
+
+void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
+                 int64_t in) {
+  const Gpu g = gpuops::gpuOf(x);
+  const int kind = elementKind("Linear", weights.dtype());
+  overBands(n, out, [&](int64_t first, int64_t rows, Dim3 grid) {
+    launch(g, "gz_lm_float_matmul", grid, kThreads, at(y) + static_cast<uint64_t>(first * out) * 4,
+           at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in, kind);
+  });
+}
+
+void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v) {
+  const Gpu g = gpuops::gpuOf(k);
+  const gizhw::gpu::Buffer table = pageTable(g, *kv.table);
+  launch(g, "gz_lm_store_kv", strideGrid(g, rows * kv.kvHeads * kv.headDim), kThreads, at(kv.keys), at(kv.values),
+         at(k), at(v), table.address(), rows, start, kv.kvHeads, kv.headDim, kv.pageTokens,
+         elementKind("storeKeysValues", kv.keys.dtype()), elementKind("storeKeysValues", kv.values.dtype()));
+}
+
+void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, const Tensor& context, int64_t heads,
+               float scale, int64_t window) {
+  check(kv.headDim <= kMaxHead, "cachedAttention: heads of " + std::to_string(kv.headDim) +
+                                    " values are longer than the GPU kernel's " + std::to_string(kMaxHead));
+  check(rows < (int64_t{1} << 31) && heads <= kMaxGrid, "cachedAttention: too many rows or heads for one launch");
+  const Gpu g = gpuops::gpuOf(q);
+  const gizhw::gpu::Buffer table = pageTable(g, *kv.table);
+  launch(g, "gz_lm_attention", Dim3{static_cast<unsigned>(rows), static_cast<unsigned>(heads), 1}, 32, at(context),
+         at(q), at(kv.keys), at(kv.values), table.address(), start, heads, kv.kvHeads, kv.headDim, kv.pageTokens,
+         scale, window, elementKind("cachedAttention", kv.keys.dtype()),
+         elementKind("cachedAttention", kv.values.dtype()));
+}
+
+}  // namespace gizml::llm::ops::gpu

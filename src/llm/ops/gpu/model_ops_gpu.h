@@ -1,0 +1,44 @@
+#pragma once
+// The GPU implementations of llm/ops (kernels in model_ops.cu.inc): each checks what the kernel
+// relies on and queues it on the operands' GPU stream. The callers in llm/ops have checked the
+// sizes and that every operand is on that GPU.
+#include <gizml/tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gizml::llm::ops::gpu {
+
+using tensor::Tensor;
+
+/// The kind of stored element the kernels read: 0 F32, 1 F16, 2 BF16; an Error naming `op` for
+/// another dtype.
+int elementKind(const char* op, DType dtype);
+
+/// x = 0 (contiguous).
+void zero(const Tensor& x);
+
+void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width);
+/// Rotate-half RoPE in place on t ([rows, heads headDim]) with `invFreq` ([half]) from `start`.
+void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start);
+
+/// y [n, out] = x [n, in] W^T (+ bias [out] unless it has no elements) over group-format rows
+/// `weights` (U8, out x rowBytes).
+void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
+                 int64_t in, int64_t rowBytes, int bits, int group, float base);
+/// The same over F32, F16 or BF16 rows `weights` ([out, in]).
+void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
+                 int64_t in);
+
+/// One layer's pages on the GPU: keys [pages, kvHeads, headDim, P] and values [pages, P, kvHeads,
+/// headDim] of F32, F16 or BF16, and a sequence's page table.
+struct KvPages {
+  Tensor keys, values;
+  const std::vector<int32_t>* table;
+  int64_t kvHeads, headDim, pageTokens;
+};
+void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v);
+void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, const Tensor& context, int64_t heads,
+               float scale, int64_t window);
+
+}  // namespace gizml::llm::ops::gpu
