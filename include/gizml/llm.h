@@ -230,7 +230,8 @@ class Sequences {
   /// Loads the weights of a converted folder (not its tokenizer) and makes `count` empty
   /// sequences of up to maxTokens tokens each, their keys and values kept as kvCache says (F32
   /// unless told). Throws gizml::Error naming the file at fault.
-  Sequences(const std::string& folder, int64_t count, int64_t maxTokens, KvFormat kvCache = DType::F32);
+  Sequences(const std::string& folder, int64_t count, int64_t maxTokens, KvFormat kvCache = DType::F32,
+            const std::optional<gizhw::gpu::Gpu>& gpu = std::nullopt);
   Sequences(Sequences&&) noexcept;
   Sequences& operator=(Sequences&&) noexcept;
   ~Sequences();

@@ -13,10 +13,11 @@ struct Sequences::Impl {
   std::vector<std::unique_ptr<SequenceState>> states;
 };
 
-Sequences::Sequences(const std::string& folder, int64_t count, int64_t maxTokens, KvFormat kvCache)
+Sequences::Sequences(const std::string& folder, int64_t count, int64_t maxTokens, KvFormat kvCache,
+                     const std::optional<gizhw::gpu::Gpu>& gpu)
     : impl_(std::make_unique<Impl>()) {
   check(count >= 1, "Sequences: count must be at least 1, not " + std::to_string(count));
-  impl_->model = buildLanguageModel(ConvertedModel::open(folder), {.kvCache = kvCache});
+  impl_->model = buildLanguageModel(ConvertedModel::open(folder), {.kvCache = kvCache, .gpu = gpu});
   for (int64_t s = 0; s < count; ++s) impl_->states.push_back(impl_->model->newState(maxTokens));
 }
 

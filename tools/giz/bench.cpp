@@ -24,7 +24,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz bench MODEL [--prefill 512] [--decode 128] [--tokens FILE] [--kv f32] [--logits FILE]\n"
-    "                  [--batch 1] [--bits 4]   MODEL as for giz run (giz run --help)\n"
+    "                  [--batch 1] [--bits 4] [--device auto]   MODEL, --device as for giz run (giz run --help)\n"
     "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps,\n"
     "  of --batch sequences at once (tok/s in total); --kv keeps keys and values as f32, f16, bf16, or codes\n"
     "  of 8, 4 or 2 bits, or keys and values apart as K/V (4/2)\n";
@@ -43,7 +43,7 @@ int32_t argmax(const float* v, int64_t n) { return static_cast<int32_t>(std::max
 
 int benchCommand(int argc, char** argv) {
   using gizml::check;
-  std::string model, tokensFile, logitsFile, kv = "default";
+  std::string model, tokensFile, logitsFile, kv = "default", device = "auto";
   int64_t prefill = 512, decode = 128, batch = 1;
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   int bits = 0;
@@ -57,6 +57,7 @@ int benchCommand(int argc, char** argv) {
     else if (a == "--kv" && hasValue) kv = argv[++i];
     else if (a == "--bits" && hasValue) bits = parseBits(argv[++i]);
     else if (a == "--batch" && hasValue) batch = parseCount(a, argv[++i]);
+    else if (a == "--device" && hasValue) device = argv[++i];
     else if (a.rfind("--", 0) == 0 || !model.empty()) return usageReply(kUsage, false);
     else model = a;
   }
@@ -66,7 +67,20 @@ int benchCommand(int argc, char** argv) {
   check(batch == 1 || logitsFile.empty(), "bench: --logits is for one sequence, not --batch");
   const gizml::llm::KvFormat kvCache = kv == "default" ? gizml::llm::KvFormat() : gizml::llm::KvFormat::parse(kv);
 
-  gizml::llm::Sequences sequences(convertedFolder(model, bits), batch, prefill + decode, kvCache);
+  std::optional<gizhw::gpu::Gpu> gpu = deviceFor(device);
+  const std::string folder = convertedFolder(model, bits);
+  gizml::llm::Sequences sequences = [&] {
+    if (gpu) {
+      try {
+        return gizml::llm::Sequences(folder, batch, prefill + decode, kvCache, gpu);
+      } catch (const gizml::Error& e) {
+        if (device != "auto") throw;
+        std::cerr << "giz: running on the CPU: " << e.what() << "\n";
+        gpu.reset();
+      }
+    }
+    return gizml::llm::Sequences(folder, batch, prefill + decode, kvCache);
+  }();
   const int64_t vocab = sequences.vocabSize();
   std::vector<int32_t> prompt;
   if (!tokensFile.empty()) {
@@ -88,14 +102,16 @@ int benchCommand(int argc, char** argv) {
   const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!logitsFile.empty()) {
     std::ofstream out(logitsFile, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(logits[0].data<float>()), static_cast<std::streamsize>(prefill * vocab * 4));
+    const std::vector<float> values = logits[0].toFloats();
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(prefill * vocab * 4));
     check(out.good(), "bench: cannot write " + logitsFile);
   }
   // Each sequence's next token: the argmax of its last row.
   auto pickNext = [&] {
     for (size_t s = 0; s < next.size(); ++s) {
-      const auto& rows = logits[s];
-      next[s] = {argmax(rows.data<float>() + (rows.shape()[0] - 1) * vocab, vocab)};
+      const gizml::tensor::Tensor last = logits[s].slice(0, logits[s].shape()[0] - 1, logits[s].shape()[0]);
+      const std::vector<float> row = last.toFloats();
+      next[s] = {argmax(row.data(), vocab)};
     }
   };
   pickNext();
@@ -107,6 +123,7 @@ int benchCommand(int argc, char** argv) {
   const double decodeSeconds = std::chrono::duration<double>(Clock::now() - t1).count();
   nlohmann::json result = {{"engine", "gizml"},
                            {"threads", gizml::core::threadCount()},
+                           {"device", gpu ? gpu->describe() : "cpu"},
                            {"sequences", batch},
                            {"prefill_tokens", prefill},
                            {"prefill_tok_s", static_cast<double>(batch * prefill) / prefillSeconds},

@@ -12,8 +12,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: giz chat [MODEL] [--context 4096] [--max-tokens 512] [--temperature 0] [--top-k 0]\n"
     "                 [--top-p 1] [--min-p 0] [--seed 0] [--system TEXT] [--think] [--bits 4]\n"
-    "                 [--kv auto]\n"
-    "  MODEL as for giz run (giz run --help; none: smollm2); reads one message per line from stdin until its end\n";
+    "                 [--kv auto] [--device auto]\n"
+    "  MODEL as for giz run (giz run --help; none: smollm2); reads one message per line from stdin until its end;\n"
+    "  --kv and --device as for giz run\n";
 
 }  // namespace
 
@@ -23,7 +24,7 @@ int chatCommand(int argc, char** argv) {
   std::vector<std::string> words;
   if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() > 1) return usageReply(kUsage, false);
   const std::string folder = words.empty() ? defaultConvertedFolder(options.bits) : convertedFolder(words[0], options.bits);
-  const gizml::llm::Model model = gizml::llm::load(folder, options.load);
+  const gizml::llm::Model model = loadOn(options.device, folder, options.load);
   gizml::llm::Engine engine = model.engine(1, options.context);
   nlohmann::ordered_json messages = startMessages(options);
   const bool terminal = isatty(STDIN_FILENO) != 0;

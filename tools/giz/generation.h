@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "device_choice.h"
 #include "model_source.h"
 
 struct GenerationOptions {
@@ -16,6 +17,7 @@ struct GenerationOptions {
   bool think = false;
   int bits = 0;  // --bits: the conversion's width (0: convert's default)
   gizml::llm::LoadOptions load;  // --kv: how the engine keeps keys and values
+  std::string device = "auto";   // --device (device_choice.h)
   gizml::llm::Sampling sampling;
 };
 

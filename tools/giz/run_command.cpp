@@ -9,11 +9,14 @@ namespace {
 constexpr const char* kUsage =
     "usage: giz run [MODEL] PROMPT [--max-tokens 512] [--temperature 0] [--top-k 0] [--top-p 1]\n"
     "                  [--min-p 0] [--seed 0] [--system TEXT] [--think] [--bits 4] [--kv auto]\n"
+    "                  [--device auto]\n"
     "  MODEL: a converted folder, a Hugging Face folder or .gguf file, or a name on the hub (Qwen/Qwen3-0.6B,\n"
     "  org/repo-GGUF:Q4_K_M, an alias of giz list --catalogue; docs/models.md), converted on first use;\n"
     "  no MODEL: smollm2 (SmolLM2-135M-Instruct); --bits: the conversion's width (2..8 or 16);\n"
     "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2); auto:\n"
-    "  8 bits, else 4, else 4/2, the first in which the KV pool fits the memory available\n";
+    "  8 bits, else 4, else 4/2, the first in which the KV pool fits the memory available;\n"
+    "  --device: cpu, gpu, or auto: the GPU when there is one and the model loads there, else the CPU\n"
+    "  (stderr says which; on a GPU so far: llama, mistral, qwen2, qwen3, qwen3_vl, gemma3)\n";
 
 }  // namespace
 
@@ -25,7 +28,7 @@ int runCommand(int argc, char** argv) {
   // One word: the prompt for the default model, unless it names a model (then the prompt is missing).
   if (words.size() == 1 && namesModel(words[0])) return usageReply(kUsage, false);
   const std::string folder = words.size() == 2 ? convertedFolder(words[0], options.bits) : defaultConvertedFolder(options.bits);
-  const gizml::llm::Model model = gizml::llm::load(folder, options.load);
+  const gizml::llm::Model model = loadOn(options.device, folder, options.load);
   nlohmann::ordered_json messages = startMessages(options);
   messages.push_back({{"role", "user"}, {"content", words.back()}});
   gizml::llm::Request request;

@@ -21,7 +21,7 @@ constexpr const char* kUsage =
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
     "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv auto] [--pool TOKENS]\n"
-    "                 [--prefill-budget on]\n"
+    "                 [--prefill-budget on] [--device auto]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
@@ -32,7 +32,7 @@ constexpr const char* kUsage =
     "  --pool: each engine's KV pool in tokens (pages of 256), shared by its slots; default: every\n"
     "  slot's whole context. Idle slots give their pages to running ones when it runs short.\n"
     "  --prefill-budget off: a prompt is read whole in one step even while other requests decode\n"
-    "  (on: in parts, each adding about a decode step's time).\n"
+    "  (on: in parts, each adding about a decode step's time). --device as for giz run.\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -96,6 +96,7 @@ int serveCommand(int argc, char** argv) {
   int64_t maxBodyMb = 8;
   int bits = 0;
   gizml::llm::LoadOptions load;
+  std::string device = "auto";
   bool prefillBudget = true;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -111,6 +112,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parseSetting(argv[++i]);
+    else if (arg == "--device") device = argv[++i];
     else if (arg == "--prefill-budget") prefillBudget = onOrOff(arg, argv[++i]);
     else if (arg == "--max-body-mb") maxBodyMb = parseCount(arg, argv[++i]);
     else if (arg == "--api-key") options.apiKey = argv[++i];
@@ -137,7 +139,7 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<gizml::ai::Served> served;
   for (size_t i = 0; i < models.size(); ++i) {
-    gizml::llm::Model model = gizml::llm::load(convertedFolder(models[i], bits), load);
+    gizml::llm::Model model = loadOn(device, convertedFolder(models[i], bits), load);
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens, pool);
