@@ -25,13 +25,16 @@ inline constexpr int64_t kMaxPixels = int64_t{1} << 28;
 /// A PNG or JPEG file (told by its first bytes, not its name) as 8-bit RGB, converted as Pillow's
 /// convert("RGB") does: alpha dropped (not composited), grey repeated in R, G and B, palettes
 /// looked up, 16-bit samples cut to their high byte (Pillow's way for RGB; for 16-bit grey, whose
-/// convert Pillow saturates at 255, too), CMYK/YCCK JPEGs by Pillow's formula (Adobe's inverted
-/// values read as such). Gamma, ICC profiles and EXIF orientation are not applied.
+/// convert Pillow saturates at 255, too), CMYK/YCCK JPEGs by Pillow's formula (their values taken
+/// as Adobe's inverted ones, as Pillow takes them). Then turned upright by its EXIF orientation
+/// (Pillow's ImageOps.exif_transpose, which ComfyUI's LoadImage and diffusers' load_image apply;
+/// in a PNG, an eXIf chunk before the pixels). Gamma and ICC profiles are not applied.
 /// When width * height > maxPixels, the picture is scaled down as diffusers' Flux2 pipelines do
 /// (Flux2ImageProcessor._resize_if_exceeds_area): s = sqrt(maxPixels / (width * height)), the new
-/// sides int(width * s) and int(height * s) (at least 1), resampled by Pillow's LANCZOS filter,
-/// the same bytes as PIL's Image.resize. A file that is not PNG or JPEG, is truncated or damaged,
-/// or is larger than kMaxSide/kMaxPixels, is a gizml::Error naming what is wrong.
+/// sides int(width * s) and int(height * s) (a side of 0 becomes 1, and the other then keeps
+/// within maxPixels), resampled by Pillow's LANCZOS filter, the same bytes as PIL's Image.resize.
+/// A file that is not PNG or JPEG, is truncated or damaged, or is larger than kMaxSide or
+/// kMaxPixels, is a gizml::Error naming what is wrong.
 Image decode(std::span<const uint8_t> bytes, int64_t maxPixels = kMaxPixels);
 
 /// Pillow's resize(LANCZOS) of the image to width x height (each at least 1).

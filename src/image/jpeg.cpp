@@ -9,6 +9,7 @@
 #include <jpeglib.h>
 
 #include <csetjmp>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,7 @@ bool create(j_decompress_ptr cinfo, JpegErrors* errors) {
 // The header and the output colour space: false on an error.
 bool readHeader(j_decompress_ptr cinfo, JpegErrors* errors) {
   if (setjmp(errors->jump)) return false;
+  jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xffff);  // APP1: EXIF
   jpeg_read_header(cinfo, TRUE);
   const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
   cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;  // grey becomes RGB by repeating it
@@ -78,6 +80,15 @@ bool readScanlines(j_decompress_ptr cinfo, JpegErrors* errors, uint8_t* out, siz
     jpeg_read_scanlines(cinfo, &row, 1);
   }
   return true;
+}
+
+// The orientation of the first APP1 block that is EXIF (Pillow reads the first), else 1.
+int orientation(const jpeg_decompress_struct& cinfo) {
+  static constexpr uint8_t kExif[6] = {'E', 'x', 'i', 'f', 0, 0};
+  for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next)
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= sizeof kExif && std::memcmp(m->data, kExif, sizeof kExif) == 0)
+      return exifOrientation({m->data + sizeof kExif, m->data_length - sizeof kExif});
+  return 1;
 }
 
 // Pillow's CMYK to RGB (Convert.c cmyk2rgb) of values stored as Adobe does, inverted, which Pillow
@@ -117,14 +128,14 @@ Image decodeJpeg(std::span<const uint8_t> bytes) {
   if (!readScanlines(&cinfo, &errors, decoded.data(), width * channels))
     throw Error(std::string("JPEG: ") + errors.message);
   Image image{int64_t(width), int64_t(height), {}};
-  if (!cmyk) {
+  if (cmyk) {
+    image.pixels.resize(width * height * 3);
+    for (size_t i = 0; i < width * height; ++i)
+      for (size_t c = 0; c < 3; ++c) image.pixels[i * 3 + c] = cmykChannel(decoded[i * 4 + c], decoded[i * 4 + 3]);
+  } else {
     image.pixels = std::move(decoded);
-    return image;
   }
-  image.pixels.resize(width * height * 3);
-  for (size_t i = 0; i < width * height; ++i)
-    for (size_t c = 0; c < 3; ++c) image.pixels[i * 3 + c] = cmykChannel(decoded[i * 4 + c], decoded[i * 4 + 3]);
-  return image;
+  return orient(std::move(image), orientation(cinfo));
 }
 
 }  // namespace gizml::image

@@ -134,7 +134,11 @@ Image decodePng(std::span<const uint8_t> bytes) {
   Image image{width, height, std::vector<uint8_t>(size_t(width) * height * 3)};
   std::vector<png_bytep> rows = rowPointers(image.pixels.data(), width, height);
   if (!readRows(png, rows.data())) throw failure("PNG", stream);
-  return image;
+  // An eXIf chunk before the pixels (one after them is not read: png_read_end is not called).
+  png_uint_32 exifBytes = 0;
+  png_bytep exif = nullptr;
+  if (png_get_eXIf_1(png, info, &exifBytes, &exif) == 0) return image;
+  return orient(std::move(image), exifOrientation({exif, exifBytes}));
 }
 
 std::vector<uint8_t> encodePng(const Image& image) {
