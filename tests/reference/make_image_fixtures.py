@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 OUT = ROOT / "tests" / "data" / "image"
@@ -67,8 +67,9 @@ def write_rgb16(path: Path, img: np.ndarray) -> None:
 
 
 def expected_rgb(path: Path) -> Image.Image:
-    """Pillow's decoded pixels as RGB (16-bit grey: the high byte, which Pillow's convert clips)."""
-    im = Image.open(path)
+    """Pillow's decoded pixels as RGB, turned upright by their EXIF orientation as ComfyUI's
+    LoadImage turns them (16-bit grey: the high byte, which Pillow's convert clips)."""
+    im = ImageOps.exif_transpose(Image.open(path))
     if im.mode in ("I;16", "I;16B"):
         high = (np.asarray(im).astype(np.uint16) >> 8).astype(np.uint8)
         return Image.fromarray(np.stack([high] * 3, axis=-1), "RGB")
@@ -130,6 +131,18 @@ def main() -> None:
     photo.convert("CMYK").save(OUT / "cmyk.jpg", quality=90)
     for name in ["q444.jpg", "q422.jpg", "q420.jpg", "progressive420.jpg", "grey.jpg", "cmyk.jpg"]:
         decode_case(name)
+
+    # EXIF orientations 2 to 8 (an eXIf chunk in PNG, APP1 in JPEG); the budget applies upright.
+    for orientation in range(2, 9):
+        exif = Image.Exif()
+        exif[0x0112] = orientation
+        Image.fromarray(bytes8(scene(9, 5, 10 + orientation))).save(OUT / f"orientation{orientation}.png", exif=exif)
+        decode_case(f"orientation{orientation}.png")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    photo.save(OUT / "orientation6.jpg", quality=90, exif=exif)
+    decode_case("orientation6.jpg")
+    decode_case("orientation6.jpg", 700)
 
     # Scaled down to a pixel budget (the spec's Image.decode(bytes, 100000) at a small scale).
     big = Image.fromarray(bytes8(scene(97, 61, 8)), "RGB")
