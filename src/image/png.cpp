@@ -20,6 +20,10 @@ namespace {
 constexpr uint32_t kChunkCacheMax = 128;
 constexpr png_alloc_size_t kChunkMallocMax = 8 << 20;
 constexpr int kCompressionLevel = 4;  // ComfyUI's SaveImage
+// deflate's largest ratio (a 258-byte match in under 2 bits, and a little): a file of n bytes holds
+// at most this many times n bytes of rows, so a header that asks for more is of a truncated file,
+// refused before its pixels are allocated.
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // What libpng's callbacks see: the bytes read or written, and the last error's message.
 struct PngStream {
@@ -71,9 +75,10 @@ void writeBytes(png_structp png, png_bytep data, size_t count) {
 void flushNothing(png_structp) {}
 
 // The header, and the transformations to 8-bit RGB (see image.h): false on an error.
-bool readHeader(png_structp png, png_infop info, png_uint_32* width, png_uint_32* height) {
+bool readHeader(png_structp png, png_infop info, png_uint_32* width, png_uint_32* height, size_t* storedRowBytes) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_info(png, info);
+  *storedRowBytes = png_get_rowbytes(png, info);  // as stored, before the transformations
   png_set_expand(png);  // palette to RGB, grey under 8 bits to 8, tRNS to an alpha (dropped below)
   png_set_strip_16(png);
   png_set_strip_alpha(png);
@@ -129,8 +134,14 @@ Image decodePng(std::span<const uint8_t> bytes) {
   png_set_chunk_malloc_max(png, kChunkMallocMax);
 
   png_uint_32 width = 0, height = 0;
-  if (!readHeader(png, info, &width, &height)) throw failure("PNG", stream);
+  size_t storedRowBytes = 0;
+  if (!readHeader(png, info, &width, &height, &storedRowBytes)) throw failure("PNG", stream);
   checkSize("PNG", width, height);
+  const uint64_t storedBytes = uint64_t(storedRowBytes + 1) * height;  // each row has its filter byte
+  if (storedBytes > kMaxDeflateRatio * bytes.size())
+    throw Error("PNG: the file is truncated: its " + std::to_string(width) + " x " + std::to_string(height) +
+                " pixels are " + std::to_string(storedBytes) + " bytes, more than " + std::to_string(bytes.size()) +
+                " bytes of deflate can hold");
   Image image{width, height, std::vector<uint8_t>(size_t(width) * height * 3)};
   std::vector<png_bytep> rows = rowPointers(image.pixels.data(), width, height);
   if (!readRows(png, rows.data())) throw failure("PNG", stream);

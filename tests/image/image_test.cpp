@@ -132,6 +132,7 @@ TEST(Image, RefusesBadFiles) {
   expectError(readFileBytes(dataPath("bad_truncated.png")), "PNG: the file is truncated");
   expectError(readFileBytes(dataPath("bad_truncated.jpg")), "JPEG: Premature end of JPEG file");
   expectError(readFileBytes(dataPath("bad_huge.png")), "PNG: 60000 x 60000 pixels is not a size gizml decodes");
+  expectError(readFileBytes(dataPath("bad_tall.png")), "PNG: the file is truncated: its 1 x 60000 pixels are 240000 bytes");
   expectError(readFileBytes(dataPath("bad_wide.png")), "PNG: Invalid IHDR data (libpng's last warning: Image width exceeds user limit");
   expectError(readFileBytes(dataPath("bad_zero.png")), "PNG: Invalid IHDR data (libpng's last warning: Image width is zero");
   expectError(readFileBytes(dataPath("bad_huge.jpg")), "JPEG: 65000 x 65000 pixels is not a size gizml decodes");

@@ -163,6 +163,7 @@ def main() -> None:
     (OUT / "bad_truncated.jpg").write_bytes(jpg[: len(jpg) * 2 // 3])
     row = b"\x00" + b"\x00" * 3
     (OUT / "bad_huge.png").write_bytes(raw_png(60000, 60000, 8, 2, row))
+    (OUT / "bad_tall.png").write_bytes(raw_png(1, 60000, 8, 2, row))  # a few bytes cannot hold 60000 rows
     (OUT / "bad_wide.png").write_bytes(raw_png(100000, 1, 8, 2, row))
     (OUT / "bad_zero.png").write_bytes(raw_png(0, 1, 8, 2, row))
     sof = jpg.index(b"\xff\xc0")  # baseline SOF0: length, precision, then height and width
