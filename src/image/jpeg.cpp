@@ -60,8 +60,9 @@ bool create(j_decompress_ptr cinfo, JpegErrors* errors) {
 }
 
 // The header and the output colour space: false on an error.
-bool readHeader(j_decompress_ptr cinfo, JpegErrors* errors) {
+bool readHeader(j_decompress_ptr cinfo, JpegErrors* errors, std::span<const uint8_t> bytes) {
   if (setjmp(errors->jump)) return false;
+  jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));  // no bytes: an error
   jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xffff);  // APP1: EXIF
   jpeg_read_header(cinfo, TRUE);
   const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
@@ -117,9 +118,8 @@ Image decodeJpeg(std::span<const uint8_t> bytes) {
   progress.progress_monitor = onProgress;
   cinfo.progress = &progress;
   cinfo.mem->max_memory_to_use = kMaxMemory;
-  jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
 
-  if (!readHeader(&cinfo, &errors)) throw Error(std::string("JPEG: ") + errors.message);
+  if (!readHeader(&cinfo, &errors, bytes)) throw Error(std::string("JPEG: ") + errors.message);
   checkSize("JPEG", cinfo.image_width, cinfo.image_height);
   const bool cmyk = cinfo.out_color_space == JCS_CMYK;
   const size_t channels = cmyk ? 4 : 3;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "formats/file_bytes.h"
+#include "image/codecs.h"
 
 using namespace gizml;
 using namespace gizml::image;
@@ -140,6 +141,9 @@ TEST(Image, RefusesBadFiles) {
   // A PNG or JPEG signature and nothing after it.
   expectError({0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}, "PNG: the file is truncated");
   expectError({0xff, 0xd8, 0xff}, "JPEG:");
+  // The formats' readers on their own, given nothing.
+  EXPECT_THROW(decodePng({}), Error);
+  EXPECT_THROW(decodeJpeg({}), Error);
 }
 
 // ComfyUI's LoadImage (/ 255 in f32) and its VAE's process_input (x * 2 - 1).
