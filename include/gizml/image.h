@@ -1,0 +1,58 @@
+#pragma once
+// gizml::image (the spec's gizlang:image): pictures in and out of the diffusion models. PNG and
+// JPEG are read by libpng and libjpeg-turbo, PNG written by libpng; the conversions to and from
+// tensors are ComfyUI's (LoadImage, the VAE's process_input/process_output, SaveImage).
+#include <gizml/tensor.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gizml::image {
+
+/// An 8-bit RGB picture: rows top to bottom, each pixel R, G, B (row-major HWC).
+struct Image {
+  int64_t width = 0;
+  int64_t height = 0;
+  std::vector<uint8_t> pixels;  // width * height * 3 bytes
+};
+
+/// The largest picture decode reads: each side at most kMaxSide pixels and at most kMaxPixels
+/// pixels in all (768 MiB of RGB), checked from the header before any pixel memory is allocated.
+inline constexpr int64_t kMaxSide = 65535;
+inline constexpr int64_t kMaxPixels = int64_t{1} << 28;
+
+/// A PNG or JPEG file (told by its first bytes, not its name) as 8-bit RGB, converted as Pillow's
+/// convert("RGB") does: alpha dropped (not composited), grey repeated in R, G and B, palettes
+/// looked up, 16-bit samples cut to their high byte (Pillow's way for RGB; for 16-bit grey, whose
+/// convert Pillow saturates at 255, too), CMYK/YCCK JPEGs by Pillow's formula (their values taken
+/// as Adobe's inverted ones, as Pillow takes them). Then turned upright by its EXIF orientation
+/// (Pillow's ImageOps.exif_transpose, which ComfyUI's LoadImage and diffusers' load_image apply;
+/// in a PNG, an eXIf chunk before the pixels). Gamma and ICC profiles are not applied.
+/// When width * height > maxPixels, the picture is scaled down as diffusers' Flux2 pipelines do
+/// (Flux2ImageProcessor._resize_if_exceeds_area): s = sqrt(maxPixels / (width * height)), the new
+/// sides int(width * s) and int(height * s) (a side of 0 becomes 1, and the other then keeps
+/// within maxPixels), resampled by Pillow's LANCZOS filter, the same bytes as PIL's Image.resize.
+/// A file that is not PNG or JPEG, is truncated or damaged, or is larger than kMaxSide or
+/// kMaxPixels, is a gizml::Error naming what is wrong.
+Image decode(std::span<const uint8_t> bytes, int64_t maxPixels = kMaxPixels);
+
+/// Pillow's resize(LANCZOS) of the image to width x height (each at least 1).
+Image resize(const Image& image, int64_t width, int64_t height);
+
+/// The image as an 8-bit RGB PNG file (zlib level 4, ComfyUI's SaveImage's).
+std::vector<uint8_t> encodePng(const Image& image);
+
+/// The value range of a picture as a tensor: [0, 1] (ComfyUI's IMAGE) or [-1, 1] (a VAE's).
+enum class Range { ZeroOne, MinusOneOne };
+
+/// An F32 host tensor [3, height, width]: each byte b as f32(b) / 255 (ComfyUI's LoadImage), then
+/// for MinusOneOne x * 2 - 1 (its VAE's process_input), in f32.
+tensor::Tensor toTensor(const Image& image, Range range = Range::ZeroOne);
+
+/// The image of a [3, height, width] tensor (any dtype or device; computed in f32): for
+/// MinusOneOne first clamp((x + 1) / 2, 0, 1) (ComfyUI's VAE process_output), then
+/// uint8(clip(255 * x, 0, 255)) truncated, not rounded (its SaveImage); NaN gives 0.
+Image fromTensor(const tensor::Tensor& pixels, Range range = Range::ZeroOne);
+
+}  // namespace gizml::image
