@@ -27,6 +27,7 @@
 
 #include "common/expect_error.h"
 #include "common/gpu_checks.h"
+#include "llm_test_util.h"
 #include "llm/language_model.h"
 #include "llm/ops/rows.h"
 #include "llm/quant/converted_model.h"
@@ -132,6 +133,30 @@ TEST_F(GpuModelErrors, KvCodesStayOnTheCpu) {
   expectError([&] {
     buildLanguageModel(converted("llama", 16), {.kvCache = KvFormat::parse("8"), .gpu = gpu()})->newState(8);
   }, {"KV cache", "bits", "CPU only"});
+}
+
+}  // namespace
+
+namespace {
+
+class GpuModelEngine : public test::GpuTest {};
+
+// An engine's requests on a GPU model, two at once (one sampled), give the tokens each gives alone.
+TEST_F(GpuModelEngine, RequestsTogetherGiveTheirTokensAlone) {
+  const std::shared_ptr<LanguageModel> model =
+      buildLanguageModel(converted("llama", 8), {.kvCache = std::nullopt, .gpu = gpu()});
+  Sampling sampled;
+  sampled.temperature = 0.9;
+  sampled.seed = 7;
+  const std::vector<Request> requests = {request({5, 9, 2, 31, 7, 11, 3}, 8),
+                                         request({4, 4, 8, 1, 2, 9, 40, 17, 6}, 6, sampled)};
+  Engine together(model, nullptr, {}, 2, 64);
+  const std::vector<Result> both = together.generate(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Engine alone(model, nullptr, {}, 1, 64);
+    EXPECT_EQ(both[i].tokens, alone.generate({requests[i]})[0].tokens) << "request " << i;
+    EXPECT_EQ(both[i].tokens.size(), static_cast<size_t>(requests[i].limit));
+  }
 }
 
 }  // namespace
