@@ -19,11 +19,11 @@ root=$(pwd)
 if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
-  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
-    bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz
+  cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile test_grad test_llm bench_gpu \
+    bench_tile_gpu bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz
   rm -rf .device && mkdir -p .device/bin .device/lib
   cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile build/release/tests/test_grad \
-    build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/bench/bench_attention_rows \
+    build/release/tests/test_llm build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/bench/bench_attention_rows \
     build/release/bench/bench_netops_gpu build/release/example_02_gpu build/release/giz \
     build/release/example_train_mlp .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
@@ -34,6 +34,8 @@ if [ "${1:-}" = "--pack" ]; then
   exclude=$(git rev-parse --git-path info/exclude)
   mkdir -p "$(dirname "$exclude")"
   grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
+  # The tests read their fixtures where this checkout is (GIZML_TEST_DATA is compiled in).
+  pwd > .device/source_root
   du -sh .device
   echo "packed: carry .device and run scripts/device-check.sh there"
   exit 0
@@ -56,15 +58,19 @@ if [ -d .device/bin ]; then
   bin=$root/.device/bin
   export LD_LIBRARY_PATH=$root/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "== using the carried build in .device"
+  built=$(cat .device/source_root 2>/dev/null || true)
+  if [ -n "$built" ] && [ "$built" != "$root" ] && [ ! -e "$built" ]; then
+    mkdir -p "$(dirname "$built")" && ln -s "$root" "$built" && echo "linked $built -> $root (the tests' fixtures)"
+  fi
 else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile test_grad bench_gpu bench_tile_gpu \
-      bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp ||
+    cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile test_grad test_llm bench_gpu \
+      bench_tile_gpu bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz ||
     { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
   cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile build/device/tests/test_grad \
-    build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/bench/bench_attention_rows \
+    build/device/tests/test_llm build/device/giz build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/bench/bench_attention_rows \
     build/device/bench/bench_netops_gpu build/device/example_02_gpu \
     build/device/example_train_mlp build/device/bin/
   bin=$root/build/device/bin
@@ -115,6 +121,33 @@ timeout 120 "$bin/example_train_mlp" >"$out/train_mlp.txt" 2>&1
 status=$?
 tail -4 "$out/train_mlp.txt"
 note "example_train_mlp (CPU and GPU): exit $status; $(grep '^on ' "$out/train_mlp.txt" | head -1)"
+
+echo "== language models on the GPU (the tiny fixtures of six architectures against transformers and the CPU)"
+timeout 150 "$bin/test_llm" --gtest_filter='*GpuModel*' >"$out/test_llm_gpu.txt" 2>&1
+status=$?
+grep -E 'bits, KV|FAILED' "$out/test_llm_gpu.txt" | head -40
+note "test_llm (GPU models): exit $status, $(grep -c '^\[       OK \]' "$out/test_llm_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z/]*\.' "$out/test_llm_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed"
+
+echo "== giz bench on the GPU: a Qwen3-0.6B-shaped model at 4 bits (random weights, made here)"
+model=/tmp/gizml-qwen3s
+if timeout 120 python3 bench/make_qwen3_shaped_hf.py "$model-hf" --shape 0.6b &&
+   timeout 120 "$bin/giz" convert "$model-hf" "$model" >/dev/null; then
+  bytes=$(stat -c %s "$model/weights.bin")
+  for args in "--device gpu --prefill 512 --decode 64" "--device gpu --prefill 2048 --decode 16" \
+              "--device gpu --prefill 128 --decode 32 --batch 32" "--device cpu --prefill 512 --decode 32"; do
+    line=$(timeout 120 "$bin/giz" bench "$model" $args 2>&1 | tail -1)
+    echo "giz bench $args: $line"
+    tag=$(echo "$args" | tr -d '-' | tr ' ' '_')
+    for key in prefill_tok_s decode_tok_s; do
+      v=$(echo "$line" | python3 -c "import json,sys; print(round(json.load(sys.stdin)['$key'], 1))" 2>/dev/null)
+      [ -n "$v" ] && note "RESULT qwen3s_4bit_${tag}_${key} $v"
+    done
+  done
+  decode=$(awk '$2 == "qwen3s_4bit_device_gpu_prefill_512_decode_64_decode_tok_s" {print $3}' "$results")
+  [ -n "$decode" ] && note "RESULT qwen3s_4bit_decode_hbm_share $(awk -v t="$decode" -v b="$bytes" 'BEGIN {printf "%.4f", t * b / 4.8e12}') (weights $bytes bytes x tok/s / 4.8 TB/s)"
+else
+  note "qwen3s model: could not be made or converted"
+fi
 
 echo "== GPU benchmarks"
 timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"
