@@ -83,9 +83,10 @@ class LanguageModel {
   /// engine chooses (ModelOptions::kvCache).
   virtual std::optional<KvFormat> kvFormat() const { return std::nullopt; }
   /// A pool of `pages` pages for states made by newStateIn, keeping keys and values as `format`
-  /// says (only where pageTokens() > 0).
-  virtual std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format) const {
-    (void)pages, (void)format;
+  /// says (only where pageTokens() > 0), where the model runs or, with inHostMemory, in host
+  /// memory whatever the device (where an engine parks a slot's start).
+  virtual std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format, bool inHostMemory = false) const {
+    (void)pages, (void)format, (void)inHostMemory;
     return nullptr;
   }
   /// A new empty state whose keys and values take pages of `pool` (one of newPool's): its pages

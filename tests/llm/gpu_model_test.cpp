@@ -29,6 +29,7 @@
 #include "common/gpu_checks.h"
 #include "llm_test_util.h"
 #include "llm/language_model.h"
+#include "llm/ops/kv_cache.h"
 #include "llm/ops/rows.h"
 #include "llm/quant/converted_model.h"
 #include "model_reference.h"
@@ -157,6 +158,26 @@ TEST_F(GpuModelEngine, RequestsTogetherGiveTheirTokensAlone) {
     EXPECT_EQ(both[i].tokens, alone.generate({requests[i]})[0].tokens) << "request " << i;
     EXPECT_EQ(both[i].tokens.size(), static_cast<size_t>(requests[i].limit));
   }
+}
+
+// A state on the GPU copied into a pool in host memory (where an engine parks a slot's start) and
+// back gives the next step the logits of the state that never left.
+TEST_F(GpuModelEngine, StatesParkedInHostMemoryComeBack) {
+  const std::unique_ptr<LanguageModel> model =
+      buildLanguageModel(converted("llama", 8), {.kvCache = DType::F16, .gpu = gpu()});
+  const KvFormat format(DType::F16);
+  const std::vector<int32_t> prompt = {5, 9, 2, 31, 7, 11, 3, 8, 8, 1};
+  const std::unique_ptr<SequenceState> original = model->newStateIn(model->newPool(1, format), 64);
+  model->forward({{original.get(), prompt}});
+  const std::unique_ptr<SequenceState> parked = model->newStateIn(model->newPool(1, format, true), 64);
+  ASSERT_TRUE(parked->copyFrom(*original));
+  const auto& hostPages = dynamic_cast<const ops::KvCache&>(*parked).pool().layer(0).keys.data;
+  EXPECT_FALSE(hostPages.onGpu());
+  const std::unique_ptr<SequenceState> back = model->newStateIn(model->newPool(1, format), 64);
+  ASSERT_TRUE(back->copyFrom(*parked));
+  EXPECT_EQ(back->length(), static_cast<int64_t>(prompt.size()));
+  const std::vector<float> want = model->forward({{original.get(), {42}}})[0].toFloats();
+  EXPECT_EQ(model->forward({{back.get(), {42}}})[0].toFloats(), want);
 }
 
 }  // namespace

@@ -89,9 +89,10 @@ void Engine::Impl::park(const Slot& slot) {
     parkedBytes -= parked.front().bytes;
     parked.pop_front();
   }
-  // In memory of its own, keys and values as the pool keeps them.
+  // In host memory of its own (whatever the model's device), keys and values as the pool keeps them.
   std::unique_ptr<SequenceState> copy =
-      pool ? model->newStateIn(model->newPool((maxTokens + pool->pageTokens() - 1) / pool->pageTokens(), pool->format()),
+      pool ? model->newStateIn(model->newPool((maxTokens + pool->pageTokens() - 1) / pool->pageTokens(), pool->format(),
+                                              true),
                                maxTokens)
            : model->newState(maxTokens);
   if (!copy->copyFrom(*slot.state)) return;

@@ -63,13 +63,13 @@ AttentionShape DecoderModel::attentionShape(int64_t i, float scale) const {
   return {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale, sliding ? c.slidingWindow : 0};
 }
 
-std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages, const KvFormat& format) const {
+std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages, const KvFormat& format, bool inHostMemory) const {
   // The layers that attend keep keys: not the linear-attention ones; the MTP layers after them do.
   std::vector<bool> attends;
   for (LayerType t : config_.layerTypes) attends.push_back(t != LayerType::LinearAttention);
   attends.resize(static_cast<size_t>(config_.numLayers + config_.mtpLayers), true);
   return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, format, pages,
-                                       weights_.gpu());
+                                       inHostMemory ? std::nullopt : weights_.gpu());
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {

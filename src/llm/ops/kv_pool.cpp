@@ -37,6 +37,13 @@ int64_t sideBytes(const KvPool::Side& side) { return tensorBytes(side.data) + te
 // Page `page` of a side's tensor (its first axis).
 tensor::Tensor pageOf(const tensor::Tensor& t, int32_t page) { return t.slice(0, page, page + 1); }
 
+// `page` where `like` is: copied between host memory and a GPU when they differ (a parked state
+// in host memory and a pool on the GPU).
+tensor::Tensor onDeviceOf(const tensor::Tensor& page, const tensor::Tensor& like) {
+  if (like.onGpu() == page.onGpu()) return page;
+  return like.onGpu() ? page.on(gizhw::gpu::Gpu(like.storage()->gpu())) : page.host();
+}
+
 }  // namespace
 
 int codeBits(Store s) { return KvFormat::bits(s) <= 8 ? KvFormat::bits(s) : 0; }
@@ -95,8 +102,9 @@ void KvPool::copyPage(const KvPool& source, int32_t from, int32_t to) {
   for (size_t i = 0; i < layers_.size(); ++i)
     for (auto [into, of] : {std::pair{&layers_[i].keys, &source.layers_[i].keys},
                             std::pair{&layers_[i].values, &source.layers_[i].values}}) {
-      tensor::assign(pageOf(into->data, to), pageOf(of->data, from));
-      if (into->ranges.ndim() > 0) tensor::assign(pageOf(into->ranges, to), pageOf(of->ranges, from));
+      tensor::assign(pageOf(into->data, to), onDeviceOf(pageOf(of->data, from), into->data));
+      if (into->ranges.ndim() > 0)
+        tensor::assign(pageOf(into->ranges, to), onDeviceOf(pageOf(of->ranges, from), into->ranges));
     }
 }
 
