@@ -308,8 +308,8 @@ struct LoadOptions {
   std::optional<KvFormat> kv = std::nullopt;
   /// Where the model runs: this GPU (its layers' weights uploaded once, its KV pages and
   /// activations there; keys and values in 16 bits unless kv says otherwise), or the CPU
-  /// (nullopt). On a GPU so far: llama, mistral, qwen2, qwen3, qwen3_vl text and gemma3 text;
-  /// Qwen 3.5 (Gated DeltaNet, MoE, MTP) is an Error saying so.
+  /// (nullopt). Every architecture runs there; keys and values in bits (codes) are kept on the
+  /// CPU only so far (an Error naming the format).
   std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
 };
 

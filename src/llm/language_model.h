@@ -130,9 +130,8 @@ struct ModelOptions {
   /// 0: all layers, a whole model.
   int64_t layers = 0;
   /// Where the layers run: this GPU (the model's weights, KV pages and activations there), or the
-  /// CPU (nullopt). Architectures whose operations all have GPU implementations so far: llama,
-  /// mistral, qwen2, qwen3, qwen3_vl text, gemma3 text; Qwen 3.5 (Gated DeltaNet) is an Error
-  /// saying so.
+  /// CPU (nullopt). Every architecture's operations have GPU implementations (llm/ops/gpu/) but
+  /// KV codes, which stay on the CPU so far.
   std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
 };
 

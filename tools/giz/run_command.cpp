@@ -16,7 +16,7 @@ constexpr const char* kUsage =
     "  --kv: keys and values as f32, 16, or codes of 8, 4 or 2 bits, or apart as K/V (4/2); auto:\n"
     "  8 bits, else 4, else 4/2, the first in which the KV pool fits the memory available;\n"
     "  --device: cpu, gpu, or auto: the GPU when there is one and the model loads there, else the CPU\n"
-    "  (stderr says which; on a GPU so far: llama, mistral, qwen2, qwen3, qwen3_vl, gemma3)\n";
+    "  (stderr says which)\n";
 
 }  // namespace
 

@@ -41,9 +41,6 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   for (LayerType t : c.layerTypes)
     check(decoder.recurrentLayers || t != LayerType::LinearAttention,
           where + "linear attention layers are not supported by this model");
-  check(!weights.gpu() || !decoder.recurrentLayers,
-        where + "Gated DeltaNet layers run on the CPU only so far, not on " +
-            (weights.gpu() ? weights.gpu()->describe() : std::string()));
   embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize, "", Linear::Use::Rows);
   if (!hasLogits()) {
     decoder_.keepHidden = false;  // (for the MTP layer, which is not built)

@@ -2,6 +2,7 @@
 
 #include <gizml/error.h>
 
+#include "llm/ops/host.h"
 #include "llm/ops/moe.h"
 
 namespace gizml::llm {
@@ -20,7 +21,7 @@ MoeMlp::MoeMlp(const ConvertedModel& weights, const std::string& prefix, const M
 
 void MoeMlp::forward(const Tensor& x, const Tensor& out) const {
   const int64_t rows = x.size(0), experts = static_cast<int64_t>(experts_.size());
-  const Tensor scores = tensor::empty({rows, experts});
+  const Tensor scores = ops::emptyLike({rows, experts}, x);
   router_.apply(x, scores);
   const ops::Routes routes = ops::routeTopK(scores, topK_);
   ops::zero(out);
@@ -28,11 +29,11 @@ void MoeMlp::forward(const Tensor& x, const Tensor& out) const {
     const std::vector<int64_t>& mine = routes.rows[static_cast<size_t>(e)];
     if (mine.empty()) continue;
     const Tensor in = ops::gatherRows(x, mine);
-    const Tensor y = tensor::empty({static_cast<int64_t>(mine.size()), hidden_});
+    const Tensor y = ops::emptyLike({static_cast<int64_t>(mine.size()), hidden_}, x);
     experts_[static_cast<size_t>(e)].forward(in, y);
     ops::addWeightedRows(out, mine, routes.weights[static_cast<size_t>(e)], y);
   }
-  const Tensor shared = tensor::empty({rows, hidden_}), gate = tensor::empty({rows, 1});
+  const Tensor shared = ops::emptyLike({rows, hidden_}, x), gate = ops::emptyLike({rows, 1}, x);
   shared_.forward(x, shared);
   sharedGate_.apply(x, gate);
   ops::addGatedRows(out, shared, gate);

@@ -20,6 +20,7 @@
 #include "llm/models/decoder.h"
 #include "llm/models/gated_delta_net.h"
 #include "llm/models/moe.h"
+#include "llm/ops/host.h"
 #include "llm/ops/scratch.h"
 
 namespace gizml::llm {
@@ -140,7 +141,7 @@ class Qwen35 final : public DecoderModel {
   Tensor mtpPass(HybridState& state, const std::vector<int32_t>& tokens, const Tensor& hidden, int64_t start) const {
     const int64_t width = config().hiddenSize, rows = static_cast<int64_t>(tokens.size());
     // Each row: the normed embedding of its token, then its normed hidden state.
-    const Tensor both = tensor::empty({rows, 2 * width}), x = tensor::empty({rows, width});
+    const Tensor both = ops::emptyLike({rows, 2 * width}, hidden), x = ops::emptyLike({rows, width}, hidden);
     for (int64_t r = 0; r < rows; ++r) {
       const Tensor e = rowsOf(both, r, 1).slice(1, 0, width);
       embedding().row(tokens[static_cast<size_t>(r)], e);

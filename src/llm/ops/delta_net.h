@@ -2,9 +2,11 @@
 // Gated DeltaNet's token mixing (Qwen 3.5's linear attention; the layer is
 // llm/models/gated_delta_net.h) on F32 row tensors, and the state it keeps per sequence. CPU
 // implementation: cpu/delta_net.h.
+#include <gizhw/gpu.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace gizml::llm::ops {
 
@@ -21,8 +23,8 @@ struct DeltaNetState {
   Tensor conv;    // the conv's last (kernel - 1) inputs [kernel - 1, channels], oldest first
   Tensor memory;  // S of each value head [valueHeads, keyDim, valueDim]
 
-  /// Zeros of the shape's sizes.
-  static DeltaNetState zeros(const DeltaNetShape& shape);
+  /// Zeros of the shape's sizes, in host memory or on `gpu`.
+  static DeltaNetState zeros(const DeltaNetShape& shape, const std::optional<gizhw::gpu::Gpu>& gpu = std::nullopt);
   /// A copy that shares no memory with this one.
   DeltaNetState copy() const;
   /// Every value back to zero.

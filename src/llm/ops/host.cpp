@@ -23,6 +23,10 @@ bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands
   return gpu;
 }
 
+tensor::Tensor emptyOn(const std::optional<gizhw::gpu::Gpu>& gpu, const tensor::Shape& shape) {
+  return gpu ? gpuops::empty(shape, DType::F32, gpu->device()) : tensor::empty(shape);
+}
+
 tensor::Tensor emptyLike(const tensor::Shape& shape, const tensor::Tensor& like) {
   return like.onGpu() ? gpuops::empty(shape, DType::F32, like.storage()->gpu()) : tensor::empty(shape);
 }

@@ -1,12 +1,14 @@
 #pragma once
 // Where an operation of llm/ops finds its operands' memory. Each operation runs where its
-// operands are: the CPU implementations are in src/cpu/, the GPU ones in llm/ops/gpu/. An
-// operation without a GPU implementation yet (Gated DeltaNet, MoE routing, the MTP draft's best
-// row, KV codes) gives an Error naming it for a GPU operand, never a read of device memory.
+// operands are: the CPU implementations are in src/cpu/, the GPU ones in llm/ops/gpu/. A GPU
+// operand of a CPU-only path (KV codes) gives an Error naming the operation, never a read of
+// device memory.
+#include <gizhw/gpu.h>
 #include <gizml/error.h>
 #include <gizml/tensor.h>
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace gizml::llm::ops {
@@ -22,6 +24,9 @@ void require(bool condition, const Message& message) {
 /// Whether the operands (those with elements) are on a GPU: false when all are in host memory, true
 /// when all are on one GPU, else an Error naming `op` and both devices.
 bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands);
+
+/// An F32 tensor of `shape` (contents unspecified) on `gpu`, or in host memory (nullopt).
+tensor::Tensor emptyOn(const std::optional<gizhw::gpu::Gpu>& gpu, const tensor::Shape& shape);
 
 /// An F32 tensor of `shape` (contents unspecified) where `like` is: in host memory or on its GPU.
 tensor::Tensor emptyLike(const tensor::Shape& shape, const tensor::Tensor& like);

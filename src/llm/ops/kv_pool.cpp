@@ -52,7 +52,7 @@ DType elementType(Store s) { return s == Store::F16 ? DType::F16 : s == Store::B
 
 KvPool::KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHeads, int64_t headDim, KvFormat format,
                int64_t pages, const std::optional<gizhw::gpu::Gpu>& gpu)
-    : owner_(owner), kvHeads_(kvHeads), headDim_(headDim), format_(format) {
+    : owner_(owner), kvHeads_(kvHeads), headDim_(headDim), format_(format), gpu_(gpu) {
   check(pages > 0 && pages <= INT32_MAX, "KV pool: " + std::to_string(pages) + " pages is not a positive count");
   const bool coded = codeBits(format.keys) > 0 || codeBits(format.values) > 0;
   check(!coded || !gpu, "KV cache: keys and values in " + format.text() + " bits are kept on the CPU only so far; on " +

@@ -40,6 +40,8 @@ class KvPool final : public StatePool {
   const void* owner() const { return owner_; }
   int64_t kvHeads() const { return kvHeads_; }
   int64_t headDim() const { return headDim_; }
+  /// Where its pages are: a GPU, or host memory (nullopt).
+  const std::optional<gizhw::gpu::Gpu>& gpu() const { return gpu_; }
 
   /// A free page, with one user; an Error naming the pool's size when none is free.
   int32_t take();
@@ -73,6 +75,7 @@ class KvPool final : public StatePool {
   const void* owner_;
   int64_t kvHeads_, headDim_;
   KvFormat format_;
+  std::optional<gizhw::gpu::Gpu> gpu_;
   std::vector<int32_t> index_;  // per model layer: its place in layers_, -1 where it keeps no keys
   std::vector<Layer> layers_;
   std::vector<int32_t> users_;  // per page

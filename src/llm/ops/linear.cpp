@@ -80,13 +80,21 @@ void Linear::row(int64_t r, const Tensor& dst) const {
       return "row: " + std::to_string(r) + " is outside 0.." + std::to_string(out_ - 1);
   });
   checkRows("row", dst, 1, in_);
+  if (dst.onGpu()) {
+    // Read from the file in host memory, then copied up.
+    const Tensor row = tensor::empty(dst.shape());
+    decodeRows(r, 1, row.data<float>());
+    return tensor::assign(dst, row.on(gpuops::gpuOf(dst)));
+  }
   decodeRows(r, 1, hostF32("row", dst));
 }
 
 int32_t Linear::largestDot(const std::vector<int32_t>& ids, const Tensor& h) const {
   require(!ids.empty(), [&] { return "largestDot: no rows"; });
   checkRows("largestDot", h, 1, in_);
-  const float* x = hostF32("largestDot", h);
+  // The rows are read from the file in host memory: a GPU's h comes down to them.
+  const Tensor onHost = h.onGpu() ? h.host() : h;
+  const float* x = hostF32("largestDot", onHost);
   std::vector<float> row(static_cast<size_t>(in_));
   float best = -INFINITY;
   int32_t found = ids.front();

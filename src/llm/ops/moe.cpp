@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include "cpu/moe_rows.h"
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "llm/ops/host.h"
 
 namespace gizml::llm::ops {
@@ -29,7 +30,10 @@ Routes routeTopK(const Tensor& scores, int64_t topK) {
   require(topK > 0 && topK <= experts, [&] {
       return "routeTopK: top " + std::to_string(topK) + " of " + std::to_string(experts) + " experts";
   });
-  cpu::Routes r = cpu::routeTopK(hostF32("routeTopK", scores), scores.size(0), experts, topK);
+  // Routing is a few values a row and its result steers the host's loop over the experts: on a
+  // GPU the scores come to host memory first.
+  const Tensor onHost = scores.onGpu() ? scores.host() : scores;
+  cpu::Routes r = cpu::routeTopK(hostF32("routeTopK", onHost), scores.size(0), experts, topK);
   return {std::move(r.rows), std::move(r.weights)};
 }
 
@@ -40,6 +44,11 @@ void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const s
   require(weights.size() == ids.size() && y.numel() == static_cast<int64_t>(ids.size()) * width, [&] {
       return "addWeightedRows: one weight and one row of y a row id";
   });
+  if (onGpu("addWeightedRows", {&out, &y})) {
+    checkF32Rows("addWeightedRows", out);
+    checkF32Rows("addWeightedRows", y);
+    return gpu::addWeightedRows(out, ids, weights, y, width);
+  }
   cpu::addWeightedRows(hostF32("addWeightedRows", out), ids, weights, hostF32("addWeightedRows", y), width);
 }
 
@@ -48,6 +57,11 @@ void addGatedRows(const Tensor& out, const Tensor& y, const Tensor& gate) {
   require(y.numel() == out.numel() && gate.numel() == rows, [&] {
       return "addGatedRows: y and gate do not match the rows of out";
   });
+  if (onGpu("addGatedRows", {&out, &y, &gate})) {
+    checkF32Rows("addGatedRows", out);
+    return (tensor::lazy(out) + tensor::lazy(y.reshape(out.shape())) * tensor::lazy(gate.reshape({rows, 1})).sigmoid())
+        .evalInto(out);
+  }
   cpu::addGatedRows(hostF32("addGatedRows", out), hostF32("addGatedRows", y), hostF32("addGatedRows", gate), rows, width);
 }
 

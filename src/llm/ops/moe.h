@@ -16,7 +16,8 @@ struct Routes {
   std::vector<std::vector<float>> weights;
 };
 
-/// The router's scores [rows, experts] (overwritten by their softmax, in f32): each row keeps its
+/// The router's scores [rows, experts] (in host memory overwritten by their softmax, in f32; on a
+/// GPU read into host memory): each row keeps its
 /// topK experts (the first of equals), weighted by their probabilities over the kept ones' sum.
 Routes routeTopK(const Tensor& scores, int64_t topK);
 /// out row ids[i] += weights[i] y row i.

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "llm/quant/converted_model.h"
-#include "tensor/gpu/tensor_ops.h"
+#include "llm/ops/host.h"
 
 namespace gizml::llm {
 
@@ -26,7 +26,7 @@ tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name
 }
 
 tensor::Tensor placedEmpty(const ConvertedModel& weights, const tensor::Shape& shape) {
-  return weights.gpu() ? gpuops::empty(shape, DType::F32, weights.gpu()->device()) : tensor::empty(shape);
+  return ops::emptyOn(weights.gpu(), shape);
 }
 
 tensor::Tensor placedValues(const ConvertedModel& weights, const std::vector<float>& values) {

@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "tensor/gpu/codegen.h"
@@ -106,6 +107,55 @@ void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
     launch(g, "gz_lm_float_matmul", grid, kThreads, at(y) + static_cast<uint64_t>(first * out) * 4,
            at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in, kind);
   });
+}
+
+void deltaNetMix(const DeltaNetRun& r) {
+  const Gpu g = gpuops::gpuOf(r.qkv);
+  const auto device = g.device();
+  const int64_t channels = 2 * r.keyHeads * r.keyDim + r.valueHeads * r.valueDim, held = r.kernel - 1;
+  const Tensor mixed = gpuops::empty({r.rows, channels}, DType::F32, device);
+  launch(g, "gz_lm_delta_conv", strideGrid(g, r.rows * channels), kThreads, at(mixed), orNull(r.conv), at(r.qkv),
+         at(r.taps), r.rows, channels, r.kernel);
+  if (held > 0) {
+    const Tensor next = gpuops::empty({held, channels}, DType::F32, device);
+    launch(g, "gz_lm_delta_conv_state", strideGrid(g, held * channels), kThreads, at(next), at(r.conv), at(r.qkv),
+           r.rows, channels, held);
+    g.copyOnDevice(at(r.conv), at(next), static_cast<size_t>(held * channels) * 4, g.stream());
+  }
+  // q (over sqrt(keyDim)) and k of each key head, L2-normalised.
+  const int64_t runs = r.rows * r.keyHeads, keyWidth = r.keyHeads * r.keyDim;
+  const auto warps = Dim3{static_cast<unsigned>((runs + 7) / 8), 1, 1};
+  launch(g, "gz_lm_l2_normalize", warps, kThreads, at(mixed), runs, r.keyHeads, channels, r.keyDim,
+         1.0f / std::sqrt(static_cast<float>(r.keyDim)));
+  launch(g, "gz_lm_l2_normalize", warps, kThreads, at(mixed) + static_cast<uint64_t>(keyWidth) * 4, runs, r.keyHeads,
+         channels, r.keyDim, 1.0f);
+  const int64_t gates = r.rows * r.valueHeads;
+  const Tensor beta = gpuops::empty({gates}, DType::F32, device), decay = gpuops::empty({gates}, DType::F32, device);
+  launch(g, "gz_lm_delta_gates", strideGrid(g, gates), kThreads, at(beta), at(decay), at(r.b), at(r.a),
+         at(r.decayRate), at(r.dtBias), gates, r.valueHeads);
+  const int64_t columns = r.valueHeads * r.valueDim;
+  launch(g, "gz_lm_delta_rule", Dim3{static_cast<unsigned>((columns + kThreads - 1) / kThreads), 1, 1}, kThreads,
+         at(r.memory), at(r.o), at(mixed), at(beta), at(decay), r.rows, r.keyHeads, r.valueHeads, r.keyDim,
+         r.valueDim);
+}
+
+void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int64_t runs, int64_t n) {
+  check(runs < (int64_t{1} << 31), "gatedNorm: too many runs for one launch");
+  launch(gpuops::gpuOf(o), "gz_lm_gated_norm", Dim3{static_cast<unsigned>(runs), 1, 1}, kThreads, at(o), at(z), at(w),
+         n, eps);
+}
+
+void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const std::vector<float>& weights,
+                     const Tensor& y, int64_t width) {
+  if (ids.empty()) return;
+  const Gpu g = gpuops::gpuOf(out);
+  const auto n = static_cast<int64_t>(ids.size());
+  gizhw::gpu::Buffer both = g.allocate(ids.size() * (sizeof(int64_t) + sizeof(float)));
+  g.copyToDevice(both.address(), ids.data(), ids.size() * sizeof(int64_t), g.stream());
+  const uint64_t weightsAt = both.address() + ids.size() * sizeof(int64_t);
+  g.copyToDevice(weightsAt, weights.data(), weights.size() * sizeof(float), g.stream());
+  launch(g, "gz_lm_add_weighted_rows", strideGrid(g, n * width), kThreads, at(out), at(y), both.address(), weightsAt,
+         n, width);
 }
 
 void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v) {

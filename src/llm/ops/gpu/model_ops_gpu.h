@@ -37,6 +37,20 @@ struct KvPages {
   const std::vector<int32_t>* table;
   int64_t kvHeads, headDim, pageTokens;
 };
+/// Gated DeltaNet's token mixing of one sequence's rows (cpu::delta::mix's steps, the delta rule
+/// token by token): qkv [rows, channels], b and a [rows, valueHeads] into o [rows, valueHeads
+/// valueDim], advancing conv [kernel - 1, channels] and memory [valueHeads, keyDim, valueDim].
+struct DeltaNetRun {
+  int64_t keyHeads, valueHeads, keyDim, valueDim, kernel, rows;
+  Tensor qkv, b, a, taps, decayRate, dtBias, conv, memory, o;
+};
+void deltaNetMix(const DeltaNetRun& run);
+/// Each run of n values of o: rmsnorm(o) w silu(z).
+void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int64_t runs, int64_t n);
+/// out row ids[i] += weights[i] y row i (ids distinct).
+void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const std::vector<float>& weights,
+                     const Tensor& y, int64_t width);
+
 void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v);
 void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, const Tensor& context, int64_t heads,
                float scale, int64_t window);
