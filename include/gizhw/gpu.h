@@ -150,6 +150,8 @@ class Gpu {
   Buffer allocate(size_t bytes) const;
   PinnedBuffer allocatePinned(size_t bytes) const;
   AllocatorStats allocatorStats() const;
+  /// Bytes that allocations can still get: the driver's free memory and the allocator's cache.
+  uint64_t freeBytes() const;
   /// Frees the cached blocks (after the queued work completes).
   void releaseCache() const;
 

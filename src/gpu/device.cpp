@@ -326,6 +326,12 @@ PinnedBuffer Gpu::allocatePinned(size_t bytes) const {
 }
 
 AllocatorStats Gpu::allocatorStats() const { return device_->allocator.stats(); }
+uint64_t Gpu::freeBytes() const {
+  device_->activate();
+  size_t free = 0, total = 0;
+  if (device_->api.memGetInfo) device_->api.memGetInfo(&free, &total);
+  return free + device_->allocator.stats().bytesCached;
+}
 void Gpu::releaseCache() const {
   device_->activate();
   device_->allocator.flush();

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -226,6 +227,35 @@ TEST_F(GpuModelEngine, StatesParkedInHostMemoryComeBack) {
   EXPECT_EQ(back->length(), static_cast<int64_t>(prompt.size()));
   const std::vector<float> want = model->forward({{original.get(), {42}}})[0].toFloats();
   EXPECT_EQ(model->forward({{back.get(), {42}}})[0].toFloats(), want);
+}
+
+// On a GPU with little memory (the emulator's GIZML_GPU_EMULATOR_MEMORY, set by the ctest entry
+// emulator_small_test_llm; skipped elsewhere): a model larger than its free memory is an Error
+// naming both sizes, and a step that runs out of memory ends its requests with an Error while the
+// engine goes on with the next.
+class GpuModelSmallMemory : public test::GpuTest {
+ protected:
+  void SetUp() override {
+    if (!std::getenv("GIZML_GPU_EMULATOR_MEMORY")) GTEST_SKIP() << "needs the emulator's small memory";
+    test::GpuTest::SetUp();
+  }
+};
+
+TEST_F(GpuModelSmallMemory, ATooLargeModelNamesBothSizes) {
+  expectError([&] { buildLanguageModel(converted("llama", kUnquantized), {.gpu = gpu()}); },
+              {"its weights take", "MiB free on", gpu().describe()});
+}
+
+TEST_F(GpuModelSmallMemory, AStepOutOfMemoryEndsItsRequestsAndTheEngineGoesOn) {
+  const std::shared_ptr<LanguageModel> model = buildLanguageModel(converted("llama", 4), {.gpu = gpu()});
+  Engine engine(model, nullptr, {}, 1, 256);
+  std::vector<TokenId> longPrompt(240);
+  for (size_t i = 0; i < longPrompt.size(); ++i) longPrompt[i] = static_cast<TokenId>(i % 500);
+  engine.add(request(longPrompt, 4));
+  expectError([&] { engine.advance(); }, {"out of memory"});
+  EXPECT_EQ(engine.running(), 0);
+  const std::vector<Result> after = engine.generate({request({5, 9, 2, 31}, 4)});
+  EXPECT_EQ(after[0].tokens.size(), 4u);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <gizml/error.h>
 
+#include <cstdio>
+#include <string>
+
 #include "llm/models/families.h"
 #include "llm/quant/converted_model.h"
 
@@ -16,6 +19,20 @@ std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights)
 }
 
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& stored, const ModelOptions& options) {
+  if (options.gpu) {
+    // The stored weights bound what the layers upload (embeddings stay in the file): a model that
+    // cannot fit is an Error naming both sizes before anything is copied.
+    uint64_t bytes = 0;
+    for (const StoredTensor& t : stored.tensors()) bytes += stored.raw(t).size();
+    const uint64_t free = options.gpu->freeBytes();
+    const auto mib = [](uint64_t b) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+      return std::string(text);
+    };
+    check(bytes <= free, stored.folder() + ": its weights take " + mib(bytes) + ", more than the " + mib(free) +
+                             " free on " + options.gpu->describe());
+  }
   const ConvertedModel weights = options.gpu ? stored.placedOn(*options.gpu) : stored;
   switch (weights.config().architecture) {
     case Architecture::Llama:
