@@ -12,8 +12,11 @@ Writes into tests/data/diffusion/:
 - vae_tiny_case.safetensors: "latent" [1, 16, 6, 10] F32 (seeded normal), "image" [1, 3, 12, 20]
   F32 (the decoder's output), "bytes" [12, 20, 3] U8 (ComfyUI's VAE process_output
   clamp((x + 1) / 2, 0, 1), then SaveImage's uint8(clip(255 x, 0, 255)), in float32).
+With --flux1 DIR: vae_flux1.safetensors and vae_flux1_case.safetensors in DIR, the same at FLUX.1's sizes (ch 128, ch_mult [1, 2, 4, 4],
+num_res_blocks 2, F32 weights, about 200 MB; latent [1, 16, 16, 24]), not committed.
 """
 import os
+import sys
 
 import numpy as np
 import torch
@@ -26,6 +29,10 @@ CH, CH_MULT, NUM_RES_BLOCKS, Z, OUT_CH = 32, [1, 2], 1, 16, 3
 SCALE, SHIFT = 0.3611, 0.1159
 GROUPS, EPS = 32, 1e-6
 LATENT = [1, Z, 6, 10]
+WEIGHT_DTYPE, NAME = torch.bfloat16, "vae_tiny"
+if len(sys.argv) == 3 and sys.argv[1] == "--flux1":
+    OUT = sys.argv[2]
+    CH, CH_MULT, NUM_RES_BLOCKS, LATENT, WEIGHT_DTYPE, NAME = 128, [1, 2, 4, 4], 2, [1, Z, 16, 24], torch.float32, "vae_flux1"
 
 
 def make_weights(gen):
@@ -64,7 +71,7 @@ def make_weights(gen):
             conv(f"decoder.up.{level}.upsample.conv", block_in, block_in, 3)
     norm("decoder.norm_out", block_in)
     conv("decoder.conv_out", block_in, OUT_CH, 3)
-    return {k: v.to(torch.bfloat16).contiguous() for k, v in w.items()}
+    return {k: v.to(WEIGHT_DTYPE).contiguous() for k, v in w.items()}
 
 
 def decode(w, z):
@@ -116,9 +123,9 @@ def main():
     pixels = torch.clamp((image[0] + 1.0) / 2.0, 0.0, 1.0).permute(1, 2, 0).numpy()
     data = np.clip(255.0 * pixels, 0, 255).astype(np.uint8)
     os.makedirs(OUT, exist_ok=True)
-    save_file(weights, os.path.join(OUT, "vae_tiny.safetensors"))
+    save_file(weights, os.path.join(OUT, NAME + ".safetensors"))
     save_file({"latent": latent.contiguous(), "image": image.contiguous(), "bytes": torch.from_numpy(np.ascontiguousarray(data))},
-              os.path.join(OUT, "vae_tiny_case.safetensors"))
+              os.path.join(OUT, NAME + "_case.safetensors"))
     print("image", list(image.shape), "min", image.min().item(), "max", image.max().item(),
           "std", image.std().item(), "saturated bytes", int(((data == 0) | (data == 255)).sum()), "of", data.size)
 
