@@ -1,9 +1,12 @@
 #pragma once
-// gizml::diffusion: the model-free parts of diffusion sampling as ComfyUI runs them: the initial
-// noise from a seed, the flow-matching sigma schedule and the res_multistep sampler.
+// gizml::diffusion: the model-free parts of diffusion sampling as ComfyUI runs them (the initial
+// noise from a seed, the flow-matching sigma schedule and the res_multistep sampler) and FLUX.1's
+// VAE decoder.
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace gizml::diffusion {
@@ -41,6 +44,40 @@ class ResMultistep {
   std::vector<float> sigmas_;
   int64_t next_ = 0;          // the step expected next
   tensor::Tensor previous_;   // the denoised latent of step next_ - 1
+};
+
+/// FLUX.1's VAE decoder (black-forest-labs flux, src/flux/modules/autoencoder.py), which Z-Image
+/// uses, on the CPU in F32: conv_in, the middle (a ResNet block, single-head attention over the
+/// pixels, a ResNet block), the up levels from the deepest (ResNet blocks, then nearest x2 and a
+/// 3 x 3 conv but for level 0), GroupNorm(32, eps 1e-6) + swish, conv_out. The channels, levels
+/// and blocks come from the file's tensor shapes (FLUX.1's: 512 channels deep, 4 levels, 3
+/// blocks each, 16 latent channels).
+class FluxVae {
+ public:
+  /// BFL's latent scale and shift (AutoEncoder.decode: z / scale + shift).
+  static constexpr double kScale = 0.3611;
+  static constexpr double kShift = 0.1159;
+
+  /// The `decoder.*` tensors of BFL's ae.safetensors (F32, F16 or BF16, computed in F32; the
+  /// attention's 1 x 1 q, k, v and proj_out as convolutions [c, c, 1, 1] or linears [c, c]);
+  /// other tensors (the encoder's) are ignored. A missing tensor, a wrong shape or dtype, a
+  /// channel count that 32 groups do not divide or a `decoder.` tensor it does not use is a
+  /// gizml::Error naming the file and the tensor.
+  static FluxVae load(const std::string& path);
+
+  /// latents [n, latentChannels(), h, w] (any float dtype) to pixels
+  /// [n, outChannels(), upscale() h, upscale() w] F32 in about [-1, 1]; z / kScale + kShift first.
+  tensor::Tensor decode(const tensor::Tensor& latents) const;
+
+  int64_t latentChannels() const;
+  int64_t outChannels() const;
+  /// 2^(levels - 1): 8 for FLUX.1's.
+  int64_t upscale() const;
+
+  struct Weights;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
 };
 
 }  // namespace gizml::diffusion
