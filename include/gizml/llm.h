@@ -168,6 +168,12 @@ class Engine {
   /// way, sampled ones the same distribution. Default 2. A request whose drafts are kept less
   /// than a quarter of the time (after 16) stops drafting.
   void setDrafts(int count);
+  /// Runs each kind of step the engine takes once, on states of its own that it then drops: a
+  /// prompt's pass, a decode step of every slot at once, and a draft where the model drafts. On a
+  /// GPU the first run of each kernel compiles it; warming moves that wait to before the first
+  /// request (giz serve warms before it listens). Returns the seconds it took. The engine's slots,
+  /// pool and results are as before.
+  double warm();
   /// On (the default): while requests decode, a step reads at most the prompt rows that add as
   /// much time as a step of the decoding requests alone, so a long prompt is read over several
   /// steps and they get a token every step (vLLM's chunked prefill, its budget in time). Both

@@ -162,6 +162,7 @@ TEST_F(GpuQwen35Mtp, DraftsKeepTheGreedyTokens) {
   auto run = [&](int drafts) {
     Engine engine(model, nullptr, {}, 2, 128);
     engine.setDrafts(drafts);
+    engine.warm();  // with drafts: the MTP layer's pass too
     return engine.generate(requests);
   };
   const std::vector<Result> plain = run(0), drafted = run(3);
@@ -207,6 +208,19 @@ TEST_F(GpuModelEngine, RequestsTogetherGiveTheirTokensAlone) {
     EXPECT_EQ(both[i].tokens, alone.generate({requests[i]})[0].tokens) << "request " << i;
     EXPECT_EQ(both[i].tokens.size(), static_cast<size_t>(requests[i].limit));
   }
+}
+
+// Warming runs each kernel once and leaves the engine as it was: the same tokens after it.
+TEST_F(GpuModelEngine, WarmingLeavesTheEngineAsItWas) {
+  const std::shared_ptr<LanguageModel> model =
+      buildLanguageModel(converted("llama", 8), {.kvCache = std::nullopt, .gpu = gpu()});
+  const Request r = request({5, 9, 2, 31, 7}, 6);
+  Engine cold(model, nullptr, {}, 2, 64);
+  const std::vector<TokenId> want = cold.generate({r})[0].tokens;
+  Engine warmed(model, nullptr, {}, 2, 64);
+  EXPECT_GT(warmed.warm(), 0.0);
+  EXPECT_EQ(warmed.freeSlots(), 2);
+  EXPECT_EQ(warmed.generate({r})[0].tokens, want);
 }
 
 // A state on the GPU copied into a pool in host memory (where an engine parks a slot's start) and

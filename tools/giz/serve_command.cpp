@@ -144,6 +144,8 @@ int serveCommand(int argc, char** argv) {
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens, pool);
     engine.setPrefillBudget(prefillBudget);
+    const double warmed = engine.warm();
+    std::cerr << "giz: " << (i < names.size() ? names[i] : nameOf(models[i])) << " warmed in " << warmed << " s\n";
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 

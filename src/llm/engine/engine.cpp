@@ -244,6 +244,27 @@ void Engine::setDrafts(int count) {
 
 void Engine::setPrefillBudget(bool on) { impl_->budgeted = on; }
 
+double Engine::warm() {
+  const auto start = std::chrono::steady_clock::now();
+  LanguageModel& model = *impl_->model;
+  if (model.hasLogits()) {
+    // A short prompt: the kernels do not depend on its length, and it fits every context.
+    const int64_t prompt = std::min<int64_t>(16, impl_->maxTokens - 1);
+    std::vector<std::unique_ptr<SequenceState>> states;
+    // Room for the prompt, a step and a draft: a page each.
+    const int64_t room = std::min<int64_t>(prompt + 3, impl_->maxTokens);
+    for (size_t s = 0; s < impl_->slots.size(); ++s) states.push_back(model.newState(room));
+    if (prompt > 0) model.forward({{states[0].get(), std::vector<TokenId>(static_cast<size_t>(prompt), 0)}});
+    std::vector<Feed> step;
+    for (const auto& state : states)
+      if (state->length() + 1 <= state->capacity()) step.push_back({state.get(), {0}});
+    if (!step.empty()) model.forward(step);
+    if (model.drafts() && impl_->drafts > 0 && states[0]->length() < states[0]->capacity())
+      model.draft(*states[0], 0, 1, {});
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int Engine::running() const { return static_cast<int>(impl_->running.size()); }
 int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
 int64_t Engine::maxTokens() const { return impl_->maxTokens; }
