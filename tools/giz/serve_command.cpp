@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -145,7 +146,9 @@ int serveCommand(int argc, char** argv) {
     gizml::llm::Engine engine = model.engine(slots, tokens, pool);
     engine.setPrefillBudget(prefillBudget);
     const double warmed = engine.warm();
-    std::cerr << "giz: " << (i < names.size() ? names[i] : nameOf(models[i])) << " warmed in " << warmed << " s\n";
+    char took[32];
+    std::snprintf(took, sizeof took, "%.2f s", warmed);
+    std::cerr << "giz: " << (i < names.size() ? names[i] : nameOf(models[i])) << " warmed in " << took << "\n";
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 
