@@ -119,28 +119,7 @@ TEST_P(ArchitectureTest, TopOneAgreementAt4Bits) {
 }
 
 TEST_P(ArchitectureTest, BatchedSequencesGiveTheirOwnLogits) {
-  const Reference ref = readReference(GetParam());
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), 8));
-  const std::vector<int32_t>& a = ref.prompts[2];
-  const std::vector<int32_t>& b = ref.prompts[3];
-  const std::vector<float> aloneA = logitsOf(*model, a), aloneB = logitsOf(*model, b);
-  const std::unique_ptr<SequenceState> sa = model->newState(64), sb = model->newState(64);
-  const std::vector<tensor::Tensor> together = model->forward({{sa.get(), a, true}, {sb.get(), b, true}});
-  // The same bits (batch invariance, tests/llm/batch_invariance_test.cpp).
-  EXPECT_EQ(together[0].toFloats(), aloneA);
-  EXPECT_EQ(together[1].toFloats(), aloneB);
-  EXPECT_EQ(sa->length(), static_cast<int64_t>(a.size()));
-  EXPECT_EQ(sb->length(), static_cast<int64_t>(b.size()));
-
-  // Then one decode step for both, against each sequence decoded alone.
-  const std::vector<tensor::Tensor> step = model->forward({{sa.get(), {7}}, {sb.get(), {9}}});
-  for (auto [prompt, token, got] : {std::tuple{&a, 7, step[0]}, std::tuple{&b, 9, step[1]}}) {
-    std::vector<int32_t> all = *prompt;
-    all.push_back(token);
-    const std::vector<float> alone = logitsOf(*model, all);
-    const std::vector<float> last(alone.end() - model->config().vocabSize, alone.end());
-    EXPECT_EQ(got.toFloats(), last);
-  }
+  expectBatchedRowsAlone(*buildLanguageModel(converted(GetParam(), 8)), readReference(GetParam()));
 }
 
 TEST_P(ArchitectureTest, PrefillThenDecodeGivesTheLogitsOfOnePass) {

@@ -100,21 +100,8 @@ TEST_P(GpuModelTest, GreedyContinuationMatchesTransformers) {
 }
 
 TEST_P(GpuModelTest, BatchedSequencesGiveTheirOwnLogits) {
-  const Reference ref = readReference(GetParam());
-  const std::unique_ptr<LanguageModel> model = onGpu(8);
-  const std::vector<int32_t>& a = ref.prompts[2];
-  const std::vector<int32_t>& b = ref.prompts[3];
-  const std::vector<float> aloneA = logitsOf(*model, a), aloneB = logitsOf(*model, b);
-  const std::unique_ptr<SequenceState> sa = model->newState(64), sb = model->newState(64);
-  const std::vector<tensor::Tensor> together = model->forward({{sa.get(), a, true}, {sb.get(), b, true}});
   // Each row's sums run in an order that does not depend on the rows beside it: the same bits.
-  EXPECT_EQ(together[0].toFloats(), aloneA);
-  EXPECT_EQ(together[1].toFloats(), aloneB);
-  const std::vector<tensor::Tensor> step = model->forward({{sa.get(), {7}}, {sb.get(), {9}}});
-  std::vector<int32_t> all = a;
-  all.push_back(7);
-  const std::vector<float> alone = logitsOf(*model, all);
-  EXPECT_EQ(step[0].toFloats(), std::vector<float>(alone.end() - model->config().vocabSize, alone.end()));
+  expectBatchedRowsAlone(*onGpu(8), readReference(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelTest,

@@ -3,6 +3,7 @@
 // and what the model tests do with them: convert once per process, logits of a prompt, errors.
 // (Each test file uses some of the helpers, hence [[maybe_unused]].)
 #include <gizml/llm.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "llm/formats/safetensors.h"
@@ -91,6 +93,27 @@ constexpr int kUnquantized = 0;
 }
 
 [[maybe_unused]] int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
+
+/// Two of the fixture's prompts fed in one pass, then one decode step of both: each sequence's
+/// logits are the bits it gives alone (batch invariance, tests/llm/batch_invariance_test.cpp).
+[[maybe_unused]] void expectBatchedRowsAlone(LanguageModel& model, const Reference& ref) {
+  const std::vector<int32_t>& a = ref.prompts[2];
+  const std::vector<int32_t>& b = ref.prompts[3];
+  const std::vector<float> aloneA = logitsOf(model, a), aloneB = logitsOf(model, b);
+  const std::unique_ptr<SequenceState> sa = model.newState(64), sb = model.newState(64);
+  const std::vector<tensor::Tensor> together = model.forward({{sa.get(), a, true}, {sb.get(), b, true}});
+  EXPECT_EQ(together[0].toFloats(), aloneA);
+  EXPECT_EQ(together[1].toFloats(), aloneB);
+  EXPECT_EQ(sa->length(), static_cast<int64_t>(a.size()));
+  EXPECT_EQ(sb->length(), static_cast<int64_t>(b.size()));
+  const std::vector<tensor::Tensor> step = model.forward({{sa.get(), {7}}, {sb.get(), {9}}});
+  for (auto [prompt, token, got] : {std::tuple{&a, 7, step[0]}, std::tuple{&b, 9, step[1]}}) {
+    std::vector<int32_t> all = *prompt;
+    all.push_back(token);
+    const std::vector<float> alone = logitsOf(model, all);
+    EXPECT_EQ(got.toFloats(), std::vector<float>(alone.end() - model.config().vocabSize, alone.end()));
+  }
+}
 
 /// max |got - want| over the logits' range of want.
 [[maybe_unused]] double relativeMaxError(const std::vector<float>& got, const std::vector<float>& want) {
