@@ -1,7 +1,7 @@
 #pragma once
 // gizml::diffusion: the model-free parts of diffusion sampling as ComfyUI runs them (the initial
-// noise from a seed, the flow-matching sigma schedule and the res_multistep sampler) and FLUX.1's
-// VAE decoder.
+// noise from a seed, the flow-matching sigma schedule and the res_multistep sampler), FLUX.1's
+// VAE decoder and Z-Image's DiT.
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -73,6 +73,49 @@ class FluxVae {
   int64_t outChannels() const;
   /// 2^(levels - 1): 8 for FLUX.1's.
   int64_t upscale() const;
+
+  struct Weights;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
+};
+
+/// What Z-Image's DiT file does not tell by its shapes. The defaults are Z-Image Turbo's.
+struct ZImageConfig {
+  int64_t patch = 2;                           // latent pixels a token covers, each way
+  std::vector<int64_t> ropeAxes = {32, 48, 48};  // RoPE dims of (sequence, row, column); sum = head dim
+  double ropeTheta = 256.0;
+  double normEps = 1e-5;  // the RMSNorms' (the final LayerNorm's is 1e-6)
+};
+
+/// Z-Image's single-stream DiT (ComfyUI comfy/ldm/lumina/model.py NextDiT with Z-Image's
+/// settings; diffusers ZImageTransformer2DModel), on the CPU in F32, one latent at a time.
+/// The caption's tokens are embedded (RMSNorm, linear) and refined by the unmodulated
+/// context_refiner blocks, the latent's 2 x 2 patches by the modulated noise_refiner blocks, each
+/// padded to a multiple of 32 tokens with the learned pad token; then [caption, image] pass the
+/// main layers and the final layer. Blocks: sandwich RMSNorms, q/k RMSNorm, 3-axis RoPE on
+/// interleaved pairs (caption token i at (1 + i, 0, 0), image patch (Lcaption_padded + 1, row,
+/// column), image pad tokens at (0, 0, 0)), SwiGLU; modulation by tanh gates and (1 + scale)
+/// from the time embedding.
+class ZImageDit {
+ public:
+  /// ComfyUI's single-file tensor names (`layers.N.attention.qkv.weight`, `x_embedder.weight`,
+  /// ...; F32, F16 or BF16, computed in F32). The width, head dim (q_norm's size), layer
+  /// counts, caption width, FFN and time-embedding widths come from the shapes. A missing tensor,
+  /// a wrong shape or dtype, a head dim other than the sum of config.ropeAxes or a tensor it does
+  /// not use is a gizml::Error naming the file and the tensor.
+  static ZImageDit load(const std::string& path, const ZImageConfig& config = {});
+
+  /// What ComfyUI's model returns for latent [1, channels(), h, w] (h, w multiples of patch)
+  /// at noise level sigma with caption [tokens, captionDim()] (the text encoder's hidden states):
+  /// minus the network's output, which is the flow velocity, so denoised = latent - sigma out.
+  /// The network sees t = 1 - sigma (in float32), embedded as a sinusoid of 1000 t. [1, channels(),
+  /// h, w] F32.
+  tensor::Tensor forward(const tensor::Tensor& latent, double sigma, const tensor::Tensor& caption) const;
+
+  int64_t channels() const;
+  int64_t captionDim() const;
+  int64_t dim() const;
 
   struct Weights;
 

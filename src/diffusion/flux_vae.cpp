@@ -4,13 +4,12 @@
 // product's store) and attention.
 #include <gizml/diffusion.h>
 #include <gizml/netops.h>
-#include <gizml/safetensors.h>
 
 #include <cmath>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
+
+#include "weight_file.h"
 
 namespace gizml::diffusion {
 
@@ -46,22 +45,10 @@ struct Level {
   std::optional<Conv> upsample;
 };
 
-// The file's tensors, taken by name: each checked and converted to F32 as it is taken, so that
-// what remains under "decoder." afterwards is what the decoder does not use.
-class Reader {
+// The decoder's tensors, taken by name (weight_file.h) and grouped as the decoder's parts.
+class Reader : public WeightFile {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)), all_(llm::loadSafetensors(path_)) {}
-
-  bool has(const std::string& name) const { return all_.count("decoder." + name) != 0; }
-
-  // The tensor's shape as stored (before any check of its size).
-  T::Shape shapeOf(const std::string& name) const { return find(name).shape(); }
-
-  T::Tensor take(const std::string& name, const T::Shape& shape) {
-    const T::Tensor& t = find(name);
-    if (t.shape() != shape) fail(name, "has shape " + T::shapeText(t.shape()) + ", expected " + T::shapeText(shape));
-    return f32(name, t);
-  }
+  explicit Reader(const std::string& path) : WeightFile(path, "decoder.", "a FLUX.1 VAE decoder") {}
 
   Norm norm(const std::string& name, int64_t c) {
     if (c % kGroups != 0) fail(name + ".weight", "has " + std::to_string(c) + " channels, which 32 groups do not divide");
@@ -75,7 +62,7 @@ class Reader {
 
   // A 1 x 1 convolution as the linear [o, c] (some files store it so).
   T::Tensor linear(const std::string& name, int64_t c) {
-    if (find(name).ndim() == 2) return take(name, {c, c});
+    if (shapeOf(name).size() == 2) return take(name, {c, c});
     return take(name, {c, c, 1, 1}).reshape({c, c});
   }
 
@@ -92,36 +79,6 @@ class Reader {
     if (s.empty() || s[0] < 1) fail(name, "has shape " + T::shapeText(s) + ", expected [channels, ...]");
     return s[0];
   }
-
-  // The decoder's tensors that were never taken.
-  void requireAllTaken() const {
-    for (const auto& [name, t] : all_)
-      if (name.rfind("decoder.", 0) == 0 && taken_.count(name) == 0)
-        throw Error(path_ + ": tensor " + name + " is not part of a FLUX.1 VAE decoder");
-  }
-
-  [[noreturn]] void fail(const std::string& name, const std::string& what) const {
-    throw Error(path_ + ": tensor decoder." + name + " " + what);
-  }
-
- private:
-  const T::Tensor& find(const std::string& name) const {
-    const auto it = all_.find("decoder." + name);
-    if (it == all_.end()) throw Error(path_ + ": no tensor decoder." + name + " (not a FLUX.1 VAE?)");
-    return it->second;
-  }
-
-  T::Tensor f32(const std::string& name, const T::Tensor& t) {
-    const DType d = t.dtype();
-    if (d != DType::F32 && d != DType::F16 && d != DType::BF16)
-      fail(name, std::string("is ") + dtypeName(d) + ", expected f32, f16 or bf16");
-    taken_.insert("decoder." + name);
-    return t.cast(DType::F32).contiguous();
-  }
-
-  std::string path_;
-  std::map<std::string, T::Tensor> all_;
-  std::set<std::string> taken_;
 };
 
 // The convolution of x [c, h, w] (pad k / 2), plus residual [o, h, w] when given: [o, h, w].
