@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <functional>
 
+#include "diffusion/weight_fixture.h"
+
 using namespace gizml;
 
 namespace {
@@ -24,7 +26,7 @@ namespace {
 // release build): 2.7e-6 at sigma 0.9, 1.7e-5 at sigma 0.3.
 constexpr double kTolerance = 5e-5;
 
-std::string dataPath(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/diffusion/" + name; }
+std::string dataPath(const std::string& name) { return test::diffusionData(name); }
 
 const std::map<std::string, T::Tensor>& fixtureCase() {
   static const std::map<std::string, T::Tensor> c = llm::loadSafetensors(dataPath("dit_tiny_case.safetensors"));
@@ -37,33 +39,14 @@ diffusion::ZImageConfig tinyConfig() {
   return c;
 }
 
-double maxAbsDiff(const T::Tensor& a, const T::Tensor& b) {
-  const std::vector<float> x = a.toFloats(), y = b.toFloats();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) m = std::max(m, std::fabs(double(x[i]) - double(y[i])));
-  return m;
-}
+using test::maxAbsDiff;
 
-// The fixture's weights changed by `edit`, saved under the test's temporary folder.
-std::string editedWeights(const std::string& name, const std::function<void(std::map<std::string, T::Tensor>&)>& edit) {
-  std::map<std::string, T::Tensor> w = llm::loadSafetensors(dataPath("dit_tiny.safetensors"));
-  edit(w);
-  const std::string path = (std::filesystem::temp_directory_path() / ("gizml_dit_" + name + ".safetensors")).string();
-  llm::saveSafetensors(path, w);
-  return path;
+std::string editedWeights(const std::string& name, const std::function<void(test::Weights&)>& edit) {
+  return test::editedWeights("dit_tiny.safetensors", "dit_" + name, edit);
 }
 
 void expectLoadError(const std::string& path, const std::string& tensorName) {
-  try {
-    diffusion::ZImageDit::load(path, tinyConfig());
-    ADD_FAILURE() << "no error for " << tensorName;
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(path), std::string::npos) << what;
-    EXPECT_NE(what.find(tensorName), std::string::npos) << what;
-  }
-  std::filesystem::remove(path);
+  test::expectLoadError([](const std::string& p) { diffusion::ZImageDit::load(p, tinyConfig()); }, path, tensorName);
 }
 
 }  // namespace

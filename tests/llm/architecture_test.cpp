@@ -71,30 +71,16 @@ TEST_P(ArchitectureTest, LogitsMatchTransformers) {
   }
 }
 
-/// The greedy continuation of the fixture's greedy prompt, a token per forward pass.
-std::vector<int32_t> greedy(LanguageModel& model, const Reference& ref) {
-  const std::vector<int32_t>& prompt = ref.prompts[ref.greedyPrompt];
-  const int64_t vocab = model.config().vocabSize;
-  const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(prompt.size() + ref.greedy.size()));
-  std::vector<int32_t> feed = prompt, got;
-  while (got.size() < ref.greedy.size()) {
-    const tensor::Tensor logits = model.forward({{state.get(), feed}})[0];
-    got.push_back(static_cast<int32_t>(argmax(logits.data<float>(), vocab)));
-    feed = {got.back()};
-  }
-  return got;
-}
-
 TEST_P(ArchitectureTest, GreedyContinuationMatchesTransformers) {
   const Reference ref = readReference(GetParam());
-  EXPECT_EQ(greedy(*buildLanguageModel(converted(GetParam(), kUnquantized)), ref), ref.greedy);
-  EXPECT_EQ(greedy(*buildLanguageModel(converted(GetParam(), 16)), ref), ref.greedy);
+  EXPECT_EQ(greedyContinuation(*buildLanguageModel(converted(GetParam(), kUnquantized)), ref), ref.greedy);
+  EXPECT_EQ(greedyContinuation(*buildLanguageModel(converted(GetParam(), 16)), ref), ref.greedy);
   // At 8 bits the logits move by up to ~1 % of their range, more than the lead of the top token
   // over the runner-up at some steps of a random model (the fixtures only guarantee 0.3 %), so
   // the continuation may part from transformers'; the tokens before it parts may not shrink.
   const std::map<std::string, size_t> floors = {{"llama", 32}, {"mistral", 9}, {"qwen2", 32},
                                                 {"qwen3", 2},   {"qwen3_vl", 32}, {"gemma3", 32}};
-  const std::vector<int32_t> got = greedy(*buildLanguageModel(converted(GetParam(), 8)), ref);
+  const std::vector<int32_t> got = greedyContinuation(*buildLanguageModel(converted(GetParam(), 8)), ref);
   const size_t same = static_cast<size_t>(std::mismatch(got.begin(), got.end(), ref.greedy.begin()).first - got.begin());
   std::printf("%s at 8 bits: greedy continuation agrees for %zu of %zu tokens\n", GetParam().c_str(), same, got.size());
   EXPECT_GE(same, floors.at(GetParam()));

@@ -50,20 +50,6 @@ class GpuModelTest : public test::GpuTest, public ::testing::WithParamInterface<
   }
 };
 
-/// The greedy continuation of the fixture's greedy prompt, a token per forward pass.
-std::vector<int32_t> greedy(LanguageModel& model, const Reference& ref) {
-  const std::vector<int32_t>& prompt = ref.prompts[ref.greedyPrompt];
-  const int64_t vocab = model.config().vocabSize;
-  const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(prompt.size() + ref.greedy.size()));
-  std::vector<int32_t> feed = prompt, got;
-  while (got.size() < ref.greedy.size()) {
-    const std::vector<float> logits = model.forward({{state.get(), feed}})[0].toFloats();
-    got.push_back(static_cast<int32_t>(argmax(logits.data(), vocab)));
-    feed = {got.back()};
-  }
-  return got;
-}
-
 TEST_P(GpuModelTest, LogitsMatchTransformersAndTheCpu) {
   const Reference ref = readReference(GetParam());
   // f32 weights with an f32 cache: rounding alone; the stored formats with the GPU's default cache.
@@ -95,8 +81,8 @@ TEST_P(GpuModelTest, LogitsMatchTransformersAndTheCpu) {
 
 TEST_P(GpuModelTest, GreedyContinuationMatchesTransformers) {
   const Reference ref = readReference(GetParam());
-  EXPECT_EQ(greedy(*onGpu(kUnquantized, DType::F32), ref), ref.greedy);
-  EXPECT_EQ(greedy(*onGpu(16), ref), ref.greedy);
+  EXPECT_EQ(greedyContinuation(*onGpu(kUnquantized, DType::F32), ref), ref.greedy);
+  EXPECT_EQ(greedyContinuation(*onGpu(16), ref), ref.greedy);
 }
 
 TEST_P(GpuModelTest, BatchedSequencesGiveTheirOwnLogits) {
@@ -128,7 +114,7 @@ TEST_P(GpuQwen35, LogitsAndGreedyMatchTransformers) {
               GetParam().c_str(), gpu().describe().c_str(), vsReference, vsCpu);
   EXPECT_LT(vsReference, 1e-4);
   EXPECT_LT(vsCpu, 1e-4);
-  EXPECT_EQ(greedy(*model, ref), ref.greedy);
+  EXPECT_EQ(greedyContinuation(*model, ref), ref.greedy);
 }
 
 INSTANTIATE_TEST_SUITE_P(Qwen35, GpuQwen35, ::testing::Values("qwen3_5", "qwen3_5_moe"));

@@ -94,6 +94,21 @@ constexpr int kUnquantized = 0;
 
 [[maybe_unused]] int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
 
+/// The greedy continuation of the fixture's greedy prompt, a token per forward pass (the logits
+/// read where they are: host memory or a GPU).
+[[maybe_unused]] std::vector<int32_t> greedyContinuation(LanguageModel& model, const Reference& ref) {
+  const std::vector<int32_t>& prompt = ref.prompts[ref.greedyPrompt];
+  const int64_t vocab = model.config().vocabSize;
+  const std::unique_ptr<SequenceState> state = model.newState(static_cast<int64_t>(prompt.size() + ref.greedy.size()));
+  std::vector<int32_t> feed = prompt, got;
+  while (got.size() < ref.greedy.size()) {
+    const std::vector<float> logits = model.forward({{state.get(), feed}})[0].toFloats();
+    got.push_back(static_cast<int32_t>(argmax(logits.data(), vocab)));
+    feed = {got.back()};
+  }
+  return got;
+}
+
 /// Two of the fixture's prompts fed in one pass, then one decode step of both: each sequence's
 /// logits are the bits it gives alone (batch invariance, tests/llm/batch_invariance_test.cpp).
 [[maybe_unused]] void expectBatchedRowsAlone(LanguageModel& model, const Reference& ref) {

@@ -1,0 +1,56 @@
+#pragma once
+// What the diffusion model tests share: the fixtures under tests/data/diffusion/, a fixture's
+// weights edited into a temporary file, and a load that must fail naming the file and tensor.
+#include <gizml/error.h>
+#include <gizml/safetensors.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gizml::test {
+
+using Weights = std::map<std::string, T::Tensor>;
+
+inline std::string diffusionData(const std::string& name) {
+  return std::string(GIZML_TEST_DATA) + "/diffusion/" + name;
+}
+
+inline double maxAbsDiff(const T::Tensor& a, const T::Tensor& b) {
+  const std::vector<float> x = a.toFloats(), y = b.toFloats();
+  EXPECT_EQ(x.size(), y.size());
+  double m = 0;
+  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) m = std::max(m, std::fabs(double(x[i]) - double(y[i])));
+  return m;
+}
+
+/// The fixture `file`'s weights changed by `edit`, saved as a temporary file named by `tag`.
+inline std::string editedWeights(const std::string& file, const std::string& tag,
+                                 const std::function<void(Weights&)>& edit) {
+  Weights w = llm::loadSafetensors(diffusionData(file));
+  edit(w);
+  const std::string path = (std::filesystem::temp_directory_path() / ("gizml_" + tag + ".safetensors")).string();
+  llm::saveSafetensors(path, w);
+  return path;
+}
+
+/// load(path) throws a gizml::Error naming the file and `tensorName`; the file is removed.
+inline void expectLoadError(const std::function<void(const std::string&)>& load, const std::string& path,
+                            const std::string& tensorName) {
+  try {
+    load(path);
+    ADD_FAILURE() << "no error for " << tensorName;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(tensorName), std::string::npos) << what;
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace gizml::test
