@@ -79,6 +79,20 @@ TEST(PrefillBudget, EveryFewStepsTheDecodingRequestsAreTimedAlone) {
   EXPECT_EQ(b.rows(2), 128);
 }
 
+// Prompt rows that cost less than the noise leave no estimate of a row; the decoding requests
+// are still timed alone every few steps (the engine test saw a fast machine go 86 steps without).
+TEST(PrefillBudget, WithoutAnEstimateOfARowTheDecodingRequestsAreStillTimedAlone) {
+  PrefillBudget b;
+  b.measured(2, 0, kDecode);
+  for (int64_t i = 1; i < PrefillBudget::kAloneEvery; ++i) {
+    EXPECT_EQ(b.rows(2), PrefillBudget::kFirstChunk) << i;
+    b.measured(2, PrefillBudget::kFirstChunk, kDecode / 2);  // faster than the decode step alone
+  }
+  EXPECT_EQ(b.rows(2), 0);
+  b.measured(2, 0, kDecode);
+  EXPECT_EQ(b.rows(2), PrefillBudget::kFirstChunk);
+}
+
 TEST(PrefillBudget, AtLeastTheFloorAndAtMostTheCeiling) {
   PrefillBudget slow, fast;
   slow.measured(1, 0, kDecode);

@@ -21,8 +21,11 @@ double PrefillBudget::decodeSeconds(int64_t decodeRows) const {
 }
 
 int64_t PrefillBudget::rows(int64_t decodeRows) const {
-  if (decode_.empty() || promptRows_ == 0) return kFirstChunk;
+  if (decode_.empty()) return kFirstChunk;
+  // Before the check for an estimate of a row: steps whose prompt rows cost less than the noise
+  // leave none, and the decoding requests must still be timed alone every few steps.
   if (stepsBeside_ >= kAloneEvery - 1) return 0;
+  if (promptRows_ == 0) return kFirstChunk;
   const double rows = decodeSeconds(decodeRows) / (promptSeconds_ / promptRows_);
   return static_cast<int64_t>(std::clamp(rows, static_cast<double>(kFloor), static_cast<double>(kCeiling)));
 }
