@@ -42,10 +42,13 @@ struct ConvertReport {
 
 /// Converts source (a Hugging Face folder or a .gguf file) into the folder destination:
 /// manifest.json, weights.bin, the tokenizer files and report.json. loraFolder, when not empty,
-/// is a PEFT LoRA adapter merged into the weights before they are quantized. Shows a progress
-/// bar on stderr when it is a terminal. Throws gizml::Error naming the file and field at fault.
+/// is a PEFT LoRA adapter merged into the weights before they are quantized. layers, when not 0,
+/// keeps only the model's first `layers` layers and the embedding (not the final norm, the output
+/// layer or the MTP layer): a text encoder's folder, which load() reads with those layers alone
+/// and whose Engine gives hidden states, not text. Shows a progress bar on stderr when it is a
+/// terminal. Throws gizml::Error naming the file and field at fault.
 ConvertReport convert(const std::string& source, const std::string& destination, const Bits& bits = {},
-                      const std::string& loraFolder = "");
+                      const std::string& loraFolder = "", int64_t layers = 0);
 
 /// How a request picks its tokens. The penalties shape the logits first: presence and frequency
 /// (OpenAI's) over the generated tokens, repetition (CTRL's, as transformers) over prompt and
@@ -305,8 +308,8 @@ struct ChatTokens {
 struct LoadOptions {
   /// Only the first `layers` layers of the model: their weights alone are read (the final norm,
   /// the output layer and the MTP layer are not), so memory falls in proportion. Such a model
-  /// gives Engine::hidden, not text. 0: all layers; anything outside 0 .. the model's layers is
-  /// an Error naming both.
+  /// gives Engine::hidden, not text. 0: all layers (those kept, for a folder convert made of the
+  /// first layers); anything outside 0 .. the model's (kept) layers is an Error naming both.
   int64_t layers = 0;
   /// How its engines keep keys and values (KvFormat::parseSetting reads "8", "4/2", "auto", ...);
   /// unset (the default): each engine chooses, 8 bits, else 4, else keys in 4 and values in 2,
@@ -339,6 +342,8 @@ class Model {
   const std::vector<TokenId>& endOfTurn() const { return endOfTurn_; }
   /// The longest sequence the model was trained for (config's max positions).
   int64_t contextLength() const;
+  /// The width of its hidden states (Engine::hidden's columns).
+  int64_t hiddenSize() const;
   /// An engine of `slots` slots of maxTokens tokens, its KV pool of poolTokens (0: every slot's
   /// whole context).
   Engine engine(int slots, int64_t maxTokens, int64_t poolTokens = 0) const;

@@ -30,6 +30,14 @@ bool isLayerWeight(const std::string& name, const tensor::Shape& shape) {
          !contains(name, "shared_expert_gate");
 }
 
+// What a conversion of the first `layers` layers keeps: the embedding and those layers; not the
+// later layers, the final norm, the output layer or the MTP layers, which read the last layer.
+bool keptInFirstLayers(const std::string& name, int64_t layers) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) == 0) return std::stoll(name.substr(prefix.size())) < layers;
+  return name != "model.norm.weight" && name != "lm_head.weight" && name.rfind("mtp.", 0) != 0;
+}
+
 constexpr int kHalfBits = 16;
 
 void checkBits(int bits, int64_t group, const char* what) {
@@ -78,21 +86,27 @@ std::string ConvertReport::text() const {
 }
 
 ConvertReport convert(const std::string& source, const std::string& destination, const Bits& bits,
-                      const std::string& loraFolder) {
+                      const std::string& loraFolder, int64_t layers) {
   checkBits(bits.layers, bits.group, "convert: layer bits");
   checkBits(bits.head, bits.group, "convert: head bits");
   const std::unique_ptr<WeightSource> src = openWeightSource(source);
   std::optional<LoraAdapter> lora;
   if (!loraFolder.empty()) lora.emplace(loraFolder);
   const ModelConfig& config = src->config();
-  const std::vector<std::string> names = src->names();
+  check(layers >= 0 && layers <= config.numLayers, src->description() + ": convert: layers " + std::to_string(layers) +
+                                                       " is not between 1 and the model's " +
+                                                       std::to_string(config.numLayers) + " (0: all)");
+  const bool firstLayers = layers > 0 && layers < config.numLayers;
+  std::vector<std::string> names = src->names();
   const std::set<std::string> known(names.begin(), names.end());
+  if (firstLayers) std::erase_if(names, [&](const std::string& name) { return !keptInFirstLayers(name, layers); });
   if (lora)
     for (const std::string& target : lora->targets())
       check(known.count(target) != 0, loraFolder + ": the adapter changes " + target + ", which " +
                                           src->description() + " does not hold");
-  // A tied embedding is the output layer too, so it takes the output layer's width.
-  const bool tiedEmbedding = config.tieWordEmbeddings && known.count("lm_head.weight") == 0;
+  // A tied embedding is the output layer too, so it takes the output layer's width (unless the
+  // output layer is not kept).
+  const bool tiedEmbedding = !firstLayers && config.tieWordEmbeddings && known.count("lm_head.weight") == 0;
 
   fs::create_directories(destination);
   const fs::path dataPath = fs::path(destination) / kDataName;
@@ -164,6 +178,7 @@ ConvertReport convert(const std::string& source, const std::string& destination,
       {"architecture", architectureName(config.architecture)}, {"config", configToJson(config)},
       {"source", src->description()}, {"lora", loraFolder},
       {"bits", {{"layers", bits.layers}, {"head", bits.head}, {"group", bits.group}}},
+      {"kept_layers", firstLayers ? layers : 0},
       {"tokenizer_files", tokenizerFiles}, {"chat_template", chatTemplate},
       {"data_file", kDataName}, {"data_bytes", offset}, {"tensors", table}};
   writeJson(fs::path(destination) / kManifestName, manifest);

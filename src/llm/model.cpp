@@ -107,6 +107,7 @@ ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohm
 }
 
 int64_t Model::contextLength() const { return model_->config().maxPositions; }
+int64_t Model::hiddenSize() const { return model_->config().hiddenSize; }
 
 Engine Model::engine(int slots, int64_t maxTokens, int64_t poolTokens) const {
   return Engine(model_, tokenizer_, endOfTurn_, slots, maxTokens, poolTokens);
@@ -117,7 +118,12 @@ Model load(const std::string& folder) { return load(folder, LoadOptions{}); }
 Model load(const std::string& folder, const LoadOptions& options) {
   auto weights = std::make_shared<const ConvertedModel>(ConvertedModel::open(folder));
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
-  const ModelOptions modelOptions{.kvCache = options.kv, .layers = options.layers, .gpu = options.gpu};
+  // A conversion of the first layers alone (convert's layers) loads those, or fewer.
+  const int64_t kept = weights->manifest().value("kept_layers", int64_t{0});
+  check(kept == 0 || options.layers <= kept, folder + ": holds only the model's first " + std::to_string(kept) +
+                                                 " layers, not " + std::to_string(options.layers));
+  const int64_t layers = kept > 0 && options.layers == 0 ? kept : options.layers;
+  const ModelOptions modelOptions{.kvCache = options.kv, .layers = layers, .gpu = options.gpu};
   // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
   std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, modelOptions).release(),
                                        [weights](LanguageModel* m) { delete m; });
