@@ -1,10 +1,13 @@
 #pragma once
 // gizml::diffusion: the model-free parts of diffusion sampling as ComfyUI runs them (the initial
 // noise from a seed, the flow-matching sigma schedule and the res_multistep sampler), FLUX.1's
-// VAE decoder and Z-Image's DiT.
+// VAE decoder, Z-Image's DiT and the Z-Image Turbo pipeline (text encoder, DiT and VAE).
+#include <gizml/image.h>
+#include <gizml/llm.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,6 +124,85 @@ class ZImageDit {
 
  private:
   std::shared_ptr<const Weights> weights_;
+};
+
+/// Z-Image's text encoder from Qwen3-4B (a Hugging Face folder or a GGUF file): converted with
+/// gizml::llm into destination keeping the embedding and all but the last layer (Z-Image reads
+/// hidden_states[-2]: the first 35 of 36 layers), without the final norm and the output layer.
+/// The layers are stored at 16 bits (F16; llm::convert's choice of BF16 for a tensor beyond F16's
+/// range): the states feed the DiT directly, with no sampling to absorb errors, and 16 bits keep
+/// them within rounding of ComfyUI's BF16 encoder, where 8 or 4 bits would shift them (about 0.5 %
+/// or 7 % RMS a weight). Qwen3-4B's 35 layers take about 7.5 GB. A source that is not a Qwen3
+/// model, or has fewer than 2 layers, is a gizml::Error naming it.
+llm::ConvertReport convertZImageText(const std::string& source, const std::string& destination);
+
+/// What ZImagePipeline takes besides its files. The defaults are Z-Image Turbo's in ComfyUI.
+struct ZImagePipelineConfig {
+  ZImageConfig dit;
+  int64_t steps = 8;   // res_multistep steps
+  double shift = 3.0;  // ModelSamplingAuraFlow's shift of the flow schedule
+};
+
+/// Where sampling is, told after each step.
+struct ZImageStep {
+  int64_t step = 0;  // the step just done, 0-based
+  int64_t steps = 0;
+  float sigma = 0;   // the noise level the step started from
+  double seconds = 0;  // the step's time
+  tensor::Tensor latent;  // the latent after the step (for previews; the sampler's own, not a copy)
+};
+
+/// The seconds paint spent in each stage.
+struct ZImageTimes {
+  double condition = 0, sample = 0, decode = 0;
+};
+
+/// Z-Image Turbo from prompt to picture on the CPU in F32, as ComfyUI runs it (cfg 1, one
+/// prompt): condition (the prompt in Qwen3's chat form through the text encoder), sampleWith
+/// (ComfyUI's noise for the seed, res_multistep over the flow schedule, the DiT as denoiser) and
+/// decode (FLUX.1's VAE and ComfyUI's SaveImage bytes). Every call is independent: a pipeline may
+/// serve several threads.
+class ZImagePipeline {
+ public:
+  /// ditPath: ComfyUI's Z-Image file (ZImageDit::load); textFolder: convertZImageText's output;
+  /// vaePath: BFL's FLUX.1 ae.safetensors (FluxVae::load). A missing or bad file is a gizml::Error
+  /// naming it; so are a text encoder whose width is not the DiT's caption width and a VAE whose
+  /// latent channels are not the DiT's (both files named).
+  static ZImagePipeline load(const std::string& ditPath, const std::string& textFolder, const std::string& vaePath,
+                             const ZImagePipelineConfig& config = {});
+
+  /// The token ids the text encoder reads for prompt: ComfyUI's ZImageTokenizer text
+  /// "<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n" (which is diffusers'
+  /// chat template with enable_thinking, so no think block), tokenized whole, nothing added or
+  /// padded. ComfyUI's prompt syntax (embedding:NAME, the \( escapes) is not read.
+  std::vector<llm::TokenId> promptTokens(const std::string& prompt) const;
+  /// The caption the DiT reads: the encoder's hidden states after its layers (no final norm) at
+  /// every prompt token, F32 [tokens, captionDim()]. A prompt longer than the encoder's context
+  /// is an Error.
+  tensor::Tensor condition(const std::string& prompt) const;
+  /// The latent of an image of width x height (multiples of 16 for Z-Image: the VAE's upscale
+  /// times the DiT's patch; else an Error) from the seed's noise, torchRandn(seed, [1, channels,
+  /// height / 8, width / 8]), after the configured steps of ResMultistep over flowSigmas, the
+  /// denoised latent at each sigma being latent - sigma ZImageDit::forward. onStep, when set, is
+  /// called after every step. [1, channels, height / 8, width / 8] F32.
+  tensor::Tensor sampleWith(const tensor::Tensor& caption, uint64_t seed, int64_t width, int64_t height,
+                            const std::function<void(const ZImageStep&)>& onStep = {}) const;
+  /// The picture of a latent: FluxVae::decode, then ComfyUI's clamp((x + 1) / 2) and truncated
+  /// uint8(255 x) (image::fromTensor with Range::MinusOneOne).
+  image::Image decode(const tensor::Tensor& latent) const;
+  /// condition, sampleWith and decode; times, when given, gets each stage's seconds.
+  image::Image paint(const std::string& prompt, uint64_t seed, int64_t width, int64_t height,
+                     const std::function<void(const ZImageStep&)>& onStep = {}, ZImageTimes* times = nullptr) const;
+
+  /// Width and height must be multiples of this (16 for Z-Image).
+  int64_t sizeMultiple() const;
+  int64_t captionDim() const;
+  const ZImagePipelineConfig& config() const;
+
+  struct Parts;
+
+ private:
+  std::shared_ptr<const Parts> parts_;
 };
 
 }  // namespace gizml::diffusion

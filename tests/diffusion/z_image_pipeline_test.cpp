@@ -1,0 +1,253 @@
+// gizml::diffusion::ZImagePipeline and convertZImageText against
+// tests/reference/make_zimage_pipeline_fixtures.py: a tiny Qwen3 text encoder (hidden 32, 3
+// layers, Qwen3's real tokenizer) in transformers, the tiny DiT of make_dit_fixtures.py in
+// diffusers, ComfyUI's noise and res_multistep, and a tiny 4-level FLUX.1 VAE decoder, for one
+// prompt at seed 42: every stage at 64 x 64, and the 256 x 256 golden picture.
+#include <gizml/diffusion.h>
+#include <gizml/error.h>
+#include <gizml/image.h>
+#include <gizml/safetensors.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "diffusion/weight_fixture.h"
+
+using namespace gizml;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kPrompt = "A red fox in fresh snow, watercolor";
+
+// The text states: F16 weights (the tiny model's are BF16 values, F16 holds nearly all of them)
+// against transformers in f32, summed in other orders. Measured (x86-64, release): 1.3e-6 of
+// states up to 5.5.
+constexpr double kTextTolerance = 2e-5;
+// A step's latent from the reference's caption: the DiT's own error (z_image_dit_test.cpp, up to
+// 1.7e-5 a call) carried over the steps. Measured: 3.0e-6 after the last step, of latents up to
+// 5.6.
+constexpr double kLatentTolerance = 5e-5;
+// The VAE's output from the reference's last latent. Measured: 2.0e-6 of values up to 2.3.
+constexpr double kDecodedTolerance = 2e-5;
+
+std::string data(const std::string& name) { return test::diffusionData(name); }
+
+const std::map<std::string, T::Tensor>& fixture() {
+  static const auto c = llm::loadSafetensors(data("zimage_pipeline_case.safetensors"));
+  return c;
+}
+
+void copyTokenizer(const fs::path& folder) {
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, folder / file,
+                  fs::copy_options::overwrite_existing);
+}
+
+// The tiny encoder as a Hugging Face folder: the committed tensors, the embedding written back
+// from its non-zero rows, and Qwen3's tokenizer. edit may change config.json first.
+std::string textHf(const std::string& tag, const std::function<void(nlohmann::json&)>& edit = {}) {
+  const fs::path folder = fs::temp_directory_path() / ("gizml_zimage_text_hf_" + tag);
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(data("zimage_text_tiny/config.json")));
+  if (edit) edit(config);
+  std::ofstream(folder / "config.json") << config.dump(2);
+  test::Weights w = llm::loadSafetensors(data("zimage_text_tiny/weights.safetensors"));
+  const int64_t vocab = config["vocab_size"], hidden = config["hidden_size"];
+  T::Tensor embed = T::zeros({vocab, hidden});
+  const T::Tensor ids = w.at("embed_ids").contiguous();
+  const std::vector<float> rows = w.at("embed_rows").toFloats();
+  for (int64_t r = 0; r < ids.shape()[0]; ++r)
+    std::copy_n(rows.begin() + r * hidden, hidden, embed.data<float>() + ids.data<int64_t>()[r] * hidden);
+  w.erase("embed_ids");
+  w.erase("embed_rows");
+  w["model.embed_tokens.weight"] = embed;
+  llm::saveSafetensors((folder / "model.safetensors").string(), w);
+  copyTokenizer(folder);
+  return folder.string();
+}
+
+// convertZImageText's folder of the tiny encoder, made once.
+const std::string& textFolder() {
+  static const std::string folder = [] {
+    const std::string out = (fs::temp_directory_path() / "gizml_zimage_text").string();
+    fs::remove_all(out);
+    diffusion::convertZImageText(textHf("base"), out);
+    return out;
+  }();
+  return folder;
+}
+
+diffusion::ZImagePipelineConfig tinyConfig() {
+  diffusion::ZImagePipelineConfig c;
+  c.dit.ropeAxes = {4, 8, 12};  // make_dit_fixtures.py's
+  return c;
+}
+
+const diffusion::ZImagePipeline& pipeline() {
+  static const diffusion::ZImagePipeline p = diffusion::ZImagePipeline::load(
+      data("dit_tiny.safetensors"), textFolder(), data("vae_tiny8.safetensors"), tinyConfig());
+  return p;
+}
+
+// Pixels whose every channel is within 1 of the reference's (measured: all of them, at 64 x 64
+// and 256 x 256).
+int64_t pixelsWithinOne(const image::Image& got, const std::vector<uint8_t>& want) {
+  EXPECT_EQ(got.pixels.size(), want.size());
+  int64_t close = 0;
+  for (size_t i = 0; i + 2 < std::min(got.pixels.size(), want.size()); i += 3) {
+    bool ok = true;
+    for (size_t c = 0; c < 3; ++c) ok = ok && std::abs(int(got.pixels[i + c]) - int(want[i + c])) <= 1;
+    close += ok;
+  }
+  return close;
+}
+
+std::vector<uint8_t> fixtureBytes() {
+  const std::vector<float> b = fixture().at("bytes").toFloats();
+  return std::vector<uint8_t>(b.begin(), b.end());
+}
+
+void expectError(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(ZImageText, ConvertKeepsAllButTheLastLayer) {
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(textFolder() + "/manifest.json"));
+  EXPECT_EQ(manifest["kept_layers"], 2);
+  for (const nlohmann::json& t : manifest["tensors"]) {
+    const std::string name = t["name"];
+    EXPECT_EQ(name.find("model.layers.2."), std::string::npos) << name;
+    EXPECT_NE(name, "model.norm.weight");
+    EXPECT_NE(name, "lm_head.weight");
+    if (name == "model.embed_tokens.weight") EXPECT_EQ(t["format"], "f16");  // tied, yet not the head's width
+  }
+  // Its states are those of the whole model converted at 16 bits and loaded with 2 layers.
+  const std::string whole = (fs::temp_directory_path() / "gizml_zimage_text_whole").string();
+  fs::remove_all(whole);
+  llm::convert(textHf("whole"), whole, llm::Bits{.layers = 16, .head = 16});
+  const llm::Model text = llm::load(textFolder());
+  const std::vector<llm::TokenId> tokens = pipeline().promptTokens(kPrompt);
+  EXPECT_EQ(text.hiddenSize(), 32);
+  EXPECT_EQ(text.engine(1, 64).hidden(tokens).toFloats(),
+            llm::load(whole, {.layers = 2}).engine(1, 64).hidden(tokens).toFloats());
+  expectError([&] { llm::load(textFolder(), {.layers = 3}); }, {textFolder(), "first 2 layers", "not 3"});
+  expectError([&] { text.engine(1, 64).add({.prompt = tokens}); }, {"first 2 layers"});
+}
+
+TEST(ZImageText, RefusesOtherModels) {
+  const std::string out = (fs::temp_directory_path() / "gizml_zimage_text_refused").string();
+  const std::string llama = std::string(GIZML_TEST_DATA) + "/models/llama/hf";
+  expectError([&] { diffusion::convertZImageText(llama, out); }, {llama, "qwen3", "llama"});
+  const std::string oneLayer = textHf("one_layer", [](nlohmann::json& c) { c["num_hidden_layers"] = 1; });
+  expectError([&] { diffusion::convertZImageText(oneLayer, out); }, {oneLayer, "1 layer"});
+  expectError([&] { diffusion::convertZImageText("/nonexistent/qwen3", out); }, {"/nonexistent/qwen3"});
+}
+
+TEST(ZImagePipeline, StagesAsTheReference) {
+  const diffusion::ZImagePipeline& p = pipeline();
+  EXPECT_EQ(p.sizeMultiple(), 16);
+  EXPECT_EQ(p.captionDim(), 32);
+  const std::vector<llm::TokenId> tokens = p.promptTokens(kPrompt);
+  const T::Tensor wantTokens = fixture().at("tokens").contiguous();
+  ASSERT_EQ(static_cast<int64_t>(tokens.size()), wantTokens.shape()[0]);
+  for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(tokens[i], wantTokens.data<int64_t>()[i]) << i;
+
+  const T::Tensor caption = p.condition(kPrompt);
+  const double textError = test::maxAbsDiff(caption, fixture().at("text"));
+  EXPECT_LE(textError, kTextTolerance);
+
+  EXPECT_EQ(diffusion::flowSigmas(8, 3.0), fixture().at("sigmas").toFloats());
+  EXPECT_EQ(diffusion::torchRandn(42, {1, 16, 8, 8}).toFloats(), fixture().at("noise").toFloats());
+
+  // Sampling from the reference's caption, step by step.
+  const std::vector<float> latents = fixture().at("latents").toFloats();
+  const size_t size = 16 * 8 * 8;
+  ASSERT_EQ(latents.size(), 8 * size);
+  std::vector<double> stepErrors;
+  const T::Tensor latent = p.sampleWith(fixture().at("text"), 42, 64, 64, [&](const diffusion::ZImageStep& s) {
+    EXPECT_EQ(s.step, static_cast<int64_t>(stepErrors.size()));
+    EXPECT_EQ(s.steps, 8);
+    EXPECT_EQ(s.sigma, fixture().at("sigmas").toFloats()[static_cast<size_t>(s.step)]);
+    const std::vector<float> got = s.latent.toFloats();
+    double worst = 0;
+    for (size_t i = 0; i < size; ++i)
+      worst = std::max(worst, std::fabs(double(got[i]) - latents[static_cast<size_t>(s.step) * size + i]));
+    stepErrors.push_back(worst);
+  });
+  ASSERT_EQ(stepErrors.size(), 8u);
+  for (size_t i = 0; i < stepErrors.size(); ++i) EXPECT_LE(stepErrors[i], kLatentTolerance) << "step " << i;
+  EXPECT_EQ(latent.shape(), (T::Shape{1, 16, 8, 8}));
+
+  // Decoding the reference's last latent.
+  const T::Tensor last = T::tensor({1, 16, 8, 8}, std::vector<double>(latents.end() - size, latents.end()));
+  const double decodedError =
+      test::maxAbsDiff(diffusion::FluxVae::load(data("vae_tiny8.safetensors")).decode(last), fixture().at("decoded"));
+  EXPECT_LE(decodedError, kDecodedTolerance);
+  const int64_t decodedClose = pixelsWithinOne(p.decode(last), fixtureBytes());
+  std::printf("text %.2e, last step %.2e, decoded %.2e; decoded pixels within 1/255: %lld of 4096\n", textError,
+              stepErrors.back(), decodedError, static_cast<long long>(decodedClose));
+  EXPECT_EQ(decodedClose, 64 * 64);
+}
+
+TEST(ZImagePipeline, PaintsTheReferencePicture) {
+  // The whole pipeline from the prompt: its errors reach the bytes, where a value near a step of
+  // 1/255 may land on either side, so pixels are counted within 1/255 of the reference's.
+  std::vector<diffusion::ZImageStep> steps;
+  diffusion::ZImageTimes times;
+  const image::Image got = pipeline().paint(kPrompt, 42, 64, 64, [&](const diffusion::ZImageStep& s) { steps.push_back(s); },
+                                            &times);
+  EXPECT_EQ(got.width, 64);
+  EXPECT_EQ(got.height, 64);
+  EXPECT_EQ(steps.size(), 8u);
+  EXPECT_GT(times.sample, 0.0);
+  const int64_t close = pixelsWithinOne(got, fixtureBytes());
+  std::printf("64 x 64: %lld of 4096 pixels within 1/255\n", static_cast<long long>(close));
+  EXPECT_GE(close, 4096 * 99 / 100);
+}
+
+TEST(ZImagePipeline, PaintsTheGoldenPicture) {
+  // tests/data/diffusion/zimage_tiny_seed42.png: the reference's 256 x 256 picture of the prompt.
+  std::ifstream file(data("zimage_tiny_seed42.png"), std::ios::binary);
+  const std::vector<uint8_t> png((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const image::Image want = image::decode(png);
+  ASSERT_EQ(want.width, 256);
+  const image::Image got = pipeline().paint(kPrompt, 42, 256, 256);
+  const int64_t close = pixelsWithinOne(got, want.pixels);
+  std::printf("256 x 256: %lld of 65536 pixels within 1/255\n", static_cast<long long>(close));
+  EXPECT_GE(close, 65536 * 99 / 100);
+}
+
+TEST(ZImagePipeline, Errors) {
+  const diffusion::ZImagePipeline& p = pipeline();
+  expectError([&] { p.paint(kPrompt, 42, 72, 64); }, {"72 x 64", "multiples of 16"});
+  expectError([&] { p.sampleWith(p.condition(kPrompt), 42, 64, 0); }, {"64 x 0", "multiples of 16"});
+  expectError([&] { p.sampleWith(T::zeros({3, 64}), 42, 64, 64); }, {"[3, 64]", "32"});
+  expectError([&] { p.decode(T::zeros({2, 16, 4, 4})); }, {"one latent"});
+  // A text encoder 64 wide (the Qwen3 fixture of tests/llm) for a DiT reading 32.
+  const fs::path hf = fs::temp_directory_path() / "gizml_zimage_wide_hf";
+  fs::remove_all(hf);
+  fs::copy(std::string(GIZML_TEST_DATA) + "/models/qwen3/hf", hf);
+  copyTokenizer(hf);
+  const std::string wide = (fs::temp_directory_path() / "gizml_zimage_wide").string();
+  fs::remove_all(wide);
+  diffusion::convertZImageText(hf.string(), wide);
+  const std::string dit = data("dit_tiny.safetensors"), vae = data("vae_tiny8.safetensors");
+  expectError([&] { diffusion::ZImagePipeline::load(dit, wide, vae, tinyConfig()); }, {wide, dit, "64", "32"});
+  expectError([&] { diffusion::ZImagePipeline::load("/nonexistent/dit.safetensors", textFolder(), vae, tinyConfig()); },
+              {"/nonexistent/dit.safetensors"});
+  expectError([&] { diffusion::ZImagePipeline::load(dit, "/nonexistent/text", vae, tinyConfig()); }, {"/nonexistent/text"});
+  expectError([&] { diffusion::ZImagePipeline::load(dit, textFolder(), "/nonexistent/ae.safetensors", tinyConfig()); },
+              {"/nonexistent/ae.safetensors"});
+}
