@@ -160,8 +160,8 @@ struct ZImageTimes {
 /// Z-Image Turbo from prompt to picture on the CPU in F32, as ComfyUI runs it (cfg 1, one
 /// prompt): condition (the prompt in Qwen3's chat form through the text encoder), sampleWith
 /// (ComfyUI's noise for the seed, res_multistep over the flow schedule, the DiT as denoiser) and
-/// decode (FLUX.1's VAE and ComfyUI's SaveImage bytes). Every call is independent: a pipeline may
-/// serve several threads.
+/// decode (FLUX.1's VAE and ComfyUI's SaveImage bytes). The calls keep no state between them
+/// (each condition reads the prompt in an engine of its own); copies share the loaded weights.
 class ZImagePipeline {
  public:
   /// ditPath: ComfyUI's Z-Image file (ZImageDit::load); textFolder: convertZImageText's output;
