@@ -320,6 +320,11 @@ struct LoadOptions {
   /// (nullopt). Every architecture runs there; keys and values in bits (codes) are kept on the
   /// CPU only so far (an Error naming the format).
   std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
+  /// With gpu (an NVIDIA one) and every layer: when the model's weights would leave less than
+  /// this many bytes of its memory free and the machine shows other NVIDIA GPUs (those
+  /// CUDA_VISIBLE_DEVICES shows), the model loads across all of them, as loadAcross with counts
+  /// in proportion to their free memory. 0: never.
+  uint64_t stageBelow = uint64_t{1} << 30;
 };
 
 /// A converted model, loaded: its tokenizer, chat template and architecture.
@@ -365,10 +370,24 @@ class Model {
   std::string conversion_;
   CallFormat calls_ = CallFormat::None;
   friend Model load(const std::string& folder, const LoadOptions& options);
+  friend Model loadAcross(const std::string& folder, const std::vector<int>& gpus, const std::vector<int64_t>& counts,
+                          const LoadOptions& options);
 };
 
 /// Loads a converted folder (convert's output). Throws gizml::Error naming the file at fault.
 Model load(const std::string& folder);
 Model load(const std::string& folder, const LoadOptions& options);
+
+/// Loads a converted folder in stages across GPUs: gpus[s] (an ordinal among the GPUs
+/// CUDA_VISIBLE_DEVICES shows; empty: all of them) holds counts[s] consecutive layers (empty: in
+/// proportion to each GPU's free memory, a GPU given none left out) with their KV pages and
+/// recurrent states, the last one also the final norm, the output layer and the MTP layer (its
+/// drafts). A step runs the stages in turn. Such a model gives logits only (Engine::hidden is an
+/// Error); an engine reuses a chat's start and a shared head as on one GPU. options.kv applies;
+/// options.gpu and options.layers must be unset. Throws gizml::Error naming an unknown or
+/// repeated GPU, counts that do not match the GPUs or do not sum to the model's layers, and a
+/// stage too big for its GPU.
+Model loadAcross(const std::string& folder, const std::vector<int>& gpus, const std::vector<int64_t>& counts = {},
+                 const LoadOptions& options = {});
 
 }  // namespace gizml::llm

@@ -120,6 +120,12 @@ class LanguageModel {
   }
 };
 
+/// One stage of a model in stages across GPUs: `layers` consecutive layers on `gpu`.
+struct Stage {
+  gizhw::gpu::Gpu gpu;
+  int64_t layers;
+};
+
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
 struct ModelOptions {
   /// How keys and values are kept; nullopt: each engine chooses (Engine), states made with
@@ -133,6 +139,11 @@ struct ModelOptions {
   /// CPU (nullopt). Every architecture's operations have GPU implementations (llm/ops/gpu/) but
   /// KV codes, which stay on the CPU so far.
   std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
+  /// The model in stages across GPUs (gpu unset, every layer): stage s holds the next
+  /// stages[s].layers layers on its GPU, with their KV pages and recurrent states, and the last
+  /// the final norm, the output layer and the MTP layer. A pass runs the stages in turn, its rows
+  /// crossing from each GPU to the next. Such a model gives logits only. Empty: one place, gpu's.
+  std::vector<Stage> stages = {};
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,
@@ -140,5 +151,10 @@ struct ModelOptions {
 /// open); throws gizml::Error naming a missing tensor or a wrong shape.
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights);
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights, const ModelOptions& options);
+/// Layer counts for GPUs of these free bytes, in proportion to them (largest remainders), summing
+/// to `layers`; an Error when none has free memory.
+std::vector<int64_t> stageCounts(int64_t layers, const std::vector<uint64_t>& freeBytes);
+/// The bytes of a converted model's stored tensors (what a GPU's copy of its layers is bounded by).
+uint64_t weightBytes(const ConvertedModel& weights);
 
 }  // namespace gizml::llm

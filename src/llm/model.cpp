@@ -115,26 +115,116 @@ Engine Model::engine(int slots, int64_t maxTokens, int64_t poolTokens) const {
 
 Model load(const std::string& folder) { return load(folder, LoadOptions{}); }
 
-Model load(const std::string& folder, const LoadOptions& options) {
+namespace {
+
+/// The model of a folder as `modelOptions` builds it, with its tokenizer and chat template.
+Model built(const std::string& folder, const ModelOptions& modelOptions) {
   auto weights = std::make_shared<const ConvertedModel>(ConvertedModel::open(folder));
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(folder));
-  // A conversion of the first layers alone (convert's layers) loads those, or fewer.
+  // A conversion of the first layers alone (convert's layers) loads those, or fewer, on one device.
   const int64_t kept = weights->manifest().value("kept_layers", int64_t{0});
+  ModelOptions options = modelOptions;
   check(kept == 0 || options.layers <= kept, folder + ": holds only the model's first " + std::to_string(kept) +
                                                  " layers, not " + std::to_string(options.layers));
-  const int64_t layers = kept > 0 && options.layers == 0 ? kept : options.layers;
-  const ModelOptions modelOptions{.kvCache = options.kv, .layers = layers, .gpu = options.gpu};
+  check(kept == 0 || options.stages.empty(),
+        folder + ": holds only the model's first " + std::to_string(kept) + " layers (hidden states), not stages");
+  if (kept > 0 && options.layers == 0) options.layers = kept;
   // The architecture may read the mapped weights as it runs: its deleter keeps them alive.
-  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, modelOptions).release(),
+  std::shared_ptr<LanguageModel> model(buildLanguageModel(*weights, options).release(),
                                        [weights](LanguageModel* m) { delete m; });
-  Model out(std::move(model), std::move(tokenizer), weights->chatTemplate());
-  // FNV-1a of the manifest: the same conversion gives the same name on every machine.
+  return Model(std::move(model), std::move(tokenizer), weights->chatTemplate());
+}
+
+/// FNV-1a of the manifest: the same conversion gives the same name on every machine.
+std::string conversionName(const std::string& folder) {
   std::ifstream manifest(std::filesystem::path(folder) / kManifestName, std::ios::binary);
   uint64_t hash = 0xcbf29ce484222325ull;
   for (char c; manifest.get(c);) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  out.conversion_ = hex;
+  return hex;
+}
+
+/// Whether the folder's weights leave less than options.stageBelow free on its GPU while the
+/// machine shows other NVIDIA GPUs: then it loads across them all.
+bool splits(const std::string& folder, const LoadOptions& options) {
+  if (!options.gpu || options.stageBelow == 0 || options.layers != 0) return false;
+  const gizhw::gpu::Gpu& gpu = *options.gpu;
+  if (gpu.properties().vendor != gizhw::gpu::Vendor::Nvidia || gizhw::gpu::deviceCount() < 2) return false;
+  const ConvertedModel weights = ConvertedModel::open(folder);
+  if (weights.manifest().value("kept_layers", int64_t{0}) > 0) return false;  // a text encoder: hidden states only
+  return weightBytes(weights) + options.stageBelow > gpu.freeBytes();
+}
+
+}  // namespace
+
+std::vector<int64_t> stageCounts(int64_t layers, const std::vector<uint64_t>& freeBytes) {
+  long double total = 0;
+  for (uint64_t b : freeBytes) total += static_cast<long double>(b);
+  check(!freeBytes.empty() && total > 0, "stages: the GPUs have no free memory to hold layers");
+  // Each its share rounded down, then the layers left to the largest remainders (the first
+  // among equals).
+  std::vector<int64_t> counts;
+  std::vector<std::pair<long double, size_t>> remainders;
+  int64_t given = 0;
+  for (size_t i = 0; i < freeBytes.size(); ++i) {
+    const long double share = static_cast<long double>(layers) * static_cast<long double>(freeBytes[i]) / total;
+    counts.push_back(static_cast<int64_t>(share));
+    given += counts.back();
+    remainders.push_back({share - static_cast<long double>(counts.back()), i});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < layers; ++i, ++given) ++counts[remainders[i % remainders.size()].second];
+  return counts;
+}
+
+Model load(const std::string& folder, const LoadOptions& options) {
+  if (splits(folder, options)) {
+    LoadOptions across = options;
+    across.gpu.reset();
+    return loadAcross(folder, {}, {}, across);
+  }
+  Model out = built(folder, {.kvCache = options.kv, .layers = options.layers, .gpu = options.gpu});
+  out.conversion_ = conversionName(folder);
+  return out;
+}
+
+Model loadAcross(const std::string& folder, const std::vector<int>& gpus, const std::vector<int64_t>& counts,
+                 const LoadOptions& options) {
+  check(!options.gpu && options.layers == 0,
+        "loadAcross: " + folder + ": the stages place every layer; LoadOptions::gpu and layers must be unset");
+  const int shown = gizhw::gpu::deviceCount();
+  std::vector<int> ordinals = gpus;
+  if (ordinals.empty())
+    for (int i = 0; i < shown; ++i) ordinals.push_back(i);
+  check(!ordinals.empty(), "loadAcross: " + folder + ": the machine shows no GPU");
+  std::vector<gizhw::gpu::Gpu> opened;
+  for (int ordinal : ordinals) {
+    check(std::count(ordinals.begin(), ordinals.end(), ordinal) == 1,
+          "loadAcross: GPU " + std::to_string(ordinal) + " is named twice");
+    std::optional<gizhw::gpu::Gpu> gpu = gizhw::gpu::open(ordinal);
+    check(gpu.has_value(), "loadAcross: there is no GPU " + std::to_string(ordinal) + "; the machine shows " +
+                               std::to_string(shown) + " (those CUDA_VISIBLE_DEVICES lets it see)");
+    opened.push_back(*gpu);
+  }
+  const int64_t layers = ConvertedModel::open(folder).config().numLayers;
+  std::vector<int64_t> perGpu = counts;
+  if (perGpu.empty()) {
+    std::vector<uint64_t> free;
+    for (const gizhw::gpu::Gpu& gpu : opened) free.push_back(gpu.freeBytes());
+    perGpu = stageCounts(layers, free);
+  }
+  check(perGpu.size() == opened.size(), "loadAcross: " + std::to_string(perGpu.size()) + " layer counts for " +
+                                            std::to_string(opened.size()) + " GPUs");
+  int64_t sum = 0;
+  for (int64_t n : perGpu) sum += n;
+  check(sum == layers, "loadAcross: " + folder + ": the layer counts sum to " + std::to_string(sum) +
+                           ", the model has " + std::to_string(layers) + " layers");
+  ModelOptions modelOptions{.kvCache = options.kv};
+  for (size_t i = 0; i < opened.size(); ++i)
+    if (perGpu[i] > 0 || !counts.empty()) modelOptions.stages.push_back({opened[i], perGpu[i]});
+  Model out = built(folder, modelOptions);
+  out.conversion_ = conversionName(folder);
   return out;
 }
 

@@ -104,9 +104,7 @@ TEST(Hidden, BadPromptsAreAnError) {
 
 TEST(Hidden, LoadTakesTheFirstLayers) {
   // The converted llama with a tokenizer (Qwen3's: load needs one, hidden reads none of it).
-  const std::string folder = editedModel("load", [](nlohmann::json&) {});
-  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, fs::path(folder) / file);
+  const std::string folder = loadableLlama("load");
   const std::vector<int32_t> tokens = prompt(readReference("llama"));
   EXPECT_EQ(load(folder, {.layers = 1}).engine(1, 64).hidden(tokens).toFloats(),
             engineOn(buildLanguageModel(converted("llama", 8), {.layers = 1}), 64).hidden(tokens).toFloats());

@@ -37,9 +37,7 @@ TEST(KvChoice, AnEngineLeftToChooseKeeps8BitsWhereTheyFit) {
   EXPECT_EQ(engine.kvFormat().text(), "8");
   EXPECT_EQ(engine.poolBytes(), model->newPool(4, KvFormat::parse("8"))->bytes());
   // llm::load leaves it to the engine unless told (the converted llama with Qwen3's tokenizer).
-  const std::string folder = editedModel("load", [](nlohmann::json&) {});
-  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, fs::path(folder) / file);
+  const std::string folder = loadableLlama("load");
   EXPECT_EQ(load(folder).engine(1, 64).kvFormat().text(), "8");
   EXPECT_EQ(load(folder, {.kv = KvFormat::parse("4/2")}).engine(1, 64).kvFormat().text(), "4/2");
   EXPECT_EQ(load(folder, {.kv = KvFormat(DType::F32)}).engine(1, 64).kvFormat().text(), "f32");

@@ -79,6 +79,15 @@ constexpr int kUnquantized = 0;
   return out;
 }
 
+/// A copy of the converted llama (8 bits) with a tokenizer, Qwen3's: llm::load needs one, and the
+/// tests that load it read none of it.
+[[maybe_unused]] std::string loadableLlama(const std::string& tag) {
+  const std::string folder = editedModel(tag, [](nlohmann::json&) {});
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, fs::path(folder) / file);
+  return folder;
+}
+
 /// The manifest's entry of tensor `name`.
 [[maybe_unused]] nlohmann::json& entry(nlohmann::json& manifest, const std::string& name) {
   for (nlohmann::json& t : manifest["tensors"])

@@ -1,12 +1,16 @@
 // The emulator's driver table: the CUDA driver API's calls (the same numbers: attributes, error
 // codes) over host memory. Device addresses are host pointers; streams run work at once (a copy
-// or launch is done when the call returns); events record steady_clock times. Allocations beyond
-// the emulated memory size (8 GiB, or GIZML_GPU_EMULATOR_MEMORY) fail with out-of-memory, so the
-// allocator's recovery runs.
+// or launch is done when the call returns); events record steady_clock times. It shows
+// GIZML_GPU_EMULATOR_DEVICES devices (1 unless set), as many as CUDA_VISIBLE_DEVICES lets it
+// where that is set (as the CUDA driver does), each its own context and memory: allocations
+// beyond a device's size (8 GiB, or GIZML_GPU_EMULATOR_MEMORY: one size for all, or a comma list
+// of one per device) fail with out-of-memory, so the allocator's recovery runs. Every address is
+// host memory, so a copy between two devices is a plain copy (CUDA's unified addressing).
 #include <dlfcn.h>
 #include <elf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +18,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 #include "gpu/emulator/emulator.h"
 #include "gpu/emulator/runner.h"
@@ -27,10 +33,21 @@ constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidImage =
 
 struct Config {
   int major = 8, minor = 9;
-  uint64_t memory = 8ull << 30;
+  uint64_t memory = 8ull << 30;  // the size a device takes unless GIZML_GPU_EMULATOR_MEMORY names its own
   int sharedOptin = 101376;  // 99 KB (8.9); 8.0: 163 KB, 9.0: 227 KB
 };
 Config gConfig;
+
+// An emulated device: its place among all the emulator has (before CUDA_VISIBLE_DEVICES), its
+// memory size and the bytes allocated on it. The context handle is the device's address.
+struct EmulatedDevice {
+  int physical = 0;
+  uint64_t memory = 0, used = 0;
+};
+std::vector<EmulatedDevice> gDevices;  // the visible ones, in the order the ordinals number them
+// The device of the context current on this thread (cuCtxSetCurrent), the first until one is set.
+thread_local EmulatedDevice* tCurrent = nullptr;
+EmulatedDevice& current() { return tCurrent ? *tCurrent : gDevices.front(); }
 
 // The detail of the last failure on this thread (getErrorString gives it for that code).
 thread_local int tLastCode = 0;
@@ -42,8 +59,11 @@ int fail(int code, std::string text) {
 }
 
 std::mutex gMemoryMutex;
-std::map<uint64_t, size_t> gAllocations;  // address -> bytes
-uint64_t gUsed = 0;
+struct Allocation {
+  size_t bytes;
+  EmulatedDevice* device;
+};
+std::map<uint64_t, Allocation> gAllocations;  // address -> its allocation
 
 // Whether [address, address + bytes) lies in one allocation.
 bool inDevice(uint64_t address, size_t bytes) {
@@ -51,7 +71,7 @@ bool inDevice(uint64_t address, size_t bytes) {
   auto it = gAllocations.upper_bound(address);
   if (it == gAllocations.begin()) return false;
   --it;
-  return address >= it->first && address + bytes <= it->first + it->second;
+  return address >= it->first && address + bytes <= it->first + it->second.bytes;
 }
 
 int badRange(const char* call, uint64_t address, size_t bytes) {
@@ -67,15 +87,18 @@ int driverGetVersion(int* v) {
   return kSuccess;
 }
 int deviceGetCount(int* c) {
-  *c = 1;
+  *c = static_cast<int>(gDevices.size());
   return kSuccess;
 }
 int deviceGet(int* d, int ordinal) {
-  if (ordinal != 0) return fail(kInvalidValue, "the emulator has one device");
-  *d = 0;
+  if (ordinal < 0 || ordinal >= static_cast<int>(gDevices.size()))
+    return fail(kInvalidValue, "device " + std::to_string(ordinal) + ": the emulator shows " +
+                                   std::to_string(gDevices.size()) + " (GIZML_GPU_EMULATOR_DEVICES, CUDA_VISIBLE_DEVICES)");
+  *d = ordinal;
   return kSuccess;
 }
 int deviceGetName(char* name, int length, int) {
+  // One name for all, as a machine of one GPU model shows: the kernel cache serves them all.
   std::snprintf(name, static_cast<size_t>(length), "%s", "gizml GPU emulator (host)");
   return kSuccess;
 }
@@ -90,17 +113,19 @@ int deviceGetAttribute(int* value, int attribute, int) {
     default: return fail(kInvalidValue, "attribute " + std::to_string(attribute) + " is not emulated");
   }
 }
-int deviceTotalMem(size_t* bytes, int) {
-  *bytes = gConfig.memory;
+int deviceTotalMem(size_t* bytes, int device) {
+  *bytes = gDevices[static_cast<size_t>(device)].memory;
   return kSuccess;
 }
-int gContext = 0;
-int primaryCtxRetain(Handle* context, int) {
-  *context = &gContext;
+int primaryCtxRetain(Handle* context, int device) {
+  *context = &gDevices[static_cast<size_t>(device)];
   return kSuccess;
 }
 int primaryCtxRelease(int) { return kSuccess; }
-int ctxSetCurrent(Handle) { return kSuccess; }
+int ctxSetCurrent(Handle context) {
+  tCurrent = static_cast<EmulatedDevice*>(context);
+  return kSuccess;
+}
 
 // The image is the shared object's bytes; its length is where its section headers end.
 int moduleLoadData(Handle* module, const void* image) {
@@ -189,20 +214,21 @@ int launchKernel(Handle function, unsigned gx, unsigned gy, unsigned gz, unsigne
 
 int memAlloc(DevicePtr* address, size_t bytes) {
   if (bytes == 0) return fail(kInvalidValue, "cuMemAlloc of 0 bytes");
+  EmulatedDevice& device = current();
   {
     std::lock_guard<std::mutex> lock(gMemoryMutex);
-    if (bytes > gConfig.memory - gUsed) return kOutOfMemory;
-    gUsed += bytes;
+    if (bytes > device.memory - device.used) return kOutOfMemory;
+    device.used += bytes;
   }
   void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p) {
     std::lock_guard<std::mutex> lock(gMemoryMutex);
-    gUsed -= bytes;
+    device.used -= bytes;
     return kOutOfMemory;
   }
   std::memset(p, 0xff, bytes);  // NaN bytes: a read of memory never written shows
   std::lock_guard<std::mutex> lock(gMemoryMutex);
-  gAllocations[reinterpret_cast<uint64_t>(p)] = bytes;
+  gAllocations[reinterpret_cast<uint64_t>(p)] = {bytes, &device};
   *address = reinterpret_cast<uint64_t>(p);
   return kSuccess;
 }
@@ -210,15 +236,16 @@ int memFree(DevicePtr address) {
   std::lock_guard<std::mutex> lock(gMemoryMutex);
   auto it = gAllocations.find(address);
   if (it == gAllocations.end()) return fail(kInvalidValue, "cuMemFree of an address that was not allocated");
-  gUsed -= it->second;
+  it->second.device->used -= it->second.bytes;
   gAllocations.erase(it);
   std::free(reinterpret_cast<void*>(address));
   return kSuccess;
 }
 int memGetInfo(size_t* freeBytes, size_t* total) {
   std::lock_guard<std::mutex> lock(gMemoryMutex);
-  *freeBytes = gConfig.memory - gUsed;
-  *total = gConfig.memory;
+  const EmulatedDevice& device = current();
+  *freeBytes = device.memory - device.used;
+  *total = device.memory;
   return kSuccess;
 }
 int memHostAlloc(void** pointer, size_t bytes, unsigned) {
@@ -395,12 +422,59 @@ bool loadDriver(DriverApi& api, std::string& why) {
       return false;
     }
   }
+  int count = 1;
+  if (const char* devices = std::getenv("GIZML_GPU_EMULATOR_DEVICES"); devices && *devices) {
+    char* end = nullptr;
+    const long n = std::strtol(devices, &end, 10);
+    if (*end || n < 1 || n > 16) {
+      why = std::string("GIZML_GPU_EMULATOR_DEVICES=") + devices + ": not a count of devices from 1 to 16";
+      return false;
+    }
+    count = static_cast<int>(n);
+  }
+  std::vector<uint64_t> sizes(static_cast<size_t>(count), gConfig.memory);
   if (const char* memory = std::getenv("GIZML_GPU_EMULATOR_MEMORY"); memory && *memory) {
-    if (!parseBytes(memory, gConfig.memory)) {
-      why = std::string("GIZML_GPU_EMULATOR_MEMORY=") + memory + ": not a size (bytes, or with K, M or G)";
+    std::vector<std::string> parts;
+    for (std::string_view rest = memory;;) {
+      const size_t comma = rest.find(',');
+      parts.emplace_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    const bool each = parts.size() == 1 || parts.size() == sizes.size();
+    for (size_t i = 0; each && i < sizes.size(); ++i)
+      if (!parseBytes(parts[parts.size() == 1 ? 0 : i].c_str(), sizes[i])) {
+        why = std::string("GIZML_GPU_EMULATOR_MEMORY=") + memory + ": '" + parts[parts.size() == 1 ? 0 : i] +
+              "' is not a size (bytes, or with K, M or G)";
+        return false;
+      }
+    if (!each) {
+      why = std::string("GIZML_GPU_EMULATOR_MEMORY=") + memory + ": one size, or one per device (" +
+            std::to_string(count) + ")";
       return false;
     }
   }
+  // CUDA_VISIBLE_DEVICES as the CUDA driver reads it: the devices listed, in that order; the
+  // list ends at the first entry that is no device's index (or repeats one); set but empty: none.
+  std::vector<int> visible;
+  if (const char* list = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    for (std::string_view rest = list; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      const std::string entry(rest.substr(0, comma));
+      char* end = nullptr;
+      const long index = std::strtol(entry.c_str(), &end, 10);
+      if (entry.empty() || *end || index < 0 || index >= count ||
+          std::find(visible.begin(), visible.end(), index) != visible.end())
+        break;
+      visible.push_back(static_cast<int>(index));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  } else {
+    for (int i = 0; i < count; ++i) visible.push_back(i);
+  }
+  gDevices.clear();
+  for (int physical : visible) gDevices.push_back({physical, sizes[static_cast<size_t>(physical)], 0});
   api.vendor = Vendor::Nvidia;
   api.library = "gizml GPU emulator";
   api.dl = nullptr;

@@ -2,6 +2,7 @@
 
 #include <gizml/error.h>
 
+#include <algorithm>
 #include <set>
 
 #include "llm/ops/weights.h"
@@ -17,6 +18,8 @@ ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& opti
   check(options.layers >= 0 && options.layers <= c.numLayers,
         weights.folder() + ": layers " + std::to_string(options.layers) + " is not between 1 and the model's " +
             std::to_string(c.numLayers) + " (0: all)");
+  check(options.stages.empty() || (options.layers == 0 && !options.gpu),
+        weights.folder() + ": a model in stages across GPUs holds every layer and places them by its stages alone");
   if (options.layers == 0 || options.layers == c.numLayers) return c;
   c.numLayers = options.layers;
   c.layerTypes.resize(static_cast<size_t>(c.numLayers));
@@ -29,10 +32,25 @@ ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& opti
 DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder)
     : weights_(weights), config_(loadedConfig(weights, options)), storedLayers_(weights.config().numLayers),
       options_(options), decoder_(decoder) {
-  // Keys and values on a GPU are elements (codes are the CPU's so far): 16 bits unless chosen.
-  if (weights.gpu() && !options_.kvCache) options_.kvCache = KvFormat(DType::F16);
   const ModelConfig& c = config_;
   const std::string where = weights.folder() + ": ";
+  if (options_.stages.empty()) {
+    placed_ = {weights};
+    ends_ = {c.numLayers};
+  } else {
+    for (const Stage& stage : options_.stages) {
+      check(stage.layers > 0, where + "a stage on " + stage.gpu.describe() + " of " + std::to_string(stage.layers) +
+                                  " layers: each stage holds at least one");
+      for (const ConvertedModel& other : placed_)
+        check(other.gpu()->device() != stage.gpu.device(), where + stage.gpu.describe() + " holds two stages");
+      placed_.push_back(weights.placedOn(stage.gpu));
+      ends_.push_back((ends_.empty() ? 0 : ends_.back()) + stage.layers);
+    }
+    check(ends_.back() == c.numLayers, where + "the stages hold " + std::to_string(ends_.back()) +
+                                           " layers, the model has " + std::to_string(c.numLayers));
+  }
+  // Keys and values on a GPU are elements (codes are the CPU's so far): 16 bits unless chosen.
+  if (placed_.front().gpu() && !options_.kvCache) options_.kvCache = KvFormat(DType::F16);
   check(c.vocabSize > 0 && c.hiddenSize > 0 && c.numLayers > 0 && c.numHeads > 0 && c.numKvHeads > 0 && c.headDim > 0,
         where + "sizes must be positive");
   check(c.numHeads % c.numKvHeads == 0, where + "num_kv_heads must divide num_heads");
@@ -41,16 +59,22 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   for (LayerType t : c.layerTypes)
     check(decoder.recurrentLayers || t != LayerType::LinearAttention,
           where + "linear attention layers are not supported by this model");
-  embed_ = Linear(weights, "model.embed_tokens.weight", c.vocabSize, c.hiddenSize, "", Linear::Use::Rows);
+  embed_ = Linear(placed_.front(), "model.embed_tokens.weight", c.vocabSize, c.hiddenSize, "", Linear::Use::Rows);
   if (!hasLogits()) {
     decoder_.keepHidden = false;  // (for the MTP layer, which is not built)
     return;
   }
   // A tied output layer is the embedding (convert stores it once, at the head's width).
   const bool tied = c.tieWordEmbeddings && !weights.has("lm_head.weight");
-  head_ = Linear(weights, tied ? "model.embed_tokens.weight" : "lm_head.weight", c.vocabSize, c.hiddenSize);
-  norm_ = RmsNorm(weights, "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
+  head_ = Linear(placed_.back(), tied ? "model.embed_tokens.weight" : "lm_head.weight", c.vocabSize, c.hiddenSize);
+  norm_ = RmsNorm(placed_.back(), "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
 }
+
+size_t DecoderModel::stageOf(int64_t layer) const {
+  return static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end() - 1, layer) - ends_.begin());
+}
+
+const ConvertedModel& DecoderModel::layerWeights(int64_t i) const { return placed_[stageOf(i)]; }
 
 void DecoderModel::keepHidden(const std::vector<Feed>&, const Batch&, const Tensor&) const {}
 
@@ -65,8 +89,11 @@ std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages, const KvFormat& 
   std::vector<bool> attends;
   for (LayerType t : config_.layerTypes) attends.push_back(t != LayerType::LinearAttention);
   attends.resize(static_cast<size_t>(config_.numLayers + config_.mtpLayers), true);
+  std::vector<std::optional<gizhw::gpu::Gpu>> places;
+  for (size_t i = 0; i < attends.size(); ++i)
+    places.push_back(inHostMemory ? std::nullopt : layerWeights(static_cast<int64_t>(i)).gpu());
   return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, format, pages,
-                                       inHostMemory ? std::nullopt : weights_.gpu());
+                                       std::move(places));
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {
@@ -114,7 +141,7 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
   return batch;
 }
 
-void DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x) const {
+Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x) const {
   // The embedding's rows are read from the file, in host memory, then go where x is.
   const Tensor rows = x.onGpu() ? tensor::empty(x.shape()) : x;
   int64_t row = 0;
@@ -122,18 +149,23 @@ void DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch,
     for (int32_t t : feed.tokens) embed_.row(t, rowsOf(rows, row++, 1));
   if (x.onGpu()) tensor::assign(x, rows.on(gizhw::gpu::Gpu(x.storage()->gpu())));
   if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
-  for (int64_t i = 0; i < config_.numLayers; ++i) layer(i, x, batch);
+  for (int64_t i = 0; i < config_.numLayers; ++i) {
+    // The next stage's first layer: the rows cross to its GPU (through host memory, which every
+    // pair of GPUs can reach; a step moves rows x hidden floats, small beside its weights).
+    if (i > 0 && stageOf(i) != stageOf(i - 1)) x = x.on(*layerWeights(i).gpu());
+    layer(i, x, batch);
+  }
+  return x;
 }
 
 tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens) const {
+  check(placed_.size() == 1, "hidden: a model in stages across GPUs gives logits only, not its hidden states");
   check(!tokens.empty(), "hidden: no tokens");
   const auto n = static_cast<int64_t>(tokens.size());
   const std::unique_ptr<SequenceState> state = newState(n);
   const std::vector<Feed> feeds = {{state.get(), tokens}};
   const Batch batch = plan(feeds);
-  Tensor out = placedEmpty(weights_, {n, config_.hiddenSize});
-  runLayers(feeds, batch, out);
-  return out;
+  return runLayers(feeds, batch, placedEmpty(placed_.front(), {n, config_.hiddenSize}));
 }
 
 std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds) {
@@ -141,8 +173,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
                          std::to_string(storedLayers_) + " layers; it gives hidden states, not logits");
   const Batch batch = plan(feeds);
   const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
-  const Tensor x = placedEmpty(weights_, {batch.rows, hidden});
-  runLayers(feeds, batch, x);
+  const Tensor x = runLayers(feeds, batch, placedEmpty(placed_.front(), {batch.rows, hidden}));
 
   // Only the rows whose logits are asked for go through the norm and the output layer (all of
   // them when the family keeps every row's hidden state).
@@ -158,7 +189,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     const Batch::Sequence& seq = batch.sequences[f];
     for (int64_t r = seq.rows - logitRows(f); r < seq.rows; ++r) selected.push_back(seq.first + r);
   }
-  const Tensor logits = placedEmpty(weights_, {static_cast<int64_t>(selected.size()), vocab});
+  const Tensor logits = placedEmpty(placed_.back(), {static_cast<int64_t>(selected.size()), vocab});
   if (!selected.empty()) {
     const Tensor h = ops::gatherRows(x, selected);
     if (!decoder_.keepHidden) norm_.apply(h, h);

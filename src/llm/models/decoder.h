@@ -45,6 +45,9 @@ class DecoderModel : public LanguageModel {
   const Linear& embedding() const { return embed_; }
   const Linear& outputLayer() const { return head_; }
   const ConvertedModel& weights() const { return weights_; }
+  /// The weights placed where layer i runs (its stage's GPU; i >= the layers: the MTP layers',
+  /// on the last stage).
+  const ConvertedModel& layerWeights(int64_t i) const;
   const ModelOptions& options() const { return options_; }
   /// The attention shape of layer i (its sliding window, when it has one).
   AttentionShape attentionShape(int64_t i, float scale) const;
@@ -52,10 +55,17 @@ class DecoderModel : public LanguageModel {
 
  private:
   Batch plan(const std::vector<Feed>& feeds) const;
-  /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale), then every layer.
-  void runLayers(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x) const;
+  /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale, on the first
+  /// stage's device), then every layer, x crossing to each stage's device in turn; the rows after
+  /// the last layer (x itself with one stage).
+  Tensor runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x) const;
+  size_t stageOf(int64_t layer) const;
 
   ConvertedModel weights_;
+  // Per stage (one where the model is in one place): the weights placed on its GPU, and the end
+  // of its layers (stage s holds layers ends_[s - 1] .. ends_[s] - 1).
+  std::vector<ConvertedModel> placed_;
+  std::vector<int64_t> ends_;
   ModelConfig config_;
   int64_t storedLayers_ = 0;  // the layers of the converted model, config_.numLayers or more
   ModelOptions options_;

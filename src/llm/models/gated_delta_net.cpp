@@ -13,12 +13,12 @@
 namespace gizml::llm {
 HybridState::HybridState(std::shared_ptr<ops::KvPool> pool, const ModelConfig& c, int64_t capacity)
     : KvCache(std::move(pool), capacity), deltaNets_(static_cast<size_t>(c.numLayers)),
-      hidden_(ops::emptyOn(this->pool().gpu(), {0, c.hiddenSize})) {
+      hidden_(ops::emptyOn(this->pool().lastGpu(), {0, c.hiddenSize})) {
   const ops::DeltaNetShape shape{c.linearNumKeyHeads, c.linearNumValueHeads, c.linearKeyHeadDim,
                                  c.linearValueHeadDim, c.linearConvKernel};
   for (int64_t i = 0; i < c.numLayers; ++i)
     if (c.layerTypes[static_cast<size_t>(i)] == LayerType::LinearAttention)
-      deltaNets_[static_cast<size_t>(i)] = DeltaNetState::zeros(shape, this->pool().gpu());
+      deltaNets_[static_cast<size_t>(i)] = DeltaNetState::zeros(shape, this->pool().gpuOf(i));
 }
 
 void HybridState::keep(int64_t layer, int64_t length) {
@@ -46,7 +46,7 @@ void HybridState::keepRows(int64_t start, const std::vector<int32_t>& tokens, co
   const int64_t need = start + rows, held = static_cast<int64_t>(tokens_.size());
   if (need > hidden_.size(0)) {
     // Doubling (within the state's capacity) copies each row a bounded number of times.
-    Tensor grown = ops::emptyOn(pool().gpu(), {std::max(need, std::min(2 * hidden_.size(0), capacity())), hidden_.size(1)});
+    Tensor grown = ops::emptyOn(pool().lastGpu(), {std::max(need, std::min(2 * hidden_.size(0), capacity())), hidden_.size(1)});
     if (held > 0) tensor::assign(rowsOf(grown, 0, held), rowsOf(hidden_, 0, held));
     hidden_ = grown;
   }

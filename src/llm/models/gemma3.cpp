@@ -31,14 +31,15 @@ class Gemma3 final : public DecoderModel {
     for (int64_t i = 0; i < c.numLayers; ++i) {
       const std::string p = layerPrefix(i);
       const bool sliding = c.layerTypes[static_cast<size_t>(i)] == LayerType::SlidingAttention;
-      auto norm = [&](const char* name) { return RmsNorm(weights, p + name, c.hiddenSize, c.rmsNormEps, true); };
+      const ConvertedModel& w = layerWeights(i);
+      auto norm = [&](const char* name) { return RmsNorm(w, p + name, c.hiddenSize, c.rmsNormEps, true); };
       layers_.push_back({
           norm("input_layernorm.weight"),
-          Attention(weights, p + "self_attn.", attentionShape(i, scale), c.attentionBias, true, true, c.rmsNormEps,
+          Attention(w, p + "self_attn.", attentionShape(i, scale), c.attentionBias, true, true, c.rmsNormEps,
                     sliding ? localRope : globalRope),
           norm("post_attention_layernorm.weight"),
           norm("pre_feedforward_layernorm.weight"),
-          GatedMlp(weights, p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::GeluTanh),
+          GatedMlp(w, p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::GeluTanh),
           norm("post_feedforward_layernorm.weight"),
       });
     }

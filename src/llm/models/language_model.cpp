@@ -18,20 +18,50 @@ std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights)
   return buildLanguageModel(weights, ModelOptions{});
 }
 
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+/// The stored bytes of layers [first, end), and with `rest` those of every tensor outside the
+/// layers (embeddings, final norm, output and MTP layers: the last stage's).
+uint64_t storedBytes(const ConvertedModel& stored, int64_t first, int64_t end, bool rest) {
+  uint64_t bytes = 0;
+  for (const StoredTensor& t : stored.tensors()) {
+    const std::string prefix = "model.layers.";
+    const bool layer = t.name.rfind(prefix, 0) == 0;
+    const int64_t index = layer ? std::stoll(t.name.substr(prefix.size())) : -1;
+    if (layer ? (index >= first && index < end) : rest) bytes += stored.raw(t).size();
+  }
+  return bytes;
+}
+
+}  // namespace
+
+uint64_t weightBytes(const ConvertedModel& stored) {
+  return storedBytes(stored, 0, stored.config().numLayers, true);
+}
+
 std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& stored, const ModelOptions& options) {
+  // The stored weights bound what the layers upload (embeddings stay in the file): a model that
+  // cannot fit is an Error naming both sizes before anything is copied.
   if (options.gpu) {
-    // The stored weights bound what the layers upload (embeddings stay in the file): a model that
-    // cannot fit is an Error naming both sizes before anything is copied.
-    uint64_t bytes = 0;
-    for (const StoredTensor& t : stored.tensors()) bytes += stored.raw(t).size();
-    const uint64_t free = options.gpu->freeBytes();
-    const auto mib = [](uint64_t b) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(b) / (1 << 20));
-      return std::string(text);
-    };
+    const uint64_t bytes = weightBytes(stored), free = options.gpu->freeBytes();
     check(bytes <= free, stored.folder() + ": its weights take " + mib(bytes) + ", more than the " + mib(free) +
                              " free on " + options.gpu->describe());
+  }
+  int64_t first = 0;
+  for (size_t s = 0; s < options.stages.size(); ++s) {
+    const Stage& stage = options.stages[s];
+    const bool last = s + 1 == options.stages.size();
+    const uint64_t bytes = storedBytes(stored, first, first + stage.layers, last), free = stage.gpu.freeBytes();
+    check(bytes <= free, stored.folder() + ": the stage of layers " + std::to_string(first) + " to " +
+                             std::to_string(first + stage.layers - 1) + " takes " + mib(bytes) + ", more than the " +
+                             mib(free) + " free on " + stage.gpu.describe());
+    first += stage.layers;
   }
   const ConvertedModel weights = options.gpu ? stored.placedOn(*options.gpu) : stored;
   switch (weights.config().architecture) {

@@ -21,12 +21,13 @@ class Llama final : public DecoderModel {
     const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
     for (int64_t i = 0; i < c.numLayers; ++i) {
       const std::string p = layerPrefix(i);
+      const ConvertedModel& w = layerWeights(i);
       layers_.push_back({
-          RmsNorm(weights, p + "input_layernorm.weight", c.hiddenSize, c.rmsNormEps, false),
-          Attention(weights, p + "self_attn.", attentionShape(i, scale), c.attentionBias, c.qkNorm, false,
-                    c.rmsNormEps, rope),
-          RmsNorm(weights, p + "post_attention_layernorm.weight", c.hiddenSize, c.rmsNormEps, false),
-          GatedMlp(weights, p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::Silu),
+          RmsNorm(w, p + "input_layernorm.weight", c.hiddenSize, c.rmsNormEps, false),
+          Attention(w, p + "self_attn.", attentionShape(i, scale), c.attentionBias, c.qkNorm, false, c.rmsNormEps,
+                    rope),
+          RmsNorm(w, p + "post_attention_layernorm.weight", c.hiddenSize, c.rmsNormEps, false),
+          GatedMlp(w, p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::Silu),
       });
     }
   }

@@ -36,8 +36,10 @@ class Qwen35 final : public DecoderModel {
     if (c.mtpLayers > 0) {
       check(c.mtpLayers == 1, weights.folder() + ": " + std::to_string(c.mtpLayers) +
                                   " MTP layers; one is supported (the one Qwen 3.5 ships)");
-      auto norm = [&](const std::string& name) { return RmsNorm(weights, name, c.hiddenSize, c.rmsNormEps, true); };
-      mtp_ = Mtp{Linear(weights, "mtp.fc.weight", c.hiddenSize, 2 * c.hiddenSize),
+      // The MTP layer is on the last stage, with the output layer it shares.
+      const ConvertedModel& w = layerWeights(c.numLayers);
+      auto norm = [&](const std::string& name) { return RmsNorm(w, name, c.hiddenSize, c.rmsNormEps, true); };
+      mtp_ = Mtp{Linear(w, "mtp.fc.weight", c.hiddenSize, 2 * c.hiddenSize),
                  norm("mtp.pre_fc_norm_embedding.weight"), norm("mtp.pre_fc_norm_hidden.weight"),
                  makeLayer("mtp.layers.0.", c.numLayers), norm("mtp.norm.weight")};
     }
@@ -99,18 +101,19 @@ class Qwen35 final : public DecoderModel {
     const Rope rope(c.headDim, c.partialRotaryFactor, c.ropeTheta, c.ropeScaling);
     const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
     const bool linear = index < c.numLayers && c.layerTypes[static_cast<size_t>(index)] == LayerType::LinearAttention;
+    const ConvertedModel& w = layerWeights(index);
     Layer l;
-    l.inputNorm = RmsNorm(weights(), p + "input_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
+    l.inputNorm = RmsNorm(w, p + "input_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
     if (linear)
-      l.mixer = GatedDeltaNet(weights(), p + "linear_attn.", c);
+      l.mixer = GatedDeltaNet(w, p + "linear_attn.", c);
     else
-      l.mixer = Attention(weights(), p + "self_attn.", {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale},
+      l.mixer = Attention(w, p + "self_attn.", {c.hiddenSize, c.numHeads, c.numKvHeads, c.headDim, scale},
                           c.attentionBias, true, true, c.rmsNormEps, rope, c.attnOutputGate);
-    l.postAttentionNorm = RmsNorm(weights(), p + "post_attention_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
+    l.postAttentionNorm = RmsNorm(w, p + "post_attention_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
     if (c.architecture == Architecture::Qwen3_5MoeText)
-      l.mlp = MoeMlp(weights(), p + "mlp.", c);
+      l.mlp = MoeMlp(w, p + "mlp.", c);
     else
-      l.mlp = GatedMlp(weights(), p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::Silu);
+      l.mlp = GatedMlp(w, p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::Silu);
     return l;
   }
 

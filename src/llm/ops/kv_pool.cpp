@@ -51,19 +51,24 @@ int codeBits(Store s) { return KvFormat::bits(s) <= 8 ? KvFormat::bits(s) : 0; }
 DType elementType(Store s) { return s == Store::F16 ? DType::F16 : s == Store::BF16 ? DType::BF16 : DType::F32; }
 
 KvPool::KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHeads, int64_t headDim, KvFormat format,
-               int64_t pages, const std::optional<gizhw::gpu::Gpu>& gpu)
-    : owner_(owner), kvHeads_(kvHeads), headDim_(headDim), format_(format), gpu_(gpu) {
+               int64_t pages, std::vector<std::optional<gizhw::gpu::Gpu>> places)
+    : owner_(owner), kvHeads_(kvHeads), headDim_(headDim), format_(format), places_(std::move(places)) {
   check(pages > 0 && pages <= INT32_MAX, "KV pool: " + std::to_string(pages) + " pages is not a positive count");
+  if (places_.empty()) places_.resize(attends.size());
+  check(places_.size() == attends.size(), "KV pool: " + std::to_string(places_.size()) + " places for " +
+                                              std::to_string(attends.size()) + " layers");
   const bool coded = codeBits(format.keys) > 0 || codeBits(format.values) > 0;
-  check(!coded || !gpu, "KV cache: keys and values in " + format.text() + " bits are kept on the CPU only so far; on " +
-                            (gpu ? gpu->describe() : std::string()) + " use kv \"16\" or \"f32\"");
+  for (const std::optional<gizhw::gpu::Gpu>& gpu : places_)
+    check(!coded || !gpu, "KV cache: keys and values in " + format.text() + " bits are kept on the CPU only so far; on " +
+                              (gpu ? gpu->describe() : std::string()) + " use kv \"16\" or \"f32\"");
   check(!coded || headDim <= cpu::kMaxCodedHead,
         "KV cache: heads of " + std::to_string(headDim) + " values are too long to code in bits (at most " +
             std::to_string(cpu::kMaxCodedHead) + "); use kv \"16\"");
   const int64_t p = kPageTokens;
-  for (bool a : attends) {
-    index_.push_back(a ? static_cast<int32_t>(layers_.size()) : -1);
-    if (!a) continue;
+  for (size_t i = 0; i < attends.size(); ++i) {
+    index_.push_back(attends[i] ? static_cast<int32_t>(layers_.size()) : -1);
+    if (!attends[i]) continue;
+    const std::optional<gizhw::gpu::Gpu>& gpu = places_[i];
     layers_.push_back({makeSide(format.keys, {pages, kvHeads, headDim}, p, {pages, kvHeads, p, 2}, gpu),
                        makeSide(format.values, {pages, p, kvHeads}, headDim, {pages, p, kvHeads, 2}, gpu)});
   }

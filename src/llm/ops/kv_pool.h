@@ -26,10 +26,12 @@ class KvPool final : public StatePool {
   static constexpr int64_t kPageTokens = 256;
 
   /// `pages` pages for the layers that `attends` marks (the others keep no keys), made by the
-  /// model `owner` (a state fits only its own model), in host memory or on `gpu` (where the
-  /// keys and values are elements: codes are written on the CPU only so far).
+  /// model `owner` (a state fits only its own model). places[i]: where layer i's pages are, host
+  /// memory (nullopt) or a GPU (where the keys and values are elements: codes are written on the
+  /// CPU only so far); a model in stages across GPUs puts each stage's layers on its own. Empty:
+  /// all in host memory.
   KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHeads, int64_t headDim, KvFormat format,
-         int64_t pages, const std::optional<gizhw::gpu::Gpu>& gpu = std::nullopt);
+         int64_t pages, std::vector<std::optional<gizhw::gpu::Gpu>> places = {});
 
   int64_t pageTokens() const override { return kPageTokens; }
   int64_t pages() const override { return static_cast<int64_t>(users_.size()); }
@@ -40,8 +42,11 @@ class KvPool final : public StatePool {
   const void* owner() const { return owner_; }
   int64_t kvHeads() const { return kvHeads_; }
   int64_t headDim() const { return headDim_; }
-  /// Where its pages are: a GPU, or host memory (nullopt).
-  const std::optional<gizhw::gpu::Gpu>& gpu() const { return gpu_; }
+  /// Where layer `layer`'s pages are (and the states a model keeps beside them): a GPU, or host
+  /// memory (nullopt).
+  const std::optional<gizhw::gpu::Gpu>& gpuOf(int64_t layer) const { return places_[static_cast<size_t>(layer)]; }
+  /// Where its last layer is (the MTP layer's where the model has one): the final hidden states'.
+  const std::optional<gizhw::gpu::Gpu>& lastGpu() const { return places_.back(); }
 
   /// A free page, with one user; an Error naming the pool's size when none is free.
   int32_t take();
@@ -75,7 +80,7 @@ class KvPool final : public StatePool {
   const void* owner_;
   int64_t kvHeads_, headDim_;
   KvFormat format_;
-  std::optional<gizhw::gpu::Gpu> gpu_;
+  std::vector<std::optional<gizhw::gpu::Gpu>> places_;  // per model layer
   std::vector<int32_t> index_;  // per model layer: its place in layers_, -1 where it keeps no keys
   std::vector<Layer> layers_;
   std::vector<int32_t> users_;  // per page
