@@ -129,6 +129,13 @@ struct AllocatorStats {
   uint64_t cacheFlushes = 0;   // out-of-memory retries that emptied the cache
 };
 
+/// What a device was asked to do since it opened: kernel launches and copies (and the bytes
+/// between host and device), for tests that count a step's work.
+struct Activity {
+  uint64_t launches = 0, copiesToDevice = 0, copiesToHost = 0, copiesOnDevice = 0;
+  uint64_t bytesToDevice = 0, bytesToHost = 0;
+};
+
 /// A handle to one open GPU; copies share it. Tensors placed on it keep it alive, but after
 /// close() every use of them is an Error.
 class Gpu {
@@ -150,6 +157,7 @@ class Gpu {
   Buffer allocate(size_t bytes) const;
   PinnedBuffer allocatePinned(size_t bytes) const;
   AllocatorStats allocatorStats() const;
+  Activity activity() const;
   /// Bytes that allocations can still get: the driver's free memory and the allocator's cache.
   uint64_t freeBytes() const;
   /// Frees the cached blocks (after the queued work completes).

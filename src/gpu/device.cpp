@@ -254,6 +254,7 @@ void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& str
   if (sharedBytes > 48 * 1024 && api.funcSetAttribute)
     device_->check(api.funcSetAttribute(function_, api.funcAttrMaxDynamicShared, static_cast<int>(sharedBytes)),
                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  device_->launches.fetch_add(1, std::memory_order_relaxed);
   const int r = api.launchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                  static_cast<unsigned>(sharedBytes), stream.handle(), args, nullptr);
   if (r != 0)
@@ -326,6 +327,11 @@ PinnedBuffer Gpu::allocatePinned(size_t bytes) const {
 }
 
 AllocatorStats Gpu::allocatorStats() const { return device_->allocator.stats(); }
+Activity Gpu::activity() const {
+  const auto get = [](const std::atomic<uint64_t>& n) { return n.load(std::memory_order_relaxed); };
+  return {get(device_->launches),      get(device_->copiesToDevice), get(device_->copiesToHost),
+          get(device_->copiesOnDevice), get(device_->bytesToDevice),  get(device_->bytesToHost)};
+}
 uint64_t Gpu::freeBytes() const {
   device_->activate();
   size_t free = 0, total = 0;
@@ -340,16 +346,21 @@ void Gpu::releaseCache() const {
 void Gpu::copyToDevice(uint64_t dst, const void* src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
   device_->activate();
+  device_->copiesToDevice.fetch_add(1, std::memory_order_relaxed);
+  device_->bytesToDevice.fetch_add(bytes, std::memory_order_relaxed);
   device_->check(device_->api.memcpyHtoDAsync(dst, src, bytes, stream.handle()), "cuMemcpyHtoDAsync");
 }
 void Gpu::copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
   device_->activate();
+  device_->copiesToHost.fetch_add(1, std::memory_order_relaxed);
+  device_->bytesToHost.fetch_add(bytes, std::memory_order_relaxed);
   device_->check(device_->api.memcpyDtoHAsync(dst, src, bytes, stream.handle()), "cuMemcpyDtoHAsync");
 }
 void Gpu::copyOnDevice(uint64_t dst, uint64_t src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
   device_->activate();
+  device_->copiesOnDevice.fetch_add(1, std::memory_order_relaxed);
   device_->check(device_->api.memcpyDtoDAsync(dst, src, bytes, stream.handle()), "cuMemcpyDtoDAsync");
 }
 void Gpu::fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) const {

@@ -65,6 +65,8 @@ class Device {
   Handle context = nullptr;
   Stream stream;  // the default stream (its device_ is left empty: no cycle)
   Allocator allocator{*this};
+  std::atomic<uint64_t> launches{0}, copiesToDevice{0}, copiesToHost{0}, copiesOnDevice{0};  // Gpu::activity
+  std::atomic<uint64_t> bytesToDevice{0}, bytesToHost{0};
 
  private:
   std::atomic<bool> closed_{false};

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/page_memory.h"
+#include "llm/engine/device_rows.h"
 #include "llm/engine/engine_impl.h"
 #include "llm/engine/kv_choice.h"
 #include "llm/engine/sampling.h"
@@ -129,15 +130,17 @@ void Engine::Impl::readPart(Running& r, size_t rows) {
   r.toFeed.erase(r.toFeed.begin(), end);
 }
 
-Finish Engine::Impl::stepRows(Running& r, std::vector<float>& values, size_t vocab, Progress& p) {
+Finish Engine::Impl::stepRows(Running& r, ReadRows& rows, size_t vocab, Progress& p) {
   Slot& slot = slots[r.slot];
   const int64_t fedFrom = slot.state->length() - static_cast<int64_t>(r.toFeed.size() + r.drafts.size());
   Finish finish = Finish::Running;
   size_t kept = 0;
   for (size_t i = 0; i <= r.drafts.size(); ++i) {
     const std::optional<TokenId> draft = i < r.drafts.size() ? std::optional(r.drafts[i]) : std::nullopt;
-    const size_t rowAt = r.drafts.empty() ? values.size() - vocab : i * vocab;
-    finish = step(r, std::span<float>(values).subspan(rowAt, vocab), p, draft);
+    const size_t count = rows.heads.empty() ? rows.values.size() / vocab : rows.heads.size();
+    const size_t at = r.drafts.empty() ? count - 1 : i;
+    finish = rows.heads.empty() ? step(r, std::span<float>(rows.values).subspan(at * vocab, vocab), nullptr, p, draft)
+                                : step(r, {}, &rows.heads[at], p, draft);
     if (!draft || r.generated.back() != *draft) break;
     ++kept;
     if (finish != Finish::Running) break;
@@ -169,7 +172,7 @@ void Engine::Impl::fork(Running& leader, const std::vector<int>& followers, cons
     Progress p;
     p.request = id;
     std::vector<float> values = row;
-    const Finish finish = p.finish = step(f, values, p, std::nullopt);
+    const Finish finish = p.finish = step(f, values, nullptr, p, std::nullopt);
     out.push_back(std::move(p));
     if (finish != Finish::Running) {
       release(f);
@@ -178,15 +181,21 @@ void Engine::Impl::fork(Running& leader, const std::vector<int>& followers, cons
   }
 }
 
-Finish Engine::Impl::step(Running& r, std::span<float> row, Progress& p, std::optional<TokenId> draft) {
+Finish Engine::Impl::step(Running& r, std::span<float> row, const RowHead* head, Progress& p,
+                          std::optional<TokenId> draft) {
   Slot& slot = slots[r.slot];
   slot.held.insert(slot.held.end(), r.toFeed.begin(), r.toFeed.end());
   const Sampling& s = r.request.sampling;
-  applyPenalties(row, s, r.request.prompt, r.generated);
-  applyLogitBias(row, s);
-  if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
   const uint64_t index = r.generated.size();
-  const TokenId token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
+  TokenId token = 0;
+  if (head) {  // headTokens: no penalties, bias, grammar or logprobs
+    token = draft ? verifyDraft(*head, s, index, *draft) : chooseToken(*head, s, index);
+  } else {
+    applyPenalties(row, s, r.request.prompt, r.generated);
+    applyLogitBias(row, s);
+    if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
+    token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
+  }
   if (r.grammar) r.grammar->accept(token, *grammarTokens);
   if (s.logprobs >= 0) p.logprobs.push_back(logprobOf(row, token, s.logprobs));
   r.generated.push_back(token);
@@ -356,6 +365,14 @@ std::vector<Progress> Engine::advance() {
     throw;
   }
   m.settleHeads();
+  std::vector<bool> want(plan.ids.size());
+  std::vector<size_t> heads(plan.ids.size());
+  for (size_t i = 0; i < plan.ids.size(); ++i) {
+    const Impl::Running& r = m.running.at(plan.ids[i]);
+    want[i] = plan.feeds[i].logits;
+    heads[i] = headTokens(r.request.sampling, !r.followers.empty());
+  }
+  std::vector<ReadRows> read = readRows(logits, want, heads);
   std::vector<Progress> out;
   for (size_t i = 0; i < plan.ids.size(); ++i) {
     const auto it = m.running.find(plan.ids[i]);
@@ -367,9 +384,8 @@ std::vector<Progress> Engine::advance() {
     Progress p;
     p.request = plan.ids[i];
     p.cached = r.cached;
-    std::vector<float> values = logits[i].toFloats();
-    const std::vector<float> shared = r.followers.empty() ? std::vector<float>() : values;
-    const Finish finish = p.finish = m.stepRows(r, values, static_cast<size_t>(logits[i].size(-1)), p);
+    const std::vector<float> shared = r.followers.empty() ? std::vector<float>() : read[i].values;
+    const Finish finish = p.finish = m.stepRows(r, read[i], static_cast<size_t>(logits[i].size(-1)), p);
     out.push_back(std::move(p));
     if (!r.followers.empty()) m.fork(r, std::exchange(r.followers, {}), shared, out);
     if (finish != Finish::Running) {

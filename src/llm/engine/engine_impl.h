@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "llm/engine/device_rows.h"
 #include "llm/engine/grammar_constraint.h"
 #include "llm/engine/prefill_budget.h"
 #include "llm/engine/stop_text.h"
@@ -216,7 +217,7 @@ struct Engine::Impl {
 
   /// The tokens of one step from its logit rows: one, or with drafts each draft that the row
   /// before it confirms and then the row's own token; the state forgets the drafts not kept.
-  Finish stepRows(Running& r, std::vector<float>& values, size_t vocab, Progress& p);
+  Finish stepRows(Running& r, ReadRows& rows, size_t vocab, Progress& p);
 
   /// The choices waiting for leader's prompt continue from a copy of its state and draw their
   /// first tokens from copies of its logits row (taken before the leader's step changed it);
@@ -224,7 +225,9 @@ struct Engine::Impl {
   void fork(Running& leader, const std::vector<int>& followers, const std::vector<float>& row,
             std::vector<Progress>& out);
 
-  Finish step(Running& r, std::span<float> row, Progress& p, std::optional<TokenId> draft);
+  /// One token from a row: read whole (row, which penalties, bias and a grammar change first), or
+  /// only its head (where headTokens allowed it).
+  Finish step(Running& r, std::span<float> row, const RowHead* head, Progress& p, std::optional<TokenId> draft);
 
   // A request ends with no stop string found: the text held back in case one began goes out.
   static Finish ended(Running& r, Progress& p, Finish finish);

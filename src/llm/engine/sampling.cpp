@@ -81,17 +81,27 @@ std::vector<TokenId> byLogit(std::span<const float> logits, size_t keep) {
 
 }  // namespace
 
+RowHead headOf(std::span<const float> logits, size_t keep) {
+  RowHead head;
+  for (TokenId id : byLogit(logits, keep)) head.emplace_back(id, logits[static_cast<size_t>(id)]);
+  return head;
+}
+
 std::vector<std::pair<TokenId, double>> candidates(std::span<const float> logits, const Sampling& s) {
   check(!logits.empty(), "sampling: no logits");
-  const size_t k = s.topK > 0 ? static_cast<size_t>(s.topK) : logits.size();
-  const std::vector<TokenId> ids = byLogit(logits, k);
+  return candidates(headOf(logits, s.topK > 0 ? static_cast<size_t>(s.topK) : logits.size()), s);
+}
+
+std::vector<std::pair<TokenId, double>> candidates(const RowHead& head, const Sampling& s) {
+  check(!head.empty(), "sampling: no logits");
+  const size_t k = s.topK > 0 ? std::min(static_cast<size_t>(s.topK), head.size()) : head.size();
   std::vector<std::pair<TokenId, double>> out;
-  out.reserve(ids.size());
-  const double top = logits[static_cast<size_t>(ids[0])];
+  out.reserve(k);
+  const double top = head[0].second;
   double sum = 0;
-  for (TokenId id : ids) {
-    const double p = std::exp((logits[static_cast<size_t>(id)] - top) / s.temperature);
-    out.emplace_back(id, p);
+  for (size_t i = 0; i < k; ++i) {
+    const double p = std::exp((head[i].second - top) / s.temperature);
+    out.emplace_back(head[i].first, p);
     sum += p;
   }
   for (auto& c : out) c.second /= sum;
@@ -126,9 +136,16 @@ TokenId chooseToken(std::span<const float> logits, const Sampling& s, uint64_t i
   return pick(candidates(logits, s), drawUniform(s.seed, index));
 }
 
-TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t index, TokenId draft) {
-  if (s.temperature == 0.0) return byLogit(logits, 1)[0];
-  std::vector<std::pair<TokenId, double>> c = candidates(logits, s);
+TokenId chooseToken(const RowHead& head, const Sampling& s, uint64_t index) {
+  check(!head.empty(), "sampling: no logits");
+  if (s.temperature == 0.0) return head[0].first;
+  return pick(candidates(head, s), drawUniform(s.seed, index));
+}
+
+namespace {
+
+// verifyDraft's step once the candidates are known.
+TokenId verifyWith(std::vector<std::pair<TokenId, double>> c, const Sampling& s, uint64_t index, TokenId draft) {
   const std::vector<float> u = tensor::uniform(tensor::Key(s.seed).split(index), {2}).toFloats();
   const auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == draft; });
   if (it == c.end()) return pick(c, u[1]);
@@ -137,6 +154,19 @@ TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t i
   c.erase(it);
   for (auto& e : c) e.second /= 1.0 - p;
   return pick(c, u[1]);
+}
+
+}  // namespace
+
+TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t index, TokenId draft) {
+  if (s.temperature == 0.0) return byLogit(logits, 1)[0];
+  return verifyWith(candidates(logits, s), s, index, draft);
+}
+
+TokenId verifyDraft(const RowHead& head, const Sampling& s, uint64_t index, TokenId draft) {
+  check(!head.empty(), "sampling: no logits");
+  if (s.temperature == 0.0) return head[0].first;
+  return verifyWith(candidates(head, s), s, index, draft);
 }
 
 TokenLogprob logprobOf(std::span<const float> logits, TokenId token, int top) {

@@ -143,11 +143,9 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
 
 Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x) const {
   // The embedding's rows are read from the file, in host memory, then go where x is.
-  const Tensor rows = x.onGpu() ? tensor::empty(x.shape()) : x;
-  int64_t row = 0;
-  for (const Feed& feed : feeds)
-    for (int32_t t : feed.tokens) embed_.row(t, rowsOf(rows, row++, 1));
-  if (x.onGpu()) tensor::assign(x, rows.on(gizhw::gpu::Gpu(x.storage()->gpu())));
+  std::vector<int32_t> tokens;
+  for (const Feed& feed : feeds) tokens.insert(tokens.end(), feed.tokens.begin(), feed.tokens.end());
+  embed_.rows(tokens, x);
   if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
   for (int64_t i = 0; i < config_.numLayers; ++i) {
     // The next stage's first layer: the rows cross to its GPU (through host memory, which every

@@ -28,6 +28,7 @@ KvCache::~KvCache() { releasePages(0); }
 
 void KvCache::releasePages(size_t from) {
   for (size_t i = from; i < pages_.size(); ++i) pool_->release(pages_[i]);
+  if (from < pages_.size()) tableStale_ = true;
   pages_.resize(std::min(from, pages_.size()));
 }
 
@@ -45,8 +46,23 @@ void KvCache::makeWritable(int64_t start, int64_t rows) {
     pool_->copyPage(*pool_, pages_[i], own);
     pool_->release(pages_[i]);
     pages_[i] = own;
+    tableStale_ = true;
   }
-  while (pages_.size() < end) pages_.push_back(pool_->take());
+  while (pages_.size() < end) {
+    pages_.push_back(pool_->take());
+    tableStale_ = true;
+  }
+}
+
+uint64_t KvCache::deviceTable() const {
+  const gizhw::gpu::Gpu& g = pool_->gpu().value();
+  if (!deviceTable_) deviceTable_ = g.allocate(static_cast<size_t>((capacity_ + P - 1) / P) * sizeof(int32_t));
+  if (tableStale_) {
+    // On the stream of the kernels that read it, so those queued before read the old table.
+    g.copyToDevice(deviceTable_.address(), pages_.data(), pages_.size() * sizeof(int32_t), g.stream());
+    tableStale_ = false;
+  }
+  return deviceTable_.address();
 }
 
 int64_t KvCache::pagesToAppend(int64_t tokens) const {
@@ -79,6 +95,7 @@ bool KvCache::copyKeysValues(const KvCache& other) {
   // Pages of another pool are copied into this one's: only when it has as many free.
   if (from->pool_ != pool_ && pool_->freePages() < static_cast<int64_t>(from->pages_.size())) return false;
   releasePages(0);
+  tableStale_ = true;
   for (int32_t page : from->pages_) {
     if (from->pool_ == pool_) {
       pool_->share(page);

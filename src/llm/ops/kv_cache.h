@@ -5,6 +5,7 @@
 // own. It holds a table of its pages, takes pages as it grows, gives them back as it shrinks, and
 // a copy of it shares its pages until one of them writes there. The operations that write and
 // read them are llm/ops/attention.h's.
+#include <gizhw/gpu.h>
 #include <gizml/kv_format.h>
 
 #include <cstdint>
@@ -54,6 +55,9 @@ class KvCache : public SequenceState {
   /// Makes positions start .. start + rows - 1 its own to write: pages taken for those past its
   /// table, and a copy of each page there that it shares. An Error when the pool has no page free.
   void makeWritable(int64_t start, int64_t rows);
+  /// Its page table on the pool's GPU (the pool must be on one): one copy that every layer's
+  /// kernels of a step read, uploaded again only after its pages changed.
+  uint64_t deviceTable() const;
 
  protected:
   /// The keys and values of `from` (copyFrom's part for every kind): false, and no change, where
@@ -66,6 +70,8 @@ class KvCache : public SequenceState {
   std::shared_ptr<KvPool> pool_;
   int64_t capacity_, length_ = 0;
   std::vector<int32_t> pages_;
+  mutable gizhw::gpu::Buffer deviceTable_;  // room for the table at its capacity
+  mutable bool tableStale_ = true;          // pages_ changed since the last upload
 };
 
 }  // namespace gizml::llm::ops

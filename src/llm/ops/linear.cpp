@@ -79,14 +79,23 @@ void Linear::row(int64_t r, const Tensor& dst) const {
   require(r >= 0 && r < out_, [&] {
       return "row: " + std::to_string(r) + " is outside 0.." + std::to_string(out_ - 1);
   });
-  checkRows("row", dst, 1, in_);
-  if (dst.onGpu()) {
-    // Read from the file in host memory, then copied up.
-    const Tensor row = tensor::empty(dst.shape());
-    decodeRows(r, 1, row.data<float>());
-    return tensor::assign(dst, row.on(gpuops::gpuOf(dst)));
-  }
-  decodeRows(r, 1, hostF32("row", dst));
+  rows({static_cast<int32_t>(r)}, dst);
+}
+
+void Linear::rows(const std::vector<int32_t>& ids, const Tensor& dst) const {
+  for (int32_t r : ids)
+    require(r >= 0 && r < out_, [&] { return "rows: " + std::to_string(r) + " is outside 0.." + std::to_string(out_ - 1); });
+  const auto n = static_cast<int64_t>(ids.size());
+  checkRows("rows", dst, n, in_);
+  const Tensor host = dst.onGpu() ? tensor::empty({n, in_}) : dst;
+  float* out = hostF32("rows", host);
+  for (int64_t i = 0; i < n; ++i) decodeRows(ids[static_cast<size_t>(i)], 1, out + i * in_);
+  if (!dst.onGpu()) return;
+  // Read from the file in host memory, then one copy up: straight into dst where it is plain
+  // F32 rows (from pageable memory the driver stages the bytes before returning).
+  const gizhw::gpu::Gpu g = gpuops::gpuOf(dst);
+  if (dst.dtype() != DType::F32 || !dst.isContiguous()) return tensor::assign(dst, host.on(g));
+  g.copyToDevice(gpuops::address(dst), out, dtypeBytes(DType::F32, host.numel()), g.stream());
 }
 
 int32_t Linear::largestDot(const std::vector<int32_t>& ids, const Tensor& h) const {

@@ -49,6 +49,8 @@ class Linear {
   static void applyAll(const std::vector<const Linear*>& layers, const Tensor& x, const std::vector<Tensor>& ys);
   /// Row r of W (an embedding lookup) into dst ([in] values), as floats.
   void row(int64_t r, const Tensor& dst) const;
+  /// Rows ids[i] of W into row i of dst ([ids, in] values): on a GPU, one copy up.
+  void rows(const std::vector<int32_t>& ids, const Tensor& dst) const;
   /// Of the rows `ids` of W, the one whose dot product with h ([in]) is largest (the first of
   /// equals; sums in order over the row).
   int32_t largestDot(const std::vector<int32_t>& ids, const Tensor& h) const;

@@ -5,6 +5,7 @@
 #include "cpu/layer_rows.h"
 #include "llm/ops/gpu/model_ops_gpu.h"
 #include "llm/ops/host.h"
+#include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm::ops {
 namespace {
@@ -117,8 +118,9 @@ Tensor gatherRows(const Tensor& x, const std::vector<int64_t>& ids) {
     });
   const auto n = static_cast<int64_t>(ids.size());
   if (onGpu("gatherRows", {&x})) {
+    checkF32Rows("gatherRows", x);
     Tensor out = emptyLike({n, width}, x);
-    for (int64_t i = 0; i < n; ++i) tensor::assign(out.slice(0, i, i + 1), x.slice(0, ids[i], ids[i] + 1));
+    gpuops::indexSelect(x, ids, 1, x.size(0), width, out);  // one launch for all the rows
     return out;
   }
   Tensor out = tensor::empty({n, width});

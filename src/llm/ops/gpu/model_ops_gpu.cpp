@@ -42,14 +42,6 @@ Dim3 strideGrid(const Gpu& g, int64_t work) {
 uint64_t at(const Tensor& t) { return gpuops::address(t); }
 uint64_t orNull(const Tensor& t) { return t.ndim() > 0 && t.numel() > 0 ? gpuops::address(t) : 0; }
 
-// The page table on the GPU, queued before the kernel that reads it (the buffer goes back to the
-// allocator after that kernel).
-gizhw::gpu::Buffer pageTable(const Gpu& g, const std::vector<int32_t>& table) {
-  gizhw::gpu::Buffer b = g.allocate(std::max<size_t>(table.size(), 1) * sizeof(int32_t));
-  if (!table.empty()) g.copyToDevice(b.address(), table.data(), table.size() * sizeof(int32_t), g.stream());
-  return b;
-}
-
 // Launches of the matrix kernels: a block of 8 warps, one weight row each, over the activation
 // rows in bands of kRowsAWarp per grid row, at most kMaxGrid bands a launch.
 template <class Launch>
@@ -160,9 +152,8 @@ void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const s
 
 void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v) {
   const Gpu g = gpuops::gpuOf(k);
-  const gizhw::gpu::Buffer table = pageTable(g, *kv.table);
   launch(g, "gz_lm_store_kv", strideGrid(g, rows * kv.kvHeads * kv.headDim), kThreads, at(kv.keys), at(kv.values),
-         at(k), at(v), table.address(), rows, start, kv.kvHeads, kv.headDim, kv.pageTokens,
+         at(k), at(v), kv.table, rows, start, kv.kvHeads, kv.headDim, kv.pageTokens,
          elementKind("storeKeysValues", kv.keys.dtype()), elementKind("storeKeysValues", kv.values.dtype()));
 }
 
@@ -172,9 +163,8 @@ void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, 
                                     " values are longer than the GPU kernel's " + std::to_string(kMaxHead));
   check(rows < (int64_t{1} << 31) && heads <= kMaxGrid, "cachedAttention: too many rows or heads for one launch");
   const Gpu g = gpuops::gpuOf(q);
-  const gizhw::gpu::Buffer table = pageTable(g, *kv.table);
   launch(g, "gz_lm_attention", Dim3{static_cast<unsigned>(rows), static_cast<unsigned>(heads), 1}, 32, at(context),
-         at(q), at(kv.keys), at(kv.values), table.address(), start, heads, kv.kvHeads, kv.headDim, kv.pageTokens,
+         at(q), at(kv.keys), at(kv.values), kv.table, start, heads, kv.kvHeads, kv.headDim, kv.pageTokens,
          scale, window, elementKind("cachedAttention", kv.keys.dtype()),
          elementKind("cachedAttention", kv.values.dtype()));
 }

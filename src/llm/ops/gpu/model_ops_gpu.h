@@ -31,10 +31,10 @@ void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
                  int64_t in);
 
 /// One layer's pages on the GPU: keys [pages, kvHeads, headDim, P] and values [pages, P, kvHeads,
-/// headDim] of F32, F16 or BF16, and a sequence's page table.
+/// headDim] of F32, F16 or BF16, and a sequence's page table (its device address: int32 pages).
 struct KvPages {
   Tensor keys, values;
-  const std::vector<int32_t>* table;
+  uint64_t table;
   int64_t kvHeads, headDim, pageTokens;
 };
 /// Gated DeltaNet's token mixing of one sequence's rows (cpu::delta::mix's steps, the delta rule

@@ -1,0 +1,36 @@
+#pragma once
+// What the engine's sampling reads of each feed's logit rows after a step. Rows in host memory,
+// and rows whose request reads them whole, cross as they are: penalties and a logit bias (applied
+// to the row on the host for now), a grammar's mask, logprobs, topK 0 (topP over the whole row),
+// and choices that copy the leader's row. Of a row on a GPU whose request reads only its head,
+// the head is found there and only it crosses: the argmax (netops::argmaxInto) for greedy, the
+// candidates (netops::candidatesInto) merged into the topK highest for a draw. Either way the
+// tokens are the row's own (sampling.h: candidates of a head are the row's to the bit).
+#include <gizml/llm.h>
+#include <gizml/tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "llm/engine/sampling.h"
+
+namespace gizml::llm {
+
+/// The tokens of a row a request's sampling reads: 0 for the whole row, 1 for greedy (the
+/// argmax: its logit is not read), else its topK; `copied`: choices copy the row.
+size_t headTokens(const Sampling& s, bool copied);
+
+/// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head.
+struct ReadRows {
+  std::vector<float> values;
+  std::vector<RowHead> heads;
+};
+
+/// Reads the rows of each feed i that gives logits (logits[i] [rows, vocab]; want[i] = false
+/// for the others, which are left empty) as heads[i] (headTokens) says: a head read on a GPU
+/// that cannot be known exact from the candidates (topK past what they hold) reads the rows
+/// whole instead. Feeds next to each other in one tensor share a launch.
+std::vector<ReadRows> readRows(const std::vector<tensor::Tensor>& logits, const std::vector<bool>& want,
+                               const std::vector<size_t>& heads);
+
+}  // namespace gizml::llm

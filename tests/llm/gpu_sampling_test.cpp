@@ -1,0 +1,137 @@
+// What crosses from a GPU each step (llm/engine/device_rows.h): the argmax of a greedy row, the
+// candidates of a topK row, the whole row only where sampling needs it; and the step's other
+// copies (the embedding rows, the page tables). On the first GPU, in CI the host GPU emulator
+// (ctest emulator_test_llm); skipped where there is none.
+#include <gizml/llm.h>
+#include <gizml/netops_rows.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "common/gpu_checks.h"
+#include "llm/engine/device_rows.h"
+#include "llm/engine/sampling.h"
+#include "llm/language_model.h"
+#include "llm_test_util.h"
+#include "model_reference.h"
+
+using namespace gizml;
+using namespace gizml::llm;
+
+namespace {
+
+// A model whose logits come back in host memory: the engine then reads every row whole, as it
+// did before heads were read on the device. Everything else is the model's own.
+class HostLogits final : public LanguageModel {
+ public:
+  explicit HostLogits(std::shared_ptr<LanguageModel> model) : model_(std::move(model)) {}
+  const ModelConfig& config() const override { return model_->config(); }
+  std::unique_ptr<SequenceState> newState(int64_t maxTokens) const override { return model_->newState(maxTokens); }
+  int64_t pageTokens() const override { return model_->pageTokens(); }
+  std::optional<KvFormat> kvFormat() const override { return model_->kvFormat(); }
+  std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format, bool inHostMemory) const override {
+    return model_->newPool(pages, format, inHostMemory);
+  }
+  std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const override {
+    return model_->newStateIn(pool, maxTokens);
+  }
+  std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override {
+    std::vector<tensor::Tensor> out = model_->forward(feeds);
+    for (tensor::Tensor& t : out) t = t.host();
+    return out;
+  }
+
+ private:
+  std::shared_ptr<LanguageModel> model_;
+};
+
+class GpuModelSampling : public test::GpuTest {
+ protected:
+  std::shared_ptr<LanguageModel> llama() {
+    return buildLanguageModel(converted("llama", 8), {.kvCache = DType::F32, .gpu = gpu()});
+  }
+  // Logits [rows, vocab] on the GPU: a fixed pseudo-random row each, with `top` given values.
+  tensor::Tensor logits(int64_t rows, int64_t vocab, const std::vector<std::pair<int64_t, double>>& top) {
+    std::vector<double> v(static_cast<size_t>(rows * vocab));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37 * static_cast<double>(i) * static_cast<double>(i % 97));
+    for (int64_t r = 0; r < rows; ++r)
+      for (auto [token, value] : top) v[static_cast<size_t>(r * vocab + token)] = value;
+    return on(tensor::tensor({rows, vocab}, v));
+  }
+};
+
+// Greedy and seeded topK requests (topP and minP on top) on a GPU model draw the tokens that the
+// engine draws from whole rows read into host memory.
+TEST_F(GpuModelSampling, HeadsOnTheDeviceGiveTheTokensOfWholeRows) {
+  const std::shared_ptr<LanguageModel> model = llama();
+  const std::shared_ptr<LanguageModel> host = std::make_shared<HostLogits>(model);
+  Sampling topP = sample(1.3, 40, 0.8, 11);
+  topP.minP = 0.02;
+  const std::vector<Request> requests = {request({5, 9, 2, 31, 7, 11, 3}, 10),
+                                         request({4, 4, 8, 1, 2, 9, 40, 17, 6}, 10, sample(0.9, 5, 1.0, 3)),
+                                         request({7, 1, 30, 2}, 10, topP), request({8, 8, 3}, 10, sample(2.0, 1, 1.0, 5))};
+  Engine onDevice(model, nullptr, {}, 4, 64), whole(host, nullptr, {}, 4, 64);
+  const std::vector<Result> got = onDevice.generate(requests), want = whole.generate(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].tokens.size(), 10u) << "request " << i;
+  }
+}
+
+// Heads read from the candidates are the row's own to the bit (ties to the lower id); where a
+// thread of the candidates kernel may have dropped one of the topK, the rows are read whole.
+TEST_F(GpuModelSampling, HeadsFromCandidatesAreExactOrTheRowIsReadWhole) {
+  constexpr int64_t vocab = 2048;
+  // Tokens 0, 256, ..., 1024 (all read by thread 0, which keeps 4) the highest; 7 ties 1024.
+  const tensor::Tensor l = logits(2, vocab, {{0, 9}, {256, 8}, {512, 7}, {768, 6}, {1024, 5}, {7, 5}});
+  const std::vector<float> rows = l.toFloats();
+  const auto hostHead = [&](int64_t r, size_t k) {
+    return headOf(std::span<const float>(rows).subspan(static_cast<size_t>(r * vocab), vocab), k);
+  };
+  const std::vector<ReadRows> four = readRows({l}, {true}, {4});
+  ASSERT_EQ(four[0].heads.size(), 2u);
+  EXPECT_TRUE(four[0].values.empty());
+  for (int64_t r = 0; r < 2; ++r) EXPECT_EQ(four[0].heads[static_cast<size_t>(r)], hostHead(r, 4));
+  const std::vector<ReadRows> five = readRows({l}, {true}, {5});  // token 1024 was dropped
+  EXPECT_TRUE(five[0].heads.empty());
+  EXPECT_EQ(five[0].values, rows);
+  const std::vector<ReadRows> greedy = readRows({l}, {true}, {1});
+  ASSERT_EQ(greedy[0].heads.size(), 2u);
+  EXPECT_EQ(greedy[0].heads[1][0].first, 0);
+  // Two feeds in one tensor, one after the other: one launch and one copy read both.
+  const gizhw::gpu::Activity before = gpu().activity();
+  const std::vector<ReadRows> two = readRows({l.slice(0, 0, 1), l.slice(0, 1, 2)}, {true, true}, {3, 2});
+  const gizhw::gpu::Activity after = gpu().activity();
+  EXPECT_EQ(after.launches - before.launches, 1u);
+  EXPECT_EQ(after.copiesToHost - before.copiesToHost, 1u);
+  EXPECT_EQ(two[0].heads[0], hostHead(0, 3));
+  EXPECT_EQ(two[1].heads[0], hostHead(1, 2));
+}
+
+// A decode step's copies: the embedding rows and the output rows' ids up, the argmax (4 bytes)
+// and the candidates down, and no page table while no sequence takes a page.
+TEST_F(GpuModelSampling, ADecodeStepCopiesOnlyWhatItNeeds) {
+  const std::shared_ptr<LanguageModel> model = llama();
+  Engine engine(model, nullptr, {}, 2, 64);
+  engine.add(request({5, 9, 2, 31, 7}, 8));
+  engine.add(request({4, 4, 8, 1}, 8, sample(0.9, 5, 1.0, 3)));
+  engine.advance();  // the prompts: each sequence's page table goes up once
+  const gizhw::gpu::Activity before = gpu().activity();
+  engine.advance();
+  const gizhw::gpu::Activity after = gpu().activity();
+  std::printf("a decode step of 2 rows: %llu launches, %llu copies up (%llu bytes), %llu down (%llu bytes)\n",
+              static_cast<unsigned long long>(after.launches - before.launches),
+              static_cast<unsigned long long>(after.copiesToDevice - before.copiesToDevice),
+              static_cast<unsigned long long>(after.bytesToDevice - before.bytesToDevice),
+              static_cast<unsigned long long>(after.copiesToHost - before.copiesToHost),
+              static_cast<unsigned long long>(after.bytesToHost - before.bytesToHost));
+  EXPECT_EQ(after.copiesToHost - before.copiesToHost, 2u);
+  EXPECT_EQ(after.bytesToHost - before.bytesToHost, 4u + 4u * netops::CANDIDATE_ROW);
+  const int64_t hidden = model->config().hiddenSize;
+  EXPECT_EQ(after.copiesToDevice - before.copiesToDevice, 2u);
+  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, static_cast<uint64_t>(2 * hidden * 4 + 2 * 8));
+}
+
+}  // namespace
