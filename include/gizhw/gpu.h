@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -120,6 +121,23 @@ class Kernel {
   std::string name_;
 };
 
+/// Work recorded once from a stream (Gpu::capture) and replayed with one call: a CUDA graph
+/// (HIP's on AMD). It keeps the kernels' arguments as they were at the capture, so the buffers
+/// its work reads and writes must keep their addresses while it lives; their contents are read
+/// when it runs, so values written into them between launches are what a replay sees.
+class Graph {
+ public:
+  Graph() = default;
+  /// Queues the recorded work on `stream`, in the order it was recorded.
+  void launch(const Stream& stream) const;
+  explicit operator bool() const { return exec_ != nullptr; }
+
+ private:
+  friend class Gpu;
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<void> exec_;
+};
+
 /// Allocator counters (bytes and calls), for tests and benchmarks.
 struct AllocatorStats {
   uint64_t bytesInUse = 0;     // handed out and not yet returned
@@ -164,6 +182,15 @@ class Gpu {
   /// Compiles CUDA C++ (NVRTC, or hipRTC on AMD) for this device, through the on-disk cache, and
   /// gives the kernel `name` (an extern "C" __global__ function of the source).
   Kernel kernel(const std::string& source, const std::string& name) const;
+
+  /// Whether the driver records graphs (CUDA 11.4+, HIP, the emulator); without, capture() is an
+  /// Error and callers run their work directly.
+  bool canCapture() const;
+  /// Runs `work`, recording what it queues on `stream` instead of running it, and returns the
+  /// recording. A call that cannot be recorded (synchronizing the stream, memory from the
+  /// driver, a copy with host memory that is not pinned) is an Error inside `work`, as on CUDA;
+  /// any exception from `work` ends the capture, keeps nothing and propagates.
+  Graph capture(const Stream& stream, const std::function<void()>& work) const;
 
   /// Waits for the queued work, frees the device's memory and unloads its kernels; tensors on it
   /// then give an Error when used. Closing twice does nothing.
