@@ -229,4 +229,21 @@ std::vector<char> compileHip(const std::string& source, const std::string& arch)
 /// ~/.cache/gizml/kernels).
 std::string kernelCacheDirectory();
 
+// ---- Kernel tunings (docs/tile.md, "Tuning"): Tile::tune measures a kernel's configurations the
+// first time each shape runs and keeps the fastest; these keep the kept ones for the next run.
+
+/// Writes every kept configuration to folder/tunings.txt (the folder is made if missing),
+/// through a temporary file renamed into place, so a reader sees a whole file or the old one.
+void saveTunings(const std::string& folder);
+/// Adds the configurations of folder/tunings.txt to the kept ones (an entry replaces one with
+/// the same name and key) and returns how many it read; 0 when there is no such file. A
+/// damaged file is a gizml::Error naming the file and line, and adds nothing.
+size_t loadTunings(const std::string& folder);
+/// Forgets every kept configuration.
+void clearTunings();
+/// How many tunings this process has measured (a kernel's configurations timed for one shape).
+uint64_t tuningsMeasured();
+/// Where Engine::warm keeps the tunings: next to the kernel cache ($XDG_CACHE_HOME/gizml/tunings).
+std::string tuningsDirectory();
+
 }  // namespace gizhw::gpu
