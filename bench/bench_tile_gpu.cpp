@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
       if (err <= 2e-2) best = std::max(best, tflops);
     }
     // Tile::tune's own choice among them (it times each again), then the kept one.
-    Tile::clearTunings();
+    gizhw::gpu::clearTunings();
     (void)Tile::tune("product", configs, {a, b}, runWith);
     const double tunedMs = medianMs(*g, 10, [&] {
       for (int r = 0; r < 5; ++r) Tile::tune("product", configs, {a, b}, runWith);

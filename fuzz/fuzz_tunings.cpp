@@ -1,4 +1,4 @@
-// The tunings file parser (Tile::loadTunings) on arbitrary bytes: it may only throw gizml::Error,
+// The tunings file parser (gizhw::gpu::loadTunings) on arbitrary bytes: it may only throw gizml::Error,
 // and what it accepts formats back to text that parses to the same entries.
 // Run from the repository root: build/fuzz/fuzz/fuzz_tunings -max_total_time=60 fuzz/corpus/fuzz_tunings
 #include <gizml/error.h>
@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "tile/tune.h"
+#include "gpu/tunings.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace tuning = gizml::tile::tuning;
+  namespace tuning = gizhw::gpu::tuning;
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::vector<tuning::Entry> entries;
   try {

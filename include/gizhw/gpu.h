@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -120,6 +121,23 @@ class Kernel {
   std::string name_;
 };
 
+/// Work recorded once from a stream (Gpu::capture) and replayed with one call: a CUDA graph
+/// (HIP's on AMD). It keeps the kernels' arguments as they were at the capture, so the buffers
+/// its work reads and writes must keep their addresses while it lives; their contents are read
+/// when it runs, so values written into them between launches are what a replay sees.
+class Graph {
+ public:
+  Graph() = default;
+  /// Queues the recorded work on `stream`, in the order it was recorded.
+  void launch(const Stream& stream) const;
+  explicit operator bool() const { return exec_ != nullptr; }
+
+ private:
+  friend class Gpu;
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<void> exec_;
+};
+
 /// Allocator counters (bytes and calls), for tests and benchmarks.
 struct AllocatorStats {
   uint64_t bytesInUse = 0;     // handed out and not yet returned
@@ -173,6 +191,15 @@ class Gpu {
   /// gives the kernel `name` (an extern "C" __global__ function of the source).
   Kernel kernel(const std::string& source, const std::string& name) const;
 
+  /// Whether the driver records graphs (CUDA 11.4+, HIP, the emulator); without, capture() is an
+  /// Error and callers run their work directly.
+  bool canCapture() const;
+  /// Runs `work`, recording what it queues on `stream` instead of running it, and returns the
+  /// recording. A call that cannot be recorded (synchronizing the stream, memory from the
+  /// driver, a copy with host memory that is not pinned) is an Error inside `work`, as on CUDA;
+  /// any exception from `work` ends the capture, keeps nothing and propagates.
+  Graph capture(const Stream& stream, const std::function<void()>& work) const;
+
   /// Waits for the queued work, frees the device's memory and unloads its kernels; tensors on it
   /// then give an Error when used. Closing twice does nothing.
   void close();
@@ -209,5 +236,22 @@ std::vector<char> compileHip(const std::string& source, const std::string& arch)
 /// The directory of the on-disk kernel cache ($XDG_CACHE_HOME/gizml/kernels, or
 /// ~/.cache/gizml/kernels).
 std::string kernelCacheDirectory();
+
+// ---- Kernel tunings (docs/tile.md, "Tuning"): Tile::tune measures a kernel's configurations the
+// first time each shape runs and keeps the fastest; these keep the kept ones for the next run.
+
+/// Writes every kept configuration to folder/tunings.txt (the folder is made if missing),
+/// through a temporary file renamed into place, so a reader sees a whole file or the old one.
+void saveTunings(const std::string& folder);
+/// Adds the configurations of folder/tunings.txt to the kept ones (an entry replaces one with
+/// the same name and key) and returns how many it read; 0 when there is no such file. A
+/// damaged file is a gizml::Error naming the file and line, and adds nothing.
+size_t loadTunings(const std::string& folder);
+/// Forgets every kept configuration.
+void clearTunings();
+/// How many tunings this process has measured (a kernel's configurations timed for one shape).
+uint64_t tuningsMeasured();
+/// Where Engine::warm keeps the tunings: next to the kernel cache ($XDG_CACHE_HOME/gizml/tunings).
+std::string tuningsDirectory();
 
 }  // namespace gizhw::gpu

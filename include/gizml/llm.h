@@ -174,8 +174,10 @@ class Engine {
   /// Runs each kind of step the engine takes once, on states of its own that it then drops: a
   /// prompt's pass, a decode step of every slot at once, and a draft where the model drafts. On a
   /// GPU the first run of each kernel compiles it; warming moves that wait to before the first
-  /// request (giz serve warms before it listens). Returns the seconds it took. The engine's slots,
-  /// pool and results are as before.
+  /// request (giz serve warms before it listens). The kernel tunings of an earlier start are
+  /// read from gizhw::gpu::tuningsDirectory() first, and what this process has measured is saved
+  /// there after (a damaged or unwritable file is skipped, as the kernel cache skips its own).
+  /// Returns the seconds it took. The engine's slots, pool and results are as before.
   double warm();
   /// On (the default): while requests decode, a step reads at most the prompt rows that add as
   /// much time as a step of the decoding requests alone, so a long prompt is read over several

@@ -248,18 +248,10 @@ std::vector<Tensor> tune(const std::string& name, const std::vector<Config>& con
                          const std::vector<Tensor>& key,
                          const std::function<std::vector<Tensor>(const Config&)>& runWith);
 
-/// The configuration kept for name and key (by tune or loadTunings), if any.
+/// The configuration kept for name and key (by tune or gizhw::gpu::loadTunings), if any. The
+/// kept ones are gizhw::gpu's table: gizhw::gpu::saveTunings and loadTunings keep them in a
+/// folder, clearTunings forgets them.
 std::optional<Config> tuned(const std::string& name, const std::vector<Tensor>& key);
-
-/// Writes every kept configuration to folder/tunings.txt (the folder is made if missing),
-/// through a temporary file renamed into place, so a reader sees a whole file or the old one.
-void saveTunings(const std::string& folder);
-/// Adds the configurations of folder/tunings.txt to the kept ones (an entry replaces one with
-/// the same name and key) and returns how many it read; 0 when there is no such file. A
-/// damaged file is a gizml::Error naming the file and line, and adds nothing.
-size_t loadTunings(const std::string& folder);
-/// Forgets every kept configuration.
-void clearTunings();
 
 }  // namespace gizml::tile
 

@@ -51,8 +51,11 @@ bool loadCudaDriver(DriverApi& api, std::string& why) {
     dlclose(dl);
     return false;
   }
-  // Optional: drivers before CUDA 12 have no tensor maps (tensorMap2d then says so).
+  // Optional: drivers before CUDA 12 have no tensor maps (tensorMap2d then says so), before 11.4
+  // no graph instantiation with flags (steps then run uncaptured).
   api.tensorMapEncodeTiled = reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(dlsym(dl, "cuTensorMapEncodeTiled"));
+  bindGraphCalls(dl, api, {"cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
+                           "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy"});
   api.vendor = Vendor::Nvidia;
   api.dl = dl;
   api.prefix = "cuda";

@@ -8,6 +8,8 @@
 #include <set>
 #include <string_view>
 
+#include "gpu/dynamic_library.h"
+
 namespace gizhw::gpu {
 namespace {
 
@@ -88,6 +90,23 @@ const DriverApi* driver(std::string* why) {
 }
 
 void installEmulator(DriverLoader load) { gEmulatorLoader = load; }
+
+void bindGraphCalls(void* dl, DriverApi& api, const char* const (&names)[6]) {
+  std::string missing;
+  bind(dl, api.streamBeginCapture, names[0], missing);
+  bind(dl, api.streamEndCapture, names[1], missing);
+  bind(dl, api.graphInstantiate, names[2], missing);
+  bind(dl, api.graphLaunch, names[3], missing);
+  bind(dl, api.graphExecDestroy, names[4], missing);
+  bind(dl, api.graphDestroy, names[5], missing);
+  if (missing.empty()) return;
+  api.streamBeginCapture = nullptr;
+  api.streamEndCapture = nullptr;
+  api.graphInstantiate = nullptr;
+  api.graphLaunch = nullptr;
+  api.graphExecDestroy = nullptr;
+  api.graphDestroy = nullptr;
+}
 
 std::string driverErrorText(const DriverApi& api, int result) {
   const char* name = nullptr;

@@ -71,14 +71,31 @@ struct DriverApi {
                               const uint32_t* elementStrides, int interleave, int swizzle, int l2Promotion,
                               int oobFill) = nullptr;
 
+  // Stream capture into graphs (CUDA 11.4+, HIP 5.3+): cuStreamBeginCapture_v2, cuStreamEndCapture,
+  // cuGraphInstantiateWithFlags, cuGraphLaunch and their destroy calls; handles are CUgraph and
+  // CUgraphExec. Optional, all or none: null when the driver lacks one (work then runs uncaptured).
+  int (*streamBeginCapture)(Handle stream, int mode) = nullptr;
+  int (*streamEndCapture)(Handle stream, Handle* graph) = nullptr;
+  int (*graphInstantiate)(Handle* exec, Handle graph, unsigned long long flags) = nullptr;
+  int (*graphLaunch)(Handle exec, Handle stream) = nullptr;
+  int (*graphExecDestroy)(Handle exec) = nullptr;
+  int (*graphDestroy)(Handle graph) = nullptr;
+
   // The vendor's numbers for what we ask; the defaults are cuda.h's (HIP sets its own).
   int attrComputeMajor = 75, attrComputeMinor = 76, attrMultiprocessors = 16, attrL2Bytes = 38,
       attrWarpSize = 10, attrSharedOptin = 97;
   int funcAttrMaxDynamicShared = 8;
   int errorOutOfMemory = 2;
   unsigned streamNonBlocking = 1, hostAllocPortable = 1;
+  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL (hipStreamCaptureModeThreadLocal): an unsafe call (an
+  // allocation, a synchronisation) on the capturing thread is an error; other threads are free.
+  int captureThreadLocal = 1;
   const char* prefix = "cuda";  // how devices are named: cuda:0, hip:0
 };
+
+/// Binds the graph calls from `dl` under `names` (begin, end, instantiate, launch, exec destroy,
+/// destroy), all or none (dynamic_library.h's lookups).
+void bindGraphCalls(void* dl, DriverApi& api, const char* const (&names)[6]);
 
 /// The loaded driver of either vendor (NVIDIA first), or null when neither is found or its init
 /// fails. Loaded once; `why` receives what was tried.

@@ -75,6 +75,9 @@ bool loadHipDriver(DriverApi& api, std::string& why) {
     dlclose(dl);
     return false;
   }
+  bindGraphCalls(dl, api, {"hipStreamBeginCapture", "hipStreamEndCapture", "hipGraphInstantiateWithFlags",
+                           "hipGraphLaunch", "hipGraphExecDestroy", "hipGraphDestroy"});
+  api.captureThreadLocal = 1;  // hipStreamCaptureModeThreadLocal
   api.primaryCtxRetain = retain;
   api.primaryCtxRelease = release;
   api.ctxSetCurrent = setCurrent;

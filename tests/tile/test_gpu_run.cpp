@@ -246,7 +246,7 @@ TEST_F(TileGpu, TuneOnGpuTensorsKeepsAConfigurationForThem) {
   if (gpu().properties().major < 8) GTEST_SKIP() << "tensor cores need compute capability 8.0 (TensorCoresBelow80AreAnError)";
   // Block sizes and stages of the BF16 product on GPU tensors: every configuration gives the CPU's
   // product (within the tensor-core tolerance), one is kept for the GPU key and not for the host's.
-  Tile::clearTunings();
+  gizhw::gpu::clearTunings();
   const auto a = T::uniform(T::Key(15), {256, 128}, -1, 1, DType::BF16),
              b = T::uniform(T::Key(16), {128, 192}, -1, 1, DType::BF16);
   const auto ga = a.on(gpu()), gb = b.on(gpu());
@@ -269,5 +269,5 @@ TEST_F(TileGpu, TuneOnGpuTensorsKeepsAConfigurationForThem) {
   ASSERT_TRUE(kept);
   EXPECT_NE(std::find(configs.begin(), configs.end(), *kept), configs.end());
   EXPECT_FALSE(Tile::tuned("bf16_product", {a, b}));  // the host tensors are another key
-  Tile::clearTunings();
+  gizhw::gpu::clearTunings();
 }

@@ -1,6 +1,7 @@
 // Tile::tune on the CPU: it times every configuration once per key and keeps the fastest, later
 // calls run that one only; saveTunings/loadTunings round-trip the table through a folder, and a
 // damaged file is an Error naming the file and line.
+#include <gizhw/gpu.h>
 #include <gizml/tile.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +14,7 @@
 #include <sstream>
 
 #include "programs.h"
-#include "tile/tune.h"
+#include "gpu/tunings.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
@@ -53,8 +54,8 @@ struct TempFolder {
 
 class TileTune : public ::testing::Test {
  protected:
-  void SetUp() override { Tile::clearTunings(); }
-  void TearDown() override { Tile::clearTunings(); }
+  void SetUp() override { gizhw::gpu::clearTunings(); }
+  void TearDown() override { gizhw::gpu::clearTunings(); }
 };
 
 }  // namespace
@@ -70,7 +71,9 @@ TEST_F(TileTune, TimesEveryConfigOnceThenRunsTheKeptOne) {
     return std::vector<T::Tensor>{out};
   };
   EXPECT_FALSE(Tile::tuned("product", {a, b}));
+  const uint64_t measured = gizhw::gpu::tuningsMeasured();
   const auto first = Tile::tune("product", kConfigs, {a, b}, runWith);
+  EXPECT_EQ(gizhw::gpu::tuningsMeasured(), measured + 1);
   ASSERT_EQ(first.size(), 1u);
   expectNear(first[0], want, "first call");
   for (const auto& c : kConfigs) EXPECT_EQ(calls[c.text()], 4) << c.text();  // a warm-up and 3 timed runs
@@ -82,6 +85,7 @@ TEST_F(TileTune, TimesEveryConfigOnceThenRunsTheKeptOne) {
   const auto before = calls;
   const auto second = Tile::tune("product", kConfigs, {a, b}, runWith);
   expectNear(second[0], want, "second call");
+  EXPECT_EQ(gizhw::gpu::tuningsMeasured(), measured + 1);
   for (const auto& c : kConfigs) EXPECT_EQ(calls[c.text()], before.at(c.text()) + (c == *kept ? 1 : 0)) << c.text();
 
   // Another shape, dtype or layout of the key is tuned on its own.
@@ -148,7 +152,7 @@ TEST_F(TileTune, SaveAndLoadRoundTrip) {
   const auto kept = *Tile::tuned("product", {a, b});
   const TempFolder folder;
   const fs::path nested = folder.path / "new" / "folder";
-  Tile::saveTunings(nested.string());  // made when missing
+  gizhw::gpu::saveTunings(nested.string());  // made when missing
   std::ostringstream text;
   text << std::ifstream(nested / "tunings.txt").rdbuf();
   EXPECT_EQ(text.str().rfind("gizml tile tunings 1\nproduct\t", 0), 0u) << text.str();
@@ -158,20 +162,20 @@ TEST_F(TileTune, SaveAndLoadRoundTrip) {
   // Nothing but the file: the temporary file was renamed into place.
   EXPECT_EQ(std::distance(fs::directory_iterator(nested), fs::directory_iterator()), 1);
 
-  Tile::clearTunings();
+  gizhw::gpu::clearTunings();
   EXPECT_FALSE(Tile::tuned("product", {a, b}));
-  EXPECT_EQ(Tile::loadTunings(nested.string()), 2u);
+  EXPECT_EQ(gizhw::gpu::loadTunings(nested.string()), 2u);
   EXPECT_EQ(*Tile::tuned("product", {a, b}), kept);
   calls = 0;
   Tile::tune("product", kConfigs, {a, b}, runWith);
   EXPECT_EQ(calls, 1);  // loaded: nothing timed
 
   // Saving again replaces the file; a folder without one loads nothing.
-  Tile::saveTunings(nested.string());
+  gizhw::gpu::saveTunings(nested.string());
   std::ostringstream again;
   again << std::ifstream(nested / "tunings.txt").rdbuf();
   EXPECT_EQ(again.str(), text.str());
-  EXPECT_EQ(Tile::loadTunings((folder.path / "none").string()), 0u);
+  EXPECT_EQ(gizhw::gpu::loadTunings((folder.path / "none").string()), 0u);
 }
 
 TEST_F(TileTune, DamagedFilesAreErrorsNamingFileAndLine) {
@@ -198,7 +202,7 @@ TEST_F(TileTune, DamagedFilesAreErrorsNamingFileAndLine) {
   for (const auto& [text, message] : cases) {
     folder.write(text);
     try {
-      Tile::loadTunings(folder.path.string());
+      gizhw::gpu::loadTunings(folder.path.string());
       ADD_FAILURE() << "no error for " << text;
     } catch (const Error& e) {
       EXPECT_EQ(std::string(e.what()).rfind(file + message, 0), 0u) << e.what();
@@ -206,27 +210,27 @@ TEST_F(TileTune, DamagedFilesAreErrorsNamingFileAndLine) {
   }
   // A damaged file adds nothing, not even its good entries before the damage.
   folder.write("gizml tile tunings 1\nproduct\tf32[3]@cpu\tbm=1\nbad\n");
-  EXPECT_THROW(Tile::loadTunings(folder.path.string()), Error);
+  EXPECT_THROW(gizhw::gpu::loadTunings(folder.path.string()), Error);
   EXPECT_FALSE(Tile::tuned("product", {T::zeros({3})}));
   folder.write("gizml tile tunings 1\nproduct\tf32[3]@cpu\tbm=1\n");
-  EXPECT_EQ(Tile::loadTunings(folder.path.string()), 1u);
+  EXPECT_EQ(gizhw::gpu::loadTunings(folder.path.string()), 1u);
   EXPECT_EQ(*Tile::tuned("product", {T::zeros({3})}), (Tile::Config{{"bm", 1}}));
-  Tile::clearTunings();
+  gizhw::gpu::clearTunings();
   // Unknown kernels and keys load (they are never asked for), CRLF line ends too; an empty
   // configuration is one with no values.
   folder.write("gizml tile tunings 1\r\nsomething\tf32[1]@cuda:7 (A GPU)\tx=-3\r\nother\tk\t\n");
-  EXPECT_EQ(Tile::loadTunings(folder.path.string()), 2u);
-  Tile::saveTunings(folder.path.string());
+  EXPECT_EQ(gizhw::gpu::loadTunings(folder.path.string()), 2u);
+  gizhw::gpu::saveTunings(folder.path.string());
   EXPECT_EQ(folder.read(), "gizml tile tunings 1\nother\tk\t\nsomething\tf32[1]@cuda:7 (A GPU)\tx=-3\n");
 }
 
 TEST(TileTuneFile, FormatThenParseIsTheSame) {
-  const std::vector<Tile::tuning::Entry> entries = {
+  const std::vector<gizhw::gpu::tuning::Entry> entries = {
       {"a", "f32[3]@cpu", {{"bm", 64}, {"warps", -1}}},
       {"b.c/d", "bf16[1,2]s0,1@cuda:0 (NVIDIA H200)", {}},
       {"e", "k", {{"x", INT64_MIN}, {"y", INT64_MAX}}},
   };
-  const auto back = Tile::tuning::parse(Tile::tuning::format(entries), "mem");
+  const auto back = gizhw::gpu::tuning::parse(gizhw::gpu::tuning::format(entries), "mem");
   ASSERT_EQ(back.size(), entries.size());
   for (size_t i = 0; i < back.size(); ++i) {
     EXPECT_EQ(back[i].name, entries[i].name);

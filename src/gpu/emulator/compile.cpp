@@ -2,7 +2,8 @@
 // kept as written except for its __shared__ declarations (static ones become references into a
 // per-module arena the runner poisons before each block, dynamic ones pointers to the module's
 // dynamic buffer) and gains, per extern "C" __global__ kernel, a trampoline NAME__gz_emu(void**)
-// that calls the kernel with the driver's parameter array.
+// that calls the kernel with the driver's parameter array, and NAME__gz_emu_args giving its
+// parameters' sizes (for launches captured into graphs).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -211,7 +212,7 @@ std::string compilerVersion() {
     // The prelude's text is part of the key: an image built against another prelude (another
     // GzEmuCtx layout) must never be loaded from the cache. kFormat counts changes to what the
     // compile step generates around the source (the rewrites, trampolines, bound symbols).
-    constexpr int kFormat = 3;
+    constexpr int kFormat = 4;
     const std::string prelude = std::string(kPrelude[0]) + kAbi + kPrelude[1] + kMma;
     version = "emulator " + compilerCommand() + " " + (status == 0 ? output.substr(0, output.find('\n')) : "unknown") +
               " format " + std::to_string(kFormat) + " prelude " + hashText(prelude);
@@ -266,6 +267,7 @@ std::vector<char> compile(const std::string& source, const Properties& propertie
   for (size_t i = 0; i < kernels.size(); ++i) {
     const std::string& k = kernels[i];
     text << "extern \"C\" void " << k << "__gz_emu(void** p) { gz_emu_call(" << k << ", p); }\n";
+    text << "extern \"C\" unsigned " << k << "__gz_emu_args(unsigned* s) { return gz_emu_arg_sizes(" << k << ", s); }\n";
     // The launch checks a block against the kernel's __launch_bounds__, as a GPU does.
     if (!bounds[i].empty())
       text << "extern \"C\" const unsigned " << k << "__gz_emu_bounds = (unsigned)(" << bounds[i] << ");\n";

@@ -1,6 +1,7 @@
 // The emulator's driver table: the CUDA driver API's calls (the same numbers: attributes, error
 // codes) over host memory. Device addresses are host pointers; streams run work at once (a copy
-// or launch is done when the call returns); events record steady_clock times. It shows
+// or launch is done when the call returns) unless the stream captures, when they are recorded
+// into a graph that a graph launch replays in order; events record steady_clock times. It shows
 // GIZML_GPU_EMULATOR_DEVICES devices (1 unless set), as many as CUDA_VISIBLE_DEVICES lets it
 // where that is set (as the CUDA driver does), each its own context and memory: allocations
 // beyond a device's size (8 GiB, or GIZML_GPU_EMULATOR_MEMORY: one size for all, or a comma list
@@ -19,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "gpu/emulator/emulator.h"
@@ -28,8 +30,9 @@ namespace gizhw::gpu::emulator {
 namespace {
 
 // CUDA's codes (cuda.h's CUresult).
-constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidImage = 200, kNotFound = 500,
-              kNotReady = 600, kLaunchFailed = 719;
+constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidImage = 200, kIllegalState = 401,
+              kNotFound = 500, kNotReady = 600, kLaunchFailed = 719, kCaptureUnsupported = 900,
+              kCaptureInvalidated = 901, kCaptureWrongThread = 908;
 
 struct Config {
   int major = 8, minor = 9;
@@ -64,6 +67,17 @@ struct Allocation {
   EmulatedDevice* device;
 };
 std::map<uint64_t, Allocation> gAllocations;  // address -> its allocation
+std::map<uintptr_t, size_t> gPinned;           // cuMemHostAlloc's blocks: address -> bytes
+
+// Whether [p, p + bytes) lies in one pinned host block.
+bool pinned(const void* p, size_t bytes) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(gMemoryMutex);
+  auto it = gPinned.upper_bound(address);
+  if (it == gPinned.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
 
 // Whether [address, address + bytes) lies in one allocation.
 bool inDevice(uint64_t address, size_t bytes) {
@@ -79,6 +93,56 @@ int badRange(const char* call, uint64_t address, size_t bytes) {
   std::snprintf(buf, sizeof buf, "%s: [0x%llx, +%zu) is not inside one device allocation", call,
                 static_cast<unsigned long long>(address), bytes);
   return fail(kInvalidValue, buf);
+}
+
+// ---- stream capture (cuStreamBeginCapture): what a capturing stream is given is recorded ------
+
+// One recorded operation. A launch keeps its arguments' values, as cuLaunchKernel copies them; a
+// copy or fill keeps its addresses, so a replay reads the memory as it is then.
+struct Node {
+  enum class Kind { Launch, ToDevice, ToHost, OnDevice, Fill, Event } kind = Kind::Launch;
+  Function* function = nullptr;
+  LaunchShape shape;
+  std::vector<std::vector<std::max_align_t>> args;
+  DevicePtr dst = 0, src = 0;
+  void* hostDst = nullptr;
+  const void* hostSrc = nullptr;
+  size_t bytes = 0;
+  unsigned char value = 0;
+  Handle event = nullptr;
+};
+struct Graph {
+  std::vector<Node> nodes;
+};
+struct Stream {
+  std::unique_ptr<Graph> capture;  // set while capturing
+  std::thread::id thread;          // the thread that began the capture
+  std::string invalid;             // why the capture was invalidated; empty while it is valid
+};
+// The captures this thread began in CUDA's global or thread-local mode: an unsafe call on it
+// (memory from the driver) fails and invalidates them.
+thread_local std::vector<Stream*> tCapturing;
+
+Stream* capturing(Handle stream) {
+  auto* s = static_cast<Stream*>(stream);
+  return s && s->capture ? s : nullptr;
+}
+// CUDA fails a call that a capture cannot hold and invalidates the capture; its end then says so.
+int invalidate(Stream& s, std::string why) {
+  if (s.invalid.empty()) s.invalid = why;
+  return fail(kCaptureUnsupported, std::move(why));
+}
+int unsafeWhileCapturing(const char* call) {
+  if (tCapturing.empty()) return kSuccess;
+  const std::string why = std::string(call) + " while this thread captures a stream";
+  for (Stream* s : tCapturing)
+    if (s->invalid.empty()) s->invalid = why;
+  return fail(kCaptureUnsupported, why);
+}
+int record(Stream& s, Node node) {
+  if (!s.invalid.empty()) return fail(kCaptureInvalidated, "the stream's capture was invalidated: " + s.invalid);
+  s.capture->nodes.push_back(std::move(node));
+  return kSuccess;
 }
 
 int init(unsigned) { return kSuccess; }
@@ -172,6 +236,10 @@ int moduleGetFunction(Handle* function, Handle module, const char* name) {
   f->name = name;
   if (const auto* bound = static_cast<const unsigned*>(dlsym(m->dl, (std::string(name) + "__gz_emu_bounds").c_str())))
     f->maxThreads = *bound;
+  const auto sizes = reinterpret_cast<unsigned (*)(unsigned*)>(dlsym(m->dl, (std::string(name) + "__gz_emu_args").c_str()));
+  if (!sizes) return fail(kInvalidImage, std::string("kernel ") + name + " lacks the emulator's argument sizes");
+  f->argBytes.resize(sizes(nullptr));
+  sizes(f->argBytes.data());
   *function = f.get();
   m->functions.push_back(std::move(f));
   return kSuccess;
@@ -185,8 +253,13 @@ int funcSetAttribute(Handle function, int attribute, int value) {
   return kSuccess;
 }
 
+int runLaunch(const Function& f, const LaunchShape& shape, void** params) {
+  const std::string error = run(f, shape, params);
+  return error.empty() ? kSuccess : fail(kLaunchFailed, error);
+}
+
 int launchKernel(Handle function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                 unsigned sharedBytes, Handle, void** params, void** extra) {
+                 unsigned sharedBytes, Handle stream, void** params, void** extra) {
   auto* f = static_cast<Function*>(function);
   // The limits a GPU enforces at launch.
   const uint64_t threads = static_cast<uint64_t>(bx) * by * bz;
@@ -207,12 +280,21 @@ int launchKernel(Handle function, unsigned gx, unsigned gy, unsigned gz, unsigne
   shape.block[0] = bx, shape.block[1] = by, shape.block[2] = bz;
   shape.sharedBytes = sharedBytes;
   shape.sharedOptin = static_cast<unsigned>(gConfig.sharedOptin);
-  const std::string error = run(*f, shape, params);
-  if (!error.empty()) return fail(kLaunchFailed, error);
-  return kSuccess;
+  if (Stream* s = capturing(stream)) {
+    Node node;
+    node.function = f;
+    node.shape = shape;
+    for (size_t i = 0; i < f->argBytes.size(); ++i) {
+      auto& value = node.args.emplace_back((f->argBytes[i] + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+      std::memcpy(value.data(), params[i], f->argBytes[i]);
+    }
+    return record(*s, std::move(node));
+  }
+  return runLaunch(*f, shape, params);
 }
 
 int memAlloc(DevicePtr* address, size_t bytes) {
+  if (const int r = unsafeWhileCapturing("cuMemAlloc")) return r;
   if (bytes == 0) return fail(kInvalidValue, "cuMemAlloc of 0 bytes");
   EmulatedDevice& device = current();
   {
@@ -233,6 +315,7 @@ int memAlloc(DevicePtr* address, size_t bytes) {
   return kSuccess;
 }
 int memFree(DevicePtr address) {
+  if (const int r = unsafeWhileCapturing("cuMemFree")) return r;
   std::lock_guard<std::mutex> lock(gMemoryMutex);
   auto it = gAllocations.find(address);
   if (it == gAllocations.end()) return fail(kInvalidValue, "cuMemFree of an address that was not allocated");
@@ -250,42 +333,95 @@ int memGetInfo(size_t* freeBytes, size_t* total) {
 }
 int memHostAlloc(void** pointer, size_t bytes, unsigned) {
   *pointer = std::malloc(bytes ? bytes : 1);
-  return *pointer ? kSuccess : kOutOfMemory;
+  if (!*pointer) return kOutOfMemory;
+  std::lock_guard<std::mutex> lock(gMemoryMutex);
+  gPinned[reinterpret_cast<uintptr_t>(*pointer)] = bytes;
+  return kSuccess;
 }
 int memFreeHost(void* pointer) {
+  {
+    std::lock_guard<std::mutex> lock(gMemoryMutex);
+    gPinned.erase(reinterpret_cast<uintptr_t>(pointer));
+  }
   std::free(pointer);
   return kSuccess;
 }
-int memcpyHtoD(DevicePtr dst, const void* src, size_t bytes, Handle) {
+// A graph reads host memory when it runs, which CUDA promises for page-locked memory only: the
+// emulator refuses a captured copy with other host memory.
+int pageable(Stream& s, const char* call) {
+  return invalidate(s, std::string(call) + " with host memory that is not pinned (cuMemHostAlloc) while capturing");
+}
+
+int memcpyHtoD(DevicePtr dst, const void* src, size_t bytes, Handle stream) {
   if (!inDevice(dst, bytes)) return badRange("cuMemcpyHtoD", dst, bytes);
+  if (Stream* s = capturing(stream)) {
+    if (!pinned(src, bytes)) return pageable(*s, "cuMemcpyHtoDAsync");
+    Node node;
+    node.kind = Node::Kind::ToDevice;
+    node.dst = dst;
+    node.hostSrc = src;
+    node.bytes = bytes;
+    return record(*s, std::move(node));
+  }
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
   return kSuccess;
 }
-int memcpyDtoH(void* dst, DevicePtr src, size_t bytes, Handle) {
+int memcpyDtoH(void* dst, DevicePtr src, size_t bytes, Handle stream) {
   if (!inDevice(src, bytes)) return badRange("cuMemcpyDtoH", src, bytes);
+  if (Stream* s = capturing(stream)) {
+    if (!pinned(dst, bytes)) return pageable(*s, "cuMemcpyDtoHAsync");
+    Node node;
+    node.kind = Node::Kind::ToHost;
+    node.hostDst = dst;
+    node.src = src;
+    node.bytes = bytes;
+    return record(*s, std::move(node));
+  }
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return kSuccess;
 }
-int memcpyDtoD(DevicePtr dst, DevicePtr src, size_t bytes, Handle) {
+int memcpyDtoD(DevicePtr dst, DevicePtr src, size_t bytes, Handle stream) {
   if (!inDevice(dst, bytes)) return badRange("cuMemcpyDtoD (destination)", dst, bytes);
   if (!inDevice(src, bytes)) return badRange("cuMemcpyDtoD (source)", src, bytes);
+  if (Stream* s = capturing(stream)) {
+    Node node;
+    node.kind = Node::Kind::OnDevice;
+    node.dst = dst;
+    node.src = src;
+    node.bytes = bytes;
+    return record(*s, std::move(node));
+  }
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   return kSuccess;
 }
-int memsetD8(DevicePtr dst, unsigned char value, size_t bytes, Handle) {
+int memsetD8(DevicePtr dst, unsigned char value, size_t bytes, Handle stream) {
   if (!inDevice(dst, bytes)) return badRange("cuMemsetD8", dst, bytes);
+  if (Stream* s = capturing(stream)) {
+    Node node;
+    node.kind = Node::Kind::Fill;
+    node.dst = dst;
+    node.value = value;
+    node.bytes = bytes;
+    return record(*s, std::move(node));
+  }
   std::memset(reinterpret_cast<void*>(dst), value, bytes);
   return kSuccess;
 }
 int streamCreate(Handle* stream, unsigned) {
-  *stream = new int(0);
+  *stream = new Stream;
   return kSuccess;
 }
 int streamDestroy(Handle stream) {
-  delete static_cast<int*>(stream);
+  auto* s = static_cast<Stream*>(stream);
+  tCapturing.erase(std::remove(tCapturing.begin(), tCapturing.end(), s), tCapturing.end());
+  delete s;
   return kSuccess;
 }
-int streamSynchronize(Handle) { return kSuccess; }  // work ran at its call
+int streamSynchronize(Handle stream) {
+  // Work ran at its call; a capturing stream cannot be waited for.
+  if (Stream* s = capturing(stream)) return invalidate(*s, "cuStreamSynchronize of a capturing stream");
+  return kSuccess;
+}
 
 struct Event {
   bool recorded = false;
@@ -299,7 +435,13 @@ int eventDestroy(Handle event) {
   delete static_cast<Event*>(event);
   return kSuccess;
 }
-int eventRecord(Handle event, Handle) {
+int eventRecord(Handle event, Handle stream) {
+  if (Stream* s = capturing(stream)) {
+    Node node;
+    node.kind = Node::Kind::Event;
+    node.event = event;
+    return record(*s, std::move(node));
+  }
   auto* e = static_cast<Event*>(event);
   e->recorded = true;
   e->at = std::chrono::steady_clock::now();
@@ -310,6 +452,66 @@ int eventElapsedTime(float* ms, Handle start, Handle end) {
   const auto *a = static_cast<Event*>(start), *b = static_cast<Event*>(end);
   if (!a->recorded || !b->recorded) return fail(kNotReady, "an event was never recorded");
   *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return kSuccess;
+}
+
+int streamBeginCapture(Handle stream, int mode) {
+  auto* s = static_cast<Stream*>(stream);
+  if (!s) return fail(kCaptureUnsupported, "cuStreamBeginCapture of the legacy default stream");
+  if (mode < 0 || mode > 2) return fail(kInvalidValue, "capture mode " + std::to_string(mode) + " is not a CUstreamCaptureMode");
+  if (s->capture) return fail(kIllegalState, "cuStreamBeginCapture of a stream that is already capturing");
+  s->capture = std::make_unique<Graph>();
+  s->thread = std::this_thread::get_id();
+  s->invalid.clear();
+  if (mode != 2) tCapturing.push_back(s);  // CU_STREAM_CAPTURE_MODE_RELAXED (2) forbids nothing
+  return kSuccess;
+}
+int streamEndCapture(Handle stream, Handle* graph) {
+  *graph = nullptr;
+  Stream* s = capturing(stream);
+  if (!s) return fail(kIllegalState, "cuStreamEndCapture of a stream that is not capturing");
+  if (s->thread != std::this_thread::get_id())
+    return fail(kCaptureWrongThread, "cuStreamEndCapture on another thread than the capture's");
+  tCapturing.erase(std::remove(tCapturing.begin(), tCapturing.end(), s), tCapturing.end());
+  std::unique_ptr<Graph> captured = std::move(s->capture);
+  if (!s->invalid.empty()) return fail(kCaptureInvalidated, "the capture was invalidated: " + s->invalid);
+  *graph = captured.release();
+  return kSuccess;
+}
+int graphInstantiate(Handle* exec, Handle graph, unsigned long long flags) {
+  if (flags != 0) return fail(kInvalidValue, "graph instantiation flags are not emulated");
+  *exec = new Graph(*static_cast<Graph*>(graph));
+  return kSuccess;
+}
+int graphDestroy(Handle graph) {
+  delete static_cast<Graph*>(graph);
+  return kSuccess;
+}
+// A replayed node checks its memory again: what it recorded may have been freed since.
+int replay(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::Launch: {
+      std::vector<void*> params;
+      for (const auto& value : n.args) params.push_back(const_cast<std::max_align_t*>(value.data()));
+      return runLaunch(*n.function, n.shape, params.data());
+    }
+    case Node::Kind::ToDevice: return memcpyHtoD(n.dst, n.hostSrc, n.bytes, nullptr);
+    case Node::Kind::ToHost: return memcpyDtoH(n.hostDst, n.src, n.bytes, nullptr);
+    case Node::Kind::OnDevice: return memcpyDtoD(n.dst, n.src, n.bytes, nullptr);
+    case Node::Kind::Fill: return memsetD8(n.dst, n.value, n.bytes, nullptr);
+    case Node::Kind::Event: return eventRecord(n.event, nullptr);
+  }
+  return kSuccess;
+}
+int graphLaunch(Handle exec, Handle stream) {
+  const auto* g = static_cast<const Graph*>(exec);
+  if (Stream* s = capturing(stream)) {
+    for (const Node& n : g->nodes)
+      if (const int r = record(*s, n)) return r;
+    return kSuccess;
+  }
+  for (const Node& n : g->nodes)
+    if (const int r = replay(n)) return r;
   return kSuccess;
 }
 
@@ -366,6 +568,10 @@ int getErrorName(int error, const char** name) {
     case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; break;
     case kOutOfMemory: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case kIllegalState: *name = "CUDA_ERROR_ILLEGAL_STATE"; break;
+    case kCaptureUnsupported: *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; break;
+    case kCaptureInvalidated: *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    case kCaptureWrongThread: *name = "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD"; break;
     case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; break;
     case kNotReady: *name = "CUDA_ERROR_NOT_READY"; break;
     case kLaunchFailed: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
@@ -383,6 +589,10 @@ int getErrorString(int error, const char** text) {
     case kInvalidValue: *text = "invalid argument"; break;
     case kOutOfMemory: *text = "out of memory (the emulated device's memory size)"; break;
     case kInvalidImage: *text = "device kernel image is invalid"; break;
+    case kIllegalState: *text = "the operation is not valid in the current state"; break;
+    case kCaptureUnsupported: *text = "operation not permitted when stream is capturing"; break;
+    case kCaptureInvalidated: *text = "operation failed due to a previous error during capture"; break;
+    case kCaptureWrongThread: *text = "attempt to terminate a thread-local capture sequence from another thread"; break;
     case kNotFound: *text = "named symbol not found"; break;
     case kNotReady: *text = "device not ready"; break;
     case kLaunchFailed: *text = "unspecified launch failure"; break;
@@ -517,6 +727,12 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.getErrorName = getErrorName;
   api.getErrorString = getErrorString;
   api.tensorMapEncodeTiled = tensorMapEncodeTiled;
+  api.streamBeginCapture = streamBeginCapture;
+  api.streamEndCapture = streamEndCapture;
+  api.graphInstantiate = graphInstantiate;
+  api.graphLaunch = graphLaunch;
+  api.graphExecDestroy = graphDestroy;
+  api.graphDestroy = graphDestroy;
   // The attribute and flag numbers are CUDA's (DriverApi's defaults); the error code is ours.
   api.errorOutOfMemory = kOutOfMemory;
   return true;

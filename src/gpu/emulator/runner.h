@@ -19,6 +19,7 @@ struct Function {
   std::string name;
   unsigned maxDynamicShared = 48 * 1024;  // raised by cuFuncSetAttribute, as on a GPU
   unsigned maxThreads = 1024;             // __launch_bounds__'s limit, when the kernel gives one
+  std::vector<unsigned> argBytes;         // each parameter's size (a captured launch copies them)
 };
 
 /// A loaded kernel shared object and the symbols of its prelude.

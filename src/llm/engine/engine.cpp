@@ -255,6 +255,14 @@ void Engine::setPrefillBudget(bool on) { impl_->budgeted = on; }
 
 double Engine::warm() {
   const auto start = std::chrono::steady_clock::now();
+  // The kernel tunings an earlier start measured, kept next to the kernel cache. Like the
+  // kernel cache, a damaged file counts as none (it is replaced below) and a failed save as
+  // nothing kept: neither stops the engine.
+  const std::string tunings = gizhw::gpu::tuningsDirectory();
+  try {
+    gizhw::gpu::loadTunings(tunings);
+  } catch (const Error&) {
+  }
   LanguageModel& model = *impl_->model;
   if (model.hasLogits()) {
     // A short prompt: the kernels do not depend on its length, and it fits every context.
@@ -270,6 +278,13 @@ double Engine::warm() {
     if (!step.empty()) model.forward(step);
     if (model.drafts() && impl_->drafts > 0 && states[0]->length() < states[0]->capacity())
       model.draft(*states[0], 0, 1, {});
+  }
+  // Whatever this process measured (in these steps or before) is kept for the next start.
+  if (gizhw::gpu::tuningsMeasured() > 0) {
+    try {
+      gizhw::gpu::saveTunings(tunings);
+    } catch (const Error&) {
+    }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
