@@ -12,7 +12,7 @@ namespace {
 // Layer `layer` of a cache whose pool is on a GPU, for the kernels there.
 gpu::KvPages gpuPages(const KvCache& cache, int64_t layer) {
   const KvPool::Layer& l = cache.pool().layer(layer);
-  return {l.keys.data, l.values.data, cache.deviceTable(), cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
+  return {l.keys.data, l.values.data, cache.deviceTable(layer), cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <iterator>
 #include <typeinfo>
 
 #include "llm/ops/host.h"
@@ -28,7 +29,7 @@ KvCache::~KvCache() { releasePages(0); }
 
 void KvCache::releasePages(size_t from) {
   for (size_t i = from; i < pages_.size(); ++i) pool_->release(pages_[i]);
-  if (from < pages_.size()) tableStale_ = true;
+  if (from < pages_.size()) tableChanged();
   pages_.resize(std::min(from, pages_.size()));
 }
 
@@ -46,23 +47,31 @@ void KvCache::makeWritable(int64_t start, int64_t rows) {
     pool_->copyPage(*pool_, pages_[i], own);
     pool_->release(pages_[i]);
     pages_[i] = own;
-    tableStale_ = true;
+    tableChanged();
   }
   while (pages_.size() < end) {
     pages_.push_back(pool_->take());
-    tableStale_ = true;
+    tableChanged();
   }
 }
 
-uint64_t KvCache::deviceTable() const {
-  const gizhw::gpu::Gpu& g = pool_->gpu().value();
-  if (!deviceTable_) deviceTable_ = g.allocate(static_cast<size_t>((capacity_ + P - 1) / P) * sizeof(int32_t));
-  if (tableStale_) {
-    // On the stream of the kernels that read it, so those queued before read the old table.
-    g.copyToDevice(deviceTable_.address(), pages_.data(), pages_.size() * sizeof(int32_t), g.stream());
-    tableStale_ = false;
+void KvCache::tableChanged() {
+  for (DeviceTable& t : deviceTables_) t.stale = true;
+}
+
+uint64_t KvCache::deviceTable(int64_t layer) const {
+  const gizhw::gpu::Gpu& g = pool_->gpuOf(layer).value();
+  auto table = std::find_if(deviceTables_.begin(), deviceTables_.end(), [&](const DeviceTable& t) { return t.gpu == g; });
+  if (table == deviceTables_.end()) {
+    deviceTables_.push_back({g, g.allocate(static_cast<size_t>((capacity_ + P - 1) / P) * sizeof(int32_t))});
+    table = std::prev(deviceTables_.end());
   }
-  return deviceTable_.address();
+  if (table->stale) {
+    // On the stream of the kernels that read it, so those queued before read the old table.
+    g.copyToDevice(table->buffer.address(), pages_.data(), pages_.size() * sizeof(int32_t), g.stream());
+    table->stale = false;
+  }
+  return table->buffer.address();
 }
 
 int64_t KvCache::pagesToAppend(int64_t tokens) const {
@@ -95,7 +104,7 @@ bool KvCache::copyKeysValues(const KvCache& other) {
   // Pages of another pool are copied into this one's: only when it has as many free.
   if (from->pool_ != pool_ && pool_->freePages() < static_cast<int64_t>(from->pages_.size())) return false;
   releasePages(0);
-  tableStale_ = true;
+  tableChanged();
   for (int32_t page : from->pages_) {
     if (from->pool_ == pool_) {
       pool_->share(page);

@@ -55,9 +55,9 @@ class KvCache : public SequenceState {
   /// Makes positions start .. start + rows - 1 its own to write: pages taken for those past its
   /// table, and a copy of each page there that it shares. An Error when the pool has no page free.
   void makeWritable(int64_t start, int64_t rows);
-  /// Its page table on the pool's GPU (the pool must be on one): one copy that every layer's
-  /// kernels of a step read, uploaded again only after its pages changed.
-  uint64_t deviceTable() const;
+  /// Its page table on the GPU of layer `layer`'s pages (which must be on one): one copy a GPU
+  /// that every layer's kernels there read in a step, uploaded again only after its pages changed.
+  uint64_t deviceTable(int64_t layer) const;
 
  protected:
   /// The keys and values of `from` (copyFrom's part for every kind): false, and no change, where
@@ -70,8 +70,14 @@ class KvCache : public SequenceState {
   std::shared_ptr<KvPool> pool_;
   int64_t capacity_, length_ = 0;
   std::vector<int32_t> pages_;
-  mutable gizhw::gpu::Buffer deviceTable_;  // room for the table at its capacity
-  mutable bool tableStale_ = true;          // pages_ changed since the last upload
+  // The page table where the pool's layers are: one a GPU (several for a model in stages).
+  struct DeviceTable {
+    gizhw::gpu::Gpu gpu;
+    gizhw::gpu::Buffer buffer;  // room for the table at its capacity
+    bool stale = true;          // pages_ changed since the last upload
+  };
+  void tableChanged();
+  mutable std::vector<DeviceTable> deviceTables_;
 };
 
 }  // namespace gizml::llm::ops
