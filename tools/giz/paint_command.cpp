@@ -98,7 +98,7 @@ int paintCommand(int argc, char** argv) {
     std::snprintf(one, sizeof one, "%s%.4f", each.empty() ? "" : " ", s);
     each += one;
   }
-  std::fprintf(stderr, "text %.3f s, %zu steps %.3f s (%s), decode %.3f s\n", times.condition, stepSeconds.size(),
+  std::fprintf(stderr, "text %.4f s, %zu steps %.4f s (%s), decode %.4f s\n", times.condition, stepSeconds.size(),
                times.sample, each.c_str(), times.decode);
   std::cout << output << ": " << width << " x " << height << ", seed " << seed << "\n";
   return 0;
