@@ -1,6 +1,7 @@
 // The image models' threads (painter.h).
 #include "ai/painter.h"
 
+#include <gizml/error.h>
 #include <gizml/image.h>
 
 namespace gizml::ai {
@@ -75,10 +76,20 @@ void Painter::paint(PaintJob& job) {
   };
   std::vector<std::vector<uint8_t>> pngs;
   try {
+    checkCancelled({});
+    // paint's stages, the caption read once for the n pictures. condition refuses only the prompt
+    // (longer than the encoder's context).
+    tensor::Tensor caption;
+    try {
+      caption = pipeline_.condition(r.prompt);
+    } catch (const Error& e) {
+      job.promptError_ = true;
+      throw;
+    }
     for (int i = 0; i < r.n; ++i) {
-      checkCancelled({});
-      const image::Image picture = pipeline_.paint(r.prompt, r.seed + static_cast<uint64_t>(i), r.width, r.height, checkCancelled);
-      pngs.push_back(image::encodePng(picture));
+      const tensor::Tensor latent =
+          pipeline_.sampleWith(caption, r.seed + static_cast<uint64_t>(i), r.width, r.height, checkCancelled);
+      pngs.push_back(image::encodePng(pipeline_.decode(latent)));
     }
   } catch (const Cancelled&) {
     job.error_ = "cancelled";

@@ -27,15 +27,17 @@ class PaintJob {
   bool wait(std::chrono::milliseconds wait);
   /// Asks the painter to stop it (at its next step, or before it starts).
   void cancel();
-  /// Once ended: the PNG files, or the error that stopped it.
+  /// Once ended: the PNG files, or the error that stopped it: the prompt's (the text encoder
+  /// refused it: promptError) or another.
   const std::vector<std::vector<uint8_t>>& pngs() const { return pngs_; }
   const std::string& error() const { return error_; }
+  bool promptError() const { return promptError_; }
 
  private:
   friend class Painter;
   std::mutex mutex_;
   std::condition_variable ended_;
-  bool done_ = false, cancelled_ = false;
+  bool done_ = false, cancelled_ = false, promptError_ = false;
   std::vector<std::vector<uint8_t>> pngs_;
   std::string error_;
 };

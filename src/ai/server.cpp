@@ -186,6 +186,7 @@ bool Server::Impl::paint(int fd, const http::Request& request, bool keepAlive) {
       return false;
     }
   }
+  if (job->promptError()) throw ApiError(400, "prompt: " + job->error(), "prompt");
   if (!job->error().empty()) throw Error("painting failed: " + job->error());
   Json data = Json::array();
   for (const std::vector<uint8_t>& png : job->pngs()) data.push_back({{"b64_json", base64(png)}});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ai/images.h"
+#include "ai/painter.h"
 #include "diffusion/zimage_tiny.h"
 #include "serve_fixture.h"
 
@@ -111,6 +112,9 @@ TEST_F(ImagesTest, RefusesWhatItCannotPaint) {
   expectRefused(with("seed", 1.5), "seed", "expected a whole number");
   expectRefused(with("prompt", 3), "prompt", "expected a string");
   expectRefused({{"size", "64x64"}}, "prompt", "is required");
+  std::string longPrompt;  // more tokens than the tiny encoder's 512 positions
+  for (int i = 0; i < 600; ++i) longPrompt += "fox ";
+  expectRefused(with("prompt", longPrompt), "prompt", "exceed the text encoder's 512");
   expectRefused(with("model", "fake"), "model", "'fake' is a language model");
   expectRefused(with("model", "nope"), "model", "'nope' does not exist", 404);
   // An image model asked for chat, a completion or a chat model's images: named.
@@ -132,4 +136,23 @@ TEST(ImagesAlone, ServesWithoutALanguageModel) {
   const Response chat = post(server.port(), "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
   EXPECT_EQ(chat.status, 404) << chat.body;
   EXPECT_NE(chat.body.find("no language model"), std::string::npos) << chat.body;
+}
+
+TEST(Painter, CancelledJobsEndWithoutPictures) {
+  ai::Painter painter(test::zimage::pipeline());
+  ai::ImageRequest request;
+  request.prompt = "a fox";
+  request.width = request.height = 32;
+  request.n = 2;
+  const auto cancelled = std::make_shared<ai::PaintJob>(request);
+  cancelled->cancel();  // before it starts: it stops at its first check
+  const auto painted = std::make_shared<ai::PaintJob>(request);
+  painter.submit(cancelled);
+  painter.submit(painted);
+  ASSERT_TRUE(cancelled->wait(std::chrono::minutes(5)));
+  EXPECT_EQ(cancelled->error(), "cancelled");
+  EXPECT_TRUE(cancelled->pngs().empty());
+  ASSERT_TRUE(painted->wait(std::chrono::minutes(5)));
+  EXPECT_EQ(painted->error(), "");
+  EXPECT_EQ(painted->pngs().size(), 2u);
 }
