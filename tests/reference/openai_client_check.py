@@ -145,14 +145,17 @@ def features(client, openai, jsonschema, messages, whole):
 
 
 def served_url(server):
-    """The URL giz serve prints once it listens."""
+    """The URL giz serve prints once it listens, and its `serving` line."""
+    serving = ""
     deadline = time.time() + 60
     while time.time() < deadline:
         line = server.stdout.readline()
         if not line:
             break
+        if line.startswith("serving"):
+            serving = line
         if line.startswith("http://"):
-            return line.strip()
+            return line.strip(), serving
     raise AssertionError("giz serve printed no URL")
 
 
@@ -181,7 +184,7 @@ def images(giz, folder):
     server = subprocess.Popen([giz, "serve", "--image", f"tiny={folder}", "--image-max-side", "256", "--port", "0"],
                               stdout=subprocess.PIPE, text=True)
     try:
-        client = openai.OpenAI(base_url=served_url(server), api_key="unused", max_retries=0, timeout=120)
+        client = openai.OpenAI(base_url=served_url(server)[0], api_key="unused", max_retries=0, timeout=120)
         assert [m.id for m in client.models.list()] == ["tiny"]
         result = client.images.generate(model="tiny", prompt=prompt, size="64x64", response_format="b64_json", n=2,
                                         extra_body={"seed": 42})
@@ -225,18 +228,7 @@ def main():
     server = subprocess.Popen([giz, "serve", str(folder), "--port", "0", "--slots", "2", "--context", "512",
                                "--pool", "768"], stdout=subprocess.PIPE, text=True)
     try:
-        url, serving = None, ""
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = server.stdout.readline()
-            if not line:
-                break
-            if line.startswith("serving"):
-                serving = line
-            if line.startswith("http://"):
-                url = line.strip()
-                break
-        assert url, "giz serve printed no URL"
+        url, serving = served_url(server)
         assert re.search(r"\(2 slots of 512 tokens, KV pool of 768 tokens, kv (8|4|4/2), \d+ MiB\)", serving), serving
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=60)
 
@@ -297,13 +289,7 @@ def main():
         print("openai client: models, chat (whole, streamed), completions, json_schema and errors agree with giz serve")
         print("structured answer:", answer)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise AssertionError("giz serve did not stop on SIGTERM")
-    assert code == 0, f"giz serve exited with {code}"
+        stop(server)
 
 
 if __name__ == "__main__":
