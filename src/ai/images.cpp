@@ -12,8 +12,10 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-// "WxH" within the target's limits; "auto" (gpt-image-1's) is the default size.
+// "WxH" within the target's limits; "auto" (gpt-image-1's) is the default size: 1024 x 1024, or
+// the largest square the target allows when that is smaller.
 void readSize(const Json& body, const ImageTarget& target, ImageRequest& r) {
+  r.width = r.height = std::min<int64_t>(1024, target.maxSide / target.sizeMultiple * target.sizeMultiple);
   const Json* size = field(body, "size");
   if (!size) return;
   if (!size->is_string()) bad("size", "expected a string WIDTHxHEIGHT, got " + typeName(*size));

@@ -22,7 +22,7 @@ inline constexpr int kMaxImages = 4;
 struct ImageRequest {
   size_t target = 0;  // index into the targets
   std::string prompt;
-  int64_t width = 1024, height = 1024;
+  int64_t width = 1024, height = 1024;  // absent: 1024, or the target's largest square below it
   int n = 1;          // image i from seed + i
   uint64_t seed = 0;  // given, else fresh
 };

@@ -84,9 +84,10 @@ TEST_F(ImagesTest, PaintsAsThePipeline) {
     EXPECT_EQ(got.height, 48);
     EXPECT_EQ(got.pixels, want.pixels) << "image " << i;
   }
-  // The default model is the first image model; the chat model answers chat as before.
-  const Response plain = post(port, "/v1/images/generations", {{"prompt", "a fox"}, {"size", "16x16"}});
-  EXPECT_EQ(plain.status, 200) << plain.body;
+  // The default model is the first image model, the default size its largest square up to 1024.
+  const Response plain = post(port, "/v1/images/generations", {{"prompt", "a fox"}});
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(image::decode(unbase64(plain.json()["data"][0]["b64_json"])).width, 128);
   const Response models = call(port, "GET", "/v1/models");
   ASSERT_EQ(models.status, 200);
   EXPECT_EQ(models.json()["data"].size(), 2u);
