@@ -1,8 +1,10 @@
 // The whole request path on arbitrary bytes: a real gizml::ai::Server, started once in process on
 // 127.0.0.1 (an ephemeral port) with a scripted model on the Qwen3 tokenizer and template, gets
 // each input on a fresh connection: HTTP -> JSON -> OpenAI request -> schema/grammar -> template
-// -> the model's answer (a reasoning section and a tool call, parsed back). Driven through the
-// socket, so that whatever the transport becomes inside, this stays the client's view.
+// -> the model's answer (a reasoning section and a tool call, parsed back); and the images route
+// on the tiny Z-Image of tests/data/diffusion (pictures up to 32 x 32, so that a valid request
+// paints in milliseconds). Driven through the socket, so that whatever the transport becomes
+// inside, this stays the client's view.
 // The first byte chooses: the rest as raw bytes, or as the JSON body of a POST to a route.
 // Nothing may crash or hang; every complete request is answered, never with a 5xx.
 // Run from the repository root: build/fuzz/fuzz/fuzz_server -max_total_time=600 NEW fuzz/corpus/fuzz_server
@@ -15,7 +17,9 @@
 #include <string>
 
 #define GIZML_SHARED_DATA "../shared/data"
+#define GIZML_TEST_DATA "tests/data"
 #include "../tests/ai/serve_fixture.h"
+#include "../tests/diffusion/zimage_tiny.h"
 
 namespace {
 
@@ -40,7 +44,9 @@ struct Fixture {
     options.requestTimeoutMs = 2000;
     std::vector<ai::Served> served;
     served.push_back(test.served("fake", 1, 96));  // a small context bounds each answer's length
-    server = std::make_unique<ai::Server>(std::move(served), options);
+    std::vector<ai::ServedPainter> painters;
+    painters.push_back({"tiny", test::zimage::pipeline(), 32});
+    server = std::make_unique<ai::Server>(std::move(served), std::move(painters), ai::Listener("127.0.0.1", 0), options);
   }
 };
 
@@ -65,8 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Fixture served;
   if (size == 0) return 0;
   const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  static const char* const routes[] = {nullptr, "/v1/chat/completions", "/v1/completions"};
-  const char* route = routes[data[0] % 3];
+  static const char* const routes[] = {nullptr, "/v1/chat/completions", "/v1/completions", "/v1/images/generations"};
+  const char* route = routes[data[0] % 4];
   std::string bytes = rest;
   if (route)
     bytes = std::string("POST ") + route + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +

@@ -4,6 +4,8 @@
 // thread answers each): GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
 // whole or streamed as Server-Sent Events. One scheduler thread per engine owns it: requests
 // from the connections queue, join the engine's slots as they free up and decode together.
+// POST /v1/images/generations paints on image models (diffusion::ZImagePipeline), one thread each.
+#include <gizml/diffusion.h>
 #include <gizml/llm.h>
 
 #include <cstddef>
@@ -20,6 +22,14 @@ struct Served {
   std::string name;
   llm::Model model;
   llm::Engine engine;
+};
+
+/// An image model the server offers on POST /v1/images/generations: the name requests give as
+/// "model", its pipeline, and the largest side it paints (larger sizes are refused with 400).
+struct ServedPainter {
+  std::string name;
+  diffusion::ZImagePipeline pipeline;
+  int64_t maxSide = 2048;
 };
 
 /// Where a server takes its connections: a listening TCP socket, which the Listener owns (and
@@ -69,12 +79,14 @@ struct ServeOptions {
   bool thinking = false;                // enable_thinking for requests without reasoning_effort
 };
 
-/// The OpenAI API on engines: the first is the default model. Serves from construction (the
-/// socket is listening when it returns) until stop() or destruction.
+/// The OpenAI API on engines: the first is the default model (the first painter the default image
+/// model). Serves from construction (the socket is listening when it returns) until stop() or
+/// destruction.
 class Server {
  public:
   /// Takes connections on listener (options.host and port are not read). Throws gizml::Error
-  /// when there is no engine or two share a name.
+  /// when there is no model or two share a name.
+  Server(std::vector<Served> models, std::vector<ServedPainter> painters, Listener listener, ServeOptions options = {});
   Server(std::vector<Served> models, Listener listener, ServeOptions options = {});
   /// On Listener(options.host, options.port): throws gizml::Error too when it cannot be bound.
   Server(std::vector<Served> models, ServeOptions options = {});
@@ -97,6 +109,8 @@ class Server {
 /// The spec's serve: engines served on listener, from now until the server's stop() or end. A
 /// program embeds it so: auto server = serve(std::move(engines), Listener("127.0.0.1", 8080));
 Server serve(std::vector<Served> engines, Listener listener, ServeOptions options = {});
+/// The same with image models beside them.
+Server serve(std::vector<Served> engines, std::vector<ServedPainter> painters, Listener listener, ServeOptions options = {});
 
 using llm::ToolCall;
 

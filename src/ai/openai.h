@@ -57,7 +57,9 @@ struct Generation {
   bool inReasoning = false;           // the prompt ends inside a <think>
 };
 
-/// Reads a body of POST /v1/chat/completions (chat) or /v1/completions. Throws ApiError.
-Generation parseGeneration(const std::string& body, bool chat, const std::vector<Target>& targets, bool thinking);
+/// Reads a body of POST /v1/chat/completions (chat) or /v1/completions. A model that is one of
+/// imageModels is refused (400, naming it). Throws ApiError.
+Generation parseGeneration(const std::string& body, bool chat, const std::vector<Target>& targets, bool thinking,
+                           const std::vector<std::string>& imageModels = {});
 
 }  // namespace gizml::ai

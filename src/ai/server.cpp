@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <gizml/image.h>
 #include <mutex>
 #include <random>
 
@@ -17,7 +18,9 @@
 #include "ai/error_response.h"
 #include "ai/fingerprint.h"
 #include "ai/http.h"
+#include "ai/images.h"
 #include "ai/openai.h"
+#include "ai/painter.h"
 #include "ai/reply.h"
 #include "ai/scheduler.h"
 #include "ai/transport.h"
@@ -65,8 +68,15 @@ struct Server::Impl {
   };
   ServeOptions options;
   std::string host;  // the listener's, for url()
+  struct PainterEntry {
+    std::string name;
+    std::unique_ptr<Painter> painter;
+  };
   std::vector<Entry> models;
   std::vector<Target> targets;
+  std::vector<PainterEntry> painters;
+  std::vector<ImageTarget> imageTargets;
+  std::vector<std::string> chatNames, imageNames;
   std::time_t created = std::time(nullptr);
   std::unique_ptr<Transport> transport;
   std::atomic<bool> stopping{false};
@@ -75,9 +85,13 @@ struct Server::Impl {
 
   bool handle(int fd, const http::Request& request, bool keepAlive);
   bool complete(int fd, const http::Request& request, bool chat, bool keepAlive);
+  bool paint(int fd, const http::Request& request, bool keepAlive);
   Json modelObject(const Entry& e) const {
     return {{"id", e.name}, {"object", "model"}, {"created", created}, {"owned_by", "gizml"},
             {"context_length", e.context}};
+  }
+  Json modelObject(const PainterEntry& e) const {
+    return {{"id", e.name}, {"object", "model"}, {"created", created}, {"owned_by", "gizml"}};
   }
   void stop();
   ~Impl() { stop(); }
@@ -100,6 +114,7 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
     } else {
       Json data = Json::array();
       for (const Entry& e : models) data.push_back(modelObject(e));
+      for (const PainterEntry& e : painters) data.push_back(modelObject(e));
       body = {{"object", "list"}, {"data", data}};
     }
     return sendAll(fd, http::response(200, "application/json", jsonText(body), keepAlive));
@@ -109,11 +124,14 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
     const std::string name(path.substr(8));
     for (const Entry& e : models)
       if (e.name == name) return sendAll(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
+    for (const PainterEntry& e : painters)
+      if (e.name == name) return sendAll(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
     return sendAll(fd, errorResponse(404, "The model '" + name + "' does not exist", keepAlive, "model", "model_not_found"));
   }
-  if (path == "/chat/completions" || path == "/completions") {
+  if (path == "/chat/completions" || path == "/completions" || path == "/images/generations") {
     if (request.method != "POST") return methodNotAllowed("POST");
     try {
+      if (path == "/images/generations") return paint(fd, request, keepAlive);
       return complete(fd, request, path == "/chat/completions", keepAlive);
     } catch (const ApiError& e) {
       return sendAll(fd, errorResponse(e.status, e.what(), keepAlive, e.param, e.code));
@@ -122,13 +140,16 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
     }
   }
   return sendAll(fd, errorResponse(404, "no route for " + request.method + " " + std::string(full) +
-                                            " (served: GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
+                                            " (served: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/images/generations)",
                                    keepAlive, "", "not_found"));
 }
 
 // The request's choices from its engine, taken as they come and written by its Reply.
 bool Server::Impl::complete(int fd, const http::Request& request, bool chat, bool keepAlive) {
-  Generation g = parseGeneration(request.body, chat, targets, options.thinking);
+  if (targets.empty())
+    throw ApiError(404, "no language model is served here (only images: POST /v1/images/generations)", "model",
+                   "model_not_found");
+  Generation g = parseGeneration(request.body, chat, targets, options.thinking, imageNames);
   Entry& entry = models[g.target];
   Completion completion(g, entry.model.tokenizer(), entry.name, entry.fingerprint, randomId);
   const std::unique_ptr<Reply> reply =
@@ -152,6 +173,27 @@ bool Server::Impl::complete(int fd, const http::Request& request, bool chat, boo
   return false;
 }
 
+// The request's pictures from its model's painter, as PNG files in base64.
+bool Server::Impl::paint(int fd, const http::Request& request, bool keepAlive) {
+  if (painters.empty())
+    throw ApiError(404, "no image model is served here (giz serve --image NAME=FOLDER)", "model", "model_not_found");
+  const ImageRequest r = parseImageRequest(request.body, imageTargets, chatNames);
+  const auto job = std::make_shared<PaintJob>(r);
+  painters[r.target].painter->submit(job);
+  while (!job->wait(std::chrono::milliseconds(50))) {
+    if (stopping || peerClosed(fd)) {
+      job->cancel();  // the painter drops it at its next step
+      return false;
+    }
+  }
+  if (job->promptError()) throw ApiError(400, "prompt: " + job->error(), "prompt");
+  if (!job->error().empty()) throw Error("painting failed: " + job->error());
+  Json data = Json::array();
+  for (const std::vector<uint8_t>& png : job->pngs()) data.push_back({{"b64_json", base64(png)}});
+  const Json body = {{"created", std::time(nullptr)}, {"data", data}};
+  return sendAll(fd, http::response(200, "application/json", jsonText(body), keepAlive));
+}
+
 void Server::Impl::stop() {
   std::lock_guard lock(stopMutex);
   if (stopped) return;
@@ -159,16 +201,27 @@ void Server::Impl::stop() {
   stopping = true;
   if (transport) transport->stop();  // the handlers see stopping (or their sockets shut) and end
   for (Entry& e : models) e.scheduler->stop();
+  for (PainterEntry& e : painters) e.painter->stop();
 }
 
 Server::Server(std::vector<Served> served, ServeOptions options)
     : Server(std::move(served), Listener(options.host, options.port), options) {}
 
-Server::Server(std::vector<Served> served, Listener listener, ServeOptions options) : impl_(std::make_unique<Impl>()) {
-  check(!served.empty(), "serve: no models to serve");
-  for (size_t i = 0; i < served.size(); ++i) {
-    check(!served[i].name.empty(), "serve: model " + std::to_string(i) + " has no name");
-    for (size_t j = 0; j < i; ++j) check(served[j].name != served[i].name, "serve: two models are named '" + served[i].name + "'");
+Server::Server(std::vector<Served> served, Listener listener, ServeOptions options)
+    : Server(std::move(served), {}, std::move(listener), std::move(options)) {}
+
+Server::Server(std::vector<Served> served, std::vector<ServedPainter> painters, Listener listener, ServeOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  check(!served.empty() || !painters.empty(), "serve: no models to serve");
+  std::vector<std::string> names;
+  for (const Served& s : served) names.push_back(s.name);
+  for (const ServedPainter& p : painters) {
+    check(p.maxSide >= 16, "serve: image model '" + p.name + "' has a largest side below 16");
+    names.push_back(p.name);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    check(!names[i].empty(), "serve: model " + std::to_string(i) + " has no name");
+    for (size_t j = 0; j < i; ++j) check(names[j] != names[i], "serve: two models are named '" + names[i] + "'");
   }
   Impl& m = *impl_;
   m.options = options;
@@ -187,7 +240,15 @@ Server::Server(std::vector<Served> served, Listener listener, ServeOptions optio
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
-  for (const Impl::Entry& e : m.models) m.targets.push_back({e.name, &e.model, e.context, templateTakesTools(e.model), e.slots});
+  for (const Impl::Entry& e : m.models) {
+    m.targets.push_back({e.name, &e.model, e.context, templateTakesTools(e.model), e.slots});
+    m.chatNames.push_back(e.name);
+  }
+  for (ServedPainter& p : painters) {
+    m.imageTargets.push_back({p.name, p.pipeline.sizeMultiple(), p.maxSide});
+    m.imageNames.push_back(p.name);
+    m.painters.push_back({p.name, std::make_unique<Painter>(std::move(p.pipeline))});
+  }
   m.transport = std::make_unique<Transport>(std::move(listener), std::move(t), std::move(access), [&m](int fd, const http::Request& r, bool keepAlive) {
     return m.handle(fd, r, keepAlive);
   });
@@ -207,6 +268,10 @@ void Server::stop() { impl_->stop(); }
 
 Server serve(std::vector<Served> engines, Listener listener, ServeOptions options) {
   return Server(std::move(engines), std::move(listener), std::move(options));
+}
+
+Server serve(std::vector<Served> engines, std::vector<ServedPainter> painters, Listener listener, ServeOptions options) {
+  return Server(std::move(engines), std::move(painters), std::move(listener), std::move(options));
 }
 
 }  // namespace gizml::ai

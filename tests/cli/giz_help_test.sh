@@ -17,7 +17,7 @@ expect() {
   [[ "$err" =~ $err_re ]] || fail "giz $*: stderr '${err:0:200}' does not match '$err_re'"
 }
 
-commands=(info run chat serve bench convert pull list rm template tokenize)
+commands=(info run chat serve paint bench convert pull list rm template tokenize)
 for asked in --help -h help; do
   expect 0 "^usage: giz <command>" "^$" -- "$asked"
 done
@@ -38,6 +38,11 @@ expect 2 "^$" "^usage: giz convert" -- convert --bogus
 expect 1 "^$" "giz serve: kv: 'x' is not a format" -- serve some-model --kv x
 expect 1 "^$" "giz bench: kv: '4/3' is not a format" -- bench some-model --kv 4/3
 expect 1 "^$" "giz run: kv: '9' is not a format" -- run some-model "hi" --kv 9
+# giz paint's mistakes, named before any model is read: a size that is not WIDTHxHEIGHT, no prompt.
+expect 1 "^$" "giz paint: --size: 'big' is not WIDTHxHEIGHT" -- paint some-folder "a fox" --size big
+expect 2 "^$" "^usage: giz paint" -- paint
+expect 1 "^$" "giz paint: without a MODEL folder, --dit, --text and --vae are all needed" -- paint "a fox" --dit d.safetensors
+expect 1 "^$" "giz serve: --image: 'tiny' is not NAME=FOLDER" -- serve --image tiny
 # Likewise a prefill budget that is neither on nor off.
 expect 1 "^$" "giz serve: --prefill-budget: 'maybe' is not on or off" -- serve some-model --prefill-budget maybe
 rm -f /tmp/giz_help_err.$$

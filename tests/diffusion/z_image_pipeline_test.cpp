@@ -10,18 +10,24 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "diffusion/weight_fixture.h"
+#include "diffusion/zimage_tiny.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kPrompt = "A red fox in fresh snow, watercolor";
+using test::zimage::data;
+using test::zimage::kPrompt;
+using test::zimage::pipeline;
+using test::zimage::textFolder;
+using test::zimage::textHf;
 
 // The text states: F16 weights (the tiny model's are BF16 values, F16 holds nearly all of them)
 // against transformers in f32, summed in other orders. Measured (x86-64, release): 1.3e-6 of
@@ -34,64 +40,9 @@ constexpr double kLatentTolerance = 5e-5;
 // The VAE's output from the reference's last latent. Measured: 2.0e-6 of values up to 2.3.
 constexpr double kDecodedTolerance = 2e-5;
 
-std::string data(const std::string& name) { return test::diffusionData(name); }
-
 const std::map<std::string, T::Tensor>& fixture() {
   static const auto c = llm::loadSafetensors(data("zimage_pipeline_case.safetensors"));
   return c;
-}
-
-void copyTokenizer(const fs::path& folder) {
-  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, folder / file,
-                  fs::copy_options::overwrite_existing);
-}
-
-// The tiny encoder as a Hugging Face folder: the committed tensors, the embedding written back
-// from its non-zero rows, and Qwen3's tokenizer. edit may change config.json first.
-std::string textHf(const std::string& tag, const std::function<void(nlohmann::json&)>& edit = {}) {
-  const fs::path folder = fs::temp_directory_path() / ("gizml_zimage_text_hf_" + tag);
-  fs::remove_all(folder);
-  fs::create_directories(folder);
-  nlohmann::json config = nlohmann::json::parse(std::ifstream(data("zimage_text_tiny/config.json")));
-  if (edit) edit(config);
-  std::ofstream(folder / "config.json") << config.dump(2);
-  test::Weights w = llm::loadSafetensors(data("zimage_text_tiny/weights.safetensors"));
-  const int64_t vocab = config["vocab_size"], hidden = config["hidden_size"];
-  T::Tensor embed = T::zeros({vocab, hidden});
-  const T::Tensor ids = w.at("embed_ids").contiguous();
-  const std::vector<float> rows = w.at("embed_rows").toFloats();
-  for (int64_t r = 0; r < ids.shape()[0]; ++r)
-    std::copy_n(rows.begin() + r * hidden, hidden, embed.data<float>() + ids.data<int64_t>()[r] * hidden);
-  w.erase("embed_ids");
-  w.erase("embed_rows");
-  w["model.embed_tokens.weight"] = embed;
-  llm::saveSafetensors((folder / "model.safetensors").string(), w);
-  copyTokenizer(folder);
-  return folder.string();
-}
-
-// convertZImageText's folder of the tiny encoder, made once.
-const std::string& textFolder() {
-  static const std::string folder = [] {
-    const std::string out = (fs::temp_directory_path() / "gizml_zimage_text").string();
-    fs::remove_all(out);
-    diffusion::convertZImageText(textHf("base"), out);
-    return out;
-  }();
-  return folder;
-}
-
-diffusion::ZImagePipelineConfig tinyConfig() {
-  diffusion::ZImagePipelineConfig c;
-  c.dit.ropeAxes = {4, 8, 12};  // make_dit_fixtures.py's
-  return c;
-}
-
-const diffusion::ZImagePipeline& pipeline() {
-  static const diffusion::ZImagePipeline p = diffusion::ZImagePipeline::load(
-      data("dit_tiny.safetensors"), textFolder(), data("vae_tiny8.safetensors"), tinyConfig());
-  return p;
 }
 
 // Pixels whose every channel is within 1 of the reference's (measured: all of them, at 64 x 64
@@ -239,15 +190,51 @@ TEST(ZImagePipeline, Errors) {
   const fs::path hf = fs::temp_directory_path() / "gizml_zimage_wide_hf";
   fs::remove_all(hf);
   fs::copy(std::string(GIZML_TEST_DATA) + "/models/qwen3/hf", hf);
-  copyTokenizer(hf);
+  test::zimage::copyTokenizer(hf);
   const std::string wide = (fs::temp_directory_path() / "gizml_zimage_wide").string();
   fs::remove_all(wide);
   diffusion::convertZImageText(hf.string(), wide);
   const std::string dit = data("dit_tiny.safetensors"), vae = data("vae_tiny8.safetensors");
-  expectError([&] { diffusion::ZImagePipeline::load(dit, wide, vae, tinyConfig()); }, {wide, dit, "64", "32"});
-  expectError([&] { diffusion::ZImagePipeline::load("/nonexistent/dit.safetensors", textFolder(), vae, tinyConfig()); },
+  expectError([&] { diffusion::ZImagePipeline::load(dit, wide, vae, test::zimage::config()); }, {wide, dit, "64", "32"});
+  expectError([&] { diffusion::ZImagePipeline::load("/nonexistent/dit.safetensors", textFolder(), vae, test::zimage::config()); },
               {"/nonexistent/dit.safetensors"});
-  expectError([&] { diffusion::ZImagePipeline::load(dit, "/nonexistent/text", vae, tinyConfig()); }, {"/nonexistent/text"});
-  expectError([&] { diffusion::ZImagePipeline::load(dit, textFolder(), "/nonexistent/ae.safetensors", tinyConfig()); },
+  expectError([&] { diffusion::ZImagePipeline::load(dit, "/nonexistent/text", vae, test::zimage::config()); }, {"/nonexistent/text"});
+  expectError([&] { diffusion::ZImagePipeline::load(dit, textFolder(), "/nonexistent/ae.safetensors", test::zimage::config()); },
               {"/nonexistent/ae.safetensors"});
+}
+
+// The tiny model as giz paint's MODEL folder (zimage_tiny.h; docs/serve.md, "Images") under
+// $GIZML_ZIMAGE_FOLDER, for the command-line tests of tests/CMakeLists.txt: model/ with the DiT,
+// the VAE and zimage.json (the tiny RoPE axes), and text_hf/, the encoder's Hugging Face folder,
+// which giz convert --z-image-text turns into model/text_encoders/. Skipped when the variable is unset.
+TEST(ZImageTinyFolder, Write) {
+  const char* root = std::getenv("GIZML_ZIMAGE_FOLDER");
+  if (!root) GTEST_SKIP() << "GIZML_ZIMAGE_FOLDER is not set";
+  const fs::path folder(root);
+  fs::remove_all(folder);
+  fs::create_directories(folder / "model" / "diffusion_models");
+  fs::create_directories(folder / "model" / "vae");
+  fs::copy_file(data("dit_tiny.safetensors"), folder / "model" / "diffusion_models" / "z_image_tiny.safetensors");
+  fs::copy_file(data("vae_tiny8.safetensors"), folder / "model" / "vae" / "ae.safetensors");
+  const std::vector<int64_t>& axes = test::zimage::config().dit.ropeAxes;
+  std::ofstream(folder / "model" / "zimage.json") << nlohmann::json{{"rope_axes", axes}}.dump() << "\n";
+  test::zimage::writeTextHf(folder / "text_hf");
+}
+
+// giz paint's picture ($GIZML_PAINTED_PNG, painted by the tests of tests/CMakeLists.txt from the
+// folder above at 256 x 256 with seed 42) against the golden one, as PaintsTheGoldenPicture.
+TEST(ZImageTinyFolder, GizPaintedTheGoldenPicture) {
+  const char* painted = std::getenv("GIZML_PAINTED_PNG");
+  if (!painted) GTEST_SKIP() << "GIZML_PAINTED_PNG is not set";
+  const auto read = [](const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    EXPECT_TRUE(file) << path;
+    return image::decode(std::vector<uint8_t>((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
+  };
+  const image::Image want = read(data("zimage_tiny_seed42.png")), got = read(painted);
+  ASSERT_EQ(got.width, 256);
+  ASSERT_EQ(got.height, 256);
+  const int64_t close = pixelsWithinOne(got, want.pixels);
+  std::printf("giz paint, 256 x 256: %lld of 65536 pixels within 1/255\n", static_cast<long long>(close));
+  EXPECT_GE(close, 65536 * 99 / 100);
 }

@@ -1,12 +1,17 @@
 """`giz serve` against the official `openai` client (PyPI), on the small real default model.
 
 usage: openai_client_check.py GIZ BUILD_DIR REPO_ROOT
+       openai_client_check.py GIZ BUILD_DIR REPO_ROOT --images MODEL_FOLDER
 
 Converts scripts/default-model.sh's GGUF once into BUILD_DIR/real_models/smollm2_4bits (into a
 folder of its own, renamed into place, as tests/slow/real_model_test.cpp does), serves it on a
 free port of 127.0.0.1 and checks models.list, chat.completions.create whole and streamed (the
 deltas of a greedy request make its whole answer), completions.create, a response_format
 json_schema answer (validated by the `jsonschema` package) and the client's errors.
+With --images: serves the Z-Image folder (the tiny one tests/CMakeLists.txt writes) with
+`giz serve --image tiny=FOLDER` and checks images.generate: the PNG decodes (Pillow) to the size
+asked and to the pixels `giz paint` writes for the same prompt and seed, n images from seed + i,
+and the client's errors for a size that is not a multiple of 16 and for response_format url.
 Exits 77 (CTest's skip) when the `openai` package or the model is not installed.
 """
 import json
@@ -139,7 +144,78 @@ def features(client, openai, jsonschema, messages, whole):
           "forced call:", call.message.tool_calls[0].function.arguments)
 
 
+def served_url(server):
+    """The URL giz serve prints once it listens, and its `serving` line."""
+    serving = ""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = server.stdout.readline()
+        if not line:
+            break
+        if line.startswith("serving"):
+            serving = line
+        if line.startswith("http://"):
+            return line.strip(), serving
+    raise AssertionError("giz serve printed no URL")
+
+
+def stop(server):
+    server.send_signal(signal.SIGTERM)
+    try:
+        code = server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        raise AssertionError("giz serve did not stop on SIGTERM")
+    assert code == 0, f"giz serve exited with {code}"
+
+
+def images(giz, folder):
+    """images.generate against giz serve --image, equal to giz paint's picture."""
+    import base64
+    import io
+    import tempfile
+    try:
+        import openai
+        from PIL import Image
+    except ImportError:
+        skip("the openai or Pillow package is not installed (pip install -r tests/reference/requirements.txt)")
+    prompt = "A red fox in fresh snow, watercolor"
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    server = subprocess.Popen([giz, "serve", "--image", f"tiny={folder}", "--image-max-side", "256", "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        client = openai.OpenAI(base_url=served_url(server)[0], api_key="unused", max_retries=0, timeout=120)
+        assert [m.id for m in client.models.list()] == ["tiny"]
+        result = client.images.generate(model="tiny", prompt=prompt, size="64x64", response_format="b64_json", n=2,
+                                        extra_body={"seed": 42})
+        assert len(result.data) == 2 and result.created > 0, result
+        pictures = [Image.open(io.BytesIO(base64.b64decode(d.b64_json))) for d in result.data]
+        for p in pictures:
+            assert p.format == "PNG" and p.mode == "RGB" and p.size == (64, 64), (p.format, p.mode, p.size)
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, p in enumerate(pictures):
+                path = os.path.join(tmp, f"{i}.png")
+                subprocess.run([giz, "paint", folder, prompt, "--seed", str(42 + i), "--size", "64x64", "-o", path],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                assert Image.open(path).tobytes() == p.tobytes(), f"image {i} differs from giz paint --seed {42 + i}"
+        assert pictures[0].tobytes() != pictures[1].tobytes()
+        for bad, needle in [({"size": "72x64"}, "multiple of 16"), ({"size": "512x512"}, "too large"),
+                            ({"response_format": "url"}, "b64_json")]:
+            try:
+                client.images.generate(model="tiny", prompt=prompt, **bad)
+                raise AssertionError(f"{bad} was taken")
+            except openai.BadRequestError as e:
+                assert needle in str(e) and e.type == "invalid_request_error", e
+        print("openai client: images.generate gives giz paint's pictures (n = 2, seeds 42 and 43); sizes and "
+              "response_format url refused")
+    finally:
+        stop(server)
+
+
 def main():
+    if len(sys.argv) == 6 and sys.argv[4] == "--images":
+        images(sys.argv[1], sys.argv[5])
+        return
     giz, build, root = sys.argv[1:4]
     try:
         import jsonschema
@@ -152,18 +228,7 @@ def main():
     server = subprocess.Popen([giz, "serve", str(folder), "--port", "0", "--slots", "2", "--context", "512",
                                "--pool", "768"], stdout=subprocess.PIPE, text=True)
     try:
-        url, serving = None, ""
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = server.stdout.readline()
-            if not line:
-                break
-            if line.startswith("serving"):
-                serving = line
-            if line.startswith("http://"):
-                url = line.strip()
-                break
-        assert url, "giz serve printed no URL"
+        url, serving = served_url(server)
         assert re.search(r"\(2 slots of 512 tokens, KV pool of 768 tokens, kv (8|4|4/2), \d+ MiB\)", serving), serving
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=60)
 
@@ -224,13 +289,7 @@ def main():
         print("openai client: models, chat (whole, streamed), completions, json_schema and errors agree with giz serve")
         print("structured answer:", answer)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise AssertionError("giz serve did not stop on SIGTERM")
-    assert code == 0, f"giz serve exited with {code}"
+        stop(server)
 
 
 if __name__ == "__main__":

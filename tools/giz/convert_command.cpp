@@ -1,4 +1,5 @@
-// giz convert SOURCE DEST [--bits N] [--head-bits N] [--group N] [--lora DIR]
+// giz convert SOURCE DEST [--bits N] [--head-bits N] [--group N] [--lora DIR] | [--z-image-text]
+#include <gizml/diffusion.h>
 #include <gizml/llm.h>
 
 #include <algorithm>
@@ -11,8 +12,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz convert SOURCE DEST [--bits 4] [--head-bits 6] [--group 32] [--lora DIR]\n"
+    "       giz convert SOURCE DEST --z-image-text\n"
     "  SOURCE: a Hugging Face folder (config.json + safetensors) or a .gguf file\n"
-    "  bits: 2..8 (grouped), or 16 (F16); the head gets at least the layers' bits\n";
+    "  bits: 2..8 (grouped), or 16 (F16); the head gets at least the layers' bits\n"
+    "  --z-image-text: Z-Image's text encoder from Qwen3-4B (its first 35 layers at 16 bits, no head),\n"
+    "  for giz paint's MODEL/text_encoders/\n";
 
 int parseInt(const std::string& flag, const std::string& text) {
   const int64_t v = parseCount(flag, text);
@@ -26,23 +30,30 @@ int convertCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   std::string source, dest, lora;
   gizml::llm::Bits bits;
-  bool headGiven = false;
+  bool headGiven = false, zImageText = false, bitsGiven = false;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
-    if (arg == "--bits" && hasValue) bits.layers = parseInt(arg, argv[++i]);
+    if (arg == "--z-image-text") zImageText = true;
+    else if (arg == "--bits" && hasValue) bits.layers = parseInt(arg, argv[++i]), bitsGiven = true;
     else if (arg == "--head-bits" && hasValue) {
       bits.head = parseInt(arg, argv[++i]);
       headGiven = true;
     }
-    else if (arg == "--group" && hasValue) bits.group = parseInt(arg, argv[++i]);
-    else if (arg == "--lora" && hasValue) lora = argv[++i];
+    else if (arg == "--group" && hasValue) bits.group = parseInt(arg, argv[++i]), bitsGiven = true;
+    else if (arg == "--lora" && hasValue) lora = argv[++i], bitsGiven = true;
     else if (arg.rfind("--", 0) == 0) return usageReply(kUsage, false);
     else if (source.empty()) source = arg;
     else if (dest.empty()) dest = arg;
     else return usageReply(kUsage, false);
   }
   if (source.empty() || dest.empty()) return usageReply(kUsage, false);
+  if (zImageText) {
+    // Its widths are fixed (convertZImageText says why): no bits, group or LoRA to choose.
+    if (bitsGiven || headGiven) throw gizml::Error("--z-image-text takes no --bits, --head-bits, --group or --lora");
+    std::cout << gizml::diffusion::convertZImageText(source, dest).text();
+    return 0;
+  }
   // The output layer is the most sensitive: unless told, never narrower than the layers.
   if (!headGiven) bits.head = std::max(bits.head, bits.layers);
   const gizml::llm::ConvertReport report = gizml::llm::convert(source, dest, bits, lora);

@@ -12,6 +12,7 @@
 
 #include "command_line.h"
 #include "generation.h"
+#include "zimage_model.h"
 
 namespace fs = std::filesystem;
 
@@ -22,7 +23,7 @@ constexpr const char* kUsage =
     "                 [--name NAME ...] [--think] [--max-body-mb 8] [--api-key KEY] [--cors-origin ORIGIN ...]\n"
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
     "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv auto] [--pool TOKENS]\n"
-    "                 [--prefill-budget on] [--device auto]\n"
+    "                 [--prefill-budget on] [--device auto] [--image NAME=FOLDER ...] [--image-max-side 2048]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
@@ -34,6 +35,8 @@ constexpr const char* kUsage =
     "  slot's whole context. Idle slots give their pages to running ones when it runs short.\n"
     "  --prefill-budget off: a prompt is read whole in one step even while other requests decode\n"
     "  (on: in parts, each adding about a decode step's time). --device as for giz run.\n"
+    "  --image: a Z-Image Turbo folder (as for giz paint) served as NAME on POST /v1/images/generations\n"
+    "  (the first the default image model); no MODEL is needed then. --image-max-side: larger sizes get 400.\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -90,7 +93,8 @@ std::string poolText(const gizml::llm::Engine& engine) {
 int serveCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   gizml::ai::ServeOptions options;
-  std::vector<std::string> models, names;
+  std::vector<std::string> models, names, images;
+  int64_t imageMaxSide = 2048;
   int slots = 4;
   int64_t context = 4096;
   int64_t pool = 0;
@@ -111,6 +115,8 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--context") context = parseCount(arg, argv[++i]);
     else if (arg == "--pool") pool = parseCount(arg, argv[++i]);
     else if (arg == "--name") names.push_back(argv[++i]);
+    else if (arg == "--image") images.push_back(argv[++i]);
+    else if (arg == "--image-max-side") imageMaxSide = parseCount(arg, argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parseSetting(argv[++i]);
     else if (arg == "--device") device = argv[++i];
@@ -128,7 +134,15 @@ int serveCommand(int argc, char** argv) {
   }
   if (options.apiKey.empty())
     if (const char* key = std::getenv("GIZML_API_KEY")) options.apiKey = key;
-  if (models.empty() || names.size() > models.size()) return usageReply(kUsage, false);
+  if ((models.empty() && images.empty()) || names.size() > models.size()) return usageReply(kUsage, false);
+  if (imageMaxSide < 16) throw gizml::Error("--image-max-side: " + std::to_string(imageMaxSide) + " is below 16");
+  std::vector<std::pair<std::string, std::string>> imageFolders;
+  for (const std::string& image : images) {
+    const size_t equals = image.find('=');
+    if (equals == 0 || equals == std::string::npos || equals + 1 == image.size())
+      throw gizml::Error("--image: '" + image + "' is not NAME=FOLDER");
+    imageFolders.emplace_back(image.substr(0, equals), image.substr(equals + 1));
+  }
   if (slots < 1) throw gizml::Error("--slots: " + std::to_string(slots) + " must be at least 1");
   if (context < 2) throw gizml::Error("--context: " + std::to_string(context) + " must be at least 2");
   if (maxBodyMb < 1) throw gizml::Error("--max-body-mb: " + std::to_string(maxBodyMb) + " must be at least 1");
@@ -152,6 +166,10 @@ int serveCommand(int argc, char** argv) {
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 
+  std::vector<gizml::ai::ServedPainter> painters;
+  for (const auto& [name, folder] : imageFolders)
+    painters.push_back({name, loadZImage(findZImageFiles(folder, {})), imageMaxSide});
+
   // Every thread the server starts inherits this mask: the signals wait for sigwait below.
   sigset_t signals;
   sigemptyset(&signals);
@@ -163,7 +181,9 @@ int serveCommand(int argc, char** argv) {
   for (const auto& s : served) servedNames.push_back(s.name + " (" + std::to_string(s.engine.slots()) + " slots of " +
                                                      std::to_string(s.engine.maxTokens()) + " tokens" +
                                                      poolText(s.engine) + ")");
-  gizml::ai::Server server = gizml::ai::serve(std::move(served), gizml::ai::Listener(options.host, options.port), options);
+  for (const auto& p : painters) servedNames.push_back(p.name + " (images up to " + std::to_string(p.maxSide) + " a side)");
+  gizml::ai::Server server =
+      gizml::ai::serve(std::move(served), std::move(painters), gizml::ai::Listener(options.host, options.port), options);
   std::cout << "serving";
   for (size_t i = 0; i < servedNames.size(); ++i) std::cout << (i ? ", " : " ") << servedNames[i];
   std::cout << "\n" << server.url() << "/v1\n" << std::flush;

@@ -1,0 +1,102 @@
+// The image models' threads (painter.h).
+#include "ai/painter.h"
+
+#include <gizml/error.h>
+#include <gizml/image.h>
+
+namespace gizml::ai {
+namespace {
+
+// Thrown from a step callback to leave paint early.
+struct Cancelled {};
+
+}  // namespace
+
+bool PaintJob::wait(std::chrono::milliseconds wait) {
+  std::unique_lock lock(mutex_);
+  return ended_.wait_for(lock, wait, [this] { return done_; });
+}
+
+void PaintJob::cancel() {
+  std::lock_guard lock(mutex_);
+  cancelled_ = true;
+}
+
+Painter::Painter(diffusion::ZImagePipeline pipeline) : pipeline_(std::move(pipeline)), thread_([this] { run(); }) {}
+
+Painter::~Painter() { stop(); }
+
+void Painter::submit(const std::shared_ptr<PaintJob>& job) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(job);
+  }
+  wake_.notify_one();
+}
+
+void Painter::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    for (const auto& job : queue_) job->cancel();
+    if (running_) running_->cancel();
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Painter::run() {
+  for (;;) {
+    std::shared_ptr<PaintJob> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = running_ = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    paint(*job);
+    {
+      std::lock_guard lock(mutex_);
+      running_.reset();
+    }
+    {
+      std::lock_guard lock(job->mutex_);
+      job->done_ = true;
+    }
+    job->ended_.notify_all();
+  }
+}
+
+void Painter::paint(PaintJob& job) {
+  const ImageRequest& r = job.request;
+  const auto checkCancelled = [&](const diffusion::ZImageStep&) {
+    std::lock_guard lock(job.mutex_);
+    if (job.cancelled_) throw Cancelled{};
+  };
+  std::vector<std::vector<uint8_t>> pngs;
+  try {
+    checkCancelled({});
+    // paint's stages, the caption read once for the n pictures. condition refuses only the prompt
+    // (longer than the encoder's context).
+    tensor::Tensor caption;
+    try {
+      caption = pipeline_.condition(r.prompt);
+    } catch (const Error& e) {
+      job.promptError_ = true;
+      throw;
+    }
+    for (int i = 0; i < r.n; ++i) {
+      const tensor::Tensor latent =
+          pipeline_.sampleWith(caption, r.seed + static_cast<uint64_t>(i), r.width, r.height, checkCancelled);
+      pngs.push_back(image::encodePng(pipeline_.decode(latent)));
+    }
+  } catch (const Cancelled&) {
+    job.error_ = "cancelled";
+  } catch (const std::exception& e) {
+    job.error_ = e.what();
+  }
+  if (job.error_.empty()) job.pngs_ = std::move(pngs);
+}
+
+}  // namespace gizml::ai

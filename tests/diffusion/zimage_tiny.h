@@ -1,0 +1,90 @@
+#pragma once
+// The tiny Z-Image Turbo of tests/reference/make_zimage_pipeline_fixtures.py as the pipeline,
+// the server tests, the server fuzzer and the command-line tests load it: the text encoder's
+// committed tensors written back into a Hugging Face folder (and converted by convertZImageText),
+// the DiT and the VAE of tests/data/diffusion. Needs GIZML_TEST_DATA and GIZML_SHARED_DATA.
+#include <gizml/diffusion.h>
+#include <gizml/safetensors.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gizml::test::zimage {
+
+/// The prompt of the fixtures and of the golden picture.
+inline const std::string kPrompt = "A red fox in fresh snow, watercolor";
+
+inline std::string data(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/diffusion/" + name; }
+
+inline void copyTokenizer(const std::filesystem::path& folder) {
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, folder / file,
+                               std::filesystem::copy_options::overwrite_existing);
+}
+
+/// The tiny encoder as a Hugging Face folder at `folder` (made afresh): the committed tensors, the
+/// embedding written back from its non-zero rows, and Qwen3's tokenizer. edit may change
+/// config.json first.
+inline void writeTextHf(const std::filesystem::path& folder, const std::function<void(nlohmann::json&)>& edit = {}) {
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(data("zimage_text_tiny/config.json")));
+  if (edit) edit(config);
+  std::ofstream(folder / "config.json") << config.dump(2);
+  std::map<std::string, T::Tensor> w = llm::loadSafetensors(data("zimage_text_tiny/weights.safetensors"));
+  const int64_t vocab = config["vocab_size"], hidden = config["hidden_size"];
+  T::Tensor embed = T::zeros({vocab, hidden});
+  const T::Tensor ids = w.at("embed_ids").contiguous();
+  const std::vector<float> rows = w.at("embed_rows").toFloats();
+  for (int64_t r = 0; r < ids.shape()[0]; ++r)
+    std::copy_n(rows.begin() + r * hidden, hidden, embed.data<float>() + ids.data<int64_t>()[r] * hidden);
+  w.erase("embed_ids");
+  w.erase("embed_rows");
+  w["model.embed_tokens.weight"] = embed;
+  llm::saveSafetensors((folder / "model.safetensors").string(), w);
+  copyTokenizer(folder);
+}
+
+/// A temporary path named by tag and this process (test programs run side by side).
+inline std::string temporary(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() / ("gizml_" + tag + "_" + std::to_string(::getpid()))).string();
+}
+
+/// writeTextHf into a temporary folder named by tag; its path.
+inline std::string textHf(const std::string& tag, const std::function<void(nlohmann::json&)>& edit = {}) {
+  const std::filesystem::path folder = temporary("zimage_text_hf_" + tag);
+  writeTextHf(folder, edit);
+  return folder.string();
+}
+
+/// convertZImageText's folder of the tiny encoder, made once a process.
+inline const std::string& textFolder() {
+  static const std::string folder = [] {
+    const std::string out = temporary("zimage_text");
+    std::filesystem::remove_all(out);
+    diffusion::convertZImageText(textHf("base"), out);
+    return out;
+  }();
+  return folder;
+}
+
+/// The tiny DiT's RoPE axes (make_dit_fixtures.py's); the rest is Z-Image Turbo's.
+inline diffusion::ZImagePipelineConfig config() {
+  diffusion::ZImagePipelineConfig c;
+  c.dit.ropeAxes = {4, 8, 12};
+  return c;
+}
+
+inline const diffusion::ZImagePipeline& pipeline() {
+  static const diffusion::ZImagePipeline p =
+      diffusion::ZImagePipeline::load(data("dit_tiny.safetensors"), textFolder(), data("vae_tiny8.safetensors"), config());
+  return p;
+}
+
+}  // namespace gizml::test::zimage

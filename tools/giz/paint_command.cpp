@@ -1,0 +1,105 @@
+// giz paint MODEL "prompt" [flags]: one picture from Z-Image Turbo (gizml::diffusion::ZImagePipeline)
+// written as a PNG, with a progress bar over the steps and each stage's time on stderr.
+#include <gizml/diffusion.h>
+#include <gizml/error.h>
+#include <gizml/image.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+#include "command_line.h"
+#include "zimage_model.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: giz paint [MODEL] PROMPT [--seed 0] [--size 1024x1024] [-o image.png]\n"
+    "                 [--dit FILE] [--text FOLDER] [--vae FILE] [--config zimage.json]\n"
+    "  MODEL: a Z-Image Turbo folder laid out as ComfyUI's models/: diffusion_models/ (one .safetensors,\n"
+    "  the DiT), text_encoders/ (one folder of giz convert QWEN3_4B DEST --z-image-text), vae/ae.safetensors\n"
+    "  and, optionally, zimage.json ({\"steps\": 8, \"shift\": 3.0, \"rope_axes\": [32, 48, 48]});\n"
+    "  --dit, --text, --vae and --config name a part in its place (all three: no MODEL needed).\n"
+    "  --seed: ComfyUI's (the same seed, the same noise); --size: WIDTHxHEIGHT, multiples of 16.\n"
+    "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
+
+// "[#####...]  3/8" redrawn in place.
+void drawProgress(int64_t done, int64_t steps, double seconds) {
+  constexpr int kWidth = 24;
+  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(steps, 1));
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  std::fprintf(stderr, "\rsteps [%s] %lld/%lld  %.2f s/step", bar.c_str(), static_cast<long long>(done),
+               static_cast<long long>(steps), seconds);
+  if (done == steps) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int paintCommand(int argc, char** argv) {
+  if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
+  ZImageFiles files;
+  std::vector<std::string> words;
+  std::string size = "1024x1024", output = "image.png";
+  uint64_t seed = 0;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (arg.rfind("-", 0) != 0 || arg == "-") words.push_back(arg);
+    else if (!hasValue) return usageReply(kUsage, false);
+    else if (arg == "--seed") {
+      const int64_t s = parseCount(arg, argv[++i]);
+      if (s < 0) throw gizml::Error("--seed: " + std::to_string(s) + " is below 0");
+      seed = static_cast<uint64_t>(s);
+    }
+    else if (arg == "--size") size = argv[++i];
+    else if (arg == "-o" || arg == "--output") output = argv[++i];
+    else if (arg == "--dit") files.dit = argv[++i];
+    else if (arg == "--text") files.text = argv[++i];
+    else if (arg == "--vae") files.vae = argv[++i];
+    else if (arg == "--config") files.config = argv[++i];
+    else return usageReply(kUsage, false);
+  }
+  if (words.empty() || words.size() > 2) return usageReply(kUsage, false);
+  const auto [width, height] = parseImageSize("--size", size);
+  const fs::path parent = fs::absolute(fs::path(output)).parent_path();
+  if (!fs::is_directory(parent)) throw gizml::Error("-o " + output + ": no folder " + parent.string());
+
+  const ZImageFiles found = findZImageFiles(words.size() == 2 ? words[0] : "", files);
+  const gizml::diffusion::ZImagePipeline pipeline = loadZImage(found);
+  const int64_t multiple = pipeline.sizeMultiple();
+  if (width % multiple || height % multiple)
+    throw gizml::Error("--size: " + size + " is not a multiple of " + std::to_string(multiple) + " each way");
+
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  std::vector<double> stepSeconds;
+  gizml::diffusion::ZImageTimes times;
+  const gizml::image::Image picture = pipeline.paint(
+      words.back(), seed, width, height,
+      [&](const gizml::diffusion::ZImageStep& s) {
+        stepSeconds.push_back(s.seconds);
+        if (terminal) drawProgress(s.step + 1, s.steps, s.seconds);
+      },
+      &times);
+  const std::vector<uint8_t> png = gizml::image::encodePng(picture);
+  std::ofstream out(output, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  if (!out.flush()) throw gizml::Error("-o " + output + ": cannot be written");
+
+  std::string each;
+  for (double s : stepSeconds) {
+    char one[32];
+    std::snprintf(one, sizeof one, "%s%.4f", each.empty() ? "" : " ", s);
+    each += one;
+  }
+  std::fprintf(stderr, "text %.4f s, %zu steps %.4f s (%s), decode %.4f s\n", times.condition, stepSeconds.size(),
+               times.sample, each.c_str(), times.decode);
+  std::cout << output << ": " << width << " x " << height << ", seed " << seed << "\n";
+  return 0;
+}
