@@ -89,6 +89,14 @@ struct ZImageConfig {
   std::vector<int64_t> ropeAxes = {32, 48, 48};  // RoPE dims of (sequence, row, column); sum = head dim
   double ropeTheta = 256.0;
   double normEps = 1e-5;  // the RMSNorms' (the final LayerNorm's is 1e-6)
+  /// The blocks' attention (qkv, out) and feed-forward (w1, w2, w3) linears, nearly all of the
+  /// DiT's products: F32, the reference, or ConvRot's W8A8 (weights rotated by the Hadamard
+  /// matrix of 256 and quantized to INT8 per output channel as they load, activations through
+  /// netops::int8Rows, the codes multiplied exactly in integers). The embedders, modulations and
+  /// final layer stay F32. F32 is the default: on the CPU the integer product is a plain exact
+  /// one, slower than F32's sgemm.
+  enum class Linears { F32, Int8 };
+  Linears linears = Linears::F32;
 };
 
 /// Z-Image's single-stream DiT (ComfyUI comfy/ldm/lumina/model.py NextDiT with Z-Image's

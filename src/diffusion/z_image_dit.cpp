@@ -1,7 +1,8 @@
 // Z-Image's DiT as ComfyUI's NextDiT runs it (comfy/ldm/lumina/model.py, Z-Image's settings;
 // diffusers transformer_z_image.py computes the same): the weights read by ComfyUI's names, their
 // sizes from their shapes; the forward pass in F32 on the CPU with tensor ops and netops'
-// attention, affine and layerNorm.
+// attention, affine and layerNorm, the blocks' attention and feed-forward linears in F32 or, as
+// ZImageConfig::linears says, W8A8 (int8_linear.h).
 #include <gizml/diffusion.h>
 #include <gizml/netops.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "int8_linear.h"
 #include "weight_file.h"
 
 namespace gizml::diffusion {
@@ -26,11 +28,19 @@ struct Linear {
   std::optional<T::Tensor> b;  // [out]
 };
 
+// x Wᵀ without bias: F32 (the reference) or W8A8, W dropped once quantized.
+struct Projection {
+  T::Tensor w;  // [out, in] F32
+  std::optional<Int8Linear> q;
+
+  T::Tensor operator()(const T::Tensor& x) const { return q ? (*q)(x) : T::matmul(x, w.transpose(0, 1)); }
+};
+
 struct Block {
-  T::Tensor qkv, out;                                  // [3 dim, dim], [dim, dim]
+  Projection qkv, out;                                 // [3 dim, dim], [dim, dim]
   T::Tensor qNorm, kNorm;                              // [head dim]
   T::Tensor attnNorm1, attnNorm2, ffnNorm1, ffnNorm2;  // [dim]
-  T::Tensor w1, w2, w3;                                // SwiGLU: w2(silu(w1 x) w3 x)
+  Projection w1, w2, w3;                               // SwiGLU: w2(silu(w1 x) w3 x)
   std::optional<Linear> modulation;                    // adaLN_modulation.0: [4 dim, adaLN width]
 };
 
@@ -91,20 +101,29 @@ int64_t outputs(const WeightFile& f, const std::string& name) {
   return s[0];
 }
 
+Projection takeProjection(WeightFile& f, const Weights& w, const std::string& name, const T::Shape& shape) {
+  Projection p{f.take(name, shape), std::nullopt};
+  if (w.config.linears == ZImageConfig::Linears::Int8) {
+    p.q = Int8Linear(p.w);
+    p.w = T::Tensor();
+  }
+  return p;
+}
+
 Block takeBlock(WeightFile& f, const Weights& w, const std::string& name, int64_t adaln, bool modulated) {
   const int64_t d = w.dim, hidden = outputs(f, name + ".feed_forward.w1.weight");
   Block b;
-  b.qkv = f.take(name + ".attention.qkv.weight", {3 * d, d});
-  b.out = f.take(name + ".attention.out.weight", {d, d});
+  b.qkv = takeProjection(f, w, name + ".attention.qkv.weight", {3 * d, d});
+  b.out = takeProjection(f, w, name + ".attention.out.weight", {d, d});
   b.qNorm = f.take(name + ".attention.q_norm.weight", {w.headDim});
   b.kNorm = f.take(name + ".attention.k_norm.weight", {w.headDim});
   b.attnNorm1 = f.take(name + ".attention_norm1.weight", {d});
   b.attnNorm2 = f.take(name + ".attention_norm2.weight", {d});
   b.ffnNorm1 = f.take(name + ".ffn_norm1.weight", {d});
   b.ffnNorm2 = f.take(name + ".ffn_norm2.weight", {d});
-  b.w1 = f.take(name + ".feed_forward.w1.weight", {hidden, d});
-  b.w2 = f.take(name + ".feed_forward.w2.weight", {d, hidden});
-  b.w3 = f.take(name + ".feed_forward.w3.weight", {hidden, d});
+  b.w1 = takeProjection(f, w, name + ".feed_forward.w1.weight", {hidden, d});
+  b.w2 = takeProjection(f, w, name + ".feed_forward.w2.weight", {d, hidden});
+  b.w3 = takeProjection(f, w, name + ".feed_forward.w3.weight", {hidden, d});
   if (modulated) b.modulation = takeLinear(f, name + ".adaLN_modulation.0", adaln, 4 * d, true);
   return b;
 }
@@ -132,7 +151,7 @@ T::Tensor block(const Weights& w, const Block& b, const T::Tensor& x, const Rope
   }
 
   const T::Tensor h = (T::lazy(rmsNorm(x, b.attnNorm1, eps)) * scaleMsa).eval();
-  const T::Tensor qkv = T::matmul(h, b.qkv.transpose(0, 1));  // [n, 3 dim]
+  const T::Tensor qkv = b.qkv(h);  // [n, 3 dim]
   const auto headsOf = [&](int64_t part) {
     return qkv.slice(1, part * d, (part + 1) * d).reshape({n, heads, w.headDim});
   };
@@ -140,13 +159,12 @@ T::Tensor block(const Weights& w, const Block& b, const T::Tensor& x, const Rope
   const T::Tensor k = rope(rmsNorm(headsOf(1), b.kNorm, eps), r.cos, r.sin).transpose(0, 1).contiguous();
   const T::Tensor v = headsOf(2).transpose(0, 1).contiguous();
   const T::Tensor o = netops::attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(w.headDim)));
-  const T::Tensor attn = T::matmul(o.transpose(0, 1).reshape({n, d}), b.out.transpose(0, 1));
+  const T::Tensor attn = b.out(o.transpose(0, 1).reshape({n, d}));
   const T::Tensor x1 = (T::lazy(x) + gateMsa * T::lazy(rmsNorm(attn, b.attnNorm2, eps))).eval();
 
   const T::Tensor g = (T::lazy(rmsNorm(x1, b.ffnNorm1, eps)) * scaleMlp).eval();
-  const T::Tensor gated =
-      (T::lazy(T::matmul(g, b.w1.transpose(0, 1))).silu() * T::lazy(T::matmul(g, b.w3.transpose(0, 1)))).eval();
-  const T::Tensor ffn = T::matmul(gated, b.w2.transpose(0, 1));
+  const T::Tensor gated = (T::lazy(b.w1(g)).silu() * T::lazy(b.w3(g))).eval();
+  const T::Tensor ffn = b.w2(gated);
   return (T::lazy(x1) + gateMlp * T::lazy(rmsNorm(ffn, b.ffnNorm2, eps))).eval();
 }
 
