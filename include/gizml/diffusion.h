@@ -122,7 +122,13 @@ class ZImageDit {
   /// minus the network's output, which is the flow velocity, so denoised = latent - sigma out.
   /// The network sees t = 1 - sigma (in float32), embedded as a sinusoid of 1000 t. [1, channels(),
   /// h, w] F32.
+  /// On a GPU (a DiT from `to`): its tensor operations there, the result [1, channels(), h, w]
+  /// F32 on that GPU, latent and caption copied there first.
   tensor::Tensor forward(const tensor::Tensor& latent, double sigma, const tensor::Tensor& caption) const;
+
+  /// The same DiT with its weights (F32, or INT8 codes and scales) copied to gpu, whose forward
+  /// runs there.
+  ZImageDit to(const gizhw::gpu::Gpu& gpu) const;
 
   int64_t channels() const;
   int64_t captionDim() const;

@@ -34,7 +34,8 @@ Int8Linear::Int8Linear(const T::Tensor& w) : in_(w.size(1)) {
 
 T::Tensor Int8Linear::operator()(const T::Tensor& x) const {
   if (x.ndim() != 2 || x.size(1) != in_)
-    throw Error("Int8Linear: input of shape " + T::shapeText(x.shape()) + " is not [rows, " + std::to_string(in_) + "]");
+    throw Error("Int8Linear: input of shape " + T::shapeText(x.shape()) + " is not [rows, " + std::to_string(in_) +
+                "]");
   const std::vector<T::Tensor> qs = netops::int8Rows(padded(x.cast(DType::F32), codes_.size(0)));
   // Codes of up to 127 times 127, summed over the input: exact in I32 (matmul sums in i64).
   const T::Tensor sums = T::matmul(qs[0].cast(DType::I32), codes_);
