@@ -70,7 +70,11 @@ class FluxVae {
 
   /// latents [n, latentChannels(), h, w] (any float dtype) to pixels
   /// [n, outChannels(), upscale() h, upscale() w] F32 in about [-1, 1]; z / kScale + kShift first.
+  /// On a GPU (a decoder from `to`): computed there, the pixels F32 on that GPU.
   tensor::Tensor decode(const tensor::Tensor& latents) const;
+
+  /// The same decoder with its weights copied to gpu, whose decode runs there.
+  FluxVae to(const gizhw::gpu::Gpu& gpu) const;
 
   int64_t latentChannels() const;
   int64_t outChannels() const;
