@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,10 @@ struct ZImagePipelineConfig {
   ZImageConfig dit;
   int64_t steps = 8;   // res_multistep steps
   double shift = 3.0;  // ModelSamplingAuraFlow's shift of the flow schedule
+  /// Where the DiT and the VAE run (ZImageDit::to, FluxVae::to): the noise and the latents on that
+  /// GPU then, sampleWith's result and the steps' latents too. The text encoder stays on the host.
+  /// None: the host.
+  std::optional<gizhw::gpu::Gpu> gpu;
 };
 
 /// Where sampling is, told after each step.
