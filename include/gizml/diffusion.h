@@ -105,7 +105,8 @@ struct ZImageConfig {
 };
 
 /// Z-Image's single-stream DiT (ComfyUI comfy/ldm/lumina/model.py NextDiT with Z-Image's
-/// settings; diffusers ZImageTransformer2DModel), on the CPU in F32, one latent at a time.
+/// settings; diffusers ZImageTransformer2DModel), in F32 (its block linears F32 or INT8) on the
+/// CPU or, after `to`, a GPU, one latent at a time.
 /// The caption's tokens are embedded (RMSNorm, linear) and refined by the unmodulated
 /// context_refiner blocks, the latent's 2 x 2 patches by the modulated noise_refiner blocks, each
 /// padded to a multiple of 32 tokens with the learned pad token; then [caption, image] pass the
