@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,11 @@ class FluxVae {
 
   /// latents [n, latentChannels(), h, w] (any float dtype) to pixels
   /// [n, outChannels(), upscale() h, upscale() w] F32 in about [-1, 1]; z / kScale + kShift first.
+  /// On a GPU (a decoder from `to`): computed there, the pixels F32 on that GPU.
   tensor::Tensor decode(const tensor::Tensor& latents) const;
+
+  /// The same decoder with its weights copied to gpu, whose decode runs there.
+  FluxVae to(const gizhw::gpu::Gpu& gpu) const;
 
   int64_t latentChannels() const;
   int64_t outChannels() const;
@@ -89,10 +94,19 @@ struct ZImageConfig {
   std::vector<int64_t> ropeAxes = {32, 48, 48};  // RoPE dims of (sequence, row, column); sum = head dim
   double ropeTheta = 256.0;
   double normEps = 1e-5;  // the RMSNorms' (the final LayerNorm's is 1e-6)
+  /// The blocks' attention (qkv, out) and feed-forward (w1, w2, w3) linears, nearly all of the
+  /// DiT's products: F32, the reference, or ConvRot's W8A8 (weights rotated by the Hadamard
+  /// matrix of 256 and quantized to INT8 per output channel as they load, activations through
+  /// netops::int8Rows, the codes multiplied exactly in integers). The embedders, modulations and
+  /// final layer stay F32. F32 is the default: on the CPU the integer product is a plain exact
+  /// one, slower than F32's sgemm.
+  enum class Linears { F32, Int8 };
+  Linears linears = Linears::F32;
 };
 
 /// Z-Image's single-stream DiT (ComfyUI comfy/ldm/lumina/model.py NextDiT with Z-Image's
-/// settings; diffusers ZImageTransformer2DModel), on the CPU in F32, one latent at a time.
+/// settings; diffusers ZImageTransformer2DModel), in F32 (its block linears F32 or INT8) on the
+/// CPU or, after `to`, a GPU, one latent at a time.
 /// The caption's tokens are embedded (RMSNorm, linear) and refined by the unmodulated
 /// context_refiner blocks, the latent's 2 x 2 patches by the modulated noise_refiner blocks, each
 /// padded to a multiple of 32 tokens with the learned pad token; then [caption, image] pass the
@@ -114,7 +128,13 @@ class ZImageDit {
   /// minus the network's output, which is the flow velocity, so denoised = latent - sigma out.
   /// The network sees t = 1 - sigma (in float32), embedded as a sinusoid of 1000 t. [1, channels(),
   /// h, w] F32.
+  /// On a GPU (a DiT from `to`): its tensor operations there, the result [1, channels(), h, w]
+  /// F32 on that GPU, latent and caption copied there first.
   tensor::Tensor forward(const tensor::Tensor& latent, double sigma, const tensor::Tensor& caption) const;
+
+  /// The same DiT with its weights (F32, or INT8 codes and scales) copied to gpu, whose forward
+  /// runs there.
+  ZImageDit to(const gizhw::gpu::Gpu& gpu) const;
 
   int64_t channels() const;
   int64_t captionDim() const;
@@ -141,6 +161,10 @@ struct ZImagePipelineConfig {
   ZImageConfig dit;
   int64_t steps = 8;   // res_multistep steps
   double shift = 3.0;  // ModelSamplingAuraFlow's shift of the flow schedule
+  /// Where the DiT and the VAE run (ZImageDit::to, FluxVae::to): the noise and the latents on that
+  /// GPU then, sampleWith's result and the steps' latents too. The text encoder stays on the host.
+  /// None: the host.
+  std::optional<gizhw::gpu::Gpu> gpu;
 };
 
 /// Where sampling is, told after each step.

@@ -116,9 +116,22 @@ T::Tensor upsample2(const T::Tensor& x) {
   return x.reshape({c, h, 1, w, 1}).expand({c, h, 2, w, 2}).contiguous().reshape({c, 2 * h, 2 * w});
 }
 
+// The parts with their tensors copied to g.
+Norm moved(const Norm& n, const gizhw::gpu::Gpu& g) { return {n.w.on(g), n.b.on(g)}; }
+Conv moved(const Conv& c, const gizhw::gpu::Gpu& g) { return {c.w.on(g), c.b.on(g), c.k}; }
+ResBlock moved(const ResBlock& r, const gizhw::gpu::Gpu& g) {
+  return {moved(r.norm1, g), moved(r.norm2, g), moved(r.conv1, g), moved(r.conv2, g),
+          r.shortcut ? std::optional<Conv>(moved(*r.shortcut, g)) : std::nullopt};
+}
+Attention moved(const Attention& a, const gizhw::gpu::Gpu& g) {
+  return {moved(a.norm, g), a.q.on(g),  a.k.on(g),  a.v.on(g),  a.proj.on(g),
+          a.qb.on(g),       a.kb.on(g), a.vb.on(g), a.projb.on(g)};
+}
+
 }  // namespace
 
 struct FluxVae::Weights {
+  std::optional<gizhw::gpu::Gpu> gpu;  // where the tensors are; none: the host
   Conv convIn;
   ResBlock mid1, mid2;
   Attention attn;
@@ -172,6 +185,27 @@ FluxVae FluxVae::load(const std::string& path) {
   return vae;
 }
 
+FluxVae FluxVae::to(const gizhw::gpu::Gpu& gpu) const {
+  const Weights& w = *weights_;
+  auto m = std::make_shared<Weights>();
+  m->gpu = gpu;
+  m->convIn = moved(w.convIn, gpu);
+  m->mid1 = moved(w.mid1, gpu);
+  m->mid2 = moved(w.mid2, gpu);
+  m->attn = moved(w.attn, gpu);
+  for (const Level& l : w.levels) {
+    Level& level = m->levels.emplace_back();
+    for (const ResBlock& b : l.blocks) level.blocks.push_back(moved(b, gpu));
+    if (l.upsample) level.upsample = moved(*l.upsample, gpu);
+  }
+  m->normOut = moved(w.normOut, gpu);
+  m->convOut = moved(w.convOut, gpu);
+  m->latent = w.latent;
+  FluxVae vae;
+  vae.weights_ = std::move(m);
+  return vae;
+}
+
 int64_t FluxVae::latentChannels() const { return weights_->latent; }
 int64_t FluxVae::outChannels() const { return weights_->convOut.w.size(0); }
 int64_t FluxVae::upscale() const { return int64_t{1} << (weights_->levels.size() - 1); }
@@ -183,12 +217,15 @@ T::Tensor FluxVae::decode(const T::Tensor& latents) const {
                 std::to_string(w.latent) + ", h, w]");
   if (!isFloat(latents.dtype()))
     throw Error(std::string("FluxVae::decode: latents are ") + dtypeName(latents.dtype()) + ", not a float dtype");
-  const T::Tensor z = latents.host().cast(DType::F32);
+  T::Tensor z = latents.host().cast(DType::F32), scale = T::scalar(kScale), shift = T::scalar(kShift);
+  if (w.gpu) {
+    z = z.on(*w.gpu);
+    scale = scale.on(*w.gpu);
+    shift = shift.on(*w.gpu);
+  }
   std::vector<T::Tensor> images;
   for (int64_t i = 0; i < z.size(0); ++i) {
-    const T::Tensor zi = (T::lazy(z.slice(0, i, i + 1).squeeze(0)) / T::lazy(T::scalar(kScale)) +
-                          T::lazy(T::scalar(kShift)))
-                             .eval();
+    const T::Tensor zi = (T::lazy(z.slice(0, i, i + 1).squeeze(0)) / T::lazy(scale) + T::lazy(shift)).eval();
     T::Tensor h = conv(w.convIn, zi);
     h = resBlock(w.mid2, attention(w.attn, resBlock(w.mid1, h)));
     for (auto level = w.levels.rbegin(); level != w.levels.rend(); ++level) {

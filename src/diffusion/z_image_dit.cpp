@@ -1,7 +1,8 @@
 // Z-Image's DiT as ComfyUI's NextDiT runs it (comfy/ldm/lumina/model.py, Z-Image's settings;
 // diffusers transformer_z_image.py computes the same): the weights read by ComfyUI's names, their
 // sizes from their shapes; the forward pass in F32 on the CPU with tensor ops and netops'
-// attention, affine and layerNorm.
+// attention, affine and layerNorm, the blocks' attention and feed-forward linears in F32 or, as
+// ZImageConfig::linears says, W8A8 (int8_linear.h).
 #include <gizml/diffusion.h>
 #include <gizml/netops.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "int8_linear.h"
 #include "weight_file.h"
 
 namespace gizml::diffusion {
@@ -26,11 +28,19 @@ struct Linear {
   std::optional<T::Tensor> b;  // [out]
 };
 
+// x Wᵀ without bias: F32 (the reference) or W8A8, W dropped once quantized.
+struct Projection {
+  T::Tensor w;  // [out, in] F32
+  std::optional<Int8Linear> q;
+
+  T::Tensor operator()(const T::Tensor& x) const { return q ? (*q)(x) : T::matmul(x, w.transpose(0, 1)); }
+};
+
 struct Block {
-  T::Tensor qkv, out;                                  // [3 dim, dim], [dim, dim]
+  Projection qkv, out;                                 // [3 dim, dim], [dim, dim]
   T::Tensor qNorm, kNorm;                              // [head dim]
   T::Tensor attnNorm1, attnNorm2, ffnNorm1, ffnNorm2;  // [dim]
-  T::Tensor w1, w2, w3;                                // SwiGLU: w2(silu(w1 x) w3 x)
+  Projection w1, w2, w3;                               // SwiGLU: w2(silu(w1 x) w3 x)
   std::optional<Linear> modulation;                    // adaLN_modulation.0: [4 dim, adaLN width]
 };
 
@@ -65,6 +75,7 @@ struct Rope {
 
 struct ZImageDit::Weights {
   ZImageConfig config;
+  std::optional<gizhw::gpu::Gpu> gpu;  // where the tensors are; none: the host
   int64_t dim = 0, headDim = 0, channels = 0, captionDim = 0;
   Linear tEmbed0, tEmbed2;  // sinusoid -> mid -> adaLN width, SiLU between
   T::Tensor captionNorm;
@@ -77,6 +88,41 @@ struct ZImageDit::Weights {
 namespace {
 
 using Weights = ZImageDit::Weights;
+
+Linear moved(const Linear& l, const gizhw::gpu::Gpu& g) {
+  return {l.w.on(g), l.b ? std::optional<T::Tensor>(l.b->on(g)) : std::nullopt};
+}
+
+Projection moved(const Projection& p, const gizhw::gpu::Gpu& g) {
+  if (p.q) return {T::Tensor(), p.q->to(g)};
+  return {p.w.on(g), std::nullopt};
+}
+
+Block moved(const Block& b, const gizhw::gpu::Gpu& g) {
+  Block m;
+  m.qkv = moved(b.qkv, g);
+  m.out = moved(b.out, g);
+  m.qNorm = b.qNorm.on(g);
+  m.kNorm = b.kNorm.on(g);
+  m.attnNorm1 = b.attnNorm1.on(g);
+  m.attnNorm2 = b.attnNorm2.on(g);
+  m.ffnNorm1 = b.ffnNorm1.on(g);
+  m.ffnNorm2 = b.ffnNorm2.on(g);
+  m.w1 = moved(b.w1, g);
+  m.w2 = moved(b.w2, g);
+  m.w3 = moved(b.w3, g);
+  if (b.modulation) m.modulation = moved(*b.modulation, g);
+  return m;
+}
+
+std::vector<Block> moved(const std::vector<Block>& blocks, const gizhw::gpu::Gpu& g) {
+  std::vector<Block> m;
+  for (const Block& b : blocks) m.push_back(moved(b, g));
+  return m;
+}
+
+// t (made on the host) where the weights are.
+T::Tensor placed(const Weights& w, const T::Tensor& t) { return w.gpu ? t.on(*w.gpu) : t; }
 
 Linear takeLinear(WeightFile& f, const std::string& name, int64_t in, int64_t out, bool bias) {
   Linear l{f.take(name + ".weight", {out, in}), std::nullopt};
@@ -91,20 +137,29 @@ int64_t outputs(const WeightFile& f, const std::string& name) {
   return s[0];
 }
 
+Projection takeProjection(WeightFile& f, const Weights& w, const std::string& name, const T::Shape& shape) {
+  Projection p{f.take(name, shape), std::nullopt};
+  if (w.config.linears == ZImageConfig::Linears::Int8) {
+    p.q = Int8Linear(p.w);
+    p.w = T::Tensor();
+  }
+  return p;
+}
+
 Block takeBlock(WeightFile& f, const Weights& w, const std::string& name, int64_t adaln, bool modulated) {
   const int64_t d = w.dim, hidden = outputs(f, name + ".feed_forward.w1.weight");
   Block b;
-  b.qkv = f.take(name + ".attention.qkv.weight", {3 * d, d});
-  b.out = f.take(name + ".attention.out.weight", {d, d});
+  b.qkv = takeProjection(f, w, name + ".attention.qkv.weight", {3 * d, d});
+  b.out = takeProjection(f, w, name + ".attention.out.weight", {d, d});
   b.qNorm = f.take(name + ".attention.q_norm.weight", {w.headDim});
   b.kNorm = f.take(name + ".attention.k_norm.weight", {w.headDim});
   b.attnNorm1 = f.take(name + ".attention_norm1.weight", {d});
   b.attnNorm2 = f.take(name + ".attention_norm2.weight", {d});
   b.ffnNorm1 = f.take(name + ".ffn_norm1.weight", {d});
   b.ffnNorm2 = f.take(name + ".ffn_norm2.weight", {d});
-  b.w1 = f.take(name + ".feed_forward.w1.weight", {hidden, d});
-  b.w2 = f.take(name + ".feed_forward.w2.weight", {d, hidden});
-  b.w3 = f.take(name + ".feed_forward.w3.weight", {hidden, d});
+  b.w1 = takeProjection(f, w, name + ".feed_forward.w1.weight", {hidden, d});
+  b.w2 = takeProjection(f, w, name + ".feed_forward.w2.weight", {d, hidden});
+  b.w3 = takeProjection(f, w, name + ".feed_forward.w3.weight", {hidden, d});
   if (modulated) b.modulation = takeLinear(f, name + ".adaLN_modulation.0", adaln, 4 * d, true);
   return b;
 }
@@ -132,7 +187,7 @@ T::Tensor block(const Weights& w, const Block& b, const T::Tensor& x, const Rope
   }
 
   const T::Tensor h = (T::lazy(rmsNorm(x, b.attnNorm1, eps)) * scaleMsa).eval();
-  const T::Tensor qkv = T::matmul(h, b.qkv.transpose(0, 1));  // [n, 3 dim]
+  const T::Tensor qkv = b.qkv(h);  // [n, 3 dim]
   const auto headsOf = [&](int64_t part) {
     return qkv.slice(1, part * d, (part + 1) * d).reshape({n, heads, w.headDim});
   };
@@ -140,13 +195,12 @@ T::Tensor block(const Weights& w, const Block& b, const T::Tensor& x, const Rope
   const T::Tensor k = rope(rmsNorm(headsOf(1), b.kNorm, eps), r.cos, r.sin).transpose(0, 1).contiguous();
   const T::Tensor v = headsOf(2).transpose(0, 1).contiguous();
   const T::Tensor o = netops::attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(w.headDim)));
-  const T::Tensor attn = T::matmul(o.transpose(0, 1).reshape({n, d}), b.out.transpose(0, 1));
+  const T::Tensor attn = b.out(o.transpose(0, 1).reshape({n, d}));
   const T::Tensor x1 = (T::lazy(x) + gateMsa * T::lazy(rmsNorm(attn, b.attnNorm2, eps))).eval();
 
   const T::Tensor g = (T::lazy(rmsNorm(x1, b.ffnNorm1, eps)) * scaleMlp).eval();
-  const T::Tensor gated =
-      (T::lazy(T::matmul(g, b.w1.transpose(0, 1))).silu() * T::lazy(T::matmul(g, b.w3.transpose(0, 1)))).eval();
-  const T::Tensor ffn = T::matmul(gated, b.w2.transpose(0, 1));
+  const T::Tensor gated = (T::lazy(b.w1(g)).silu() * T::lazy(b.w3(g))).eval();
+  const T::Tensor ffn = b.w2(gated);
   return (T::lazy(x1) + gateMlp * T::lazy(rmsNorm(ffn, b.ffnNorm2, eps))).eval();
 }
 
@@ -226,6 +280,32 @@ ZImageDit ZImageDit::load(const std::string& path, const ZImageConfig& config) {
   return dit;
 }
 
+ZImageDit ZImageDit::to(const gizhw::gpu::Gpu& gpu) const {
+  const Weights& w = *weights_;
+  auto m = std::make_shared<Weights>();
+  m->config = w.config;
+  m->gpu = gpu;
+  m->dim = w.dim;
+  m->headDim = w.headDim;
+  m->channels = w.channels;
+  m->captionDim = w.captionDim;
+  m->tEmbed0 = moved(w.tEmbed0, gpu);
+  m->tEmbed2 = moved(w.tEmbed2, gpu);
+  m->captionNorm = w.captionNorm.on(gpu);
+  m->captionEmbed = moved(w.captionEmbed, gpu);
+  m->xEmbed = moved(w.xEmbed, gpu);
+  m->xPad = w.xPad.on(gpu);
+  m->captionPad = w.captionPad.on(gpu);
+  m->noiseRefiner = moved(w.noiseRefiner, gpu);
+  m->contextRefiner = moved(w.contextRefiner, gpu);
+  m->layers = moved(w.layers, gpu);
+  m->finalModulation = moved(w.finalModulation, gpu);
+  m->finalLinear = moved(w.finalLinear, gpu);
+  ZImageDit dit;
+  dit.weights_ = std::move(m);
+  return dit;
+}
+
 int64_t ZImageDit::channels() const { return weights_->channels; }
 int64_t ZImageDit::captionDim() const { return weights_->captionDim; }
 int64_t ZImageDit::dim() const { return weights_->dim; }
@@ -255,17 +335,17 @@ T::Tensor ZImageDit::forward(const T::Tensor& latent, double sigma, const T::Ten
     freq[static_cast<size_t>(i)] = std::cos(arg);
     freq[static_cast<size_t>(half + i)] = std::sin(arg);
   }
-  const T::Tensor temb = T::tensor({1, kFrequencies}, freq);
+  const T::Tensor temb = placed(w, T::tensor({1, kFrequencies}, freq));
   const T::Tensor adaln = linear(w.tEmbed2, T::lazy(linear(w.tEmbed0, temb)).silu().eval());
 
   // The latent's p x p patches as tokens, features ordered (row in patch, column in patch, channel).
   const int64_t hp = latent.size(2) / p, wp = latent.size(3) / p, nImage = hp * wp;
-  const T::Tensor patches = latent.host()
-                                .cast(DType::F32)
-                                .reshape({c, hp, p, wp, p})
-                                .permute({1, 3, 2, 4, 0})
-                                .contiguous()
-                                .reshape({nImage, p * p * c});
+  const T::Tensor patches = placed(w, latent.host()
+                                         .cast(DType::F32)
+                                         .reshape({c, hp, p, wp, p})
+                                         .permute({1, 3, 2, 4, 0})
+                                         .contiguous()
+                                         .reshape({nImage, p * p * c}));
   const int64_t nCaption = caption.size(0), captionLen = roundUp(nCaption), imageLen = roundUp(nImage);
 
   std::vector<std::array<int64_t, 3>> captionPos, imagePos;
@@ -273,13 +353,13 @@ T::Tensor ZImageDit::forward(const T::Tensor& latent, double sigma, const T::Ten
   for (int64_t i = 0; i < imageLen; ++i)
     imagePos.push_back(i < nImage ? std::array<int64_t, 3>{captionLen + 1, i / wp, i % wp}
                                   : std::array<int64_t, 3>{0, 0, 0});
-  const Rope captionRope = ropeOf(w.config, captionPos), imageRope = ropeOf(w.config, imagePos);
+  Rope captionRope = ropeOf(w.config, captionPos), imageRope = ropeOf(w.config, imagePos);
+  for (Rope* r : {&captionRope, &imageRope}) *r = {placed(w, r->cos), placed(w, r->sin)};
 
   T::Tensor img = padded(linear(w.xEmbed, patches), w.xPad);
   for (const Block& b : w.noiseRefiner) img = block(w, b, img, imageRope, adaln);
-  T::Tensor cap = padded(
-      linear(w.captionEmbed, rmsNorm(caption.host().cast(DType::F32).contiguous(), w.captionNorm, w.config.normEps)),
-      w.captionPad);
+  const T::Tensor captionRows = placed(w, caption.host().cast(DType::F32).contiguous());
+  T::Tensor cap = padded(linear(w.captionEmbed, rmsNorm(captionRows, w.captionNorm, w.config.normEps)), w.captionPad);
   for (const Block& b : w.contextRefiner) cap = block(w, b, cap, captionRope, adaln);
 
   T::Tensor x = T::concat({cap, img}, 0);
@@ -288,7 +368,8 @@ T::Tensor ZImageDit::forward(const T::Tensor& latent, double sigma, const T::Ten
 
   // The final layer on the image's tokens: LayerNorm (no affine) times 1 + Linear(SiLU(adaln)).
   const T::Tensor tokens = x.slice(0, captionLen, captionLen + nImage).contiguous();
-  const T::Tensor normed = netops::layerNorm(tokens, T::ones({w.dim}), T::zeros({w.dim}), kFinalEps)[0];
+  const T::Tensor normed =
+      netops::layerNorm(tokens, placed(w, T::ones({w.dim})), placed(w, T::zeros({w.dim})), kFinalEps)[0];
   const T::Tensor scale = linear(w.finalModulation, T::lazy(adaln).silu().eval());
   const T::Tensor out = linear(w.finalLinear, (T::lazy(normed) * (T::Lazy(1.0) + T::lazy(scale))).eval());
   // ComfyUI returns minus the network's output, unpatchified to [1, c, h, w].

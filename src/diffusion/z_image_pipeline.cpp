@@ -40,6 +40,10 @@ ZImagePipeline ZImagePipeline::load(const std::string& ditPath, const std::strin
                                     const std::string& vaePath, const ZImagePipelineConfig& config) {
   ZImageDit dit = ZImageDit::load(ditPath, config.dit);
   FluxVae vae = FluxVae::load(vaePath);
+  if (config.gpu) {
+    dit = dit.to(*config.gpu);
+    vae = vae.to(*config.gpu);
+  }
   llm::Model text = llm::load(textFolder);
   const int64_t width = text.hiddenSize();
   check(width == dit.captionDim(), textFolder + ": the text encoder's states are " + std::to_string(width) +
@@ -78,13 +82,16 @@ tensor::Tensor ZImagePipeline::sampleWith(const tensor::Tensor& caption, uint64_
             std::to_string(p.dit.captionDim()) + "]");
   const int64_t up = p.vae.upscale();
   tensor::Tensor x = torchRandn(seed, {1, p.dit.channels(), height / up, width / up});
+  if (p.config.gpu) x = x.on(*p.config.gpu);
   ResMultistep sampler(p.sigmas);
   for (int64_t i = 0; i < sampler.steps(); ++i) {
     const auto start = std::chrono::steady_clock::now();
     const float sigma = p.sigmas[static_cast<size_t>(i)];
     // ComfyUI's CONST model sampling: denoised = x - out * sigma, in float32.
     const tensor::Tensor out = p.dit.forward(x, sigma, caption);
-    const tensor::Tensor denoised = x.sub(out.mul(tensor::scalar(sigma, DType::F32)));
+    tensor::Tensor sigmaScalar = tensor::scalar(sigma, DType::F32);
+    if (p.config.gpu) sigmaScalar = sigmaScalar.on(*p.config.gpu);
+    const tensor::Tensor denoised = x.sub(out.mul(sigmaScalar));
     x = sampler.step(i, x, denoised);
     if (onStep) onStep({.step = i, .steps = sampler.steps(), .sigma = sigma, .seconds = secondsSince(start), .latent = x});
   }
@@ -94,7 +101,7 @@ tensor::Tensor ZImagePipeline::sampleWith(const tensor::Tensor& caption, uint64_
 image::Image ZImagePipeline::decode(const tensor::Tensor& latent) const {
   check(latent.shape().size() == 4 && latent.shape()[0] == 1,
         "ZImagePipeline::decode: one latent [1, channels, h, w] at a time, not " + tensor::shapeText(latent.shape()));
-  return image::fromTensor(parts_->vae.decode(latent).squeeze(0), image::Range::MinusOneOne);
+  return image::fromTensor(parts_->vae.decode(latent).squeeze(0).host(), image::Range::MinusOneOne);
 }
 
 image::Image ZImagePipeline::paint(const std::string& prompt, uint64_t seed, int64_t width, int64_t height,
