@@ -186,7 +186,7 @@ TEST(ZImagePipeline, PaintsTheGoldenPicture) {
 // Measured (x86-64, release) at 64 x 64: 4082 of 4096 pixels within 1/255, all within 2/255;
 // asserted with margin: 99% within 1/255, all within 4/255.
 TEST(ZImagePipeline, Int8LinearsPaintNearlyTheF32Picture) {
-  diffusion::ZImagePipelineConfig config = tinyConfig();
+  diffusion::ZImagePipelineConfig config = test::zimage::config();
   config.dit.linears = diffusion::ZImageConfig::Linears::Int8;
   const diffusion::ZImagePipeline int8 = diffusion::ZImagePipeline::load(
       data("dit_tiny.safetensors"), textFolder(), data("vae_tiny8.safetensors"), config);
@@ -213,7 +213,7 @@ TEST(ZImagePipeline, Int8LinearsPaintNearlyTheF32Picture) {
 TEST(ZImagePipelineGpu, Int8PaintsNearlyTheReferencePicture) {
   const auto gpu = gizhw::gpu::open();
   if (!gpu) GTEST_SKIP() << "no GPU found: GPU test skipped";
-  diffusion::ZImagePipelineConfig config = tinyConfig();
+  diffusion::ZImagePipelineConfig config = test::zimage::config();
   config.dit.linears = diffusion::ZImageConfig::Linears::Int8;
   config.gpu = *gpu;
   const diffusion::ZImagePipeline p = diffusion::ZImagePipeline::load(
