@@ -7,9 +7,11 @@
 # That machine lacks our Debian packages (Highway, GoogleTest, Google Benchmark), so the build is
 # made here and carried:
 #   scripts/device-check.sh --pack      # here: Release build, then .device/ = the binaries + the
-#                                       # shared libraries they need that are not in glibc
-#   device run (carry .device):  scripts/device-check.sh
-# On the device the script uses .device/ when present (LD_LIBRARY_PATH=.device/lib), else it
+#                                       # shared libraries they need that are not in glibc, packed
+#                                       # as .device.tar.xz (~15 MB: the working tree and what is
+#                                       # carried travel within 64 MiB together)
+#   device run (carry .device.tar.xz):  scripts/device-check.sh
+# On the device the script unpacks .device.tar.xz and uses .device/ (LD_LIBRARY_PATH=.device/lib), else it
 # tries a Release build with what is installed there (needs libhwy, gtest, benchmark).
 # Nothing here changes the GPU's settings.
 set -uo pipefail
@@ -20,24 +22,28 @@ if [ "${1:-}" = "--pack" ]; then
   set -e
   cmake --preset release >/dev/null
   cmake --build --preset release -j "$(nproc)" --target test_gpu test_netops test_tile test_grad test_llm bench_gpu \
-    bench_tile_gpu bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz
+    bench_tile_gpu bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz test_diffusion
   rm -rf .device && mkdir -p .device/bin .device/lib
   cp build/release/tests/test_gpu build/release/tests/test_netops build/release/tests/test_tile build/release/tests/test_grad \
     build/release/tests/test_llm build/release/bench/bench_gpu build/release/bench/bench_tile_gpu build/release/bench/bench_attention_rows \
     build/release/bench/bench_netops_gpu build/release/example_02_gpu build/release/giz \
-    build/release/example_train_mlp .device/bin/
+    build/release/example_train_mlp build/release/tests/test_diffusion .device/bin/
   # Every shared library the binaries load except the C library itself (the device image may
   # have another libstdc++, Highway or GoogleTest, or none).
   for b in .device/bin/*; do
     ldd "$b" | awk '/=> \// {print $3}'
   done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} .device/lib/
+  # Symbols are not needed there, and the carried folder must stay under 64 MiB.
+  chmod u+w .device/lib/* && strip --strip-unneeded .device/bin/* .device/lib/*
   exclude=$(git rev-parse --git-path info/exclude)
   mkdir -p "$(dirname "$exclude")"
   grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
+  grep -qx '/.device.tar.xz' "$exclude" 2>/dev/null || echo '/.device.tar.xz' >> "$exclude"
   # The tests read their fixtures where this checkout is (GIZML_TEST_DATA is compiled in).
   pwd > .device/source_root
-  du -sh .device
-  echo "packed: carry .device and run scripts/device-check.sh there"
+  tar -cf - .device | xz -T"$(nproc)" -6 > .device.tar.xz
+  du -sh .device .device.tar.xz
+  echo "packed: carry .device.tar.xz and run scripts/device-check.sh there"
   exit 0
 fi
 
@@ -54,6 +60,7 @@ echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | head -3
 nproc
 
+[ -f .device.tar.xz ] && [ ! -d .device/bin ] && tar -xJf .device.tar.xz
 if [ -d .device/bin ]; then
   bin=$root/.device/bin
   export LD_LIBRARY_PATH=$root/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -66,13 +73,13 @@ else
   echo "== no .device: building here"
   cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build build/device -j "$(nproc)" --target test_gpu test_netops test_tile test_grad test_llm bench_gpu \
-      bench_tile_gpu bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz ||
+      bench_tile_gpu bench_attention_rows bench_netops_gpu example_02_gpu example_train_mlp giz test_diffusion ||
     { note "BUILD FAILED"; exit 1; }
   mkdir -p build/device/bin
   cp build/device/tests/test_gpu build/device/tests/test_netops build/device/tests/test_tile build/device/tests/test_grad \
     build/device/tests/test_llm build/device/giz build/device/bench/bench_gpu build/device/bench/bench_tile_gpu build/device/bench/bench_attention_rows \
     build/device/bench/bench_netops_gpu build/device/example_02_gpu \
-    build/device/example_train_mlp build/device/bin/
+    build/device/example_train_mlp build/device/tests/test_diffusion build/device/bin/
   bin=$root/build/device/bin
 fi
 export XDG_CACHE_HOME=/tmp/gizml-device-cache
@@ -88,7 +95,7 @@ done
 [ "$line" = "[[4, 5], [10, 11]]" ] && note "example_02_gpu: ok" || note "example_02_gpu: WRONG ($line)"
 
 echo "== GPU tests"
-timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:KernelCache.*:NoLink.OpenNeverThrows:KernelsCompile.ElementwiseSource*' \
+timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:Graphs.*:KernelCache.*:NoLink.OpenNeverThrows:KernelsCompile.ElementwiseSource*' \
   >"$out/test_gpu.txt" 2>&1
 status=$?
 tail -80 "$out/test_gpu.txt"
@@ -127,6 +134,12 @@ timeout 150 "$bin/test_llm" --gtest_filter='*GpuModel*:*GpuQwen35*' >"$out/test_
 status=$?
 grep -E 'bits, KV|FAILED' "$out/test_llm_gpu.txt" | head -40
 note "test_llm (GPU models): exit $status, $(grep -c '^\[       OK \]' "$out/test_llm_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z/]*\.' "$out/test_llm_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed"
+
+echo "== diffusion on the GPU (Z-Image's DiT, FLUX.1's VAE decoder and the INT8 pipeline's tiny picture against the host)"
+timeout 120 "$bin/test_diffusion" --gtest_filter='*Gpu*' >"$out/test_diffusion_gpu.txt" 2>&1
+status=$?
+grep -E 'FAILED|within' "$out/test_diffusion_gpu.txt" | head -20
+note "test_diffusion (GPU): exit $status, $(grep -c '^\[       OK \]' "$out/test_diffusion_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z/]*\.' "$out/test_diffusion_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed"
 
 echo "== giz bench on the GPU: a Qwen3-0.6B-shaped model at 4 bits (random weights, made here)"
 model=/tmp/gizml-qwen3s
