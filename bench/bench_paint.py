@@ -11,8 +11,8 @@ ratio torch / ours (above 1: ours is faster).
   bench_paint.py [--model FOLDER] [--size 256x256] [--threads N] [--rounds 3]
 
 FOLDER: giz paint's tiny model folder, which ctest's giz_paint_tiny_folder and
-giz_convert_z_image_text write (default build/release/tests/zimage_tiny/model). Run it with the
-torch venv: /work/venv-torch/bin/python bench/bench_paint.py (torch, transformers 5, diffusers).
+giz_convert_z_image_text write (default build/release/tests/zimage_tiny/model). Run it with a
+Python that has torch, transformers 5 and diffusers (`pip install torch transformers diffusers`).
 """
 import argparse
 import os
