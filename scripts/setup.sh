@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ clang-14 libclang-rt-14-dev ccache pkg-config
           libhwy-dev libgtest-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
           libcurl4-openssl-dev libssl-dev libpng-dev libjpeg62-turbo-dev
+          # FFmpeg's libraries, for image::writeVideo's MP4 (H.264 by libx264, AAC)
+          libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
           python3 python3-venv
           # hipRTC of Debian's ROCm 5 (in libamdhip64): the tests compile every GPU kernel for AMD too
           libamdhip64-5 libhiprtc-builtins5 rocm-device-libs)
@@ -26,7 +28,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: making the Python environment .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, openai, jsonschema, PIL" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, openai, jsonschema, PIL, av" 2>/dev/null; then
   echo "setup: installing the test tools of tests/reference/requirements.txt from PyPI into .venv"
   .venv/bin/pip install -q -r tests/reference/requirements.txt
 fi

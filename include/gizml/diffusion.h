@@ -1,7 +1,9 @@
 #pragma once
 // gizml::diffusion: the model-free parts of diffusion sampling as ComfyUI runs them (the initial
-// noise from a seed, the flow-matching sigma schedule and the res_multistep sampler), FLUX.1's
-// VAE decoder, Z-Image's DiT and the Z-Image Turbo pipeline (text encoder, DiT and VAE).
+// noise from a seed, the flow-matching sigma schedules, the res_multistep and Euler samplers),
+// Z-Image Turbo (DiT, FLUX.1's VAE decoder, the pipeline from text encoder to picture), klein's
+// parts (the FLUX.2 / FLUX.3 DiT, FLUX.2's VAE both ways, the text rows) and MiniMax H3's (the
+// transformer, the video and audio decoders).
 #include <gizml/image.h>
 #include <gizml/llm.h>
 #include <gizml/tensor.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gizml::diffusion {
@@ -62,8 +65,9 @@ class FluxVae {
   static constexpr double kScale = 0.3611;
   static constexpr double kShift = 0.1159;
 
-  /// The `decoder.*` tensors of BFL's ae.safetensors (F32, F16 or BF16, computed in F32; the
-  /// attention's 1 x 1 q, k, v and proj_out as convolutions [c, c, 1, 1] or linears [c, c]);
+  /// The `decoder.*` tensors of BFL's ae.safetensors, or of a file in diffusers' AutoencoderKL
+  /// names (decoder.up_blocks.0...) (F32, F16 or BF16, computed in F32; the attention's 1 x 1 q,
+  /// k, v and proj_out as convolutions [c, c, 1, 1] or linears [c, c]);
   /// other tensors (the encoder's) are ignored. A missing tensor, a wrong shape or dtype, a
   /// channel count that 32 groups do not divide or a `decoder.` tensor it does not use is a
   /// gizml::Error naming the file and the tensor.
@@ -117,7 +121,10 @@ struct ZImageConfig {
 class ZImageDit {
  public:
   /// ComfyUI's single-file tensor names (`layers.N.attention.qkv.weight`, `x_embedder.weight`,
-  /// ...; F32, F16 or BF16, computed in F32). The width, head dim (q_norm's size), layer
+  /// ...; F32, F16, BF16 or FP8 (F8_E4M3, F8_E5M2: plain, or scaled per tensor as ComfyUI's
+  /// fp8_scaled files are, `scale_weight` or `weight_scale` beside the weight, the value being the
+  /// code times the scale), computed in F32). On the host the blocks' linears stay as stored (FP8
+  /// as BF16) and become F32 at each use. The width, head dim (q_norm's size), layer
   /// counts, caption width, FFN and time-embedding widths come from the shapes. A missing tensor,
   /// a wrong shape or dtype, a head dim other than the sum of config.ropeAxes or a tensor it does
   /// not use is a gizml::Error naming the file and the tensor.
@@ -165,6 +172,12 @@ struct ZImagePipelineConfig {
   /// GPU then, sampleWith's result and the steps' latents too. The text encoder stays on the host.
   /// None: the host.
   std::optional<gizhw::gpu::Gpu> gpu;
+  /// When memory is short: hold the text encoder and the DiT only while they run. load checks
+  /// each part by loading it and letting it go before the next; then each condition loads the
+  /// text encoder and each sampleWith the DiT (and places it on the GPU) for that call, so that
+  /// the two are never in memory together, at the price of reading their files every call. The
+  /// pictures are the same.
+  bool lowMemory = false;
 };
 
 /// Where sampling is, told after each step.
@@ -222,6 +235,448 @@ class ZImagePipeline {
   int64_t sizeMultiple() const;
   int64_t captionDim() const;
   const ZImagePipelineConfig& config() const;
+
+  struct Parts;
+
+ private:
+  std::shared_ptr<const Parts> parts_;
+};
+
+/// FLUX.2's VAE (diffusers AutoencoderKLFlux2; BFL's flux2 autoencoder), which FLUX.2 and FLUX.3
+/// klein use, both ways, on the CPU in F32: FLUX.1's blocks (FluxVae) with 32 latent channels,
+/// an encoder (conv_in, down levels of ResNet blocks each but the last ending in zeros padded
+/// right and below and a 3 x 3 conv of stride 2, the middle, GroupNorm + swish, conv_out to the
+/// posterior's mean and log variance), quant_conv and post_quant_conv (1 x 1), and the latents as
+/// the klein pipeline reads them: 2 x 2 patches of the posterior's mean (channel 4 c + 2 dy + dx)
+/// normalized by the file's BatchNorm statistics, (z - running_mean) / sqrt(running_var + 1e-4).
+class Flux2Vae {
+ public:
+  /// batch_norm_eps of FLUX.2's VAE config (diffusers' default, which the klein pipelines read).
+  static constexpr double kBatchNormEps = 1e-4;
+
+  /// BFL's / ComfyUI's flux2-vae.safetensors (encoder.*, encoder.quant_conv, decoder.*,
+  /// decoder.post_quant_conv, bn.running_mean/var) or diffusers' AutoencoderKLFlux2 in its names
+  /// (a diffusion_pytorch_model.safetensors, or the folder holding it or a vae/ folder with it);
+  /// F32, F16 or BF16, computed in F32. Sizes come from the shapes. A missing tensor, a wrong
+  /// shape or dtype, a channel count that 32 groups do not divide or a tensor it does not use
+  /// (bn.num_batches_tracked aside) is a gizml::Error naming the file and the tensor.
+  static Flux2Vae load(const std::string& path);
+
+  /// pixels [n, imageChannels(), H, W] (any float dtype, about [-1, 1]; H, W multiples of
+  /// scale()) to the normalized patchified latents [n, latentChannels(), H / scale(),
+  /// W / scale()] F32 (the posterior's mean: no sampling, as the pipelines encode references).
+  /// On a GPU (a VAE from `to`): computed there, the latents F32 on that GPU.
+  tensor::Tensor encode(const tensor::Tensor& pixels) const;
+  /// latents [n, latentChannels(), h, w] (any float dtype) to pixels [n, imageChannels(),
+  /// scale() h, scale() w] F32 in about [-1, 1]: the normalization undone, unpatchified,
+  /// post_quant_conv, the decoder. On a GPU: computed there, the pixels F32 on that GPU.
+  tensor::Tensor decode(const tensor::Tensor& latents) const;
+
+  /// The same VAE with its weights copied to gpu, whose encode and decode run there.
+  Flux2Vae to(const gizhw::gpu::Gpu& gpu) const;
+
+  /// 4 z: 128 for FLUX.2's (z = 32).
+  int64_t latentChannels() const;
+  int64_t imageChannels() const;
+  /// Image pixels a latent pixel covers each way: 2 x 2^(levels - 1), 16 for FLUX.2's.
+  int64_t scale() const;
+
+  struct Weights;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
+};
+
+// ---- MiniMax H3's decoders (diffusers AutoencoderKLMiniMaxH3 and AutoencoderKLMiniMaxH3Audio) ----
+
+/// What MiniMax H3's video decoder file does not tell by its shapes. The defaults are the released model's
+/// (diffusers' MINIMAX_H3_VIDEO_VAE_CONFIG; the latent statistics of video_vae/config.json as
+/// stable-diffusion.cpp's minimax_h3_vae.hpp carries them).
+struct H3VideoConfig {
+  int64_t headDim = 64;             // the ViT's attention head width (the heads: its width / headDim)
+  int64_t patch = 16, patchT = 4;   // pixels a latent covers across and frames it covers in time
+  double ropeTheta = 100.0, ropeRatio = 0.75;  // RoPE on the first ropeRatio headDim channels of a head
+  double eps = 1e-5;                // the RMSNorms' and the final LayerNorm's
+  int64_t clipLength = 17, tokenDrop = 3;  // the encoder's chunks: 17 frames, 3 trailing latents dropped
+  /// Spatial tiles in pixels and their least overlap (released with tiling on: the released frames
+  /// are the blended tiles'); 0: the whole frame at once.
+  int64_t tile = 256, tileOverlap = 64;
+  std::vector<float> latentsMean = {0.858090341091156f,  -0.960659146308899f, 1.066164016723633f,  -0.509032547473907f,
+                                    -0.272758185863495f, -1.367541432380676f, -0.255325496196747f, -0.269075542688370f,
+                                    -0.537684082984924f, -0.046409729868174f, 0.665737032890320f,  0.196901276707649f,
+                                    -0.546060800552368f, -0.403534203767776f, -0.236830249428749f, 0.259284526109695f,
+                                    -0.301339447498322f, 0.211341992020607f,  -1.120684862136841f, 0.358193337917328f,
+                                    -0.042251437902451f, 0.260482996702194f,  0.228640928864479f,  0.705603182315826f};
+  std::vector<float> latentsStd = {1.222377419471741f, 1.276726365089417f, 1.683177471160889f, 1.754945516586304f,
+                                   1.563621640205383f, 2.194143533706665f, 0.965313792228699f, 1.056988596916199f,
+                                   0.841948926448822f, 0.772995293140411f, 1.895593762397766f, 0.946841835975647f,
+                                   0.799680948257446f, 0.449889004230499f, 0.719739973545075f, 0.693629324436188f,
+                                   2.961095094680786f, 2.769419908523560f, 3.049618482589722f, 2.108805418014527f,
+                                   3.276226282119751f, 3.162735700607300f, 2.281681299209595f, 2.612784385681153f};
+};
+
+/// MiniMax H3's video decoder (the spec's Decoder), on the CPU in F32: post_quant_conv (1 x 1 x 1), then a
+/// non-causal ViT (every latent voxel a token, 4 learned register tokens and a zero token appended; blocks of
+/// RMSNorm, attention with q/k RMSNorm and partial 3-axis RoPE on rotated halves, a SwiGLU feed-forward, each
+/// scaled by a learned vector; LayerNorm and a projection to patchT x patch x patch pixels of 3 colours).
+/// decode runs diffusers' AutoencoderKLMiniMaxH3.decode as released: chunks of 5 + 2 latent frames cross-faded
+/// over 5 frames, each chunk in spatial tiles blended linearly (the whole clip at once would differ).
+class H3VideoDecoder {
+ public:
+  /// The decoder side of the video VAE's file: the original checkpoint's names
+  /// (video_vae/source/model.safetensors: decoder.x_embedder, per-head interleaved attn.to_qkv, ff.w1 as
+  /// [gate; up]; decoder.mask_token is unused) or diffusers' (decoder.proj_in, attn.to_q/to_k/to_v,
+  /// ff.net.0.proj as [up; gate]); F32, F16 or BF16, computed in F32. encoder.* and quant_conv are ignored.
+  /// Widths and layers come from the shapes. A missing tensor, a wrong shape or dtype or a decoder tensor it
+  /// does not use is a gizml::Error naming the file and the tensor.
+  static H3VideoDecoder load(const std::string& path, const H3VideoConfig& config = {});
+
+  /// The frames of the sampler's latents [1, latentChannels(), t, h, w] (t >= 3, the least diffusers' chunked
+  /// decode takes; the model's clips have 5 n + 2): latents * latentsStd + latentsMean, the decode, then the
+  /// ImageNet convention undone (x 0.229/0.224/0.225 + 0.485/0.456/0.406) and clamped to [0, 1]:
+  /// [1, 3, frames, patch h, patch w] F32, 17 n + 5 frames for 5 n + 2 latents.
+  tensor::Tensor decode(const tensor::Tensor& latents) const;
+
+  int64_t latentChannels() const;
+  const H3VideoConfig& config() const;
+
+  struct Weights;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
+};
+
+/// What MiniMax H3's audio decoder file does not tell by its shapes. The defaults are the released model's;
+/// its latent statistics are in audio_vae/config.json (diffusers: the VAE's config), or in the file as
+/// latents_mean and latents_std (stable-diffusion.cpp's packing), which win.
+struct H3AudioConfig {
+  int64_t sampleRate = 32000;
+  std::vector<int64_t> dilations = {1, 3, 5};  // of each AMP block's convolution pairs
+  std::vector<float> latentsMean, latentsStd;  // [latent channels] each
+};
+
+/// MiniMax H3's audio decoder (the spec's AudioDecoder), on the CPU in F32: dec_in_proj, then BigVGAN
+/// (weight-normed convolutions, transposed-convolution upsamplers, anti-aliased SnakeBeta AMP blocks averaged a
+/// stage, clamp to [-1, 1]). Mono: stereo is two streams.
+class H3AudioDecoder {
+ public:
+  /// The audio VAE's file as stored (original and diffusers names are the same): dec_in_proj.* and decoder.*,
+  /// convolutions as weight_g / weight_v or folded weights, the resamplers' Kaiser filters as stored; the
+  /// encoder's tensors are ignored. Stage rates come from the upsamplers' kernels (2 u or 2 u - 1). Errors as
+  /// H3VideoDecoder::load's; no latent statistics in the file or config is an Error too.
+  static H3AudioDecoder load(const std::string& path, const H3AudioConfig& config = {});
+
+  /// The sound of the sampler's latents [streams, latentChannels(), n] (stereo: 2): latents * std + mean,
+  /// then the decoder: [streams, n hop()] F32 samples in [-1, 1] at sampleRate().
+  tensor::Tensor decode(const tensor::Tensor& latents) const;
+
+  int64_t latentChannels() const;
+  /// Samples a latent frame makes: the product of the stage rates (800 for the released model).
+  int64_t hop() const;
+  int64_t sampleRate() const;
+
+  struct Weights;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
+};
+
+// ---- FLUX.2 [klein] and FLUX.3 klein: the DiT, its schedule and the Euler step ----
+
+/// mu of ComfyUI's Flux2Scheduler (comfy_extras/nodes_flux.py compute_empirical_mu, which is
+/// diffusers' and BFL's): an empirical line in the image's token count (width x height / 256),
+/// between its 10- and 200-step fits by steps, or the 200-step fit alone above 4300 tokens.
+double flux2Mu(int64_t imageTokens, int64_t steps);
+
+/// ComfyUI's Flux2Scheduler sigmas: linspace(1, 0, steps + 1) in float32, each t mapped to
+/// e^mu / (e^mu + (1 / t - 1)) in float32 as torch computes it (the last 0). steps must be
+/// 1..4096 and imageTokens positive (ComfyUI's round(width x height / 256)).
+std::vector<float> flux2Sigmas(int64_t steps, int64_t imageTokens);
+
+/// ComfyUI's `euler` sampler step (k_diffusion sample_euler, no churn): d = (x - denoised) /
+/// sigma, then x + d (sigmaNext - sigma), each operation rounded to float32. The sampler FLUX.2
+/// [klein]'s ComfyUI workflows use with Flux2Scheduler. x and denoised F32 of one shape; sigma > 0.
+tensor::Tensor eulerStep(const tensor::Tensor& x, const tensor::Tensor& denoised, float sigma, float sigmaNext);
+
+/// What a klein DiT file does not tell by its tensors.
+struct KleinConfig {
+  /// The block linears (attention q/k/v and out, the MLPs' in and out, the single blocks' fused
+  /// in and out): F32, the reference, or ConvRot's W8A8 as in ZImageConfig::linears. The
+  /// embedders, modulations and final layer stay F32.
+  ZImageConfig::Linears linears = ZImageConfig::Linears::F32;
+  /// RoPE's (t, h, w, l) axes; empty: four equal axes of head dim / 4 (both models' [32, 32, 32,
+  /// 32]). Their sum must be the head dim.
+  std::vector<int64_t> ropeAxes;
+  /// RoPE's theta; 0: the variant's (FLUX.2 2000, FLUX.3 10000, diffusers' defaults).
+  double ropeTheta = 0;
+};
+
+/// The klein transformer, FLUX.2 [klein] (diffusers Flux2Transformer2DModel without guidance
+/// embedder; BFL's flux2 model) or FLUX.3 (diffusers Flux3Transformer2DModel), as the file's
+/// tensor names say, in F32 on the CPU, one latent at a time. Where the two differ (docs/klein.md):
+/// FLUX.2 runs double-stream blocks (image and text streams, joint attention) then fused single
+/// blocks over [text, image, references], modulated once per step from the time; FLUX.3 runs
+/// per-mode blocks (text, image, references each attending to itself) then joint parallel blocks
+/// over [text, image, references], the text and references modulated at time 0 and a flow-map
+/// file's target-time embedding added to all. Both: no biases, LayerNorm (eps 1e-6, no affine)
+/// with (1 + scale) x + shift, q/k RMSNorm, SwiGLU, 4-axis RoPE on interleaved pairs.
+class KleinDit {
+ public:
+  enum class Variant { Flux2, Flux3 };
+
+  /// diffusers' names (`transformer_blocks.N.attn.to_q.weight`, ...) or BFL's single-file names
+  /// as ComfyUI loads them (`double_blocks.N.img_attn.qkv.weight`, ...), optionally under
+  /// `model.diffusion_model.`; F32, F16 or BF16, computed in F32. The widths, heads (from the q
+  /// norm's size), layer counts and channels come from the shapes. A missing tensor, a wrong shape
+  /// or dtype, or a tensor it does not use under the model's prefix is a gizml::Error naming the
+  /// file and the tensor.
+  static KleinDit load(const std::string& path, const KleinConfig& config = {});
+
+  /// The network's output for latent [1, channels(), h, w] (the VAE latent patchified 2 x 2:
+  /// token (y, x) is the column latent[0, :, y, x]) at noise level sigma in [0, 1], with reference
+  /// latents (each [1, referenceChannels(), hi, wi], any count) and text [tokens, textDim()]: the
+  /// flow velocity ComfyUI's diffusion model returns, so denoised = latent - sigma out;
+  /// [1, channels(), h, w] F32. Positions (t, h, w, l): FLUX.2 text (0, 0, 0, l), image (0, y, x,
+  /// 0), reference i (10 + 10 i, y, x, 0); FLUX.3 text alike, image (0, y / 2, x / 2, 0),
+  /// reference i (0, y / 2, x / 2, -1 - i). targetSigma: the sigma this step goes to, read by
+  /// flow-map FLUX.3 files only (flowMap()).
+  tensor::Tensor forward(const tensor::Tensor& latent, const std::vector<tensor::Tensor>& references,
+                         const tensor::Tensor& text, double sigma, double targetSigma = 0) const;
+
+  Variant variant() const;
+  /// Whether the file embeds the step's target sigma (FLUX.3's step-distilled files).
+  bool flowMap() const;
+  int64_t channels() const;
+  int64_t referenceChannels() const;
+  int64_t textDim() const;
+  int64_t dim() const;
+
+  struct Weights;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
+};
+
+// ---- MiniMax H3 (text to video with sound): the transformer on the CPU in F32 ----
+
+/// MiniMax H3's sigma shifts: its video and audio rows step down schedules of their own.
+struct H3Shift {
+  double video = 12.0;
+  double audio = 3.0;
+};
+
+/// A keyframe the video is held to: its latent [videoChannels(), 1, h, w] (the target's h and w),
+/// already noised to t 0.999 as the pipeline does (scale_noise), anchored at the first latent
+/// frame or the last.
+struct H3Keyframe {
+  tensor::Tensor latent;
+  bool last = false;
+};
+
+/// What a request conditions H3 on: the text encoder's states [tokens, textDim()], each token's
+/// modality tag (1 text, 0 a vision block's rows; empty: all 1) and the keyframes.
+struct H3Condition {
+  tensor::Tensor text;
+  std::vector<int> textTags;
+  std::vector<H3Keyframe> keyframes;
+};
+
+/// A request's video and sound, as latents or as their velocities: video [videoChannels(),
+/// frames, h, w] (h, w even), audio [2, latents, audioChannels()] (stereo, channel-major as H3
+/// packs it). F32.
+struct H3Latents {
+  tensor::Tensor video, audio;
+};
+
+/// A LoRA merged into MiniMax H3 as it loads: the file (safetensors on the checkpoint's module
+/// names, optionally under `diffusion_model.`: kohya's `<module>.lora_down.weight`,
+/// `.lora_up.weight` and `.alpha`, or peft's `.lora_A.weight`, `.lora_B.weight`) and its strength.
+struct H3Lora {
+  std::string path;
+  double scale = 1.0;
+};
+
+/// MiniMax H3's transformer (diffusers MiniMaxH3Transformer3DModel; stable-diffusion.cpp
+/// minimax_h3.hpp) on the CPU in F32. One packed sequence [text | keyframes | target audio |
+/// target video] passes the blocks: the text projected and refined (unmodulated blocks, no
+/// RoPE), the video's 1 x 2 x 2 patches and the audio's rows projected; each block is full
+/// self-attention (q/k RMSNorm, 3-axis RoPE on the leading 6 x rope_freq_dim channels of a head,
+/// rotate-half) and a SwiGLU, each modulated per row by the AdaLN row of its (timestep, modality);
+/// an RMSNorm modulated per timestep and the two heads give the target rows' velocities. The
+/// velocity is data-ward: x0 = x + sigma v.
+class H3Model {
+ public:
+  /// The checkpoint's own tensor names (`blocks.N.attn.qkv_proj.weight` stacked [q; k; v],
+  /// `blocks.N.mlp.fc1.weight` [gate; value], `video_patch_proj`, `condition_proj`,
+  /// `time_embedder.proj_in`, `token_refiner.blocks.N`, `final_layer.*`, `rope.inv_freq`; F32,
+  /// F16 or BF16, computed in F32); a pruned checkpoint's `adaln_t_table` [grid, time width]
+  /// (AdaLN inputs sampled over t in [0, 1], read linearly between grid points) instead of the
+  /// time embedder. Sizes come from the shapes. A missing tensor, a wrong shape or dtype or a
+  /// tensor it does not use is a gizml::Error naming the file and the tensor. Each of loras is
+  /// merged into its linears (W += scale (alpha / rank) up down, alpha / rank 1 when no alpha is
+  /// stored); a LoRA tensor of another layout, of a module the model has not or of a wrong shape
+  /// is an Error naming the LoRA file and the tensor.
+  static H3Model load(const std::string& path, const std::vector<H3Lora>& loras = {});
+
+  /// One denoising pass: the velocities of x's target rows with the target video at t videoT and
+  /// the audio at audioT (t = 1 - sigma, in [0, 1]), the keyframes at max(videoT, 0.999), the
+  /// text at videoT. Its AdaLN rows are computed for this pass. Bad shapes are an Error.
+  H3Latents forward(const H3Latents& x, double videoT, double audioT, const H3Condition& condition) const;
+
+  /// Makes and keeps the AdaLN tables of a schedule of `steps` Euler passes (sigmas
+  /// linspace(1, 0, steps + 1) under each shift, in float32, as MiniMaxH3Scheduler with
+  /// steps + 1 points): every block's rows and the output norm's for each pass's video, audio and
+  /// keyframe t, so that sample computes none. Returns their size in bytes (F32: for the released
+  /// model's 50 blocks of 5376, 349 MB for 6 passes). steps >= 1, shifts > 0, else an Error.
+  int64_t prepare(int64_t steps, H3Shift shift = {});
+
+  /// The prepared schedule's passes from noise (the initial latents): each a forward on the
+  /// prepared tables and MiniMaxH3Scheduler's Euler step (eta 0) for the video and the audio.
+  /// Without a prepare, an Error. onStep, when set, is told each pass done (0-based).
+  H3Latents sample(const H3Latents& noise, const H3Condition& condition,
+                   const std::function<void(int64_t step, const H3Latents& x)>& onStep = {}) const;
+
+  /// The prepared schedule's sigmas (steps + 1 each, the last 0); empty before prepare.
+  const std::vector<float>& videoSigmas() const;
+  const std::vector<float>& audioSigmas() const;
+  /// The prepared tables' bytes; 0 before prepare.
+  int64_t tableBytes() const;
+
+  int64_t hidden() const;
+  int64_t blocks() const;
+  int64_t videoChannels() const;
+  int64_t audioChannels() const;
+  int64_t textDim() const;
+
+  struct Weights;
+  struct Tables;
+
+ private:
+  std::shared_ptr<const Weights> weights_;
+  std::shared_ptr<const Tables> tables_;
+};
+
+
+// ---- FLUX.2 [klein]'s text conditioning ----
+
+/// The hidden states FLUX.2 [klein] reads from Qwen3-4B: transformers' hidden_states 9, 18 and 27
+/// (diffusers' text_encoder_out_layers, ComfyUI's layer=[9, 18, 27]), side by side: 3 x 2560 =
+/// 7680, the DiT's joint_attention_dim.
+inline const std::vector<int64_t> kKleinTextLayers = {9, 18, 27};
+
+/// Klein's text encoder from Qwen3-4B or Qwen3-VL-4B (its language model, model.language_model.*;
+/// the vision tower is left out), a Hugging Face folder or a GGUF file: converted with gizml::llm
+/// into destination keeping the embedding and the first max(layers) layers (27 of 36 for
+/// kKleinTextLayers), at 16 bits as convertZImageText (which says why), without the final norm and
+/// the output layer. An empty list, a state not after a layer (below 1), a model of another
+/// architecture or with fewer layers than the last state needs is a gizml::Error naming it.
+llm::ConvertReport convertTextEncoder(const std::string& source, const std::string& destination,
+                                      const std::vector<int64_t>& layers = kKleinTextLayers);
+
+/// What KleinText reads. The defaults are FLUX.2 [klein] 4B's.
+struct KleinTextConfig {
+  std::vector<int64_t> layers = kKleinTextLayers;  // hidden_states indices, side by side in this order
+  int64_t minTokens = 512;  // the rows padded up to (ComfyUI's min_length, diffusers' max_sequence_length)
+};
+
+/// FLUX.2 [klein]'s text conditioning on the CPU in F32, as ComfyUI runs it (comfy/text_encoders/
+/// flux.py KleinTokenizer and Qwen3_4BModel): the prompt in the template
+/// "<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+/// (diffusers' apply_chat_template with enable_thinking=False writes the same), tokenized whole,
+/// then padded on the right with <|endoftext|> (151643) to minTokens; the encoder's attention
+/// mask ends at the first <|endoftext|> (the padding; ComfyUI's too when the prompt itself
+/// holds one), so every row, the padding's too, attends only the tokens before it, at positions
+/// 0, 1, ...; each row's states after the layers, side by side. diffusers (pipeline_flux2_klein.py)
+/// agrees up to minTokens; past that it truncates the template to 512 tokens, ComfyUI keeps all
+/// of them, and so does this. The calls keep no state (each reads in an engine of its own);
+/// copies share the weights.
+class KleinText {
+ public:
+  /// folder: convertTextEncoder's output (or any converted folder holding the layers, Qwen3-8B's
+  /// for klein 9B; only those up to the last state are loaded). A missing folder, a tokenizer
+  /// without <|endoftext|>, layers outside 1 .. the folder's, or minTokens below 1 is a
+  /// gizml::Error naming it.
+  static KleinText load(const std::string& folder, const KleinTextConfig& config = {});
+
+  /// The template's token ids for prompt, unpadded.
+  std::vector<llm::TokenId> promptTokens(const std::string& prompt) const;
+  /// The DiT's text rows: [max(minTokens, template tokens), width()] F32 on the host, row t the
+  /// states of token t after each configured layer in turn. The DiT numbers them itself (FLUX.2's
+  /// text ids (0, 0, 0, t), which diffusers' _prepare_text_ids makes from the row count alone). A
+  /// template longer than the encoder's context is an Error.
+  tensor::Tensor condition(const std::string& prompt) const;
+
+  /// layers.size() x the encoder's width: 7680 for klein 4B.
+  int64_t width() const;
+  const KleinTextConfig& config() const;
+
+  struct Parts;
+
+ private:
+  std::shared_ptr<const Parts> parts_;
+};
+
+// ---- FLUX.2 [klein]'s pipeline: text to image and edits ----
+
+/// What KleinPipeline takes besides its files. The defaults are FLUX.2 [klein] 4B's distilled
+/// model as ComfyUI's klein workflow and diffusers' Flux2KleinPipeline run it.
+struct KleinPipelineConfig {
+  KleinConfig dit;
+  KleinTextConfig text;
+  /// Euler steps over flux2Sigmas: 4, the distilled FLUX.2 [klein] 4B's (its model card;
+  /// diffusers' pipeline defaults to the base model's 50); FLUX.3 klein's distilled files: 16.
+  int64_t steps = 4;
+  /// The area the default size of an edit keeps (editSize), in pixels: 1024 x 1024.
+  int64_t editArea = int64_t{1} << 20;
+};
+
+/// What the DiT reads besides the latent: the text rows and the reference pictures' latents.
+struct KleinConditioning {
+  tensor::Tensor text;                     // [rows, textDim] F32 (KleinText::condition)
+  std::vector<tensor::Tensor> references;  // each [1, channels, h, w] F32 (Flux2Vae::encode)
+};
+
+/// FLUX.2 [klein] (and FLUX.3 klein's DiT in its layout) from prompt and pictures to picture on
+/// the CPU in F32, as diffusers' Flux2KleinPipeline runs it with ComfyUI's noise (cfg 1, one
+/// prompt): condition (KleinText's rows, each reference picture resized as the pipeline does and
+/// Flux2Vae::encode), sample (torchRandn(seed, [1, channels, height / scale, width / scale]),
+/// ComfyUI's EmptyFlux2LatentImage's shape, stepped by eulerStep over flux2Sigmas with
+/// denoised = x - sigma KleinDit::forward) and decode (Flux2Vae::decode and ComfyUI's SaveImage
+/// bytes). The calls keep no state; copies share the weights. The GPU is not used yet.
+class KleinPipeline {
+ public:
+  /// ditPath: KleinDit::load's file; vaePath: flux2-vae.safetensors (Flux2Vae::load); textFolder:
+  /// convertTextEncoder's output (KleinText::load). A missing or bad file is a gizml::Error naming
+  /// it; so are a text encoder whose rows are not the DiT's text width and a VAE whose latent
+  /// channels are not the DiT's (both files named).
+  static KleinPipeline load(const std::string& ditPath, const std::string& vaePath, const std::string& textFolder,
+                            const KleinPipelineConfig& config = {});
+
+  /// The picture as the DiT reads it as a reference (diffusers' Flux2KleinPipeline): above
+  /// 1024 x 1024 pixels, scaled to that area (sides int(side sqrt(area / pixels)), Pillow's
+  /// LANCZOS); then center-cropped to multiples of sizeMultiple() (an Error when a side is below one).
+  image::Image referencePicture(const image::Image& picture) const;
+  /// prompt's text rows and the pictures' latents (referencePicture, then Flux2Vae::encode).
+  KleinConditioning condition(const std::string& prompt, const std::vector<image::Image>& pictures = {}) const;
+  /// The latent of an image of width x height (positive multiples of sizeMultiple(); else an
+  /// Error) from the seed's noise after config().steps Euler steps; onStep, when set, is called
+  /// after every step. [1, channels, height / sizeMultiple(), width / sizeMultiple()] F32.
+  tensor::Tensor sample(const KleinConditioning& conditioning, uint64_t seed, int64_t width, int64_t height,
+                        const std::function<void(const ZImageStep&)>& onStep = {}) const;
+  /// The picture of a latent: Flux2Vae::decode, then image::fromTensor with Range::MinusOneOne.
+  image::Image decode(const tensor::Tensor& latent) const;
+  /// condition, sample and decode. width and height 0: editSize of the first picture (an Error
+  /// without pictures). times, when given, gets each stage's seconds.
+  image::Image paint(const std::string& prompt, uint64_t seed, const std::vector<image::Image>& pictures = {},
+                     int64_t width = 0, int64_t height = 0, const std::function<void(const ZImageStep&)>& onStep = {},
+                     ZImageTimes* times = nullptr) const;
+
+  /// An edit's default size: the picture's aspect at about config().editArea pixels, each side
+  /// int(side sqrt(area / pixels)) floored to a multiple of sizeMultiple() (at least one).
+  std::pair<int64_t, int64_t> editSize(const image::Image& picture) const;
+  /// Width and height must be multiples of this: the VAE's scale (16 for FLUX.2's).
+  int64_t sizeMultiple() const;
+  const KleinPipelineConfig& config() const;
 
   struct Parts;
 

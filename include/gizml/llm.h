@@ -227,6 +227,15 @@ class Engine {
   /// Qwen3-4B's first 35 of 36). The prompt is read in a state of its own, apart from the slots
   /// and their requests.
   tensor::Tensor hidden(const std::vector<TokenId>& prompt) const;
+  /// The hidden states of every token of prompt after each of `layers`, from one pass, side by
+  /// side: F32 [tokens, layers.size() hidden], row t holding token t's states in the order of
+  /// layers. Layer l is transformers' hidden_states[l]: 0 the embeddings, l after the first l
+  /// layers (no final norm); up to the layers the model holds. attended > 0: only the first
+  /// `attended` tokens are attended as keys, the rest are padding that sees them alone
+  /// (transformers' attention_mask of `attended` ones, then zeros; CPU and full-attention layers
+  /// only); 0: all. Layers outside the model's or an attended outside 0 .. tokens are Errors.
+  tensor::Tensor hidden(const std::vector<TokenId>& prompt, const std::vector<int64_t>& layers,
+                        int64_t attended = 0) const;
 
  private:
   struct Impl;

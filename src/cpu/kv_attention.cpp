@@ -43,13 +43,14 @@ int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
   return windowStart(s, position) / kKvPageTokens * kKvPageTokens;
 }
 
-// Each row's probabilities over its own keys (causal, in its window) from its scores, in place;
-// zeros elsewhere.
+// Each row's probabilities over its own keys (causal, in its window, before keyEnd when that is
+// set) from its scores, in place; zeros elsewhere.
 void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys, int64_t first, int64_t step,
-                 int64_t k0) {
+                 int64_t k0, int64_t keyEnd) {
   for (int64_t i = 0; i < m; ++i) {
     float* p = scores + i * keys;
-    const int64_t position = first + i * step, lo = windowStart(s, position) - k0, hi = position - k0 + 1;
+    const int64_t position = first + i * step, lo = windowStart(s, position) - k0;
+    const int64_t hi = (keyEnd > 0 ? std::min(position + 1, keyEnd) : position + 1) - k0;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] * s.scale);
     float sum = 0.0f;
@@ -67,7 +68,7 @@ void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys
 // f32 spans gives the bits of one product over all the keys: the spans start at multiples of
 // kGemmKc.
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
-                int64_t k0, int64_t keys, float* c, int64_t ldc, Scratch& w) {
+                int64_t k0, int64_t keys, int64_t keyEnd, float* c, int64_t ldc, Scratch& w) {
   w.scores.resize(static_cast<size_t>(m * keys));
   float* scores = w.scores.data();
   for (const F32Span& span : w.keys.spans)
@@ -78,7 +79,7 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
     const HeadRows& k = w.keys.pages[page++];
     kvScores(a, m, lda, k.rows, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
   });
-  softmaxRows(s, scores, m, keys, first, step, k0);
+  softmaxRows(s, scores, m, keys, first, step, k0, keyEnd);
   for (size_t i = 0; i < w.values.spans.size(); ++i) {
     const F32Span& span = w.values.spans[i];
     sgemm(m, s.headDim, span.count, scores + (span.first - k0), keys, 1, span.rows.data, span.rows.stride, 1, c, ldc,
@@ -131,10 +132,10 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   // One row (a decode step): its group of heads are the rows of one product, sharing the keys'
   // packing. More: a product per head over the block's rows (the same sums either way).
   if (n == 1) {
-    attendRows(s, q, group, d, position, 0, k0, keys, c, d, w);
+    attendRows(s, q, group, d, position, 0, k0, keys, run.keyEnd, c, d, w);
   } else {
     for (int64_t h = 0; h < group; ++h)
-      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, c + h * d, qWidth, w);
+      attendRows(s, q + h * d, n, ldq, position, 1, k0, keys, run.keyEnd, c + h * d, qWidth, w);
   }
   // Rotated values give the rotated context: turned back.
   if (rotatesHeads(run.cache.values, d))

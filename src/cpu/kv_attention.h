@@ -127,11 +127,14 @@ struct AttentionShape {
 
 /// `rows` query rows of one sequence at positions start .. start + rows - 1; q's rows are
 /// heads * headDim wide, and so are context's. The cache holds every position up to the last.
+/// keyEnd > 0: no row sees a key at or past that position (padding after a prompt, as a
+/// transformers attention_mask of ones then zeros); each row sees at least key 0.
 struct AttentionRun {
   KvLayer cache;
   int64_t start, rows;
   const float* q;
   float* context;
+  int64_t keyEnd = 0;
 };
 
 /// The context rows of every run, in parallel over the runs' KV heads and blocks of rows.

@@ -1,59 +1,163 @@
 #pragma once
-// A safetensors file's tensors under one name prefix, taken by name: each checked and converted
-// to F32 as it is taken, so that what remains under the prefix afterwards is what the model does
-// not use. Errors name the file and the tensor.
-#include <gizml/safetensors.h>
+// A safetensors file's tensors under one name prefix, taken by name from the memory-mapped file:
+// each checked and copied out as it is taken (its mapped pages then given back, so that loading
+// holds one tensor of the file at a time), so that what remains under the prefix afterwards is
+// what the model does not use. Errors name the file and the tensor. A file in other names
+// (diffusers') reads through rename, which maps a name (with the prefix) to the file's.
+//
+// FP8 weights (F8_E4M3, F8_E5M2) are taken as ComfyUI's files store them: plain, or "scaled"
+// with a per-tensor F32 scale beside the weight, the value being the code times the scale. Both
+// of ComfyUI's layouts (comfy/utils.py convert_old_quants, comfy/ops.py): `X.scale_weight` with
+// an optional `X.scale_input` and the file's `scaled_fp8` marker; or `X.weight_scale` with an
+// optional `X.input_scale` and `X.comfy_quant` (the JSON {"format": "float8_e4m3fn", ...} as
+// bytes). The input scales, which ComfyUI's FP8 products read, are accepted and unused: the
+// weights are dequantized.
 #include <gizml/tensor.h>
 
-#include <map>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include "llm/formats/safetensors.h"
+
 namespace gizml::diffusion {
+
+/// A weight as stored: F32, F16 or BF16 (FP8 as BF16, which holds every E4M3 and E5M2 value
+/// exactly), and the per-tensor scale its values are multiplied by (1 but for scaled FP8).
+struct StoredWeight {
+  T::Tensor values;
+  float scale = 1.0f;
+
+  /// The weight in F32: values times scale rounded once to F32, as torch's q.float() * scale.
+  T::Tensor f32() const {
+    if (scale == 1.0f) return values.cast(DType::F32).contiguous();
+    return (T::lazy(values).cast(DType::F32) * T::lazy(T::scalar(scale, DType::F32))).eval();
+  }
+};
 
 class WeightFile {
  public:
   /// model: what the file should hold, for the errors ("a FLUX.1 VAE").
   WeightFile(std::string path, std::string prefix, std::string model)
-      : path_(std::move(path)), prefix_(std::move(prefix)), model_(std::move(model)),
-        all_(llm::loadSafetensors(path_)) {}
-
-  bool has(const std::string& name) const { return all_.count(prefix_ + name) != 0; }
-
-  // The tensor's shape as stored (before any check of its size).
-  T::Shape shapeOf(const std::string& name) const { return find(name).shape(); }
-
-  T::Tensor take(const std::string& name, const T::Shape& shape) {
-    const T::Tensor& t = find(name);
-    if (t.shape() != shape) fail(name, "has shape " + T::shapeText(t.shape()) + ", expected " + T::shapeText(shape));
-    const DType d = t.dtype();
-    if (d != DType::F32 && d != DType::F16 && d != DType::BF16)
-      fail(name, std::string("is ") + dtypeName(d) + ", expected f32, f16 or bf16");
-    taken_.insert(prefix_ + name);
-    return t.cast(DType::F32).contiguous();
+      : path_(std::move(path)), prefix_(std::move(prefix)), model_(std::move(model)), file_(path_) {
+    ignore("scaled_fp8");  // ComfyUI's marker of a scaled FP8 file
   }
 
-  // The tensors under the prefix that were never taken.
-  void requireAllTaken() const {
-    for (const auto& [name, t] : all_)
-      if (name.rfind(prefix_, 0) == 0 && taken_.count(name) == 0)
-        throw Error(path_ + ": tensor " + name + " is not part of " + model_);
+  bool has(const std::string& name) const { return file_.findTensor(stored(name)) != nullptr; }
+
+  void renameWith(std::function<std::string(const std::string&)> rename) { rename_ = std::move(rename); }
+
+  // The tensor, when the file has it, counted as used without being read.
+  void ignore(const std::string& name) {
+    if (has(name)) taken_.insert(stored(name));
+  }
+
+  // Names are under prefix from now on (for a file whose prefix is told by its names).
+  void setPrefix(std::string prefix) {
+    prefix_ = std::move(prefix);
+    ignore("scaled_fp8");
+  }
+
+  // The tensor's shape as stored (before any check of its size).
+  T::Shape shapeOf(const std::string& name) const { return find(name).shape; }
+
+  /// The tensor in F32 (FP8 times its scale).
+  T::Tensor take(const std::string& name, const T::Shape& shape) { return takeStored(name, shape).f32(); }
+
+  /// The tensor as stored (StoredWeight), its scale and FP8 markers taken with it.
+  StoredWeight takeStored(const std::string& name, const T::Shape& shape) {
+    const llm::SafetensorsTensorInfo& info = find(name);
+    if (info.shape != shape)
+      fail(name, "has shape " + T::shapeText(info.shape) + ", expected " + T::shapeText(shape));
+    const llm::SafetensorsDType d = info.dtype;
+    const bool fp8 = d == llm::SafetensorsDType::F8_E4M3 || d == llm::SafetensorsDType::F8_E5M2;
+    if (!fp8 && d != llm::SafetensorsDType::F32 && d != llm::SafetensorsDType::F16 && d != llm::SafetensorsDType::BF16)
+      fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + ", expected F32, F16, BF16 or FP8");
+    StoredWeight w;
+    w.values = file_.load(info);  // a copy: FP8 as F32
+    file_.releasePages(info);
+    taken_.insert(stored(name));
+    const std::string layer = name.size() > 7 && name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
+    const std::string quant = layer.empty() ? "" : takeQuantFormat(layer);
+    const std::string scaleName = layer.empty() ? "" : has(layer + ".scale_weight") ? layer + ".scale_weight"
+                                                   : has(layer + ".weight_scale") ? layer + ".weight_scale" : "";
+    if (!fp8) {
+      if (!scaleName.empty() || !quant.empty())
+        fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + " but has " +
+                       (scaleName.empty() ? "a comfy_quant" : "a scale (" + stored(scaleName) + ")") +
+                       ": only FP8 weights are scaled");
+      return w;
+    }
+    const std::string format = d == llm::SafetensorsDType::F8_E4M3 ? "float8_e4m3fn" : "float8_e5m2";
+    if (!quant.empty() && quant != format)
+      fail(layer + ".comfy_quant", "says format " + quant + ", but " + stored(name) + " is " + format);
+    w.values = w.values.cast(DType::BF16);
+    if (!scaleName.empty()) {
+      w.scale = takeScalar(scaleName);
+      for (const char* input : {".scale_input", ".input_scale"})
+        if (has(layer + input)) takeScalar(layer + input);
+    }
+    return w;
+  }
+
+  // The tensors under the prefix (and then `under`) that were never taken.
+  void requireAllTaken(const std::string& under = "") const {
+    for (const llm::SafetensorsTensorInfo& t : file_.tensors())
+      if (t.name.rfind(prefix_ + under, 0) == 0 && taken_.count(t.name) == 0)
+        throw Error(path_ + ": tensor " + t.name + " is not part of " + model_);
   }
 
   [[noreturn]] void fail(const std::string& name, const std::string& what) const {
-    throw Error(path_ + ": tensor " + prefix_ + name + " " + what);
+    throw Error(path_ + ": tensor " + stored(name) + " " + what);
   }
 
  private:
-  const T::Tensor& find(const std::string& name) const {
-    const auto it = all_.find(prefix_ + name);
-    if (it == all_.end()) throw Error(path_ + ": no tensor " + prefix_ + name + " (not " + model_ + "?)");
-    return it->second;
+  std::string stored(const std::string& name) const { return rename_ ? rename_(prefix_ + name) : prefix_ + name; }
+
+  const llm::SafetensorsTensorInfo& find(const std::string& name) const {
+    const llm::SafetensorsTensorInfo* t = file_.findTensor(stored(name));
+    if (!t) throw Error(path_ + ": no tensor " + stored(name) + " (not " + model_ + "?)");
+    return *t;
+  }
+
+  // A per-tensor scale: one finite float.
+  float takeScalar(const std::string& name) {
+    const llm::SafetensorsTensorInfo& info = find(name);
+    const llm::SafetensorsDType d = info.dtype;
+    if (info.numel != 1 || (d != llm::SafetensorsDType::F32 && d != llm::SafetensorsDType::F16 &&
+                            d != llm::SafetensorsDType::BF16))
+      fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + " " + T::shapeText(info.shape) +
+                     ", expected one float (a per-tensor scale)");
+    const float v = file_.load(info).cast(DType::F32).toFloats()[0];
+    if (!std::isfinite(v)) fail(name, "is " + std::to_string(v) + ", not a finite scale");
+    taken_.insert(stored(name));
+    return v;
+  }
+
+  // The format named by layer's comfy_quant (taken), or "" when it has none.
+  std::string takeQuantFormat(const std::string& layer) {
+    const std::string name = layer + ".comfy_quant";
+    if (!has(name)) return "";
+    const llm::SafetensorsTensorInfo& info = find(name);
+    if (info.dtype != llm::SafetensorsDType::U8 || info.shape.size() != 1)
+      fail(name, "is not a vector of U8 (JSON bytes)");
+    const auto bytes = file_.tensorBytes(info);
+    const nlohmann::json conf = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    if (!conf.is_object() || !conf.contains("format") || !conf["format"].is_string())
+      fail(name, "is not the JSON of a layer's quantization ({\"format\": ...})");
+    const std::string format = conf["format"].get<std::string>();
+    if (format != "float8_e4m3fn" && format != "float8_e5m2")
+      fail(name, "says format " + format + ", which is not read (float8_e4m3fn and float8_e5m2 are)");
+    taken_.insert(stored(name));
+    return format;
   }
 
   std::string path_, prefix_, model_;
-  std::map<std::string, T::Tensor> all_;
+  llm::SafetensorsFile file_;
   std::set<std::string> taken_;
+  std::function<std::string(const std::string&)> rename_;
 };
 
 }  // namespace gizml::diffusion

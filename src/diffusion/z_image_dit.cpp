@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "int8_linear.h"
+#include "dit_layers.h"
+#include "dit_ops.h"
 #include "weight_file.h"
 
 namespace gizml::diffusion {
@@ -23,52 +24,12 @@ constexpr int64_t kMultiple = 32;      // both token runs are padded to a multip
 constexpr int64_t kFrequencies = 256;  // the time sinusoid's width
 constexpr double kFinalEps = 1e-6;     // the final LayerNorm's
 
-struct Linear {
-  T::Tensor w;                 // [out, in]
-  std::optional<T::Tensor> b;  // [out]
-};
-
-// x Wᵀ without bias: F32 (the reference) or W8A8, W dropped once quantized.
-struct Projection {
-  T::Tensor w;  // [out, in] F32
-  std::optional<Int8Linear> q;
-
-  T::Tensor operator()(const T::Tensor& x) const { return q ? (*q)(x) : T::matmul(x, w.transpose(0, 1)); }
-};
-
 struct Block {
   Projection qkv, out;                                 // [3 dim, dim], [dim, dim]
   T::Tensor qNorm, kNorm;                              // [head dim]
   T::Tensor attnNorm1, attnNorm2, ffnNorm1, ffnNorm2;  // [dim]
   Projection w1, w2, w3;                               // SwiGLU: w2(silu(w1 x) w3 x)
   std::optional<Linear> modulation;                    // adaLN_modulation.0: [4 dim, adaLN width]
-};
-
-// x Wᵀ (+ b): x [rows, in] to [rows, out].
-T::Tensor linear(const Linear& l, const T::Tensor& x) {
-  if (l.b) return netops::affine(x, l.w, *l.b);
-  return T::matmul(x, l.w.transpose(0, 1));
-}
-
-// RMSNorm over the last axis: x / sqrt(mean(x²) + eps) w.
-T::Tensor rmsNorm(const T::Tensor& x, const T::Tensor& w, double eps) {
-  const T::Tensor ms = (T::lazy(x) * T::lazy(x)).eval().mean({-1}, true);
-  return (T::lazy(x) * (T::lazy(ms) + T::Lazy(eps)).rsqrt() * T::lazy(w)).eval();
-}
-
-// The rotation of each pair (2i, 2i+1) of x [tokens, heads, head dim] by the angles whose
-// cosines and sines are cos, sin [tokens, 1, head dim / 2].
-T::Tensor rope(const T::Tensor& x, const T::Tensor& cos, const T::Tensor& sin) {
-  const int64_t n = x.size(0), h = x.size(1), d = x.size(2);
-  const T::Tensor pairs = x.reshape({n, h, d / 2, 2});
-  const T::Lazy a = T::lazy(pairs.slice(3, 0, 1).squeeze(3)), b = T::lazy(pairs.slice(3, 1, 2).squeeze(3));
-  const T::Lazy c = T::lazy(cos), s = T::lazy(sin);
-  const T::Tensor first = (a * c - b * s).eval(), second = (a * s + b * c).eval();
-  return T::stack({first, second}, 3).reshape({n, h, d});
-}
-
-struct Rope {
-  T::Tensor cos, sin;  // [tokens, 1, head dim / 2]
 };
 
 }  // namespace
@@ -93,24 +54,19 @@ Linear moved(const Linear& l, const gizhw::gpu::Gpu& g) {
   return {l.w.on(g), l.b ? std::optional<T::Tensor>(l.b->on(g)) : std::nullopt};
 }
 
-Projection moved(const Projection& p, const gizhw::gpu::Gpu& g) {
-  if (p.q) return {T::Tensor(), p.q->to(g)};
-  return {p.w.on(g), std::nullopt};
-}
-
 Block moved(const Block& b, const gizhw::gpu::Gpu& g) {
   Block m;
-  m.qkv = moved(b.qkv, g);
-  m.out = moved(b.out, g);
+  m.qkv = b.qkv.to(g);
+  m.out = b.out.to(g);
   m.qNorm = b.qNorm.on(g);
   m.kNorm = b.kNorm.on(g);
   m.attnNorm1 = b.attnNorm1.on(g);
   m.attnNorm2 = b.attnNorm2.on(g);
   m.ffnNorm1 = b.ffnNorm1.on(g);
   m.ffnNorm2 = b.ffnNorm2.on(g);
-  m.w1 = moved(b.w1, g);
-  m.w2 = moved(b.w2, g);
-  m.w3 = moved(b.w3, g);
+  m.w1 = b.w1.to(g);
+  m.w2 = b.w2.to(g);
+  m.w3 = b.w3.to(g);
   if (b.modulation) m.modulation = moved(*b.modulation, g);
   return m;
 }
@@ -124,26 +80,8 @@ std::vector<Block> moved(const std::vector<Block>& blocks, const gizhw::gpu::Gpu
 // t (made on the host) where the weights are.
 T::Tensor placed(const Weights& w, const T::Tensor& t) { return w.gpu ? t.on(*w.gpu) : t; }
 
-Linear takeLinear(WeightFile& f, const std::string& name, int64_t in, int64_t out, bool bias) {
-  Linear l{f.take(name + ".weight", {out, in}), std::nullopt};
-  if (bias) l.b = f.take(name + ".bias", {out});
-  return l;
-}
-
-// The first dimension of a 2-D weight (its output width).
-int64_t outputs(const WeightFile& f, const std::string& name) {
-  const T::Shape s = f.shapeOf(name);
-  if (s.size() != 2 || s[0] < 1 || s[1] < 1) f.fail(name, "has shape " + T::shapeText(s) + ", expected [out, in]");
-  return s[0];
-}
-
 Projection takeProjection(WeightFile& f, const Weights& w, const std::string& name, const T::Shape& shape) {
-  Projection p{f.take(name, shape), std::nullopt};
-  if (w.config.linears == ZImageConfig::Linears::Int8) {
-    p.q = Int8Linear(p.w);
-    p.w = T::Tensor();
-  }
-  return p;
+  return Projection::of(f.takeStored(name, shape), w.config.linears == ZImageConfig::Linears::Int8);
 }
 
 Block takeBlock(WeightFile& f, const Weights& w, const std::string& name, int64_t adaln, bool modulated) {
@@ -191,8 +129,8 @@ T::Tensor block(const Weights& w, const Block& b, const T::Tensor& x, const Rope
   const auto headsOf = [&](int64_t part) {
     return qkv.slice(1, part * d, (part + 1) * d).reshape({n, heads, w.headDim});
   };
-  const T::Tensor q = rope(rmsNorm(headsOf(0), b.qNorm, eps), r.cos, r.sin).transpose(0, 1).contiguous();
-  const T::Tensor k = rope(rmsNorm(headsOf(1), b.kNorm, eps), r.cos, r.sin).transpose(0, 1).contiguous();
+  const T::Tensor q = rotated(rmsNorm(headsOf(0), b.qNorm, eps), r).transpose(0, 1).contiguous();
+  const T::Tensor k = rotated(rmsNorm(headsOf(1), b.kNorm, eps), r).transpose(0, 1).contiguous();
   const T::Tensor v = headsOf(2).transpose(0, 1).contiguous();
   const T::Tensor o = netops::attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(w.headDim)));
   const T::Tensor attn = b.out(o.transpose(0, 1).reshape({n, d}));
@@ -204,25 +142,10 @@ T::Tensor block(const Weights& w, const Block& b, const T::Tensor& x, const Rope
   return (T::lazy(x1) + gateMlp * T::lazy(rmsNorm(ffn, b.ffnNorm2, eps))).eval();
 }
 
-// The RoPE angles of positions [tokens] x 3: axis a's pairs turn by position / theta^(2j / dims_a),
-// in f64 and then rounded to f32 as ComfyUI's EmbedND does.
 Rope ropeOf(const ZImageConfig& c, const std::vector<std::array<int64_t, 3>>& positions) {
-  int64_t half = 0;
-  for (int64_t a : c.ropeAxes) half += a / 2;
-  const int64_t n = static_cast<int64_t>(positions.size());
-  std::vector<double> cosv, sinv;
-  cosv.reserve(static_cast<size_t>(n * half));
-  sinv.reserve(static_cast<size_t>(n * half));
-  for (const auto& p : positions)
-    for (size_t a = 0; a < c.ropeAxes.size(); ++a) {
-      const int64_t dims = c.ropeAxes[a];
-      for (int64_t j = 0; j < dims / 2; ++j) {
-        const double angle = static_cast<double>(p[a]) / std::pow(c.ropeTheta, static_cast<double>(2 * j) / dims);
-        cosv.push_back(std::cos(angle));
-        sinv.push_back(std::sin(angle));
-      }
-    }
-  return {T::tensor({n, 1, half}, cosv), T::tensor({n, 1, half}, sinv)};
+  std::vector<double> flat;
+  for (const auto& p : positions) flat.insert(flat.end(), p.begin(), p.end());
+  return ropeTables(flat, c.ropeAxes, c.ropeTheta);
 }
 
 // rows [n, dim] followed by pad tokens up to a multiple of 32.
@@ -327,15 +250,7 @@ T::Tensor ZImageDit::forward(const T::Tensor& latent, double sigma, const T::Ten
 
   // The time embedding: ComfyUI's t = 1 - sigma and 1000 t in float32, a [cos, sin] sinusoid.
   const float t = 1000.0f * (1.0f - static_cast<float>(sigma));
-  std::vector<double> freq(static_cast<size_t>(kFrequencies));
-  const int64_t half = kFrequencies / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float f = std::exp(static_cast<float>(-std::log(10000.0)) * static_cast<float>(i) / static_cast<float>(half));
-    const float arg = t * f;
-    freq[static_cast<size_t>(i)] = std::cos(arg);
-    freq[static_cast<size_t>(half + i)] = std::sin(arg);
-  }
-  const T::Tensor temb = placed(w, T::tensor({1, kFrequencies}, freq));
+  const T::Tensor temb = placed(w, timeSinusoid(t, kFrequencies));
   const T::Tensor adaln = linear(w.tEmbed2, T::lazy(linear(w.tEmbed0, temb)).silu().eval());
 
   // The latent's p x p patches as tokens, features ordered (row in patch, column in patch, channel).

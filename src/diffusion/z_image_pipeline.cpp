@@ -4,14 +4,21 @@
 #include <gizml/error.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
+
+#include "pipeline_stages.h"
 
 namespace gizml::diffusion {
 
+// Under lowMemory the DiT and the text encoder are not held: each call loads the one it runs.
 struct ZImagePipeline::Parts {
-  ZImageDit dit;
+  std::optional<ZImageDit> dit;
   FluxVae vae;
-  llm::Model text;
+  std::optional<llm::Model> text;
+  std::shared_ptr<const llm::Tokenizer> tokenizer;  // the text encoder's
+  std::string ditPath, textFolder;
+  int64_t channels = 0, captionDim = 0, textContext = 0;
   ZImagePipelineConfig config;
   std::vector<float> sigmas;
 };
@@ -23,72 +30,84 @@ namespace {
 constexpr const char* kTemplateStart = "<|im_start|>user\n";
 constexpr const char* kTemplateEnd = "<|im_end|>\n<|im_start|>assistant\n";
 
-// Z-Image's sizes: whole patches of whole latent pixels.
-void checkSize(const char* what, int64_t multiple, int64_t width, int64_t height) {
-  check(width > 0 && height > 0 && width % multiple == 0 && height % multiple == 0,
-        std::string(what) + ": the size " + std::to_string(width) + " x " + std::to_string(height) +
-            " must be positive multiples of " + std::to_string(multiple));
-}
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// The DiT of path where config places it.
+ZImageDit loadDit(const std::string& path, const ZImagePipelineConfig& config) {
+  ZImageDit dit = ZImageDit::load(path, config.dit);
+  return config.gpu ? dit.to(*config.gpu) : dit;
 }
 
 }  // namespace
 
 ZImagePipeline ZImagePipeline::load(const std::string& ditPath, const std::string& textFolder,
                                     const std::string& vaePath, const ZImagePipelineConfig& config) {
-  ZImageDit dit = ZImageDit::load(ditPath, config.dit);
+  auto parts = std::make_shared<Parts>();
+  // Under lowMemory each part is checked by loading it and let go before the next is loaded.
+  std::optional<ZImageDit> dit = loadDit(ditPath, config);
+  parts->channels = dit->channels();
+  parts->captionDim = dit->captionDim();
+  if (config.lowMemory) dit.reset();
   FluxVae vae = FluxVae::load(vaePath);
-  if (config.gpu) {
-    dit = dit.to(*config.gpu);
-    vae = vae.to(*config.gpu);
+  if (config.gpu) vae = vae.to(*config.gpu);
+  std::optional<llm::Model> text = llm::load(textFolder);
+  const int64_t width = text->hiddenSize();
+  check(width == parts->captionDim, textFolder + ": the text encoder's states are " + std::to_string(width) +
+                                        " wide, and " + ditPath + " reads captions " +
+                                        std::to_string(parts->captionDim) + " wide");
+  check(vae.latentChannels() == parts->channels, vaePath + ": the VAE's latents have " +
+                                                     std::to_string(vae.latentChannels()) + " channels, and " +
+                                                     ditPath + "'s " + std::to_string(parts->channels));
+  parts->textContext = text->contextLength();
+  if (config.lowMemory) {
+    text.reset();
+    parts->tokenizer = std::make_shared<const llm::Tokenizer>(llm::Tokenizer::fromJson(textFolder));
   }
-  llm::Model text = llm::load(textFolder);
-  const int64_t width = text.hiddenSize();
-  check(width == dit.captionDim(), textFolder + ": the text encoder's states are " + std::to_string(width) +
-                                       " wide, and " + ditPath + " reads captions " +
-                                       std::to_string(dit.captionDim()) + " wide");
-  check(vae.latentChannels() == dit.channels(), vaePath + ": the VAE's latents have " +
-                                                    std::to_string(vae.latentChannels()) + " channels, and " +
-                                                    ditPath + "'s " + std::to_string(dit.channels()));
+  parts->dit = std::move(dit);
+  parts->vae = std::move(vae);
+  parts->text = std::move(text);
+  parts->ditPath = ditPath;
+  parts->textFolder = textFolder;
+  parts->config = config;
+  parts->sigmas = flowSigmas(config.steps, config.shift);
   ZImagePipeline out;
-  out.parts_ = std::make_shared<const Parts>(
-      Parts{std::move(dit), std::move(vae), std::move(text), config, flowSigmas(config.steps, config.shift)});
+  out.parts_ = std::move(parts);
   return out;
 }
 
 std::vector<llm::TokenId> ZImagePipeline::promptTokens(const std::string& prompt) const {
-  return parts_->text.tokenizer().encode(kTemplateStart + prompt + kTemplateEnd, false);
+  const Parts& p = *parts_;
+  const llm::Tokenizer& tokenizer = p.text ? p.text->tokenizer() : *p.tokenizer;
+  return tokenizer.encode(kTemplateStart + prompt + kTemplateEnd, false);
 }
 
 tensor::Tensor ZImagePipeline::condition(const std::string& prompt) const {
   const std::vector<llm::TokenId> ids = promptTokens(prompt);
-  const int64_t context = parts_->text.contextLength();
-  check(static_cast<int64_t>(ids.size()) <= context, "ZImagePipeline::condition: the prompt's " +
-                                                         std::to_string(ids.size()) + " tokens exceed the text encoder's " +
-                                                         std::to_string(context));
+  const Parts& p = *parts_;
+  check(static_cast<int64_t>(ids.size()) <= p.textContext, "ZImagePipeline::condition: the prompt's " +
+                                                               std::to_string(ids.size()) + " tokens exceed the text encoder's " +
+                                                               std::to_string(p.textContext));
+  const llm::Model text = p.text ? *p.text : llm::load(p.textFolder);
   // An engine of the prompt's length alone: its KV pool is never used (hidden reads the prompt in
   // a state of its own) and stays that small.
-  return parts_->text.engine(1, static_cast<int64_t>(ids.size())).hidden(ids);
+  return text.engine(1, static_cast<int64_t>(ids.size())).hidden(ids);
 }
 
 tensor::Tensor ZImagePipeline::sampleWith(const tensor::Tensor& caption, uint64_t seed, int64_t width, int64_t height,
                                           const std::function<void(const ZImageStep&)>& onStep) const {
   const Parts& p = *parts_;
   checkSize("ZImagePipeline::sampleWith", sizeMultiple(), width, height);
-  check(caption.shape().size() == 2 && caption.shape()[0] > 0 && caption.shape()[1] == p.dit.captionDim(),
+  check(caption.shape().size() == 2 && caption.shape()[0] > 0 && caption.shape()[1] == p.captionDim,
         "ZImagePipeline::sampleWith: the caption is " + tensor::shapeText(caption.shape()) + ", not [tokens, " +
-            std::to_string(p.dit.captionDim()) + "]");
+            std::to_string(p.captionDim) + "]");
+  const ZImageDit dit = p.dit ? *p.dit : loadDit(p.ditPath, p.config);
   const int64_t up = p.vae.upscale();
-  tensor::Tensor x = torchRandn(seed, {1, p.dit.channels(), height / up, width / up});
+  tensor::Tensor x = torchRandn(seed, {1, p.channels, height / up, width / up});
   if (p.config.gpu) x = x.on(*p.config.gpu);
   ResMultistep sampler(p.sigmas);
   for (int64_t i = 0; i < sampler.steps(); ++i) {
     const auto start = std::chrono::steady_clock::now();
     const float sigma = p.sigmas[static_cast<size_t>(i)];
     // ComfyUI's CONST model sampling: denoised = x - out * sigma, in float32.
-    const tensor::Tensor out = p.dit.forward(x, sigma, caption);
+    const tensor::Tensor out = dit.forward(x, sigma, caption);
     tensor::Tensor sigmaScalar = tensor::scalar(sigma, DType::F32);
     if (p.config.gpu) sigmaScalar = sigmaScalar.on(*p.config.gpu);
     const tensor::Tensor denoised = x.sub(out.mul(sigmaScalar));
@@ -108,21 +127,15 @@ image::Image ZImagePipeline::paint(const std::string& prompt, uint64_t seed, int
                                    const std::function<void(const ZImageStep&)>& onStep, ZImageTimes* times) const {
   checkSize("ZImagePipeline::paint", sizeMultiple(), width, height);
   ZImageTimes t;
-  auto start = std::chrono::steady_clock::now();
-  const tensor::Tensor caption = condition(prompt);
-  t.condition = secondsSince(start);
-  start = std::chrono::steady_clock::now();
-  const tensor::Tensor latent = sampleWith(caption, seed, width, height, onStep);
-  t.sample = secondsSince(start);
-  start = std::chrono::steady_clock::now();
-  image::Image out = decode(latent);
-  t.decode = secondsSince(start);
+  const tensor::Tensor caption = timed(t.condition, [&] { return condition(prompt); });
+  const tensor::Tensor latent = timed(t.sample, [&] { return sampleWith(caption, seed, width, height, onStep); });
+  image::Image out = timed(t.decode, [&] { return decode(latent); });
   if (times) *times = t;
   return out;
 }
 
 int64_t ZImagePipeline::sizeMultiple() const { return parts_->vae.upscale() * parts_->config.dit.patch; }
-int64_t ZImagePipeline::captionDim() const { return parts_->dit.captionDim(); }
+int64_t ZImagePipeline::captionDim() const { return parts_->captionDim; }
 const ZImagePipelineConfig& ZImagePipeline::config() const { return parts_->config; }
 
 }  // namespace gizml::diffusion

@@ -100,10 +100,13 @@ class LanguageModel {
   /// row (the last token), one per fed token when allLogits, or none where
   /// not Feed::logits and the model skips them.
   virtual std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) = 0;
-  /// The residual stream after the model's layers (all of them, or the first ModelOptions::layers)
-  /// at every one of `tokens`, read from a fresh state: F32 [tokens, hidden], no final norm
-  /// (transformers' hidden_states[layers]).
-  virtual tensor::Tensor hidden(const std::vector<int32_t>& tokens) const;
+  /// The residual stream at every one of `tokens`, read from a fresh state in one pass, after
+  /// each of `layers` (transformers' hidden_states indices: 0 the embeddings, N after the first N
+  /// layers, no final norm) side by side: F32 [tokens, layers.size() hidden] where the model runs.
+  /// keyEnd > 0: no token attends the tokens from keyEnd on (padding: transformers'
+  /// attention_mask of keyEnd ones, then zeros).
+  virtual tensor::Tensor hidden(const std::vector<int32_t>& tokens, const std::vector<int64_t>& layers,
+                                int64_t keyEnd) const;
   /// Whether the model has its output layer, so forward gives logits (not when only the first
   /// layers were loaded).
   virtual bool hasLogits() const { return true; }

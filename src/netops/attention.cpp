@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "core/thread_pool.h"
+#include "cpu/gemm.h"
+#include "cpu/softmax_rows.h"
 #include "netops/exp_log.h"
 #include "netops/gpu_kernels.h"
 #include "netops/operand.h"
@@ -49,55 +51,93 @@ struct RowJob {
   Key key;
 };
 
-// Queries [row0, row1) of the flattened [b tq]. Compiled also for FMA hardware (the fma chains
-// give the same bits either way; without it each is a libm call).
+// The scores of queries [row0, row1) (of one batch b) against keys [0, cols): out [rows, cols] =
+// q kᵀ by sgemm, each an fma chain over p from +0 (gemm.h's order for d <= kGemmKc: the bits of
+// the chain in attendRows, with all of the MR x NR register tile busy instead of one block's
+// lanes).
+void scoreRows(const RowJob& job, int64_t row0, int64_t row1, int64_t cols, float* out) {
+  const int64_t b = row0 / job.s.tq;
+  cpu::sgemm(row1 - row0, cols, job.s.d, job.q + row0 * job.s.d, job.s.d, 1, job.kT + b * job.s.d * job.tkPad,
+             job.tkPad, 1, out, cols, false);
+}
+
+// Queries this many at a time take their keys together (a divisor of kScoreRows).
+constexpr int64_t kTogether = 4;
+
+// Queries this many at a time have their scores computed first (a quarter MiB per 1,024 keys).
+constexpr int64_t kScoreRows = 64;
+
+// Queries [row0, row1) of the flattened [b tq], in one batch. Compiled also for FMA hardware (the
+// fma chains give the same bits either way; without it each is a libm call).
 GIZML_FMA_CLONES void attendRows(const RowJob& job, int64_t row0, int64_t row1) {
   const Dims& s = job.s;
-  std::vector<float> acc(static_cast<size_t>(s.e));
-  for (int64_t row = row0; row < row1; ++row) {
-    const int64_t b = row / s.tq, i = row % s.tq;
-    const float* qi = job.q + row * s.d;
+  std::vector<float> acc(static_cast<size_t>(kTogether * s.e));
+  // Keys [0, visible): all of them, or with `causal` those up to i + tk - tq.
+  const auto visibleKeys = [&](int64_t i) {
+    return job.causal ? std::clamp<int64_t>(i + s.tk - s.tq + 1, 0, s.tk) : s.tk;
+  };
+  // Scores in advance by sgemm where its order of additions is the chain's (d within one k block).
+  const bool products = s.d <= cpu::kGemmKc;
+  thread_local std::vector<float> scores;
+  int64_t cols = 0;
+  for (int64_t first = row0; first < row1; first += kTogether) {
+    const int64_t rows = std::min(kTogether, row1 - first), b = first / s.tq;
+    const int64_t chunk = (first - row0) % kScoreRows;
+    if (products && chunk == 0) {
+      const int64_t last = std::min(row1, first + kScoreRows);
+      cols = (visibleKeys((last - 1) % s.tq) + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+      scores.resize(static_cast<size_t>((last - first) * cols));
+      scoreRows(job, first, last, cols, scores.data());
+    }
     const float* kb = job.kT + b * s.d * job.tkPad;
     const float* vb = job.v + b * s.tk * s.e;
-    // Keys [0, visible): all of them, or with `causal` those up to i + tk - tq.
-    const int64_t visible = job.causal ? std::clamp<int64_t>(i + s.tk - s.tq + 1, 0, s.tk) : s.tk;
     std::fill(acc.begin(), acc.end(), 0.0f);
-    float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-    for (int64_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
-      const int64_t n = std::min(kKeyBlock, visible - j0);
-      float w[kKeyBlock] = {};
-      for (int64_t p = 0; p < s.d; ++p) {
-        const float* kp = kb + p * job.tkPad + j0;
-        for (int64_t jj = 0; jj < kKeyBlock; ++jj) w[jj] = std::fma(qi[p], kp[jj], w[jj]);
-      }
-      float blockMax = m;
-      for (int64_t jj = 0; jj < n; ++jj) {
-        w[jj] = w[jj] * job.scale;
-        blockMax = std::max(blockMax, w[jj]);
-      }
-      const float c = detail::gz_exp(m - blockMax);
-      l *= c;
-      for (int64_t jj = 0; jj < n; ++jj) {
-        w[jj] = detail::gz_exp(w[jj] - blockMax);
-        l += w[jj];
-      }
-      if (job.dropping) {
-        const uint64_t word0 = static_cast<uint64_t>(row * s.tk + j0);
-        for (int64_t jj = 0; jj < n; ++jj)
-          w[jj] = tensor::uniformWord(job.key, word0 + static_cast<uint64_t>(jj)) >= job.dropBelow ? w[jj] * job.keep
-                                                                                                 : 0.0f;
-      }
-      // Each a = a c, then fma(weight, v, a) in key order: keys outside, columns inside.
-      for (float& a : acc) a *= c;
-      for (int64_t jj = 0; jj < n; ++jj) {
-        const float* vj = vb + (j0 + jj) * s.e;
-        for (int64_t x = 0; x < s.e; ++x)
-          acc[static_cast<size_t>(x)] = std::fma(w[jj], vj[x], acc[static_cast<size_t>(x)]);
-      }
-      m = blockMax;
+    float m[kTogether], l[kTogether];
+    int64_t visible[kTogether], most = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      m[r] = -std::numeric_limits<float>::infinity();
+      l[r] = 0.0f;
+      visible[r] = visibleKeys((first + r) % s.tq);
+      most = std::max(most, visible[r]);
     }
-    float* o = job.out + row * s.e;
-    for (int64_t x = 0; x < s.e; ++x) o[x] = acc[static_cast<size_t>(x)] / l;
+    // The rows' blocks in lockstep: their chains (max, l, acc) are independent and overlap.
+    for (int64_t j0 = 0; j0 < most; j0 += kKeyBlock)
+      for (int64_t r = 0; r < rows; ++r) {
+        if (j0 >= visible[r]) continue;
+        const int64_t row = first + r, n = std::min(kKeyBlock, visible[r] - j0);
+        float w[kKeyBlock] = {};
+        if (products) {
+          std::copy_n(scores.data() + (chunk + r) * cols + j0, n, w);
+        } else {
+          const float* qi = job.q + row * s.d;
+          for (int64_t p = 0; p < s.d; ++p) {
+            const float* kp = kb + p * job.tkPad + j0;
+            for (int64_t jj = 0; jj < kKeyBlock; ++jj) w[jj] = std::fma(qi[p], kp[jj], w[jj]);
+          }
+        }
+        float blockMax = m[r];
+        for (int64_t jj = 0; jj < n; ++jj) {
+          w[jj] = w[jj] * job.scale;
+          blockMax = std::max(blockMax, w[jj]);
+        }
+        const float c = detail::gz_exp(m[r] - blockMax);
+        l[r] *= c;
+        cpu::expShifted(w, n, blockMax);
+        for (int64_t jj = 0; jj < n; ++jj) l[r] += w[jj];
+        if (job.dropping) {
+          const uint64_t word0 = static_cast<uint64_t>(row * s.tk + j0);
+          for (int64_t jj = 0; jj < n; ++jj)
+            w[jj] = tensor::uniformWord(job.key, word0 + static_cast<uint64_t>(jj)) >= job.dropBelow ? w[jj] * job.keep
+                                                                                                   : 0.0f;
+        }
+        // Each a = a c, then fma(weight, v, a) in key order.
+        cpu::weightedRows(acc.data() + r * s.e, s.e, c, w, n, vb + j0 * s.e, s.e);
+        m[r] = blockMax;
+      }
+    for (int64_t r = 0; r < rows; ++r) {
+      float* o = job.out + (first + r) * s.e;
+      for (int64_t x = 0; x < s.e; ++x) o[x] = acc[static_cast<size_t>(r * s.e + x)] / l[r];
+    }
   }
 }
 
@@ -128,7 +168,14 @@ Tensor attention(const Tensor& qIn, const Tensor& kIn, const Tensor& vIn, double
   });
   const RowJob job{q.data<float>(), kT.data(), v.data<float>(), out.data<float>(), s, tkPad, sc, causal,
                    rate > 0.0, dropBelow, keep, key};
-  core::parallelFor(s.batch * s.tq, 4, [&](int64_t row0, int64_t row1) { attendRows(job, row0, row1); });
+  // Tasks of kScoreRows queries of one batch (fewer at a batch's end).
+  const int64_t perBatch = (s.tq + kScoreRows - 1) / kScoreRows;
+  core::parallelFor(s.batch * perBatch, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t row0 = t / perBatch * s.tq + t % perBatch * kScoreRows;
+      attendRows(job, row0, std::min(row0 + kScoreRows, (t / perBatch + 1) * s.tq));
+    }
+  });
   return out;
 }
 

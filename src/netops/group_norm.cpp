@@ -5,11 +5,30 @@
 #include <cmath>
 
 #include "core/thread_pool.h"
-#include "netops/exp_log.h"
+#include "cpu/norm_act.h"
 #include "netops/norm_gpu.h"
 #include "netops/operand.h"
 
 namespace gizml::netops {
+namespace {
+
+// One group of `channels` channels of `pixels` values (in, out): the sums in f64 in order, each
+// channel's affine and SiLU a SIMD kernel (cpu/norm_act.h, the same bits).
+void normalizeGroup(const float* in, int64_t channels, int64_t pixels, const float* pw,
+                                     const float* pb, double eps, bool act, float* out) {
+  const int64_t count = channels * pixels;
+  double sum = 0.0;
+  for (int64_t i = 0; i < count; ++i) sum += in[i];
+  const double mean = count ? sum / static_cast<double>(count) : 0.0;
+  double squares = 0.0;
+  for (int64_t i = 0; i < count; ++i) squares += (in[i] - mean) * (in[i] - mean);
+  const double variance = count ? squares / static_cast<double>(count) : 0.0;
+  const float mu = static_cast<float>(mean), rstd = static_cast<float>(1.0 / std::sqrt(variance + eps));
+  for (int64_t ch = 0; ch < channels; ++ch)
+    cpu::normalizeAct(in + ch * pixels, pixels, mu, rstd, pw[ch], pb[ch], act, out + ch * pixels);
+}
+
+}  // namespace
 
 Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Tensor& bIn, double eps, bool act,
                  DType dtype) {
@@ -35,21 +54,8 @@ Tensor groupNorm(const Tensor& xIn, int64_t groups, const Tensor& wIn, const Ten
   const float *px = x.data<float>(), *pw = w.data<float>(), *pb = b.data<float>();
   float* py = y.data<float>();
   core::parallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
-      const float* in = px + g * perGroup;
-      double sum = 0.0;
-      for (int64_t i = 0; i < perGroup; ++i) sum += in[i];
-      const double mean = perGroup ? sum / static_cast<double>(perGroup) : 0.0;
-      double squares = 0.0;
-      for (int64_t i = 0; i < perGroup; ++i) squares += (in[i] - mean) * (in[i] - mean);
-      const double variance = perGroup ? squares / static_cast<double>(perGroup) : 0.0;
-      const float mu = static_cast<float>(mean), rstd = static_cast<float>(1.0 / std::sqrt(variance + eps));
-      for (int64_t i = 0; i < perGroup; ++i) {
-        const int64_t ch = g * (c / groups) + i / pixels;
-        const float v = (in[i] - mu) * rstd * pw[ch] + pb[ch];
-        py[g * perGroup + i] = act ? v / (1.0f + detail::gz_exp(-v)) : v;
-      }
-    }
+    for (int64_t g = g0; g < g1; ++g) normalizeGroup(px + g * perGroup, c / groups, pixels, pw + g * (c / groups),
+                                                     pb + g * (c / groups), eps, act, py + g * perGroup);
   });
   return dtype == DType::F32 ? y : y.cast(dtype);
 }

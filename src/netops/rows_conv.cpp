@@ -59,10 +59,12 @@ void gatherPatches(const float* xp, const ConvShape& s, int64_t kh, int64_t kw, 
           const int64_t oy = p / s.ow, ox0 = p % s.ow, ox1 = std::min(s.ow, ox0 + (p1 - p));
           const int64_t y = oy + i - pad;
           float* dst = row + (p - p0) - ox0;
-          for (int64_t ox = ox0; ox < ox1; ++ox) {
-            const int64_t xx = ox + j - pad;
-            dst[ox] = y >= 0 && y < s.h && xx >= 0 && xx < s.w ? xp[(ch * s.h + y) * s.w + xx] : 0.0f;
-          }
+          // Pixels ox of [lo, hi) read x[ch, y, ox + j - pad]; the rest of the run is padding.
+          const bool inside = y >= 0 && y < s.h;
+          const int64_t lo = inside ? std::clamp(pad - j, ox0, ox1) : ox1, hi = inside ? std::clamp(s.w + pad - j, lo, ox1) : ox1;
+          std::fill(dst + ox0, dst + lo, 0.0f);
+          if (inside) std::copy(xp + (ch * s.h + y) * s.w + lo + j - pad, xp + (ch * s.h + y) * s.w + hi + j - pad, dst + lo);
+          std::fill(dst + hi, dst + ox1, 0.0f);
           p += ox1 - ox0;
         }
       }

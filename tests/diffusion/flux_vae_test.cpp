@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "diffusion/weight_fixture.h"
@@ -83,6 +84,26 @@ TEST(FluxVae, AttentionAsLinears) {
   const T::Tensor convs =
       diffusion::FluxVae::load(dataPath("vae_tiny.safetensors")).decode(fixtureCase().at("latent"));
   EXPECT_EQ(maxAbsDiff(linears, convs), 0.0);
+}
+
+TEST(FluxVae, DiffusersNames) {
+  // The decoder renamed as diffusers' convert_ldm_vae_checkpoint renames it (the pairs in
+  // vae_tiny_diffusers_names.txt, the attention's weights [c, c]): the same decoder.
+  const std::string path = editedWeights("diffusers", [](auto& w) {
+    std::ifstream names(dataPath("vae_tiny_diffusers_names.txt"));
+    test::Weights renamed;
+    for (std::string bfl, diffusers; names >> bfl >> diffusers;) {
+      T::Tensor t = w.at(bfl);
+      if (diffusers.find(".attentions.") != std::string::npos && t.ndim() == 4) t = t.reshape({t.size(0), t.size(1)});
+      renamed[diffusers] = t.contiguous();
+    }
+    EXPECT_EQ(renamed.size(), w.size());
+    w = renamed;
+  });
+  const T::Tensor diffusers = diffusion::FluxVae::load(path).decode(fixtureCase().at("latent"));
+  std::filesystem::remove(path);
+  const T::Tensor bfl = diffusion::FluxVae::load(dataPath("vae_tiny.safetensors")).decode(fixtureCase().at("latent"));
+  EXPECT_EQ(maxAbsDiff(diffusers, bfl), 0.0);
 }
 
 TEST(FluxVae, BadFilesNameTheTensor) {

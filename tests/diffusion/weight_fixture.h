@@ -1,12 +1,15 @@
 #pragma once
 // What the diffusion model tests share: the fixtures under tests/data/diffusion/, a fixture's
-// weights edited into a temporary file, and a load that must fail naming the file and tensor.
+// weights edited into a temporary file, a load that must fail naming the file and tensor, and
+// pictures compared byte by byte.
 #include <gizml/error.h>
+#include <gizml/image.h>
 #include <gizml/safetensors.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -19,6 +22,18 @@ using Weights = std::map<std::string, T::Tensor>;
 
 inline std::string diffusionData(const std::string& name) {
   return std::string(GIZML_TEST_DATA) + "/diffusion/" + name;
+}
+
+/// The pixels of got whose every channel is within 1 of want's (RGB bytes of the same size).
+inline int64_t pixelsWithinOne(const image::Image& got, const std::vector<uint8_t>& want) {
+  EXPECT_EQ(got.pixels.size(), want.size());
+  int64_t close = 0;
+  for (size_t i = 0; i + 2 < std::min(got.pixels.size(), want.size()); i += 3) {
+    bool ok = true;
+    for (size_t c = 0; c < 3; ++c) ok = ok && std::abs(int(got.pixels[i + c]) - int(want[i + c])) <= 1;
+    close += ok;
+  }
+  return close;
 }
 
 inline double maxAbsDiff(const T::Tensor& a, const T::Tensor& b) {

@@ -29,6 +29,7 @@ using test::zimage::kPrompt;
 using test::zimage::pipeline;
 using test::zimage::textFolder;
 using test::zimage::textHf;
+using test::pixelsWithinOne;  // measured: every pixel within 1/255, at 64 x 64 and 256 x 256
 
 // The text states: F16 weights (the tiny model's are BF16 values, F16 holds nearly all of them)
 // against transformers in f32, summed in other orders. Measured (x86-64, release): 1.3e-6 of
@@ -44,19 +45,6 @@ constexpr double kDecodedTolerance = 2e-5;
 const std::map<std::string, T::Tensor>& fixture() {
   static const auto c = llm::loadSafetensors(data("zimage_pipeline_case.safetensors"));
   return c;
-}
-
-// Pixels whose every channel is within 1 of the reference's (measured: all of them, at 64 x 64
-// and 256 x 256).
-int64_t pixelsWithinOne(const image::Image& got, const std::vector<uint8_t>& want) {
-  EXPECT_EQ(got.pixels.size(), want.size());
-  int64_t close = 0;
-  for (size_t i = 0; i + 2 < std::min(got.pixels.size(), want.size()); i += 3) {
-    bool ok = true;
-    for (size_t c = 0; c < 3; ++c) ok = ok && std::abs(int(got.pixels[i + c]) - int(want[i + c])) <= 1;
-    close += ok;
-  }
-  return close;
 }
 
 std::vector<uint8_t> fixtureBytes() {
@@ -83,7 +71,9 @@ TEST(ZImageText, ConvertKeepsAllButTheLastLayer) {
     EXPECT_EQ(name.find("model.layers.2."), std::string::npos) << name;
     EXPECT_NE(name, "model.norm.weight");
     EXPECT_NE(name, "lm_head.weight");
-    if (name == "model.embed_tokens.weight") EXPECT_EQ(t["format"], "f16");  // tied, yet not the head's width
+    if (name == "model.embed_tokens.weight") {
+      EXPECT_EQ(t["format"], "f16");  // tied, yet not the head's width
+    }
   }
   // Its states are those of the whole model converted at 16 bits and loaded with 2 layers.
   const std::string whole = (fs::temp_directory_path() / "gizml_zimage_text_whole").string();
@@ -95,7 +85,9 @@ TEST(ZImageText, ConvertKeepsAllButTheLastLayer) {
   EXPECT_EQ(text.engine(1, 64).hidden(tokens).toFloats(),
             llm::load(whole, {.layers = 2}).engine(1, 64).hidden(tokens).toFloats());
   expectError([&] { llm::load(textFolder(), {.layers = 3}); }, {textFolder(), "first 2 layers", "not 3"});
-  expectError([&] { text.engine(1, 64).add({.prompt = tokens}); }, {"first 2 layers"});
+  llm::Request request;
+  request.prompt = tokens;
+  expectError([&] { text.engine(1, 64).add(request); }, {"first 2 layers"});
 }
 
 TEST(ZImageText, RefusesOtherModels) {
@@ -205,6 +197,26 @@ TEST(ZImagePipeline, Int8LinearsPaintNearlyTheF32Picture) {
               worst);
   EXPECT_GE(within[1], 4096 * 99 / 100);
   EXPECT_LE(worst, 4);
+}
+
+// lowMemory (the text encoder and the DiT loaded by each call and let go after it) changes where
+// the parts are held, not what they compute: the same states, latent and picture, bit for bit.
+TEST(ZImagePipeline, LowMemoryPaintsTheSamePicture) {
+  diffusion::ZImagePipelineConfig config = test::zimage::config();
+  config.lowMemory = true;
+  const diffusion::ZImagePipeline low = diffusion::ZImagePipeline::load(
+      data("dit_tiny.safetensors"), textFolder(), data("vae_tiny8.safetensors"), config);
+  EXPECT_TRUE(low.config().lowMemory);
+  EXPECT_EQ(low.promptTokens(kPrompt), pipeline().promptTokens(kPrompt));
+  const T::Tensor caption = low.condition(kPrompt);
+  EXPECT_EQ(test::maxAbsDiff(caption, pipeline().condition(kPrompt)), 0.0);
+  EXPECT_EQ(test::maxAbsDiff(low.sampleWith(caption, 42, 64, 64), pipeline().sampleWith(caption, 42, 64, 64)), 0.0);
+  EXPECT_EQ(low.paint(kPrompt, 42, 64, 64).pixels, pipeline().paint(kPrompt, 42, 64, 64).pixels);
+  // Its mistakes are found at load as without it.
+  const std::string dit = data("dit_tiny.safetensors"), vae = data("vae_tiny8.safetensors");
+  expectError([&] { diffusion::ZImagePipeline::load("/nonexistent/dit.safetensors", textFolder(), vae, config); },
+              {"/nonexistent/dit.safetensors"});
+  expectError([&] { diffusion::ZImagePipeline::load(dit, "/nonexistent/text", vae, config); }, {"/nonexistent/text"});
 }
 
 // On a GPU (the emulator in ctest's emulator_test_diffusion) with W8A8 DiT linears: the

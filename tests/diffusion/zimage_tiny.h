@@ -28,16 +28,18 @@ inline void copyTokenizer(const std::filesystem::path& folder) {
                                std::filesystem::copy_options::overwrite_existing);
 }
 
-/// The tiny encoder as a Hugging Face folder at `folder` (made afresh): the committed tensors, the
-/// embedding written back from its non-zero rows, and Qwen3's tokenizer. edit may change
-/// config.json first.
-inline void writeTextHf(const std::filesystem::path& folder, const std::function<void(nlohmann::json&)>& edit = {}) {
+/// A tiny encoder (tests/data/diffusion/<fixture>: zimage_text_tiny, or klein_text_tiny of
+/// make_klein_text_fixtures.py) as a Hugging Face folder at `folder` (made afresh): the committed
+/// tensors, the embedding written back from its non-zero rows, and Qwen3's tokenizer. edit may
+/// change config.json first.
+inline void writeTextHf(const std::filesystem::path& folder, const std::function<void(nlohmann::json&)>& edit = {},
+                        const std::string& fixture = "zimage_text_tiny") {
   std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);
-  nlohmann::json config = nlohmann::json::parse(std::ifstream(data("zimage_text_tiny/config.json")));
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(data(fixture + "/config.json")));
   if (edit) edit(config);
   std::ofstream(folder / "config.json") << config.dump(2);
-  std::map<std::string, T::Tensor> w = llm::loadSafetensors(data("zimage_text_tiny/weights.safetensors"));
+  std::map<std::string, T::Tensor> w = llm::loadSafetensors(data(fixture + "/weights.safetensors"));
   const int64_t vocab = config["vocab_size"], hidden = config["hidden_size"];
   T::Tensor embed = T::zeros({vocab, hidden});
   const T::Tensor ids = w.at("embed_ids").contiguous();

@@ -128,6 +128,27 @@ TEST(Safetensors, Bf16AndFloat8AgainstMlDtypes) {
   EXPECT_EQ(f.tensor("f8_e4m3").dtype, SafetensorsDType::F8_E4M3);
 }
 
+// tests/reference/make_float8_fixtures.py: torch's own FP8 codes and its .float() of each, the
+// conversion ComfyUI's FP8 weights go through: the same bits (NaN codes NaN of the same sign).
+TEST(Safetensors, Float8AgainstTorch) {
+  const SafetensorsFile f(kDir + "/float8_torch.safetensors");
+  EXPECT_EQ(f.tensor("e4m3").dtype, SafetensorsDType::F8_E4M3);
+  EXPECT_EQ(f.tensor("e5m2").dtype, SafetensorsDType::F8_E5M2);
+  for (const char* name : {"e4m3", "e5m2"}) {
+    const tensor::Tensor got = f.load(name), expected = f.load(std::string("expected.") + name);
+    ASSERT_EQ(got.shape(), (tensor::Shape{256}));
+    const std::vector<float> g = got.toFloats(), e = expected.toFloats();
+    const std::vector<uint32_t> gb = bitsOf(got), eb = bitsOf(expected);
+    for (size_t i = 0; i < 256; ++i) {
+      if (std::isnan(e[i])) {
+        EXPECT_TRUE(std::isnan(g[i]) && std::signbit(g[i]) == std::signbit(e[i])) << name << " code " << i;
+      } else {
+        EXPECT_EQ(gb[i], eb[i]) << name << " code " << i << ": " << g[i] << ", torch " << e[i];
+      }
+    }
+  }
+}
+
 TEST(Safetensors, ShardedCheckpoint) {
   for (const std::string& path : {kDir + "/sharded", kDir + "/sharded/model.safetensors.index.json"}) {
     const SafetensorsCheckpoint c(path);

@@ -8,6 +8,11 @@
 //   qwen3_5 4.3e-6, qwen3_5_moe 2.4e-6 (the Gated DeltaNet layers' sums in another order)
 // The fixtures' weights are BF16 values, which F16 holds exactly (but for a few tiny ones), so
 // both are f32 rounding alone; the bound is 1e-5 of the range.
+//
+// Several layers in one pass with padding (Engine::hidden(prompt, layers, attended)), against
+// transformers' hidden_states[0 .. all] with an attention_mask of 9 ones then 8 zeros
+// (make_hidden_fixtures.py masked), unquantized: llama, qwen2 and qwen3 all within
+// 3e-7 of the range; the same bound.
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
@@ -89,6 +94,62 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HiddenTest,
                                            "qwen3_5_moe"),
                          [](const auto& info) { return info.param; });
 
+class MaskedHiddenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MaskedHiddenTest, SeveralLayersWithPaddingGiveTransformersStates) {
+  const SafetensorsFile file(modelData(GetParam()) + "/masked_hidden.safetensors");
+  const int64_t attended = file.load("attended").contiguous().data<int64_t>()[0];
+  const std::vector<int32_t> tokens = prompt(readReference(GetParam()));
+  const auto n = static_cast<int64_t>(tokens.size());
+  const ConvertedModel& weights = converted(GetParam(), kUnquantized);
+  const int64_t all = weights.config().numLayers, hidden = weights.config().hiddenSize;
+  // Out of order and repeated, as a caller may ask.
+  const std::vector<int64_t> layers = {all, 0, 1, all};
+  const tensor::Tensor got = engineOn(buildLanguageModel(weights), 64).hidden(tokens, layers, attended);
+  ASSERT_EQ(got.shape(), (tensor::Shape{n, 4 * hidden}));
+  double worst = 0;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const int64_t at = static_cast<int64_t>(k) * hidden;
+    const std::vector<float> want = file.load("hidden_" + std::to_string(layers[k])).toFloats();
+    worst = std::max(worst, relativeMaxError(got.slice(1, at, at + hidden).contiguous().toFloats(), want));
+  }
+  std::printf("%s: max error of the padded states %.2e of the range\n", GetParam().c_str(), worst);
+  EXPECT_LT(worst, 1e-5);
+  // The attended tokens see no padding: their states are those of the prompt cut there.
+  const std::vector<int32_t> cut(tokens.begin(), tokens.begin() + attended);
+  EXPECT_EQ(got.slice(0, 0, attended).contiguous().toFloats(),
+            engineOn(buildLanguageModel(weights), 64).hidden(cut, layers).toFloats());
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, MaskedHiddenTest, ::testing::Values("llama", "qwen2", "qwen3"),
+                         [](const auto& info) { return info.param; });
+
+TEST(Hidden, SeveralLayersAreEachLayersStates) {
+  const std::vector<int32_t> tokens = prompt(readReference("qwen3"));
+  const ConvertedModel& weights = converted("qwen3", 16);
+  const tensor::Tensor both = engineOn(buildLanguageModel(weights), 64).hidden(tokens, {1, 2});
+  for (int64_t layers : {1, 2})
+    EXPECT_EQ(both.slice(1, (layers - 1) * 64, layers * 64).contiguous().toFloats(),
+              engineOn(buildLanguageModel(weights, {.layers = layers}), 64).hidden(tokens).toFloats());
+  // Attending every token is no padding.
+  EXPECT_EQ(engineOn(buildLanguageModel(weights), 64).hidden(tokens, {1, 2}, static_cast<int64_t>(tokens.size())).toFloats(),
+            both.toFloats());
+}
+
+TEST(Hidden, BadLayersOrPaddingAreAnError) {
+  const std::vector<int32_t> tokens = {1, 2, 3, 4};
+  Engine e = engineOn(buildLanguageModel(converted("qwen3", 8)), 8);
+  expectError([&] { e.hidden(tokens, {}); }, {"no layers"});
+  expectError([&] { e.hidden(tokens, {1, 3}); }, {"layer 3", "2 layers"});
+  expectError([&] { e.hidden(tokens, {-1}); }, {"layer -1"});
+  expectError([&] { e.hidden(tokens, {1}, -1); }, {"attended -1", "4 tokens"});
+  expectError([&] { e.hidden(tokens, {1}, 5); }, {"attended 5", "4 tokens"});
+  // Gemma 3's sliding windows would leave padding far from the prompt no keys at all.
+  Engine gemma = engineOn(buildLanguageModel(converted("gemma3", 8)), 8);
+  expectError([&] { gemma.hidden(tokens, {1}, 2); }, {"padding", "sliding-window"});
+  EXPECT_NO_THROW(gemma.hidden(tokens, {1}, 4));
+}
+
 TEST(Hidden, LayersOutsideTheModelAreAnError) {
   const ConvertedModel& weights = converted("llama", 8);
   for (int64_t layers : {-1, 3})
@@ -145,8 +206,8 @@ TEST(Hidden, QwenWithMtpLoadsItsFirstLayersWithoutIt) {
   const std::unique_ptr<LanguageModel> first = buildLanguageModel(withMtp, {.layers = 4});
   EXPECT_FALSE(first->drafts());
   const std::vector<int32_t> tokens = prompt(readReference("qwen3_5"));
-  EXPECT_EQ(first->hidden(tokens).toFloats(),
-            buildLanguageModel(converted("qwen3_5", kUnquantized), {.layers = 4})->hidden(tokens).toFloats());
+  EXPECT_EQ(first->hidden(tokens, {4}, 0).toFloats(),
+            buildLanguageModel(converted("qwen3_5", kUnquantized), {.layers = 4})->hidden(tokens, {4}, 0).toFloats());
 }
 
 }  // namespace

@@ -70,8 +70,9 @@ def tokenizer():
     return tf.PreTrainedTokenizerFast(tokenizer_file=os.path.join(TOKENIZER, "tokenizer.json"))
 
 
-def text_encoder(used_ids, gen):
-    model = tf.Qwen3ForCausalLM(tf.Qwen3Config(**TEXT_CONFIG)).float().eval()
+def text_encoder(used_ids, gen, config=TEXT_CONFIG):
+    """A random Qwen3 of config, BF16 values in f32; of the embedding only the used_ids rows."""
+    model = tf.Qwen3ForCausalLM(tf.Qwen3Config(**config)).float().eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
@@ -83,6 +84,23 @@ def text_encoder(used_ids, gen):
                 v = torch.randn(p.shape, generator=gen) / p.shape[-1] ** 0.5
             p.copy_(v.to(torch.bfloat16).float())
     return model
+
+
+def save_text_encoder(encoder, used, folder):
+    """folder/config.json and folder/weights.safetensors: the tensors, BF16, the embedding as its
+    used rows (embed_ids, embed_rows)."""
+    os.makedirs(folder, exist_ok=True)
+    config = encoder.config.to_dict()
+    config["architectures"] = ["Qwen3ForCausalLM"]
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    tensors = {k: v.to(torch.bfloat16).contiguous() for k, v in encoder.state_dict().items()
+               if k not in ("model.embed_tokens.weight", "lm_head.weight")}
+    embed = encoder.state_dict()["model.embed_tokens.weight"]
+    tensors["embed_ids"] = torch.tensor(used, dtype=torch.int64)
+    tensors["embed_rows"] = embed[used].to(torch.bfloat16).contiguous()
+    save_file(tensors, os.path.join(folder, "weights.safetensors"))
 
 
 def dit():
@@ -131,19 +149,7 @@ def main():
     transformer = dit()
     vae_stored, vae_weights = vae()
 
-    folder = os.path.join(OUT, "zimage_text_tiny")
-    os.makedirs(folder, exist_ok=True)
-    config = encoder.config.to_dict()
-    config["architectures"] = ["Qwen3ForCausalLM"]
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
-    tensors = {k: v.to(torch.bfloat16).contiguous() for k, v in encoder.state_dict().items()
-               if k not in ("model.embed_tokens.weight", "lm_head.weight")}
-    embed = encoder.state_dict()["model.embed_tokens.weight"]
-    tensors["embed_ids"] = torch.tensor(used, dtype=torch.int64)
-    tensors["embed_rows"] = embed[used].to(torch.bfloat16).contiguous()
-    save_file(tensors, os.path.join(folder, "weights.safetensors"))
+    save_text_encoder(encoder, used, os.path.join(OUT, "zimage_text_tiny"))
     save_file(vae_stored, os.path.join(OUT, "vae_tiny8.safetensors"))
 
     case = paint(encoder, tok, transformer, vae_weights, 64, 64)

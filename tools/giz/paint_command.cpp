@@ -23,7 +23,8 @@ constexpr const char* kUsage =
     "                 [--dit FILE] [--text FOLDER] [--vae FILE] [--config zimage.json]\n"
     "  MODEL: a Z-Image Turbo folder laid out as ComfyUI's models/: diffusion_models/ (one .safetensors,\n"
     "  the DiT), text_encoders/ (one folder of giz convert QWEN3_4B DEST --z-image-text), vae/ae.safetensors\n"
-    "  and, optionally, zimage.json ({\"steps\": 8, \"shift\": 3.0, \"rope_axes\": [32, 48, 48]});\n"
+    "  and, optionally, zimage.json ({\"steps\": 8, \"shift\": 3.0, \"rope_axes\": [32, 48, 48],\n"
+    "  \"low_memory\": false}; low_memory: the text encoder let go before the DiT is loaded);\n"
     "  --dit, --text, --vae and --config name a part in its place (all three: no MODEL needed).\n"
     "  --seed: ComfyUI's (the same seed, the same noise); --size: WIDTHxHEIGHT, multiples of 16.\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";

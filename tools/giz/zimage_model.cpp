@@ -52,8 +52,11 @@ void readConfig(const std::string& path, gizml::diffusion::ZImagePipelineConfig&
         if (!v.is_number_integer() || v.get<int64_t>() < 2 || v.get<int64_t>() % 2) throw wrong("3 even whole numbers");
         c.dit.ropeAxes.push_back(v.get<int64_t>());
       }
+    } else if (key == "low_memory") {
+      if (!value.is_boolean()) throw wrong("true or false");
+      c.lowMemory = value.get<bool>();
     } else {
-      throw gizml::Error(path + ": '" + key + "' is not steps, shift or rope_axes");
+      throw gizml::Error(path + ": '" + key + "' is not steps, shift, rope_axes or low_memory");
     }
   }
 }

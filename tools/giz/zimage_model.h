@@ -10,7 +10,7 @@ struct ZImageFiles {
   std::string dit;     // ComfyUI's single-file DiT (.safetensors)
   std::string text;    // giz convert --z-image-text's folder
   std::string vae;     // FLUX.1's ae.safetensors
-  std::string config;  // zimage.json: {"steps", "shift", "rope_axes"}, each optional
+  std::string config;  // zimage.json: {"steps", "shift", "rope_axes", "low_memory"}, each optional
 };
 
 /// Fills the parts `given` leaves empty from folder (empty: none; then dit, text and vae must

@@ -422,11 +422,16 @@ void Engine::cancel(int request) {
 }
 
 tensor::Tensor Engine::hidden(const std::vector<TokenId>& prompt) const {
+  return hidden(prompt, {impl_->model->config().numLayers});
+}
+
+tensor::Tensor Engine::hidden(const std::vector<TokenId>& prompt, const std::vector<int64_t>& layers,
+                              int64_t attended) const {
   check(!prompt.empty(), "hidden: the prompt is empty");
   check(static_cast<int64_t>(prompt.size()) <= impl_->maxTokens,
         "hidden: the prompt's " + std::to_string(prompt.size()) + " tokens exceed the engine's " +
             std::to_string(impl_->maxTokens) + "-token context");
-  return impl_->model->hidden(prompt);
+  return impl_->model->hidden(prompt, layers, attended);
 }
 
 std::vector<Result> Engine::generate(const std::vector<Request>& requests) {

@@ -10,6 +10,7 @@ ByteSource ByteSource::map(const std::string& path) {
   source.data_ = file->data();
   source.size_ = file->size();
   source.name_ = path;
+  source.mapped_ = file.get();
   source.owner_ = std::move(file);
   return source;
 }
@@ -22,6 +23,10 @@ ByteSource ByteSource::own(std::vector<uint8_t> bytes, std::string name) {
   source.name_ = std::move(name);
   source.owner_ = std::move(buffer);
   return source;
+}
+
+void ByteSource::releasePages(const uint8_t* p, size_t n) const {
+  if (mapped_) mapped_->releasePages(p, n);
 }
 
 }  // namespace gizml::llm

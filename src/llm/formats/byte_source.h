@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace gizml::core {
+class MappedFile;
+}
+
 namespace gizml::llm {
 
 class ByteSource {
@@ -19,9 +23,13 @@ class ByteSource {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& name() const { return name_; }
+  /// Lets the system drop the mapped pages wholly inside [p, p + n) once copied (they are read
+  /// from the file again if touched); nothing for owned bytes.
+  void releasePages(const uint8_t* p, size_t n) const;
 
  private:
   std::shared_ptr<const void> owner_;
+  const core::MappedFile* mapped_ = nullptr;  // owner_ when mapped
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string name_;

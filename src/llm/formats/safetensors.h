@@ -57,6 +57,12 @@ class SafetensorsFile {
   /// The tensor as a new contiguous gizml tensor of dtype loadedDType(info.dtype).
   tensor::Tensor load(const SafetensorsTensorInfo& info) const;
   tensor::Tensor load(const std::string& name) const { return load(tensor(name)); }
+  /// Lets the system drop the tensor's mapped pages (after load made a copy); they are read from
+  /// the file again if needed.
+  void releasePages(const SafetensorsTensorInfo& info) const {
+    const std::span<const uint8_t> bytes = tensorBytes(info);
+    source_.releasePages(bytes.data(), bytes.size());
+  }
 
  private:
   void parse();

@@ -141,29 +141,51 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
   return batch;
 }
 
-Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x) const {
+Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x,
+                               const std::function<void(int64_t, const Tensor&)>& after) const {
   // The embedding's rows are read from the file, in host memory, then go where x is.
   std::vector<int32_t> tokens;
   for (const Feed& feed : feeds) tokens.insert(tokens.end(), feed.tokens.begin(), feed.tokens.end());
   embed_.rows(tokens, x);
   if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
+  if (after) after(0, x);
   for (int64_t i = 0; i < config_.numLayers; ++i) {
     // The next stage's first layer: the rows cross to its GPU (through host memory, which every
     // pair of GPUs can reach; a step moves rows x hidden floats, small beside its weights).
     if (i > 0 && stageOf(i) != stageOf(i - 1)) x = x.on(*layerWeights(i).gpu());
     layer(i, x, batch);
+    if (after) after(i + 1, x);
   }
   return x;
 }
 
-tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens) const {
+tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens, const std::vector<int64_t>& layers,
+                                   int64_t keyEnd) const {
   check(placed_.size() == 1, "hidden: a model in stages across GPUs gives logits only, not its hidden states");
   check(!tokens.empty(), "hidden: no tokens");
+  check(!layers.empty(), "hidden: no layers asked for");
   const auto n = static_cast<int64_t>(tokens.size());
+  for (int64_t l : layers)
+    check(l >= 0 && l <= config_.numLayers, "hidden: layer " + std::to_string(l) +
+                                                " is not between 0 (the embeddings) and the " +
+                                                std::to_string(config_.numLayers) + " layers the model holds");
+  check(keyEnd >= 0 && keyEnd <= n, "hidden: attended " + std::to_string(keyEnd) + " is not between 1 and the " +
+                                        std::to_string(n) + " tokens (0: all)");
+  // Padding masked as keys: the layers must attend every key before it (no window, no recurrence).
+  if (keyEnd > 0 && keyEnd < n)
+    for (LayerType t : config_.layerTypes)
+      check(t == LayerType::FullAttention, "hidden: padding (attended tokens) needs a model whose every layer "
+                                           "attends all keys; this one has sliding-window or linear-attention layers");
   const std::unique_ptr<SequenceState> state = newState(n);
   const std::vector<Feed> feeds = {{state.get(), tokens}};
-  const Batch batch = plan(feeds);
-  return runLayers(feeds, batch, placedEmpty(placed_.front(), {n, config_.hiddenSize}));
+  Batch batch = plan(feeds);
+  batch.sequences[0].keyEnd = keyEnd == n ? 0 : keyEnd;
+  std::vector<Tensor> states(layers.size());
+  runLayers(feeds, batch, placedEmpty(placed_.front(), {n, config_.hiddenSize}), [&](int64_t done, const Tensor& x) {
+    for (size_t k = 0; k < layers.size(); ++k)
+      if (layers[k] == done) states[k] = x.clone();  // x goes on in place
+  });
+  return states.size() == 1 ? states[0] : tensor::concat(states, 1);
 }
 
 std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds) {

@@ -4,6 +4,7 @@
 // of feeds (their tokens are the rows of one pass). A family supplies its layers. Built with
 // ModelOptions::layers, it holds only the first layers (config().numLayers says how many) and
 // neither the final norm nor the output layer: it gives hidden() alone.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -30,7 +31,8 @@ class DecoderModel : public LanguageModel {
   std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format, bool inHostMemory = false) const override;
   std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const override;
   std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override;
-  tensor::Tensor hidden(const std::vector<int32_t>& tokens) const override;
+  tensor::Tensor hidden(const std::vector<int32_t>& tokens, const std::vector<int64_t>& layers,
+                        int64_t keyEnd) const override;
   bool hasLogits() const override { return config_.numLayers == storedLayers_; }
 
  protected:
@@ -57,8 +59,10 @@ class DecoderModel : public LanguageModel {
   Batch plan(const std::vector<Feed>& feeds) const;
   /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale, on the first
   /// stage's device), then every layer, x crossing to each stage's device in turn; the rows after
-  /// the last layer (x itself with one stage).
-  Tensor runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x) const;
+  /// the last layer (x itself with one stage). after, when set, sees x after the embedding (0)
+  /// and after each layer (1, 2, ...).
+  Tensor runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x,
+                   const std::function<void(int64_t, const Tensor&)>& after = {}) const;
   size_t stageOf(int64_t layer) const;
 
   ConvertedModel weights_;

@@ -10,7 +10,7 @@
 
 namespace gizml::llm {
 
-tensor::Tensor LanguageModel::hidden(const std::vector<int32_t>&) const {
+tensor::Tensor LanguageModel::hidden(const std::vector<int32_t>&, const std::vector<int64_t>&, int64_t) const {
   throw Error("hidden: this model gives logits only, not its hidden states");
 }
 

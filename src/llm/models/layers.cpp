@@ -102,7 +102,8 @@ void Attention::forward(const Tensor& x, const Batch& batch, int64_t layer, cons
   // context does not depend on the rows beside it.
   std::vector<ops::AttentionRun> runs;
   for (const Batch::Sequence& seq : batch.sequences)
-    runs.push_back({seq.cache, seq.start, rowsOf(q, seq.first, seq.rows), rowsOf(context, seq.first, seq.rows)});
+    runs.push_back(
+        {seq.cache, seq.start, rowsOf(q, seq.first, seq.rows), rowsOf(context, seq.first, seq.rows), seq.keyEnd});
   ops::cachedAttention(runs, layer, s);
   if (outputGate_) ops::sigmoidGate(context, gate);
   o_.apply(context, out);

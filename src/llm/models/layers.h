@@ -33,6 +33,7 @@ struct Batch {
     int64_t rows;
     int64_t start;
     std::vector<int64_t> marks = {};  // Feed::marks
+    int64_t keyEnd = 0;  // > 0: no row attends a key at or past it (ops::AttentionRun)
   };
   std::vector<Sequence> sequences;
   int64_t rows = 0;

@@ -55,13 +55,14 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
     });
     const Tensor& pool = run.cache->pool().layer(layer).keys.data;
     if (onGpu("cachedAttention", {&run.q, &run.context, &pool})) {
+      check(run.keyEnd == 0, "cachedAttention: padding masked as keys (keyEnd) runs on the CPU only so far");
       checkF32Rows("cachedAttention", run.q);
       checkF32Rows("cachedAttention", run.context);
       gpu::attention(gpuPages(*run.cache, layer), run.start, rows, run.q, run.context, s.heads, s.scale, s.window);
       continue;
     }
     cpuRuns.push_back({kvLayer("cachedAttention", *run.cache, layer), run.start, rows,
-                       hostF32("cachedAttention", run.q), hostF32("cachedAttention", run.context)});
+                       hostF32("cachedAttention", run.q), hostF32("cachedAttention", run.context), run.keyEnd});
   }
   if (!cpuRuns.empty()) cpu::cachedAttention(cpuRuns, {s.heads, s.kvHeads, s.headDim, s.scale, s.window});
 }

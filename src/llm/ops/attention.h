@@ -27,10 +27,12 @@ void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor&
 
 /// One sequence's query rows q ([rows, heads headDim]) at positions start .. start + rows - 1,
 /// and where their context rows go (the same shape). Its cache holds every position up to the last.
+/// keyEnd > 0: no row sees the keys at or past it (padding; the CPU's alone so far).
 struct AttentionRun {
   const KvCache* cache;
   int64_t start;
   Tensor q, context;
+  int64_t keyEnd = 0;
 };
 
 /// The context rows of every run over layer `layer` of its cache.

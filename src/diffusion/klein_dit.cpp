@@ -1,0 +1,247 @@
+// The klein DiT's forward pass in F32 on the CPU: FLUX.2 [klein] as diffusers'
+// transformer_flux2.py (Flux2Transformer2DModel, no guidance) computes it, FLUX.3 as
+// transformer_flux3.py (Flux3Transformer2DModel); the parts they share (the modulated LayerNorm,
+// attention with q/k RMSNorm and RoPE, SwiGLU) written once.
+#include <gizml/diffusion.h>
+#include <gizml/netops.h>
+
+#include <cmath>
+#include <string>
+
+#include "klein_weights.h"
+
+namespace gizml::diffusion {
+namespace {
+
+using Weights = KleinDit::Weights;
+
+constexpr double kEps = 1e-6;  // the LayerNorms' and the q/k RMSNorms'
+
+// Chunk i of width d of modulation rows m [rows, k d].
+T::Tensor chunk(const T::Tensor& m, int64_t i, int64_t d) { return m.slice(1, i * d, (i + 1) * d); }
+
+// (1 + scale) LayerNorm(x) + shift, the LayerNorm without affine.
+T::Tensor modulated(const T::Tensor& x, const T::Tensor& shift, const T::Tensor& scale) {
+  const int64_t d = x.size(1);
+  const T::Tensor n = netops::layerNorm(x, T::ones({d}), T::zeros({d}), kEps)[0];
+  return ((T::Lazy(1.0) + T::lazy(scale)) * T::lazy(n) + T::lazy(shift)).eval();
+}
+
+// x + gate y.
+T::Tensor gated(const T::Tensor& x, const T::Tensor& gate, const T::Tensor& y) {
+  return (T::lazy(x) + T::lazy(gate) * T::lazy(y)).eval();
+}
+
+struct Heads {
+  T::Tensor q, k, v;  // [tokens, heads, head dim], q and k normed
+};
+
+// The q, k, v at the start of rows [tokens, >= 3 dim], q and k through their RMSNorms.
+Heads headsOf(const Weights& w, const T::Tensor& rows, const T::Tensor& qNorm, const T::Tensor& kNorm) {
+  const int64_t n = rows.size(0), d = w.dim;
+  const auto part = [&](int64_t i) {
+    return rows.slice(1, i * d, (i + 1) * d).contiguous().reshape({n, d / w.headDim, w.headDim});
+  };
+  return {rmsNorm(part(0), qNorm, kEps), rmsNorm(part(1), kNorm, kEps), part(2)};
+}
+
+Heads joined(const Heads& a, const Heads& b) {
+  return {T::concat({a.q, b.q}, 0), T::concat({a.k, b.k}, 0), T::concat({a.v, b.v}, 0)};
+}
+
+// Attention of all tokens to all, after RoPE: [tokens, dim].
+T::Tensor attend(const Weights& w, const Heads& h, const Rope& r) {
+  const int64_t n = h.q.size(0);
+  const T::Tensor q = rotated(h.q, r).transpose(0, 1).contiguous();
+  const T::Tensor k = rotated(h.k, r).transpose(0, 1).contiguous();
+  const T::Tensor v = h.v.transpose(0, 1).contiguous();
+  const T::Tensor o = netops::attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(w.headDim)));
+  return o.transpose(0, 1).contiguous().reshape({n, w.dim});
+}
+
+// SwiGLU of rows [tokens, 2 m]: silu(first half) times the second.
+T::Tensor swiglu(const T::Tensor& h) {
+  const int64_t m = h.size(1) / 2;
+  return (T::lazy(h.slice(1, 0, m)).silu() * T::lazy(h.slice(1, m, 2 * m))).eval();
+}
+
+T::Tensor mlp(const KleinStream& s, const T::Tensor& x) { return s.mlpOut(swiglu(s.mlpIn(x))); }
+
+T::Tensor silu(const T::Tensor& x) { return T::lazy(x).silu().eval(); }
+
+// The time embedding of t (in [0, 1]): the sinusoid of 1000 t in float32 through in1, SiLU, in2.
+T::Tensor timeEmbedding(const Projection& in1, const Projection& in2, double t) {
+  const float scaled = static_cast<float>(t) * 1000.0f;
+  return in2(silu(in1(timeSinusoid(scaled, in1.w.values.size(1)))));
+}
+
+// A latent [1, c, h, w] as tokens [h w, c], row by row.
+T::Tensor tokensOf(const T::Tensor& latent) {
+  const int64_t c = latent.size(1), n = latent.size(2) * latent.size(3);
+  return latent.cast(DType::F32).reshape({c, n}).transpose(0, 1).contiguous();
+}
+
+// Positions (t, h, w, l), four values a token.
+struct Positions {
+  std::vector<double> v;
+
+  void text(int64_t tokens) {
+    for (int64_t l = 0; l < tokens; ++l) v.insert(v.end(), {0.0, 0.0, 0.0, static_cast<double>(l)});
+  }
+  void grid(int64_t h, int64_t w, double scale, double t, double l) {
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        v.insert(v.end(), {t, scale * static_cast<double>(y), scale * static_cast<double>(x), l});
+  }
+  void append(const Positions& o) { v.insert(v.end(), o.v.begin(), o.v.end()); }
+};
+
+struct Inputs {
+  T::Tensor image, refs, text;  // tokens: [n, c], [nRef, c'] (unset when nRef = 0), [L, text dim]
+  int64_t nRef = 0;
+  Positions imagePos, refPos, textPos;
+};
+
+T::Tensor flux2(const Weights& w, const Inputs& in, double sigma) {
+  const int64_t d = w.dim, nText = in.text.size(0), nImage = in.image.size(0);
+  const T::Tensor t = silu(timeEmbedding(w.timeIn1, w.timeIn2, sigma));
+  const T::Tensor mImg = w.modImg(t), mTxt = w.modTxt(t), mSingle = w.modSingle(t);
+
+  // pipeline_flux2_klein.py: the references' tokens follow the image's in the image stream.
+  T::Tensor img = w.xEmbed(in.nRef ? T::concat({in.image, in.refs}, 0) : in.image);
+  T::Tensor txt = w.txtIn(in.text);
+  Positions all = in.textPos;
+  all.append(in.imagePos);
+  all.append(in.refPos);
+  const Rope rope = ropeTables(all.v, w.ropeAxes, w.ropeTheta);
+
+  for (const KleinDoubleBlock& b : w.doubles) {
+    const Heads hi =
+        headsOf(w, b.img.qkv(modulated(img, chunk(mImg, 0, d), chunk(mImg, 1, d))), b.img.qNorm, b.img.kNorm);
+    const Heads ht =
+        headsOf(w, b.txt.qkv(modulated(txt, chunk(mTxt, 0, d), chunk(mTxt, 1, d))), b.txt.qNorm, b.txt.kNorm);
+    const T::Tensor o = attend(w, joined(ht, hi), rope);  // [text, image]
+    const int64_t n = o.size(0);
+    img = gated(img, chunk(mImg, 2, d), b.img.out(o.slice(0, nText, n).contiguous()));
+    img = gated(img, chunk(mImg, 5, d), mlp(b.img, modulated(img, chunk(mImg, 3, d), chunk(mImg, 4, d))));
+    txt = gated(txt, chunk(mTxt, 2, d), b.txt.out(o.slice(0, 0, nText).contiguous()));
+    txt = gated(txt, chunk(mTxt, 5, d), mlp(b.txt, modulated(txt, chunk(mTxt, 3, d), chunk(mTxt, 4, d))));
+  }
+
+  T::Tensor x = T::concat({txt, img}, 0);
+  for (const KleinFused& s : w.singles) {
+    const T::Tensor h = s.in(modulated(x, chunk(mSingle, 0, d), chunk(mSingle, 1, d)));  // [n, 3 dim + 2 mlp]
+    const T::Tensor a = attend(w, headsOf(w, h, s.qNorm, s.kNorm), rope);
+    const T::Tensor m = swiglu(h.slice(1, 3 * d, 3 * d + 2 * w.mlp).contiguous());
+    x = gated(x, chunk(mSingle, 2, d), s.out(T::concat({a, m}, 1)));
+  }
+
+  const T::Tensor fm = w.finalMod(t);
+  return w.projOut(modulated(x.slice(0, nText, nText + nImage).contiguous(), chunk(fm, 0, d), chunk(fm, 1, d)));
+}
+
+// One FLUX.3 per-mode block: attention within the mode and the MLP, in parallel.
+T::Tensor modeBlock(const Weights& w, const KleinStream& b, const T::Tensor& x, const T::Tensor& m, const Rope& r) {
+  const int64_t d = w.dim;
+  const T::Tensor nx = modulated(x, chunk(m, 0, d), chunk(m, 1, d));
+  const T::Tensor a = b.out(attend(w, headsOf(w, b.qkv(nx), b.qNorm, b.kNorm), r));
+  return gated(x, chunk(m, 2, d), (T::lazy(a) + T::lazy(mlp(b, nx))).eval());
+}
+
+T::Tensor flux3(const Weights& w, const Inputs& in, double sigma, double target) {
+  const int64_t d = w.dim, nText = in.text.size(0), nImage = in.image.size(0), nRef = in.nRef;
+  // The image at sigma, the text and references at 0; a flow map adds the target's embedding.
+  T::Tensor tImage = timeEmbedding(w.timeIn1, w.timeIn2, sigma), tZero = timeEmbedding(w.timeIn1, w.timeIn2, 0.0);
+  if (w.targetIn1) {
+    const T::Tensor tt = timeEmbedding(*w.targetIn1, *w.targetIn2, target);
+    tImage = (T::lazy(tImage) + T::lazy(tt)).eval();
+    tZero = (T::lazy(tZero) + T::lazy(tt)).eval();
+  }
+  const T::Tensor sImage = silu(tImage), sZero = silu(tZero);
+  const auto act = [&](int mode) { return mode == kImage ? sImage : sZero; };
+
+  std::vector<T::Tensor> x = {w.xEmbed(in.image), nRef ? w.condEmbed(in.refs) : T::Tensor(), w.txtIn(in.text)};
+  const std::vector<const Positions*> pos = {&in.imagePos, &in.refPos, &in.textPos};
+  for (int mode : {kText, kImage, kCond}) {
+    if (mode == kCond && nRef == 0) continue;
+    const size_t i = static_cast<size_t>(mode);
+    const Rope r = ropeTables(pos[i]->v, w.ropeAxes, w.ropeTheta);
+    const T::Tensor m = w.earlyMod[i](act(mode));
+    for (const KleinStream& b : w.modeBlocks[i]) x[i] = modeBlock(w, b, x[i], m, r);
+  }
+
+  // The joint blocks over [text, image, references], each mode modulated by its own rows.
+  Positions all = in.textPos;
+  all.append(in.imagePos);
+  all.append(in.refPos);
+  const Rope rope = ropeTables(all.v, w.ropeAxes, w.ropeTheta);
+  std::vector<int> modes = {kText, kImage};
+  if (nRef) modes.push_back(kCond);
+  std::vector<T::Tensor> mods(3);
+  for (int mode : modes) mods[static_cast<size_t>(mode)] = w.singleMod[static_cast<size_t>(mode)](act(mode));
+  const int64_t ends[] = {nText + nImage, nText + nImage + nRef, nText};  // by mode
+  const int64_t starts[] = {nText, nText + nImage, 0};
+  for (const KleinStream& b : w.joint) {
+    std::vector<T::Tensor> normed;
+    for (int mode : modes) {
+      const T::Tensor& m = mods[static_cast<size_t>(mode)];
+      normed.push_back(modulated(x[static_cast<size_t>(mode)], chunk(m, 0, d), chunk(m, 1, d)));
+    }
+    const T::Tensor comb = T::concat(normed, 0);
+    const T::Tensor a = b.out(attend(w, headsOf(w, b.qkv(comb), b.qNorm, b.kNorm), rope));
+    const T::Tensor out = (T::lazy(a) + T::lazy(mlp(b, comb))).eval();
+    for (int mode : modes) {
+      const size_t i = static_cast<size_t>(mode);
+      x[i] = gated(x[i], chunk(mods[i], 2, d), out.slice(0, starts[i], ends[i]).contiguous());
+    }
+  }
+
+  const T::Tensor fm = w.finalMod(sImage);
+  return w.projOut(modulated(x[kImage], chunk(fm, 0, d), chunk(fm, 1, d)));
+}
+
+void checkLatent(const T::Tensor& t, int64_t channels, const std::string& what) {
+  if (t.ndim() != 4 || t.size(0) != 1 || t.size(1) != channels || t.size(2) < 1 || t.size(3) < 1 || !isFloat(t.dtype()))
+    throw Error("KleinDit::forward: " + what + " of shape " + T::shapeText(t.shape()) + " is not a float [1, " +
+                std::to_string(channels) + ", h, w]");
+}
+
+}  // namespace
+
+T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor>& references, const T::Tensor& text,
+                            double sigma, double targetSigma) const {
+  const Weights& w = *weights_;
+  checkLatent(latent, w.channels, "latent");
+  for (size_t i = 0; i < references.size(); ++i)
+    checkLatent(references[i], w.condChannels, "reference " + std::to_string(i));
+  if (text.ndim() != 2 || text.size(0) < 1 || text.size(1) != w.textDim || !isFloat(text.dtype()))
+    throw Error("KleinDit::forward: text of shape " + T::shapeText(text.shape()) + " is not a float [tokens, " +
+                std::to_string(w.textDim) + "]");
+  for (double s : {sigma, targetSigma})
+    if (!(s >= 0.0 && s <= 1.0)) throw Error("KleinDit::forward: sigma " + std::to_string(s) + " is not in [0, 1]");
+
+  const KleinRules rules = kleinRules(w.variant);
+  const int64_t h = latent.size(2), wd = latent.size(3);
+  Inputs in;
+  in.image = tokensOf(latent.host());
+  in.text = text.host().cast(DType::F32).contiguous();
+  in.textPos.text(text.size(0));
+  in.imagePos.grid(h, wd, rules.imageScale, 0.0, 0.0);
+  std::vector<T::Tensor> refs;
+  for (size_t i = 0; i < references.size(); ++i) {
+    const T::Tensor& r = references[i];
+    const double k = static_cast<double>(i);
+    refs.push_back(tokensOf(r.host()));
+    in.refPos.grid(r.size(2), r.size(3), rules.imageScale, rules.refT0 + rules.refDT * k,
+                   rules.refL0 + rules.refDL * k);
+  }
+  if (!refs.empty()) {
+    in.refs = T::concat(refs, 0);
+    in.nRef = in.refs.size(0);
+  }
+
+  const T::Tensor out = w.variant == Variant::Flux2 ? flux2(w, in, sigma) : flux3(w, in, sigma, targetSigma);
+  return out.transpose(0, 1).contiguous().reshape({1, w.channels, h, wd});
+}
+
+}  // namespace gizml::diffusion

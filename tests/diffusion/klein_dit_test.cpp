@@ -1,0 +1,225 @@
+// gizml::diffusion::KleinDit against tests/reference/make_klein_dit_fixtures.py: tiny FLUX.2
+// [klein] and FLUX.3 DiTs (in_channels 4, 1 + 1 layers, 2 heads of 16, joint 32, axes [4, 4, 4,
+// 4], BF16 weights) run by diffusers' Flux2Transformer2DModel and Flux3Transformer2DModel in
+// float32 on a seeded latent [1, 4, 3, 4] and 5 text rows, at two sigmas, without and with
+// reference latents; loaded from diffusers' names and from BFL's (ComfyUI's) single-file names.
+// Also: ComfyUI's Flux2Scheduler sigmas, the Euler step, the INT8 linears' error per layer type,
+// and bad files and inputs.
+#include <gizml/diffusion.h>
+#include <gizml/error.h>
+#include <gizml/safetensors.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "diffusion/int8_linear.h"
+#include "diffusion/weight_fixture.h"
+
+using namespace gizml;
+
+namespace {
+
+// Relative to the largest |output|: torch sums its matmuls, norms and attention in other orders
+// and its exp, sin and cos differ from libm's in the last bit, which the time sinusoid's
+// arguments (up to 1000 sigma radians) magnify. Measured (x86-64, release build): max |gizml -
+// diffusers| at most 3.6e-6 (FLUX.2) and 5.3e-6 (FLUX.3), relative about 1e-6.
+constexpr double kTolerance = 1e-5;
+
+const std::map<std::string, T::Tensor>& fixtureCase() {
+  static const std::map<std::string, T::Tensor> c =
+      llm::loadSafetensors(test::diffusionData("klein_tiny_case.safetensors"));
+  return c;
+}
+
+struct Model {
+  const char* tag;   // the fixture's names: klein2, klein3
+  const char* file;  // without _diffusers / _bfl
+  diffusion::KleinDit::Variant variant;
+};
+
+const Model kModels[] = {{"klein2", "klein2_tiny", diffusion::KleinDit::Variant::Flux2},
+                         {"klein3", "klein3_tiny", diffusion::KleinDit::Variant::Flux3}};
+
+std::string modelPath(const Model& m, const char* layout) {
+  return test::diffusionData(std::string(m.file) + "_" + layout + ".safetensors");
+}
+
+// Every recorded output of model m against dit's.
+void expectForwardAsDiffusers(const Model& m, const diffusion::KleinDit& dit, const char* layout) {
+  const auto& c = fixtureCase();
+  const std::vector<float> sigmas = c.at("sigmas").toFloats(), targets = c.at("targets").toFloats();
+  const T::Tensor latent = c.at("latent"), text = c.at("text"), ref0 = c.at("ref0"), ref1 = c.at("ref1");
+  struct Run {
+    std::string name;
+    std::vector<T::Tensor> refs;
+    size_t step;
+  };
+  const std::vector<Run> runs = {
+      {"out0", {}, 0}, {"out1", {}, 1}, {"ref0", {ref0}, 0}, {"ref1", {ref0}, 1}, {"refs0", {ref0, ref1}, 0}};
+  for (const Run& r : runs) {
+    const T::Tensor& expected = c.at(std::string(m.tag) + "_" + r.name);
+    const T::Tensor out = dit.forward(latent, r.refs, text, sigmas[r.step], targets[r.step]);
+    ASSERT_EQ(out.shape(), expected.shape());
+    const double err = test::maxAbsDiff(out, expected), scale = expected.abs().max().item();
+    std::printf("KleinDit %s (%s names) %s: max |gizml - diffusers| = %.3g (of max %.3g)\n", m.tag, layout,
+                r.name.c_str(), err, scale);
+    EXPECT_LE(err / scale, kTolerance) << m.tag << " " << layout << " " << r.name;
+  }
+}
+
+}  // namespace
+
+TEST(KleinDit, ForwardAsDiffusersBothLayouts) {
+  for (const Model& m : kModels)
+    for (const char* layout : {"diffusers", "bfl"}) {
+      const diffusion::KleinDit dit = diffusion::KleinDit::load(modelPath(m, layout));
+      EXPECT_EQ(dit.variant(), m.variant);
+      EXPECT_EQ(dit.flowMap(), m.variant == diffusion::KleinDit::Variant::Flux3);
+      EXPECT_EQ(dit.channels(), 4);
+      EXPECT_EQ(dit.referenceChannels(), 4);
+      EXPECT_EQ(dit.textDim(), 32);
+      EXPECT_EQ(dit.dim(), 32);
+      expectForwardAsDiffusers(m, dit, layout);
+    }
+}
+
+// W8A8 block linears (KleinConfig::linears Int8) against F32: relative error max |int8 - f32| /
+// max |f32| of the whole forward. Measured (x86-64, release) in the test's output.
+constexpr double kInt8Relative = 5e-2;
+
+TEST(KleinDit, Int8LinearsNearF32) {
+  const auto& c = fixtureCase();
+  const float sigma = c.at("sigmas").toFloats()[0], target = c.at("targets").toFloats()[0];
+  for (const Model& m : kModels) {
+    diffusion::KleinConfig config;
+    const diffusion::KleinDit f32 = diffusion::KleinDit::load(modelPath(m, "bfl"), config);
+    config.linears = diffusion::ZImageConfig::Linears::Int8;
+    const diffusion::KleinDit int8 = diffusion::KleinDit::load(modelPath(m, "bfl"), config);
+    const T::Tensor reference = f32.forward(c.at("latent"), {c.at("ref0")}, c.at("text"), sigma, target);
+    const T::Tensor out = int8.forward(c.at("latent"), {c.at("ref0")}, c.at("text"), sigma, target);
+    const double rel = test::maxAbsDiff(out, reference) / reference.abs().max().item();
+    std::printf("KleinDit %s INT8 linears, whole forward: max |int8 - f32| / max |f32| = %.3g\n", m.tag, rel);
+    EXPECT_LE(rel, kInt8Relative);
+  }
+}
+
+// Each layer type's INT8 linear (ConvRot W8A8) against its F32 product on 64 seeded normal rows:
+// RMS(int8 - f32) / RMS(f32), from the tiny FLUX.2 [klein]'s weights (BF16, Kaiming-scaled).
+TEST(KleinDit, Int8ErrorPerLayerType) {
+  const auto w = llm::loadSafetensors(test::diffusionData("klein2_tiny_bfl.safetensors"));
+  const std::pair<const char*, const char*> layers[] = {{"attention qkv", "double_blocks.0.img_attn.qkv.weight"},
+                                                        {"attention out", "double_blocks.0.img_attn.proj.weight"},
+                                                        {"mlp in", "double_blocks.0.img_mlp.0.weight"},
+                                                        {"mlp out", "double_blocks.0.img_mlp.2.weight"},
+                                                        {"single fused in", "single_blocks.0.linear1.weight"},
+                                                        {"single fused out", "single_blocks.0.linear2.weight"}};
+  uint64_t seed = 1;
+  for (const auto& [type, name] : layers) {
+    const T::Tensor weight = w.at(name).cast(DType::F32).contiguous();
+    const T::Tensor x = diffusion::torchRandn(seed++, {64, weight.size(1)});
+    const T::Tensor exact = T::matmul(x, weight.transpose(0, 1));
+    const T::Tensor q = diffusion::Int8Linear(weight)(x);
+    const T::Tensor diff = (T::lazy(q) - T::lazy(exact)).eval();
+    const double rel = std::sqrt((T::lazy(diff) * T::lazy(diff)).eval().mean().item() /
+                                 (T::lazy(exact) * T::lazy(exact)).eval().mean().item());
+    std::printf("KleinDit INT8 %-16s [%lld x %lld]: RMS error / RMS = %.3g\n", type,
+                static_cast<long long>(weight.size(0)), static_cast<long long>(weight.size(1)), rel);
+    EXPECT_LE(rel, 3e-2) << type;
+  }
+}
+
+TEST(KleinDit, Flux2SchedulerAsComfyUI) {
+  const auto sig = llm::loadSafetensors(test::diffusionData("klein_sigmas.safetensors"));
+  for (const auto& [name, expected] : sig) {
+    const size_t cut = name.find('_');
+    const int64_t steps = std::stoll(name.substr(1, cut - 1)), tokens = std::stoll(name.substr(cut + 1));
+    const std::vector<float> got = diffusion::flux2Sigmas(steps, tokens), want = expected.toFloats();
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << name << " sigma " << i;
+  }
+  // diffusers' compute_empirical_mu at 4096 tokens: above 4300 the 200-step line alone.
+  EXPECT_NEAR(diffusion::flux2Mu(6000, 4), 0.00016927 * 6000 + 0.45666666, 1e-12);
+  EXPECT_THROW(diffusion::flux2Sigmas(0, 4096), Error);
+  EXPECT_THROW(diffusion::flux2Sigmas(4, 0), Error);
+}
+
+TEST(KleinDit, EulerStepAsComfyUI) {
+  const T::Tensor x = diffusion::torchRandn(3, {2, 5}), den = diffusion::torchRandn(4, {2, 5});
+  const float sigma = 0.9673840403556824f, next = 0.9081438779830933f;
+  const std::vector<float> xs = x.toFloats(), ds = den.toFloats(),
+                           got = diffusion::eulerStep(x, den, sigma, next).toFloats();
+  const float dt = next - sigma;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float d = (xs[i] - ds[i]) / sigma;
+    const float prod = d * dt;
+    EXPECT_EQ(got[i], xs[i] + prod) << i;
+  }
+  EXPECT_THROW(diffusion::eulerStep(x, T::zeros({5, 2}), sigma, next), Error);
+  EXPECT_THROW(diffusion::eulerStep(x, den, 0.0f, 0.0f), Error);
+}
+
+namespace {
+
+void expectLoadError(const std::string& path, const std::string& tensorName) {
+  test::expectLoadError([](const std::string& p) { diffusion::KleinDit::load(p); }, path, tensorName);
+}
+
+std::string edited(const char* file, const std::string& tag, const std::function<void(test::Weights&)>& edit) {
+  return test::editedWeights(file, "klein_" + tag, edit);
+}
+
+}  // namespace
+
+TEST(KleinDit, BadFilesNameTheTensor) {
+  const char* bfl2 = "klein2_tiny_bfl.safetensors";
+  const char* diff2 = "klein2_tiny_diffusers.safetensors";
+  const char* bfl3 = "klein3_tiny_bfl.safetensors";
+  expectLoadError(edited(bfl2, "missing", [](auto& w) { w.erase("double_blocks.0.txt_mlp.2.weight"); }),
+                  "double_blocks.0.txt_mlp.2.weight");
+  expectLoadError(edited(diff2, "missing_k", [](auto& w) { w.erase("transformer_blocks.0.attn.add_k_proj.weight"); }),
+                  "transformer_blocks.0.attn.add_k_proj.weight");
+  expectLoadError(edited(bfl2, "shape",
+                         [](auto& w) {
+                           w.at("single_blocks.0.linear2.weight") = T::zeros({32, 96});
+                         }),
+                  "single_blocks.0.linear2.weight");
+  expectLoadError(edited(diff2, "dtype",
+                         [](auto& w) {
+                           w.at("proj_out.weight") = T::zeros({4, 32}, DType::I32);
+                         }),
+                  "proj_out.weight");
+  // A guidance embedder (FLUX.2 [dev]'s) is not part of klein.
+  expectLoadError(edited(bfl2, "extra",
+                         [](auto& w) {
+                           w["guidance_in.in_layer.weight"] = T::zeros({32, 256});
+                         }),
+                  "guidance_in.in_layer.weight");
+  expectLoadError(
+      edited(bfl3, "missing3",
+             [](auto& w) { w.erase("model.diffusion_model.content_mode_blocks.image_cond.0.mlp_in.weight"); }),
+      "model.diffusion_model.content_mode_blocks.image_cond.0.mlp_in.weight");
+  // A head dim that does not divide the width; RoPE axes that do not make the head dim.
+  expectLoadError(
+      edited(bfl2, "heads", [](auto& w) { w.at("double_blocks.0.img_attn.norm.query_norm.scale") = T::zeros({6}); }),
+      "double_blocks.0.img_attn.norm.query_norm.scale");
+  diffusion::KleinConfig axes;
+  axes.ropeAxes = {4, 4, 4, 2};
+  test::expectLoadError([&](const std::string& p) { diffusion::KleinDit::load(p, axes); },
+                        edited(diff2, "axes", [](auto&) {}), "transformer_blocks.0.attn.norm_q.weight");
+  // Neither variant's names.
+  expectLoadError(edited(bfl2, "neither", [](auto& w) { w.erase("single_stream_modulation.lin.weight"); }),
+                  "single_stream_modulation.lin.weight");
+}
+
+TEST(KleinDit, BadInputs) {
+  const diffusion::KleinDit dit = diffusion::KleinDit::load(test::diffusionData("klein2_tiny_bfl.safetensors"));
+  const T::Tensor text = fixtureCase().at("text"), latent = fixtureCase().at("latent");
+  EXPECT_THROW(dit.forward(T::zeros({1, 3, 3, 4}), {}, text, 0.5), Error);
+  EXPECT_THROW(dit.forward(latent, {T::zeros({1, 5, 2, 2})}, text, 0.5), Error);
+  EXPECT_THROW(dit.forward(latent, {}, T::zeros({5, 16}), 0.5), Error);
+  EXPECT_THROW(dit.forward(latent, {}, text, 1.5), Error);
+  EXPECT_THROW(dit.forward(latent, {}, text, 0.5, -0.1), Error);
+}

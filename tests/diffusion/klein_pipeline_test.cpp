@@ -1,0 +1,179 @@
+// gizml::diffusion::KleinPipeline against tests/reference/make_klein_pipeline_fixtures.py:
+// diffusers' Flux2KleinPipeline (cfg 1, 4 steps, ComfyUI's noise for seed 42 passed as latents)
+// on the tiny text encoder of make_klein_text_fixtures.py, the tiny FLUX.2 VAE of
+// make_flux2_vae_fixtures.py (scale 4) and a tiny FLUX.2 [klein] DiT fitting them; a text to
+// image at 48 x 32 and an edit of one 70 x 66 picture at 40 x 36: every stage, and the pictures.
+#include <gizml/diffusion.h>
+#include <gizml/error.h>
+#include <gizml/image.h>
+#include <gizml/safetensors.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/expect_error.h"
+#include "diffusion/weight_fixture.h"
+#include "diffusion/zimage_tiny.h"
+
+using namespace gizml;
+namespace fs = std::filesystem;
+
+namespace {
+
+using test::zimage::data;
+
+// make_klein_text_fixtures.py's PROMPTS, the text to image's and the edit's.
+const std::string kTextPrompt = "A red fox in fresh snow, watercolor";
+const std::string kEditPrompt = "Ein Leuchtturm bei Nacht, 35 mm film grain; \u00abneon\u00bb signs reading 'OPEN 24/7'";
+
+// The text rows: klein_text_test.cpp's bound (F16 weights, other summation orders through 27
+// layers). Measured (x86-64, release): 1.1e-5 (t2i) and 1.7e-5 (edit) absolute.
+constexpr double kTextTolerance = 1e-4;
+// Sigmas: diffusers' scheduler shifts numpy float64 sigmas, ComfyUI's (flux2Sigmas) float32 ones.
+constexpr double kSigmaTolerance = 1e-6;
+// A reference's latent: the VAE encoder's f32 error (flux2_vae_test.cpp). Measured: 1.6e-6.
+constexpr double kReferenceTolerance = 1e-5;
+// A step's latent from the reference's rows: the DiT's error (klein_dit_test.cpp) over 4 steps,
+// and diffusers' Euler step x + (sigma' - sigma) v against ComfyUI's by denoised. Measured: 8.6e-6
+// (t2i) and 4.4e-6 (edit) after the last step, of latents up to 5.8.
+constexpr double kLatentTolerance = 5e-5;
+// The VAE's pixels from the reference's last latent. Measured: 1.5e-6 and 1.7e-6.
+constexpr double kDecodedTolerance = 1e-5;
+
+const std::map<std::string, T::Tensor>& fixture() {
+  static const auto c = llm::loadSafetensors(data("klein_pipeline_case.safetensors"));
+  return c;
+}
+
+// convertTextEncoder's folder of the tiny encoder, made once a process.
+const std::string& textFolder() {
+  static const std::string folder = [] {
+    const std::string hf = test::zimage::temporary("klein_pipeline_text_hf");
+    test::zimage::writeTextHf(hf, {}, "klein_text_tiny");
+    const std::string out = test::zimage::temporary("klein_pipeline_text");
+    fs::remove_all(out);
+    diffusion::convertTextEncoder(hf, out);
+    return out;
+  }();
+  return folder;
+}
+
+const diffusion::KleinPipeline& pipeline() {
+  static const diffusion::KleinPipeline p = diffusion::KleinPipeline::load(
+      data("klein_pipeline_dit.safetensors"), data("flux2_vae_tiny.safetensors"), textFolder());
+  return p;
+}
+
+// The reference's picture bytes (U8 [H, W, 3]); test::pixelsWithinOne compares them: measured,
+// every pixel within 1/255, both runs, staged and painted end to end.
+std::vector<uint8_t> bytes(const T::Tensor& t) {
+  const std::vector<float> v = t.toFloats();
+  return {v.begin(), v.end()};
+}
+
+image::Image picture() {
+  const T::Tensor& t = fixture().at("picture");
+  return {t.shape()[1], t.shape()[0], bytes(t)};
+}
+
+// The run's stages (t2i or edit) from the reference's rows and references; the largest errors.
+void expectStages(const std::string& run, const std::string& prompt, const std::vector<image::Image>& pictures,
+                  int64_t width, int64_t height) {
+  const diffusion::KleinPipeline& p = pipeline();
+  const auto& f = fixture();
+  const diffusion::KleinConditioning mine = p.condition(prompt, pictures);
+  const double textError = test::maxAbsDiff(mine.text, f.at(run + "_text"));
+  EXPECT_LE(textError, kTextTolerance) << run;
+  diffusion::KleinConditioning theirs{f.at(run + "_text"), {}};
+  double referenceError = 0;
+  ASSERT_EQ(mine.references.size(), pictures.size());
+  if (!pictures.empty()) {
+    referenceError = test::maxAbsDiff(mine.references[0], f.at("edit_ref0"));
+    EXPECT_LE(referenceError, kReferenceTolerance);
+    theirs.references = {f.at("edit_ref0")};
+  }
+  const int64_t h = height / 4, w = width / 4;
+  const std::vector<float> sigmas = diffusion::flux2Sigmas(4, h * w), want = f.at(run + "_sigmas").toFloats();
+  ASSERT_EQ(sigmas.size(), want.size());
+  for (size_t i = 0; i < sigmas.size(); ++i) EXPECT_NEAR(sigmas[i], want[i], kSigmaTolerance) << run << " " << i;
+  EXPECT_EQ(diffusion::torchRandn(42, {1, 128, h, w}).toFloats(), f.at(run + "_noise").toFloats());
+  std::vector<double> stepErrors;
+  const T::Tensor latent = p.sample(theirs, 42, width, height, [&](const diffusion::ZImageStep& s) {
+    EXPECT_EQ(s.step, static_cast<int64_t>(stepErrors.size()));
+    EXPECT_EQ(s.steps, 4);
+    EXPECT_EQ(s.sigma, sigmas[static_cast<size_t>(s.step)]);
+    stepErrors.push_back(test::maxAbsDiff(s.latent, f.at(run + "_step" + std::to_string(s.step))));
+  });
+  ASSERT_EQ(stepErrors.size(), 4u);
+  for (size_t i = 0; i < stepErrors.size(); ++i) EXPECT_LE(stepErrors[i], kLatentTolerance) << run << " step " << i;
+  EXPECT_EQ(latent.shape(), (T::Shape{1, 128, h, w}));
+  const T::Tensor& last = f.at(run + "_step3");
+  const double decodedError =
+      test::maxAbsDiff(diffusion::Flux2Vae::load(data("flux2_vae_tiny.safetensors")).decode(last), f.at(run + "_decoded"));
+  EXPECT_LE(decodedError, kDecodedTolerance) << run;
+  const int64_t close = test::pixelsWithinOne(p.decode(last), bytes(f.at(run + "_image")));
+  std::printf("%s: text %.2e, reference %.2e, last step %.2e, decoded %.2e; pixels within 1/255: %lld of %lld\n",
+              run.c_str(), textError, referenceError, stepErrors.back(), decodedError, static_cast<long long>(close),
+              static_cast<long long>(width * height));
+  EXPECT_EQ(close, width * height) << run;
+}
+
+}  // namespace
+
+TEST(KleinPipeline, TextToImageStagesAsTheReference) {
+  EXPECT_EQ(pipeline().sizeMultiple(), 4);
+  EXPECT_EQ(pipeline().config().steps, 4);
+  expectStages("t2i", kTextPrompt, {}, 48, 32);
+}
+
+TEST(KleinPipeline, EditStagesAsTheReference) {
+  // diffusers crops 70 x 66 to the multiples of 4 around its center, nothing scaled.
+  const image::Image ref = pipeline().referencePicture(picture());
+  ASSERT_EQ(ref.width, 68);
+  ASSERT_EQ(ref.height, 64);
+  const image::Image whole = picture();
+  for (int64_t y = 0; y < 64; ++y)
+    for (int64_t x = 0; x < 68 * 3; ++x)
+      ASSERT_EQ(ref.pixels[y * 68 * 3 + x], whole.pixels[(y + 1) * 70 * 3 + 3 + x]);
+  expectStages("edit", kEditPrompt, {picture()}, 40, 36);
+}
+
+TEST(KleinPipeline, PaintsTheReferencePictures) {
+  const image::Image t2i = pipeline().paint(kTextPrompt, 42, {}, 48, 32);
+  const image::Image edit = pipeline().paint(kEditPrompt, 42, {picture()}, 40, 36);
+  const int64_t t2iClose = test::pixelsWithinOne(t2i, bytes(fixture().at("t2i_image")));
+  const int64_t editClose = test::pixelsWithinOne(edit, bytes(fixture().at("edit_image")));
+  std::printf("paint: pixels within 1/255: t2i %lld of 1536, edit %lld of 1440\n", static_cast<long long>(t2iClose),
+              static_cast<long long>(editClose));
+  EXPECT_EQ(t2iClose, 48 * 32);
+  EXPECT_EQ(editClose, 40 * 36);
+}
+
+TEST(KleinPipeline, EditSizeKeepsTheFirstPicturesAspect) {
+  // About 1 MP: 70 x 66 scaled by sqrt(2^20 / 4620) to 1054 x 994, floored to multiples of 4.
+  EXPECT_EQ(pipeline().editSize(picture()), (std::pair<int64_t, int64_t>{1052, 992}));
+  // At the picture's own area it is diffusers' default for a picture under 1 MP: its crop's size.
+  diffusion::KleinPipelineConfig config;
+  config.editArea = 70 * 66;
+  const auto small = diffusion::KleinPipeline::load(data("klein_pipeline_dit.safetensors"),
+                                                    data("flux2_vae_tiny.safetensors"), textFolder(), config);
+  EXPECT_EQ(small.editSize(picture()), (std::pair<int64_t, int64_t>{68, 64}));
+  // Above 1 MP a reference is scaled to it first (4000 x 3000: 1182 x 886, cropped to 1180 x 884).
+  const image::Image big{4000, 3000, std::vector<uint8_t>(4000 * 3000 * 3, 7)};
+  const image::Image scaled = pipeline().referencePicture(big);
+  EXPECT_EQ(scaled.width, 1180);
+  EXPECT_EQ(scaled.height, 884);
+}
+
+TEST(KleinPipeline, RefusesWhatDoesNotFit) {
+  const std::string other = data("klein2_tiny_bfl.safetensors");  // text 32 wide, latents of 4 channels
+  expectError([&] { diffusion::KleinPipeline::load(other, data("flux2_vae_tiny.safetensors"), textFolder()); },
+              {textFolder(), other, "48", "32"});
+  expectError([&] { pipeline().paint(kTextPrompt, 42, {}, 42, 32); }, {"42 x 32", "multiples of 4"});
+  expectError([&] { pipeline().paint(kTextPrompt, 42); }, {"no size"});
+  expectError([&] { pipeline().referencePicture({3, 3, std::vector<uint8_t>(27)}); }, {"3 x 3", "smaller than 4"});
+  expectError([&] { pipeline().sample({T::zeros({512, 32}, DType::F32), {}}, 42, 48, 32); }, {"[512, 32]", "48"});
+}
