@@ -265,6 +265,10 @@ class Sequences {
   /// maxTokens or a token is outside the vocabulary.
   std::vector<tensor::Tensor> forward(const std::vector<std::vector<TokenId>>& tokens, bool allLogits = false);
 
+  /// Forgets every sequence's tokens and keeps the memory they took, so that the next passes
+  /// start afresh on memory already touched (giz bench's warm-up pass, then the timed one).
+  void clear();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -37,4 +37,8 @@ std::vector<tensor::Tensor> Sequences::forward(const std::vector<std::vector<Tok
   return impl_->model->forward(feeds);
 }
 
+void Sequences::clear() {
+  for (const std::unique_ptr<SequenceState>& state : impl_->states) state->truncate(0);
+}
+
 }  // namespace gizml::llm

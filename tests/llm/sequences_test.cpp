@@ -43,6 +43,28 @@ TEST(Sequences, PassesAreTheModelsForwardPasses) {
   }
 }
 
+// clear() forgets the tokens, not the memory: the same passes again give the same bits, for a KV
+// cache and for Qwen 3.5's recurrent states alike.
+TEST(Sequences, ClearStartsEverySequenceAfresh) {
+  for (const std::string arch : {"llama", "qwen3_5"}) {
+    SCOPED_TRACE(arch);
+    Sequences sequences(converted(arch, 8).folder(), 2, 8);
+    const std::vector<std::vector<TokenId>> prompts = {{1, 5, 9, 2}, {7, 3}}, step = {{4}, {6}};
+    const std::vector<tensor::Tensor> firstPrompt = sequences.forward(prompts, true);
+    const std::vector<tensor::Tensor> firstStep = sequences.forward(step);
+    sequences.clear();
+    const std::vector<tensor::Tensor> againPrompt = sequences.forward(prompts, true);
+    const std::vector<tensor::Tensor> againStep = sequences.forward(step);
+    for (size_t s = 0; s < 2; ++s) {
+      expectSameBits(againPrompt[s], firstPrompt[s]);
+      expectSameBits(againStep[s], firstStep[s]);
+    }
+    // Everything was forgotten: the whole capacity is free again.
+    sequences.clear();
+    EXPECT_EQ(sequences.forward({{1, 2, 3, 4, 5, 6, 7, 8}, {1}})[0].shape()[0], 1);
+  }
+}
+
 TEST(Sequences, MistakesAreErrors) {
   const std::string folder = converted("llama", 8).folder();
   expectError([&] { Sequences(folder, 0, 8); }, {"count must be at least 1"});

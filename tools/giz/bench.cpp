@@ -27,7 +27,8 @@ constexpr const char* kUsage =
     "                  [--batch 1] [--bits 4] [--device auto]   MODEL, --device as for giz run (giz run --help)\n"
     "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps,\n"
     "  of --batch sequences at once (tok/s in total); --kv keeps keys and values as f32, f16, bf16, or codes\n"
-    "  of 8, 4 or 2 bits, or keys and values apart as K/V (4/2)\n";
+    "  of 8, 4 or 2 bits, or keys and values apart as K/V (4/2); an untimed warm-up pass of the prompt and\n"
+    "  one step comes first, as llama-bench's does\n";
 
 // The peak resident set of this process (VmHWM), in MiB.
 double peakRssMiB() {
@@ -97,6 +98,11 @@ int benchCommand(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   // What each sequence reads in the next pass: the prompt, then the token it chose.
   std::vector<std::vector<gizml::llm::TokenId>> next(static_cast<size_t>(batch), prompt);
+  // The warm-up: the first pass touches the KV cache's and the buffers' fresh pages, and wakes the
+  // threads; llama-bench leaves such a pass out of its figures too.
+  sequences.forward(next);
+  if (decode > 0) sequences.forward(std::vector<std::vector<gizml::llm::TokenId>>(static_cast<size_t>(batch), {prompt[0]}));
+  sequences.clear();
   const auto t0 = Clock::now();
   auto logits = sequences.forward(next, !logitsFile.empty());
   const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
