@@ -40,60 +40,102 @@ core::PageVector<uint8_t> packFloatPanels(DType t, const void* w, int64_t rows, 
   return out;
 }
 
-namespace {
-bool floatPanelsSimd() {
-  static const bool simd = cpuFeatures().avx2 && cpuFeatures().fma && cpuFeatures().f16c;
-  return simd;
+bool floatPanelKernelRuns(FloatPanelKernel kernel) {
+  const CpuFeatures& f = cpuFeatures();
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  switch (kernel) {
+    case FloatPanelKernel::Avx512: return avx2 && f.avx512f;
+    case FloatPanelKernel::Avx2: return avx2;
+    default: return true;
+  }
 }
+
+namespace {
+
+FloatPanelKernel bestFloatPanelKernel() {
+  static const FloatPanelKernel best = floatPanelKernelRuns(FloatPanelKernel::Avx512) ? FloatPanelKernel::Avx512
+                                       : floatPanelKernelRuns(FloatPanelKernel::Avx2) ? FloatPanelKernel::Avx2
+                                                                                      : FloatPanelKernel::Portable;
+  return best;
+}
+
+// out [m][panels * 16]: the portable kernel, each column's fma chain as sgemm's.
+void productPortable(DType t, const void* panel, int64_t panels, int64_t k, const float* x, int64_t ldx, int64_t m,
+                     float* out) {
+  const int64_t width = panels * kFloatPanelRows, panelElems = k * kFloatPanelRows;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t first = j / kFloatPanelRows * panelElems + j % kFloatPanelRows;
+      float total = 0.0f;
+      for (int64_t k0 = 0; k0 < k; k0 += kGemmKc) {
+        float block = 0.0f;
+        for (int64_t p = k0; p < std::min(k, k0 + kGemmKc); ++p)
+          block = std::fma(x[r * ldx + p], valueAt(t, panel, first + p * kFloatPanelRows), block);
+        total = k0 == 0 ? block : total + block;
+      }
+      out[r * width + j] = total;
+    }
+}
+
 }  // namespace
 
-const char* floatPanelsKernel() { return floatPanelsSimd() ? "avx2+fma+f16c" : "portable"; }
-
-void floatPanelProduct(DType t, const void* panel, int64_t k, const float* x, int64_t ldx, int64_t m, float* y,
-                       int64_t ldy, int64_t cols) {
-  check(m >= 1 && m <= 4 && cols >= 1 && cols <= kFloatPanelRows, "floatPanelProduct: 1 to 4 rows of 1 to 16 columns");
-  float out[4][kFloatPanelRows];
-  if (floatPanelsSimd()) {
-    float_panel_kernels::productAvx2(t, panel, k, x, ldx, m, out[0]);
-  } else {
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t j = 0; j < cols; ++j) {
-        float total = 0.0f;
-        for (int64_t k0 = 0; k0 < k; k0 += kGemmKc) {
-          float block = 0.0f;
-          for (int64_t p = k0; p < std::min(k, k0 + kGemmKc); ++p)
-            block = std::fma(x[r * ldx + p], valueAt(t, panel, p * kFloatPanelRows + j), block);
-          total = k0 == 0 ? block : total + block;
-        }
-        out[r][j] = total;
-      }
+const char* floatPanelsKernel() {
+  switch (bestFloatPanelKernel()) {
+    case FloatPanelKernel::Avx512: return "avx512f";
+    case FloatPanelKernel::Avx2: return "avx2+fma+f16c";
+    default: return "portable";
   }
-  for (int64_t r = 0; r < m; ++r) std::copy(out[r], out[r] + cols, y + r * ldy);
+}
+
+void floatPanelProduct(FloatPanelKernel kernel, DType t, const void* panel, int64_t panels, int64_t k, const float* x,
+                       int64_t ldx, int64_t m, float* y, int64_t ldy, int64_t cols) {
+  check(m >= 1 && m <= 4 && panels >= 1 && panels <= kFloatPanelGroup && cols >= 1 && cols <= panels * kFloatPanelRows,
+        "floatPanelProduct: 1 to 4 rows of 1 to 16 columns a panel, 1 to 4 panels");
+  check(floatPanelKernelRuns(kernel), "floatPanelProduct: this CPU does not run the kernel asked for");
+  float out[4 * kFloatPanelGroup * kFloatPanelRows];
+  switch (kernel) {
+    case FloatPanelKernel::Avx512: float_panel_kernels::productAvx512(t, panel, panels, k, x, ldx, m, out); break;
+    case FloatPanelKernel::Avx2: float_panel_kernels::productAvx2(t, panel, panels, k, x, ldx, m, out); break;
+    default: productPortable(t, panel, panels, k, x, ldx, m, out);
+  }
+  const int64_t width = panels * kFloatPanelRows;
+  for (int64_t r = 0; r < m; ++r) std::copy(out + r * width, out + r * width + cols, y + r * ldy);
+}
+
+void floatPanelProduct(DType t, const void* panel, int64_t panels, int64_t k, const float* x, int64_t ldx, int64_t m,
+                       float* y, int64_t ldy, int64_t cols) {
+  floatPanelProduct(bestFloatPanelKernel(), t, panel, panels, k, x, ldx, m, y, ldy, cols);
 }
 
 void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
                        float* y) {
-  // Passes of up to this many rows take the panel kernel, one panel a task; more go through
-  // sgemm, kSgemmPanels panels a block.
-  constexpr int64_t kFewRows = 4, kSgemmPanels = 4;
+  // Passes of up to this many rows take the panel kernel, kFloatPanelGroup panels a task; more go
+  // through sgemm, blocks of panels widened to f32 of up to kBlockBytes (4 panels at least).
+  constexpr int64_t kFewRows = 4, kBlockBytes = int64_t{2} << 20;
   constexpr int64_t width = kFloatPanelRows;
   const int64_t stepBytes = width * static_cast<int64_t>(dtypeSize(t)), panelBytes = in * stepBytes;
   const int64_t panels = (out + width - 1) / width;
   if (rows <= kFewRows) {
-    core::parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t first = p * width;
-        floatPanelProduct(t, packed + p * panelBytes, in, x, in, rows, y + first, out, std::min(width, out - first));
+    const int64_t groups = (panels + kFloatPanelGroup - 1) / kFloatPanelGroup;
+    core::parallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t p = g * kFloatPanelGroup, first = p * width;
+        floatPanelProduct(t, packed + p * panelBytes, std::min(kFloatPanelGroup, panels - p), in, x, in, rows, y + first,
+                          out, std::min(kFloatPanelGroup * width, out - first));
       }
     });
     return;
   }
-  // Blocks of panels as f32 B [in, block width] (the panels' steps side by side) for sgemm.
-  const int64_t blocks = (panels + kSgemmPanels - 1) / kSgemmPanels, blockWidth = kSgemmPanels * width;
-  core::parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> b(static_cast<size_t>(in * blockWidth));
+  // Blocks of panels as f32 B [in, block width] (the panels' steps side by side) for sgemm. Wide
+  // blocks, as each sgemm call packs all of x again; a number of them that the threads share evenly.
+  const int64_t threads = core::threadCount(), maxPanels = std::max<int64_t>(4, kBlockBytes / (in * width * 4));
+  const int64_t blocks = (panels + maxPanels - 1) / maxPanels, evenBlocks = (blocks + threads - 1) / threads * threads;
+  const int64_t blockPanels = (panels + evenBlocks - 1) / evenBlocks, blockWidth = blockPanels * width;
+  core::parallelFor((panels + blockPanels - 1) / blockPanels, 1, [&](int64_t b0, int64_t b1) {
+    thread_local std::vector<float> b;  // kept between calls (kBlockBytes a thread, more for a very wide in)
+    b.resize(static_cast<size_t>(in * blockWidth));
     for (int64_t block = b0; block < b1; ++block) {
-      const int64_t p0 = block * kSgemmPanels, p1 = std::min(panels, p0 + kSgemmPanels);
+      const int64_t p0 = block * blockPanels, p1 = std::min(panels, p0 + blockPanels);
       for (int64_t p = p0; p < p1; ++p)
         for (int64_t c = 0; c < in; ++c)
           loadF32(t, packed + p * panelBytes + c * stepBytes, 1, width, b.data() + c * blockWidth + (p - p0) * width);

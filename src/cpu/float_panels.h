@@ -1,8 +1,8 @@
 #pragma once
 // F32, F16 and BF16 weights [rows, cols] repacked, when a layer is made, into panels of 16 rows
 // stored column by column: panel p holds rows 16p .. 16p + 15 as cols steps of 16 values (a last
-// panel's missing rows are zeros), so that one step is a row of B = W^T for sgemm and two SIMD
-// loads for the few-rows product below, read at the stored width (F16C or a shift widens it in
+// panel's missing rows are zeros), so that one step is a row of B = W^T for sgemm and one or two
+// SIMD loads for the few-rows product below, read at the stored width (F16C or a shift widens it in
 // registers). A decode step then streams the weights once, and gives the bits sgemm gives a
 // prefill (batch invariance, docs/architecture.md).
 #include <gizml/dtype.h>
@@ -19,26 +19,43 @@ inline constexpr int64_t kFloatPanelRows = 16;
 /// w [rows, cols] (row-major, elements of t) as panels: ceil(rows / 16) * cols * 16 elements of t.
 core::PageVector<uint8_t> packFloatPanels(DType t, const void* w, int64_t rows, int64_t cols);
 
-/// y[r * ldy + j] = sum over p < k of x[r * ldx + p] * panel[p * 16 + j], for r < m (at most 4)
-/// and j < cols (at most 16), in sgemm's order of additions (cpu/gemm.h): an fma chain over p
-/// from +0 within each block of kGemmKc, the blocks' results added in order; the same bits on
-/// every target.
-void floatPanelProduct(DType t, const void* panel, int64_t k, const float* x, int64_t ldx, int64_t m, float* y,
-                       int64_t ldy, int64_t cols);
+/// The kernels of floatPanelProduct, lowest first: plain C++, AVX2 + FMA + F16C (256-bit), and
+/// AVX-512 F (512-bit; F16 widened by vcvtph2ps, BF16 by a shift).
+enum class FloatPanelKernel { Portable, Avx2, Avx512 };
+
+/// Up to this many consecutive panels go to one call of floatPanelProduct: the SIMD kernels run
+/// their fma chains side by side (one chain per 8 or 16 columns is bound by the fma's latency).
+inline constexpr int64_t kFloatPanelGroup = 4;
+
+/// y[r * ldy + j] = sum over p < k of x[r * ldx + p] * W[j][p] for r < m (at most 4) and j < cols,
+/// where W's rows are those of `panels` (1 to kFloatPanelGroup) consecutive panels of depth k
+/// starting at `panel` (cols at most 16 * panels), in sgemm's order of additions (cpu/gemm.h): an
+/// fma chain over p from +0 within each block of kGemmKc, the blocks' results added in order; the
+/// same bits from every kernel.
+void floatPanelProduct(DType t, const void* panel, int64_t panels, int64_t k, const float* x, int64_t ldx, int64_t m,
+                       float* y, int64_t ldy, int64_t cols);
+/// The same by a given kernel (which this CPU must run: floatPanelKernelRuns), for tests.
+void floatPanelProduct(FloatPanelKernel kernel, DType t, const void* panel, int64_t panels, int64_t k, const float* x,
+                       int64_t ldx, int64_t m, float* y, int64_t ldy, int64_t cols);
+bool floatPanelKernelRuns(FloatPanelKernel kernel);
 
 /// y [rows, out] = x [rows, in] W^T for W [out, in] packed by packFloatPanels (elements of t),
 /// over the thread pool, a pass reading the packed bytes once: up to 4 rows (decode) by
-/// floatPanelProduct a panel a task, more by sgemm a block of 4 panels (widened to f32) a task.
+/// floatPanelProduct kFloatPanelGroup panels a task, more by sgemm a block of 4 panels (widened to f32) a task.
 /// Either way a row's outputs are sgemm's bits, whatever the rows beside it.
 void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
                        float* y);
 
-/// The kernel floatPanelProduct runs on this CPU ("avx2+fma+f16c" or "portable"), for `giz info`.
+/// The kernel floatPanelProduct runs on this CPU ("avx512f", "avx2+fma+f16c" or "portable"), for `giz info`.
 const char* floatPanelsKernel();
 
 namespace float_panel_kernels {
-/// floatPanelProduct on AVX2 + FMA + F16C, for the 16 columns into out (16 floats a row).
-void productAvx2(DType t, const void* panel, int64_t k, const float* x, int64_t ldx, int64_t m, float* out);
+/// floatPanelProduct's SIMD kernels, writing `panels` * 16 columns a row into out (m rows of
+/// panels * 16 floats).
+void productAvx2(DType t, const void* panel, int64_t panels, int64_t k, const float* x, int64_t ldx, int64_t m,
+                 float* out);
+void productAvx512(DType t, const void* panel, int64_t panels, int64_t k, const float* x, int64_t ldx, int64_t m,
+                   float* out);
 }  // namespace float_panel_kernels
 
 }  // namespace gizml::cpu
