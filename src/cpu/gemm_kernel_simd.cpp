@@ -144,7 +144,7 @@ void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* packedA, const
 template <int64_t kRows>
 void StreamKernel(int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs, const float* b,
                   int64_t brs, float* c, int64_t ldc, bool accumulate) {
-  constexpr int64_t kWidth = 4096 / kRows / kN * kN;
+  constexpr int64_t kWidth = 4096 / kRows / kN * kN, kPrefetchRows = 8;
   const D d;
   HWY_ALIGN float acc[kRows][kWidth];
   for (int64_t j0 = 0; j0 < n; j0 += kWidth) {
@@ -153,6 +153,10 @@ void StreamKernel(int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs
       for (int64_t r = 0; r < kRows; ++r) std::fill_n(acc[r], width, 0.0f);
       for (int64_t p = k0; p < std::min(k, k0 + kGemmKc); ++p) {
         const float* row = b + p * brs + j0;
+        // Rows far apart (a KV cache's values, a head's row in each position's) are each on their
+        // own 4 KiB page, where the hardware's prefetchers stop: ask for a row a few ahead.
+        if (p + kPrefetchRows < k)
+          for (int64_t j = 0; j < width; j += 16) hwy::Prefetch(row + kPrefetchRows * brs + j);
         float as[kRows];
         V av[kRows];
         for (int64_t r = 0; r < kRows; ++r) {
