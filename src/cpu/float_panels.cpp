@@ -79,19 +79,26 @@ void productPortable(DType t, const void* panel, int64_t panels, int64_t k, cons
 
 }  // namespace
 
-const char* floatPanelsKernel() {
-  switch (bestFloatPanelKernel()) {
+const char* floatPanelKernelName(FloatPanelKernel kernel) {
+  switch (kernel) {
     case FloatPanelKernel::Avx512: return "avx512f";
     case FloatPanelKernel::Avx2: return "avx2+fma+f16c";
     default: return "portable";
   }
 }
 
-void floatPanelProduct(FloatPanelKernel kernel, DType t, const void* panel, int64_t panels, int64_t k, const float* x,
-                       int64_t ldx, int64_t m, float* y, int64_t ldy, int64_t cols) {
+const char* floatPanelsKernel() { return floatPanelKernelName(bestFloatPanelKernel()); }
+
+namespace {
+
+void checkProductShape(int64_t panels, int64_t m, int64_t cols) {
   check(m >= 1 && m <= 4 && panels >= 1 && panels <= kFloatPanelGroup && cols >= 1 && cols <= panels * kFloatPanelRows,
         "floatPanelProduct: 1 to 4 rows of 1 to 16 columns a panel, 1 to 4 panels");
-  check(floatPanelKernelRuns(kernel), "floatPanelProduct: this CPU does not run the kernel asked for");
+}
+
+// floatPanelProduct after its checks (floatPanelsMatmul's calls need none).
+void productBy(FloatPanelKernel kernel, DType t, const void* panel, int64_t panels, int64_t k, const float* x,
+               int64_t ldx, int64_t m, float* y, int64_t ldy, int64_t cols) {
   float out[4 * kFloatPanelGroup * kFloatPanelRows];
   switch (kernel) {
     case FloatPanelKernel::Avx512: float_panel_kernels::productAvx512(t, panel, panels, k, x, ldx, m, out); break;
@@ -102,9 +109,19 @@ void floatPanelProduct(FloatPanelKernel kernel, DType t, const void* panel, int6
   for (int64_t r = 0; r < m; ++r) std::copy(out + r * width, out + r * width + cols, y + r * ldy);
 }
 
+}  // namespace
+
+void floatPanelProduct(FloatPanelKernel kernel, DType t, const void* panel, int64_t panels, int64_t k, const float* x,
+                       int64_t ldx, int64_t m, float* y, int64_t ldy, int64_t cols) {
+  checkProductShape(panels, m, cols);
+  check(floatPanelKernelRuns(kernel), "floatPanelProduct: this CPU does not run the kernel asked for");
+  productBy(kernel, t, panel, panels, k, x, ldx, m, y, ldy, cols);
+}
+
 void floatPanelProduct(DType t, const void* panel, int64_t panels, int64_t k, const float* x, int64_t ldx, int64_t m,
                        float* y, int64_t ldy, int64_t cols) {
-  floatPanelProduct(bestFloatPanelKernel(), t, panel, panels, k, x, ldx, m, y, ldy, cols);
+  checkProductShape(panels, m, cols);
+  productBy(bestFloatPanelKernel(), t, panel, panels, k, x, ldx, m, y, ldy, cols);
 }
 
 void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
@@ -117,11 +134,12 @@ void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, 
   const int64_t panels = (out + width - 1) / width;
   if (rows <= kFewRows) {
     const int64_t groups = (panels + kFloatPanelGroup - 1) / kFloatPanelGroup;
+    const FloatPanelKernel kernel = bestFloatPanelKernel();
     core::parallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
       for (int64_t g = g0; g < g1; ++g) {
         const int64_t p = g * kFloatPanelGroup, first = p * width;
-        floatPanelProduct(t, packed + p * panelBytes, std::min(kFloatPanelGroup, panels - p), in, x, in, rows, y + first,
-                          out, std::min(kFloatPanelGroup * width, out - first));
+        productBy(kernel, t, packed + p * panelBytes, std::min(kFloatPanelGroup, panels - p), in, x, in, rows, y + first,
+                  out, std::min(kFloatPanelGroup * width, out - first));
       }
     });
     return;

@@ -38,6 +38,8 @@ void floatPanelProduct(DType t, const void* panel, int64_t panels, int64_t k, co
 void floatPanelProduct(FloatPanelKernel kernel, DType t, const void* panel, int64_t panels, int64_t k, const float* x,
                        int64_t ldx, int64_t m, float* y, int64_t ldy, int64_t cols);
 bool floatPanelKernelRuns(FloatPanelKernel kernel);
+/// The kernel's name as `giz info` prints it ("avx512f", "avx2+fma+f16c", "portable").
+const char* floatPanelKernelName(FloatPanelKernel kernel);
 
 /// y [rows, out] = x [rows, in] W^T for W [out, in] packed by packFloatPanels (elements of t),
 /// over the thread pool, a pass reading the packed bytes once: up to 4 rows (decode) by
@@ -46,7 +48,7 @@ bool floatPanelKernelRuns(FloatPanelKernel kernel);
 void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
                        float* y);
 
-/// The kernel floatPanelProduct runs on this CPU ("avx512f", "avx2+fma+f16c" or "portable"), for `giz info`.
+/// The name of the kernel floatPanelProduct runs on this CPU, for `giz info`.
 const char* floatPanelsKernel();
 
 namespace float_panel_kernels {

@@ -154,7 +154,8 @@ void StreamKernel(int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs
       for (int64_t p = k0; p < std::min(k, k0 + kGemmKc); ++p) {
         const float* row = b + p * brs + j0;
         // Rows far apart (a KV cache's values, a head's row in each position's) are each on their
-        // own 4 KiB page, where the hardware's prefetchers stop: ask for a row a few ahead.
+        // own 4 KiB page, where the hardware's prefetchers stop: ask for a row a few ahead (for
+        // adjacent rows the request is one the hardware has made already).
         if (p + kPrefetchRows < k)
           for (int64_t j = 0; j < width; j += 16) hwy::Prefetch(row + kPrefetchRows * brs + j);
         float as[kRows];

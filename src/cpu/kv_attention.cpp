@@ -57,7 +57,10 @@ void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys
     const int64_t position = first + i * step, lo = windowStart(s, position) - k0;
     const int64_t hi = (keyEnd > 0 ? std::min(position + 1, keyEnd) : position + 1) - k0;
     float top = -std::numeric_limits<float>::infinity();
-    for (int64_t j = lo; j < hi; ++j) top = std::max(top, p[j] *= s.scale);
+    for (int64_t j = lo; j < hi; ++j) {
+      p[j] *= s.scale;
+      top = std::max(top, p[j]);
+    }
     expShifted(p + lo, hi - lo, top);
     float lanes[kSumLanes] = {};
     int64_t j = lo;

@@ -22,14 +22,6 @@ using namespace gizml;
 
 namespace {
 
-const char* kernelName(cpu::FloatPanelKernel k) {
-  switch (k) {
-    case cpu::FloatPanelKernel::Avx512: return "avx512";
-    case cpu::FloatPanelKernel::Avx2: return "avx2";
-    default: return "portable";
-  }
-}
-
 struct Case {
   int64_t rows = 0, cols = 0;
   std::vector<float> x, values;  // activations [4, cols]; the stored weights' values [rows, cols]
@@ -71,7 +63,7 @@ TEST(FloatPanels, EveryKernelGivesSgemmsBits) {
     const int64_t panels = (rows + cpu::kFloatPanelRows - 1) / cpu::kFloatPanelRows;
     for (auto kernel : {cpu::FloatPanelKernel::Portable, cpu::FloatPanelKernel::Avx2, cpu::FloatPanelKernel::Avx512}) {
       if (!cpu::floatPanelKernelRuns(kernel)) {
-        std::cout << "[ SKIPPED  ] the " << kernelName(kernel) << " kernel: this CPU does not run it\n";
+        std::cout << "[ SKIPPED  ] the " << cpu::floatPanelKernelName(kernel) << " kernel: this CPU does not run it\n";
         continue;
       }
       for (int64_t m = 1; m <= 4; ++m) {
@@ -84,7 +76,7 @@ TEST(FloatPanels, EveryKernelGivesSgemmsBits) {
                                    got.data() + first, rows, std::min(count * cpu::kFloatPanelRows, rows - first));
           }
           EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
-              << kernelName(kernel) << ", " << dtypeName(t) << ", " << m << " rows, " << group << " panels a call";
+              << cpu::floatPanelKernelName(kernel) << ", " << dtypeName(t) << ", " << m << " rows, " << group << " panels a call";
         }
       }
     }
