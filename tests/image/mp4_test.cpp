@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/psnr.h"
 #include "formats/file_bytes.h"
 #include "image/video_clip.h"
 
@@ -119,12 +120,6 @@ void decodeFile(const std::string& path, Decoded& out) {
   avformat_close_input(&file);
 }
 
-double psnr(const Image& a, const Image& b) {
-  double squares = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) squares += std::pow(double(a.pixels[i]) - double(b.pixels[i]), 2);
-  return 10 * std::log10(255.0 * 255.0 * double(a.pixels.size()) / std::max(squares, 1e-9));
-}
-
 // The signal-to-noise ratio of the decoded channel, `shift` samples later, against the one
 // written (interleaved), over the samples both have.
 double snr(const std::vector<float>& decoded, const Audio& audio, int channel, int shift = 0) {
@@ -159,7 +154,7 @@ TEST(Mp4, ReadsBackThroughLibav) {
   EXPECT_EQ(clip.frameRate.den, 1);
   EXPECT_NEAR(clip.seconds, 1.0, 0.03);  // AAC's last frame of 1024 samples may reach past 1 s
   ASSERT_EQ(clip.frames.size(), frames.size());
-  for (size_t i = 0; i < frames.size(); ++i) EXPECT_GT(psnr(clip.frames[i], frames[i]), 35.0) << "frame " << i;
+  for (size_t i = 0; i < frames.size(); ++i) EXPECT_GT(test::psnr(clip.frames[i], frames[i]), 35.0) << "frame " << i;
 
   EXPECT_EQ(clip.audio, AV_CODEC_ID_AAC);
   EXPECT_EQ(clip.sampleRate, video_clip::kRate);
