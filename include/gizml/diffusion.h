@@ -411,6 +411,39 @@ struct KleinConfig {
   double ropeTheta = 0;
 };
 
+/// The step cache of one sampling run, which KleinDit::forward reads and updates (docs/klein.md),
+/// as ParaAttention's First Block Cache with TeaCache's accumulation: each step runs the first
+/// blocks (FLUX.2: the first double-stream block; FLUX.3: the per-mode blocks) and adds to the
+/// accumulated change mean |r - r'| / mean |r'| of what they added to the image's rows (r) against
+/// the previous step's (r'). While the sum stays below the threshold, the step skips the other
+/// blocks and adds what they added to the image's rows at the last step that ran them; otherwise
+/// it runs them, keeps that, and the sum starts again from 0. The first and the last step run
+/// every block. One cache per run: it holds the run's tensors, and copies of it go on apart.
+class KleinStepCache {
+ public:
+  /// threshold: 0 runs every block of every step (forward's result bit for bit as without the
+  /// cache); infinity skips every step but the first and last. steps: the run's forward calls.
+  /// A negative or NaN threshold, or steps below 1, is a gizml::Error naming it.
+  KleinStepCache(double threshold, int64_t steps);
+
+  double threshold() const { return threshold_; }
+  int64_t steps() const { return steps_; }
+  /// The forward calls so far, and of them the steps that skipped the blocks after the first.
+  int64_t done() const { return done_; }
+  int64_t skipped() const { return skipped_; }
+  /// Whether the last forward call skipped them.
+  bool lastSkipped() const { return lastSkipped_; }
+
+ private:
+  friend class KleinDit;
+  double threshold_;
+  int64_t steps_, done_ = 0, skipped_ = 0;
+  bool lastSkipped_ = false;
+  double change_ = 0;       // accumulated since the last step that ran every block
+  tensor::Tensor first_;    // what the first blocks added to the image's rows at the previous step
+  tensor::Tensor rest_;     // what the other blocks added at the last step that ran them
+};
+
 /// The klein transformer, FLUX.2 [klein] (diffusers Flux2Transformer2DModel without guidance
 /// embedder; BFL's flux2 model) or FLUX.3 (diffusers Flux3Transformer2DModel), as the file's
 /// tensor names say, in F32 on the CPU, one latent at a time. Where the two differ (docs/klein.md):
@@ -442,6 +475,11 @@ class KleinDit {
   /// flow-map FLUX.3 files only (flowMap()).
   tensor::Tensor forward(const tensor::Tensor& latent, const std::vector<tensor::Tensor>& references,
                          const tensor::Tensor& text, double sigma, double targetSigma = 0) const;
+  /// forward as one step of a run with the step cache, which it reads and updates: the step may
+  /// skip the blocks after the first (cache.lastSkipped()). A call beyond cache.steps(), or a
+  /// latent of other tokens than the run's, is a gizml::Error.
+  tensor::Tensor forward(const tensor::Tensor& latent, const std::vector<tensor::Tensor>& references,
+                         const tensor::Tensor& text, double sigma, double targetSigma, KleinStepCache& cache) const;
 
   Variant variant() const;
   /// Whether the file embeds the step's target sigma (FLUX.3's step-distilled files).
@@ -454,6 +492,7 @@ class KleinDit {
   struct Weights;
 
  private:
+  friend class KleinPass;  // klein_pass.h: forward in the parts the step cache tells apart
   std::shared_ptr<const Weights> weights_;
 };
 

@@ -1,14 +1,16 @@
 // The klein DiT's forward pass in F32 on the CPU: FLUX.2 [klein] as diffusers'
 // transformer_flux2.py (Flux2Transformer2DModel, no guidance) computes it, FLUX.3 as
 // transformer_flux3.py (Flux3Transformer2DModel); the parts they share (the modulated LayerNorm,
-// attention with q/k RMSNorm and RoPE, SwiGLU) written once.
+// attention with q/k RMSNorm and RoPE, SwiGLU) written once; cut where the step cache decides
+// (klein_pass.h), and the step cache's rule.
 #include <gizml/diffusion.h>
 #include <gizml/netops.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
-#include "klein_weights.h"
+#include "klein_pass.h"
 
 namespace gizml::diffusion {
 namespace {
@@ -102,7 +104,24 @@ struct Inputs {
   Positions imagePos, refPos, textPos;
 };
 
-T::Tensor flux2(const Weights& w, const Inputs& in, double sigma) {
+// One double-stream block: the image and text streams, each modulated by its rows, attending to both.
+void doubleBlock(const Weights& w, const KleinDoubleBlock& b, const T::Tensor& mImg, const T::Tensor& mTxt,
+                 const Rope& rope, T::Tensor& img, T::Tensor& txt) {
+  const int64_t d = w.dim, nText = txt.size(0);
+  const Heads hi =
+      headsOf(w, b.img.qkv(modulated(img, chunk(mImg, 0, d), chunk(mImg, 1, d))), b.img.qNorm, b.img.kNorm);
+  const Heads ht =
+      headsOf(w, b.txt.qkv(modulated(txt, chunk(mTxt, 0, d), chunk(mTxt, 1, d))), b.txt.qNorm, b.txt.kNorm);
+  const T::Tensor o = attend(w, joined(ht, hi), rope);  // [text, image]
+  const int64_t n = o.size(0);
+  img = gated(img, chunk(mImg, 2, d), b.img.out(o.slice(0, nText, n).contiguous()));
+  img = gated(img, chunk(mImg, 5, d), mlp(b.img, modulated(img, chunk(mImg, 3, d), chunk(mImg, 4, d))));
+  txt = gated(txt, chunk(mTxt, 2, d), b.txt.out(o.slice(0, 0, nText).contiguous()));
+  txt = gated(txt, chunk(mTxt, 5, d), mlp(b.txt, modulated(txt, chunk(mTxt, 3, d), chunk(mTxt, 4, d))));
+}
+
+// FLUX.2: the first double-stream block, then the others and the single blocks.
+KleinPass::Cut flux2(const Weights& w, const Inputs& in, double sigma) {
   const int64_t d = w.dim, nText = in.text.size(0), nImage = in.image.size(0);
   const T::Tensor t = silu(timeEmbedding(w.timeIn1, w.timeIn2, sigma));
   const T::Tensor mImg = w.modImg(t), mTxt = w.modTxt(t), mSingle = w.modSingle(t);
@@ -115,29 +134,25 @@ T::Tensor flux2(const Weights& w, const Inputs& in, double sigma) {
   all.append(in.refPos);
   const Rope rope = ropeTables(all.v, w.ropeAxes, w.ropeTheta);
 
-  for (const KleinDoubleBlock& b : w.doubles) {
-    const Heads hi =
-        headsOf(w, b.img.qkv(modulated(img, chunk(mImg, 0, d), chunk(mImg, 1, d))), b.img.qNorm, b.img.kNorm);
-    const Heads ht =
-        headsOf(w, b.txt.qkv(modulated(txt, chunk(mTxt, 0, d), chunk(mTxt, 1, d))), b.txt.qNorm, b.txt.kNorm);
-    const T::Tensor o = attend(w, joined(ht, hi), rope);  // [text, image]
-    const int64_t n = o.size(0);
-    img = gated(img, chunk(mImg, 2, d), b.img.out(o.slice(0, nText, n).contiguous()));
-    img = gated(img, chunk(mImg, 5, d), mlp(b.img, modulated(img, chunk(mImg, 3, d), chunk(mImg, 4, d))));
-    txt = gated(txt, chunk(mTxt, 2, d), b.txt.out(o.slice(0, 0, nText).contiguous()));
-    txt = gated(txt, chunk(mTxt, 5, d), mlp(b.txt, modulated(txt, chunk(mTxt, 3, d), chunk(mTxt, 4, d))));
-  }
-
-  T::Tensor x = T::concat({txt, img}, 0);
-  for (const KleinFused& s : w.singles) {
-    const T::Tensor h = s.in(modulated(x, chunk(mSingle, 0, d), chunk(mSingle, 1, d)));  // [n, 3 dim + 2 mlp]
-    const T::Tensor a = attend(w, headsOf(w, h, s.qNorm, s.kNorm), rope);
-    const T::Tensor m = swiglu(h.slice(1, 3 * d, 3 * d + 2 * w.mlp).contiguous());
-    x = gated(x, chunk(mSingle, 2, d), s.out(T::concat({a, m}, 1)));
-  }
-
-  const T::Tensor fm = w.finalMod(t);
-  return w.projOut(modulated(x.slice(0, nText, nText + nImage).contiguous(), chunk(fm, 0, d), chunk(fm, 1, d)));
+  const auto imageRows = [nImage](const T::Tensor& stream) { return stream.slice(0, 0, nImage).contiguous(); };
+  KleinPass::Cut cut;
+  cut.embedded = imageRows(img);
+  doubleBlock(w, w.doubles[0], mImg, mTxt, rope, img, txt);
+  cut.first = imageRows(img);
+  cut.rest = [&w, mImg, mTxt, mSingle, rope, img, txt, d, nText, nImage] {
+    T::Tensor i = img, tx = txt;
+    for (size_t b = 1; b < w.doubles.size(); ++b) doubleBlock(w, w.doubles[b], mImg, mTxt, rope, i, tx);
+    T::Tensor x = T::concat({tx, i}, 0);
+    for (const KleinFused& s : w.singles) {
+      const T::Tensor h = s.in(modulated(x, chunk(mSingle, 0, d), chunk(mSingle, 1, d)));  // [n, 3 dim + 2 mlp]
+      const T::Tensor a = attend(w, headsOf(w, h, s.qNorm, s.kNorm), rope);
+      const T::Tensor m = swiglu(h.slice(1, 3 * d, 3 * d + 2 * w.mlp).contiguous());
+      x = gated(x, chunk(mSingle, 2, d), s.out(T::concat({a, m}, 1)));
+    }
+    return x.slice(0, nText, nText + nImage).contiguous();
+  };
+  cut.finalMod = w.finalMod(t);
+  return cut;
 }
 
 // One FLUX.3 per-mode block: attention within the mode and the MLP, in parallel.
@@ -148,7 +163,8 @@ T::Tensor modeBlock(const Weights& w, const KleinStream& b, const T::Tensor& x, 
   return gated(x, chunk(m, 2, d), (T::lazy(a) + T::lazy(mlp(b, nx))).eval());
 }
 
-T::Tensor flux3(const Weights& w, const Inputs& in, double sigma, double target) {
+// FLUX.3: the per-mode blocks, then the joint blocks.
+KleinPass::Cut flux3(const Weights& w, const Inputs& in, double sigma, double target) {
   const int64_t d = w.dim, nText = in.text.size(0), nImage = in.image.size(0), nRef = in.nRef;
   // The image at sigma, the text and references at 0; a flow map adds the target's embedding.
   T::Tensor tImage = timeEmbedding(w.timeIn1, w.timeIn2, sigma), tZero = timeEmbedding(w.timeIn1, w.timeIn2, 0.0);
@@ -161,6 +177,8 @@ T::Tensor flux3(const Weights& w, const Inputs& in, double sigma, double target)
   const auto act = [&](int mode) { return mode == kImage ? sImage : sZero; };
 
   std::vector<T::Tensor> x = {w.xEmbed(in.image), nRef ? w.condEmbed(in.refs) : T::Tensor(), w.txtIn(in.text)};
+  KleinPass::Cut cut;
+  cut.embedded = x[kImage];
   const std::vector<const Positions*> pos = {&in.imagePos, &in.refPos, &in.textPos};
   for (int mode : {kText, kImage, kCond}) {
     if (mode == kCond && nRef == 0) continue;
@@ -169,6 +187,7 @@ T::Tensor flux3(const Weights& w, const Inputs& in, double sigma, double target)
     const T::Tensor m = w.earlyMod[i](act(mode));
     for (const KleinStream& b : w.modeBlocks[i]) x[i] = modeBlock(w, b, x[i], m, r);
   }
+  cut.first = x[kImage];
 
   // The joint blocks over [text, image, references], each mode modulated by its own rows.
   Positions all = in.textPos;
@@ -179,26 +198,31 @@ T::Tensor flux3(const Weights& w, const Inputs& in, double sigma, double target)
   if (nRef) modes.push_back(kCond);
   std::vector<T::Tensor> mods(3);
   for (int mode : modes) mods[static_cast<size_t>(mode)] = w.singleMod[static_cast<size_t>(mode)](act(mode));
-  const int64_t ends[] = {nText + nImage, nText + nImage + nRef, nText};  // by mode
-  const int64_t starts[] = {nText, nText + nImage, 0};
-  for (const KleinStream& b : w.joint) {
-    std::vector<T::Tensor> normed;
-    for (int mode : modes) {
-      const T::Tensor& m = mods[static_cast<size_t>(mode)];
-      normed.push_back(modulated(x[static_cast<size_t>(mode)], chunk(m, 0, d), chunk(m, 1, d)));
+  cut.rest = [&w, x, modes, mods, rope, d, nText, nImage, nRef] {
+    std::vector<T::Tensor> y = x;
+    const int64_t ends[] = {nText + nImage, nText + nImage + nRef, nText};  // by mode
+    const int64_t starts[] = {nText, nText + nImage, 0};
+    for (const KleinStream& b : w.joint) {
+      std::vector<T::Tensor> normed;
+      for (int mode : modes) {
+        const T::Tensor& m = mods[static_cast<size_t>(mode)];
+        normed.push_back(modulated(y[static_cast<size_t>(mode)], chunk(m, 0, d), chunk(m, 1, d)));
+      }
+      const T::Tensor comb = T::concat(normed, 0);
+      const T::Tensor a = b.out(attend(w, headsOf(w, b.qkv(comb), b.qNorm, b.kNorm), rope));
+      const T::Tensor out = (T::lazy(a) + T::lazy(mlp(b, comb))).eval();
+      for (int mode : modes) {
+        const size_t i = static_cast<size_t>(mode);
+        y[i] = gated(y[i], chunk(mods[i], 2, d), out.slice(0, starts[i], ends[i]).contiguous());
+      }
     }
-    const T::Tensor comb = T::concat(normed, 0);
-    const T::Tensor a = b.out(attend(w, headsOf(w, b.qkv(comb), b.qNorm, b.kNorm), rope));
-    const T::Tensor out = (T::lazy(a) + T::lazy(mlp(b, comb))).eval();
-    for (int mode : modes) {
-      const size_t i = static_cast<size_t>(mode);
-      x[i] = gated(x[i], chunk(mods[i], 2, d), out.slice(0, starts[i], ends[i]).contiguous());
-    }
-  }
-
-  const T::Tensor fm = w.finalMod(sImage);
-  return w.projOut(modulated(x[kImage], chunk(fm, 0, d), chunk(fm, 1, d)));
+    return y[kImage];
+  };
+  cut.finalMod = w.finalMod(sImage);
+  return cut;
 }
+
+double meanAbs(const T::Lazy& x) { return x.abs().eval().mean().item(); }
 
 void checkLatent(const T::Tensor& t, int64_t channels, const std::string& what) {
   if (t.ndim() != 4 || t.size(0) != 1 || t.size(1) != channels || t.size(2) < 1 || t.size(3) < 1 || !isFloat(t.dtype()))
@@ -208,9 +232,10 @@ void checkLatent(const T::Tensor& t, int64_t channels, const std::string& what) 
 
 }  // namespace
 
-T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor>& references, const T::Tensor& text,
-                            double sigma, double targetSigma) const {
-  const Weights& w = *weights_;
+KleinPass::KleinPass(const KleinDit& dit, const T::Tensor& latent, const std::vector<T::Tensor>& references,
+                     const T::Tensor& text, double sigma, double targetSigma)
+    : w_(*dit.weights_) {
+  const Weights& w = w_;
   checkLatent(latent, w.channels, "latent");
   for (size_t i = 0; i < references.size(); ++i)
     checkLatent(references[i], w.condChannels, "reference " + std::to_string(i));
@@ -221,12 +246,13 @@ T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor
     if (!(s >= 0.0 && s <= 1.0)) throw Error("KleinDit::forward: sigma " + std::to_string(s) + " is not in [0, 1]");
 
   const KleinRules rules = kleinRules(w.variant);
-  const int64_t h = latent.size(2), wd = latent.size(3);
+  height_ = latent.size(2);
+  width_ = latent.size(3);
   Inputs in;
   in.image = tokensOf(latent.host());
   in.text = text.host().cast(DType::F32).contiguous();
   in.textPos.text(text.size(0));
-  in.imagePos.grid(h, wd, rules.imageScale, 0.0, 0.0);
+  in.imagePos.grid(height_, width_, rules.imageScale, 0.0, 0.0);
   std::vector<T::Tensor> refs;
   for (size_t i = 0; i < references.size(); ++i) {
     const T::Tensor& r = references[i];
@@ -239,9 +265,60 @@ T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor
     in.refs = T::concat(refs, 0);
     in.nRef = in.refs.size(0);
   }
+  cut_ = w.variant == KleinDit::Variant::Flux2 ? flux2(w, in, sigma) : flux3(w, in, sigma, targetSigma);
+}
 
-  const T::Tensor out = w.variant == Variant::Flux2 ? flux2(w, in, sigma) : flux3(w, in, sigma, targetSigma);
-  return out.transpose(0, 1).contiguous().reshape({1, w.channels, h, wd});
+T::Tensor KleinPass::out(const T::Tensor& image) const {
+  const int64_t d = w_.dim;
+  const T::Tensor o = w_.projOut(modulated(image, chunk(cut_.finalMod, 0, d), chunk(cut_.finalMod, 1, d)));
+  return o.transpose(0, 1).contiguous().reshape({1, w_.channels, height_, width_});
+}
+
+KleinStepCache::KleinStepCache(double threshold, int64_t steps) : threshold_(threshold), steps_(steps) {
+  if (!(threshold >= 0)) throw Error("KleinStepCache: threshold " + std::to_string(threshold) + " is negative or NaN");
+  if (steps < 1) throw Error("KleinStepCache: steps " + std::to_string(steps) + " is below 1");
+}
+
+T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor>& references, const T::Tensor& text,
+                            double sigma, double targetSigma) const {
+  const KleinPass pass(*this, latent, references, text, sigma, targetSigma);
+  return pass.out(pass.rest());
+}
+
+T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor>& references, const T::Tensor& text,
+                            double sigma, double targetSigma, KleinStepCache& cache) const {
+  if (cache.done_ == cache.steps_)
+    throw Error("KleinDit::forward: the step cache's " + std::to_string(cache.steps_) + " steps are all done");
+  const KleinPass pass(*this, latent, references, text, sigma, targetSigma);
+  if (cache.threshold_ == 0) {
+    ++cache.done_;
+    return pass.out(pass.rest());
+  }
+  // A failed call leaves the cache as it was.
+  const T::Tensor first = (T::lazy(pass.first()) - T::lazy(pass.embedded())).eval();
+  const int64_t step = cache.done_;
+  double change = 0;  // summed since the last step that ran every block
+  if (step > 0) {
+    if (first.shape() != cache.first_.shape())
+      throw Error("KleinDit::forward: a latent of " + std::to_string(first.size(0)) +
+                  " tokens in a step cache's run of " + std::to_string(cache.first_.size(0)));
+    // The relative change of what the first blocks added; none before is a change of all.
+    const double previous = meanAbs(T::lazy(cache.first_));
+    change = cache.change_ + (previous > 0 ? meanAbs(T::lazy(first) - T::lazy(cache.first_)) / previous
+                                           : std::numeric_limits<double>::infinity());
+  }
+  const bool skip = step > 0 && step + 1 < cache.steps_ && change < cache.threshold_;
+  ++cache.done_;
+  cache.first_ = first;
+  cache.lastSkipped_ = skip;
+  cache.change_ = skip ? change : 0;
+  if (skip) {
+    ++cache.skipped_;
+    return pass.out((T::lazy(pass.first()) + T::lazy(cache.rest_)).eval());
+  }
+  const T::Tensor after = pass.rest();
+  cache.rest_ = (T::lazy(after) - T::lazy(pass.first())).eval();
+  return pass.out(after);
 }
 
 }  // namespace gizml::diffusion

@@ -4,18 +4,22 @@
 // float32 on a seeded latent [1, 4, 3, 4] and 5 text rows, at two sigmas, without and with
 // reference latents; loaded from diffusers' names and from BFL's (ComfyUI's) single-file names.
 // Also: ComfyUI's Flux2Scheduler sigmas, the Euler step, the INT8 linears' error per layer type,
-// and bad files and inputs.
+// bad files and inputs, and the step cache (KleinStepCache) against its rule computed by hand.
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 #include <gizml/safetensors.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "common/expect_error.h"
 #include "diffusion/int8_linear.h"
+#include "diffusion/klein_pass.h"
 #include "diffusion/weight_fixture.h"
 
 using namespace gizml;
@@ -222,4 +226,144 @@ TEST(KleinDit, BadInputs) {
   EXPECT_THROW(dit.forward(latent, {}, T::zeros({5, 16}), 0.5), Error);
   EXPECT_THROW(dit.forward(latent, {}, text, 1.5), Error);
   EXPECT_THROW(dit.forward(latent, {}, text, 0.5, -0.1), Error);
+}
+
+// ---- The step cache (KleinStepCache) ----
+
+namespace {
+
+// The inputs of an Euler run of `steps` over flux2Sigmas from seeded noise [1, 4, 3, 4] with the
+// fixture's text, each step's latent from the plain forward: what a run with the cache would see
+// if it skipped nothing. sigmas[i] goes to sigmas[i + 1].
+struct Trajectory {
+  std::vector<float> sigmas;
+  std::vector<T::Tensor> latents;  // one a step
+};
+
+Trajectory eulerRun(const diffusion::KleinDit& dit, int64_t steps) {
+  Trajectory r{diffusion::flux2Sigmas(steps, 12), {diffusion::torchRandn(7, {1, 4, 3, 4})}};
+  for (int64_t i = 0; i + 1 < steps; ++i) {
+    const float s = r.sigmas[size_t(i)], next = r.sigmas[size_t(i) + 1];
+    const T::Tensor v = dit.forward(r.latents.back(), {}, fixtureCase().at("text"), s, next);
+    r.latents.push_back(diffusion::eulerStep(r.latents.back(), r.latents.back().sub(v.mul(T::scalar(s, DType::F32))), s,
+                                             next));
+  }
+  return r;
+}
+
+diffusion::KleinPass pass(const diffusion::KleinDit& dit, const Trajectory& r, size_t i) {
+  return {dit, r.latents[i], {}, fixtureCase().at("text"), r.sigmas[i], r.sigmas[i + 1]};
+}
+
+T::Tensor plus(const T::Tensor& a, const T::Tensor& b) { return (T::lazy(a) + T::lazy(b)).eval(); }
+T::Tensor minus(const T::Tensor& a, const T::Tensor& b) { return (T::lazy(a) - T::lazy(b)).eval(); }
+double meanAbs(const T::Tensor& x) { return x.abs().mean().item(); }
+
+}  // namespace
+
+// Threshold 0: every step runs every block, bit for bit the plain forward.
+TEST(KleinStepCache, OffIsThePlainForward) {
+  for (const Model& m : kModels) {
+    const diffusion::KleinDit dit = diffusion::KleinDit::load(modelPath(m, "bfl"));
+    const Trajectory r = eulerRun(dit, 4);
+    diffusion::KleinStepCache cache(0, 4);
+    for (size_t i = 0; i < 4; ++i) {
+      const T::Tensor& text = fixtureCase().at("text");
+      const T::Tensor plain = dit.forward(r.latents[i], {}, text, r.sigmas[i], r.sigmas[i + 1]);
+      EXPECT_EQ(dit.forward(r.latents[i], {}, text, r.sigmas[i], r.sigmas[i + 1], cache).toFloats(), plain.toFloats())
+          << m.tag << " step " << i;
+      EXPECT_FALSE(cache.lastSkipped());
+      // The parts the cache cuts the forward into make the forward.
+      const diffusion::KleinPass p = pass(dit, r, i);
+      EXPECT_EQ(p.out(p.rest()).toFloats(), plain.toFloats()) << m.tag << " step " << i;
+    }
+    EXPECT_EQ(cache.done(), 4);
+    EXPECT_EQ(cache.skipped(), 0);
+  }
+}
+
+// An infinite threshold skips every step but the first and the last; a skipped step's output is
+// the final layer on its image rows after the first blocks plus what the other blocks added to
+// them at step 0, computed here by hand from the forward's parts.
+TEST(KleinStepCache, SkippedStepsAddTheLastResidual) {
+  for (const Model& m : kModels) {
+    const diffusion::KleinDit dit = diffusion::KleinDit::load(modelPath(m, "bfl"));
+    const Trajectory r = eulerRun(dit, 4);
+    const diffusion::KleinPass p0 = pass(dit, r, 0);
+    const T::Tensor residual = minus(p0.rest(), p0.first());
+    EXPECT_GT(meanAbs(residual), 0.1) << m.tag;  // so that adding it is seen
+    diffusion::KleinStepCache cache(std::numeric_limits<double>::infinity(), 4);
+    for (size_t i = 0; i < 4; ++i) {
+      const T::Tensor& text = fixtureCase().at("text");
+      const T::Tensor got = dit.forward(r.latents[i], {}, text, r.sigmas[i], r.sigmas[i + 1], cache);
+      const T::Tensor plain = dit.forward(r.latents[i], {}, text, r.sigmas[i], r.sigmas[i + 1]);
+      const bool middle = i == 1 || i == 2;
+      EXPECT_EQ(cache.lastSkipped(), middle) << m.tag << " step " << i;
+      if (!middle) {
+        EXPECT_EQ(got.toFloats(), plain.toFloats()) << m.tag << " step " << i;
+        continue;
+      }
+      const diffusion::KleinPass p = pass(dit, r, i);
+      EXPECT_EQ(got.toFloats(), p.out(plus(p.first(), residual)).toFloats()) << m.tag << " step " << i;
+      std::printf("KleinStepCache %s step %zu skipped: max |cached - plain| = %.3g (of max %.3g)\n", m.tag, i,
+                  test::maxAbsDiff(got, plain), plain.abs().max().item());
+      EXPECT_GT(test::maxAbsDiff(got, plain), 1e-4) << m.tag << " step " << i;
+    }
+    EXPECT_EQ(cache.skipped(), 2);
+  }
+}
+
+// The rule on an 8-step run, by hand: the relative change of what the first blocks add to the
+// image rows, mean |r_i - r_(i-1)| / mean |r_(i-1)|, summed since the last step that ran every
+// block; a middle step skips while the sum is below the threshold.
+TEST(KleinStepCache, SkipsWhileTheSummedChangeIsBelowTheThreshold) {
+  constexpr size_t kSteps = 8;
+  for (const Model& m : kModels) {
+    const diffusion::KleinDit dit = diffusion::KleinDit::load(modelPath(m, "bfl"));
+    const Trajectory r = eulerRun(dit, kSteps);
+    std::vector<double> change(kSteps, 0.0);
+    T::Tensor previous;
+    std::printf("KleinStepCache %s changes:", m.tag);
+    for (size_t i = 0; i < kSteps; ++i) {
+      const diffusion::KleinPass p = pass(dit, r, i);
+      const T::Tensor added = minus(p.first(), p.embedded());
+      if (i > 0) change[i] = meanAbs(minus(added, previous)) / meanAbs(previous);
+      previous = added;
+      std::printf(" %.3g", change[i]);
+    }
+    std::printf("\n");
+    std::vector<double> sorted(change.begin() + 1, change.end());
+    std::sort(sorted.begin(), sorted.end());
+    bool mixed = false;  // some threshold both skips and runs middle steps
+    for (double factor : {0.5, 1.0, 2.0, 4.0}) {
+      const double threshold = factor * sorted[sorted.size() / 2];
+      diffusion::KleinStepCache cache(threshold, kSteps);
+      double sum = 0;
+      int64_t skipped = 0;
+      for (size_t i = 0; i < kSteps; ++i) {
+        sum += change[i];
+        const bool skip = i > 0 && i + 1 < kSteps && sum < threshold;
+        if (!skip) sum = 0;
+        skipped += skip;
+        dit.forward(r.latents[i], {}, fixtureCase().at("text"), r.sigmas[i], r.sigmas[i + 1], cache);
+        EXPECT_EQ(cache.lastSkipped(), skip) << m.tag << " threshold " << threshold << " step " << i;
+      }
+      EXPECT_EQ(cache.skipped(), skipped);
+      mixed = mixed || (skipped > 0 && skipped < int64_t(kSteps) - 2);
+    }
+    EXPECT_TRUE(mixed) << m.tag;
+  }
+}
+
+TEST(KleinStepCache, BadUseIsAnError) {
+  expectError([] { diffusion::KleinStepCache(-0.1, 4); }, {"threshold", "-0.1", "negative or NaN"});
+  expectError([] { diffusion::KleinStepCache(std::nan(""), 4); }, {"threshold", "nan"});
+  expectError([] { diffusion::KleinStepCache(0.3, 0); }, {"steps 0"});
+  const diffusion::KleinDit dit = diffusion::KleinDit::load(test::diffusionData("klein2_tiny_bfl.safetensors"));
+  const T::Tensor& text = fixtureCase().at("text");
+  diffusion::KleinStepCache cache(0.3, 2);
+  dit.forward(T::zeros({1, 4, 3, 4}), {}, text, 0.9, 0.5, cache);
+  expectError([&] { dit.forward(T::zeros({1, 4, 2, 4}), {}, text, 0.5, 0.0, cache); }, {"8 tokens", "run of 12"});
+  dit.forward(T::zeros({1, 4, 3, 4}), {}, text, 0.5, 0.0, cache);
+  expectError([&] { dit.forward(T::zeros({1, 4, 3, 4}), {}, text, 0.5, 0.0, cache); }, {"2 steps", "all done"});
 }
