@@ -187,6 +187,7 @@ struct ZImageStep {
   float sigma = 0;   // the noise level the step started from
   double seconds = 0;  // the step's time
   tensor::Tensor latent;  // the latent after the step (for previews; the sampler's own, not a copy)
+  bool cached = false;    // klein: the step cache skipped the step's joint blocks (KleinStepCache)
 };
 
 /// The seconds paint spent in each stage.
@@ -667,6 +668,9 @@ struct KleinPipelineConfig {
   int64_t steps = 4;
   /// The area the default size of an edit keeps (editSize), in pixels: 1024 x 1024.
   int64_t editArea = int64_t{1} << 20;
+  /// The step cache's threshold (KleinStepCache; the spec's 0.3); 0 turns it off. A negative or
+  /// NaN value is an Error at load.
+  double cache = 0.3;
 };
 
 /// What the DiT reads besides the latent: the text rows and the reference pictures' latents.
@@ -680,8 +684,9 @@ struct KleinConditioning {
 /// prompt): condition (KleinText's rows, each reference picture resized as the pipeline does and
 /// Flux2Vae::encode), sample (torchRandn(seed, [1, channels, height / scale, width / scale]),
 /// ComfyUI's EmptyFlux2LatentImage's shape, stepped by eulerStep over flux2Sigmas with
-/// denoised = x - sigma KleinDit::forward) and decode (Flux2Vae::decode and ComfyUI's SaveImage
-/// bytes). The calls keep no state; copies share the weights. The GPU is not used yet.
+/// denoised = x - sigma KleinDit::forward, through a KleinStepCache of config().cache) and decode
+/// (Flux2Vae::decode and ComfyUI's SaveImage bytes). The calls keep no state; copies share the
+/// weights. The GPU is not used yet.
 class KleinPipeline {
  public:
   /// ditPath: KleinDit::load's file; vaePath: flux2-vae.safetensors (Flux2Vae::load); textFolder:
@@ -698,8 +703,10 @@ class KleinPipeline {
   /// prompt's text rows and the pictures' latents (referencePicture, then Flux2Vae::encode).
   KleinConditioning condition(const std::string& prompt, const std::vector<image::Image>& pictures = {}) const;
   /// The latent of an image of width x height (positive multiples of sizeMultiple(); else an
-  /// Error) from the seed's noise after config().steps Euler steps; onStep, when set, is called
-  /// after every step. [1, channels, height / sizeMultiple(), width / sizeMultiple()] F32.
+  /// Error) from the seed's noise after config().steps Euler steps, with a step cache of
+  /// config().cache of its own; onStep, when set, is called after every step (ZImageStep::cached:
+  /// whether the cache skipped it). [1, channels, height / sizeMultiple(), width / sizeMultiple()]
+  /// F32.
   tensor::Tensor sample(const KleinConditioning& conditioning, uint64_t seed, int64_t width, int64_t height,
                         const std::function<void(const ZImageStep&)>& onStep = {}) const;
   /// The picture of a latent: Flux2Vae::decode, then image::fromTensor with Range::MinusOneOne.

@@ -49,6 +49,7 @@ KleinPipeline KleinPipeline::load(const std::string& ditPath, const std::string&
                                   const std::string& textFolder, const KleinPipelineConfig& config) {
   check(config.steps >= 1, "KleinPipeline::load: steps " + std::to_string(config.steps) + " is below 1");
   check(config.editArea >= 1, "KleinPipeline::load: editArea " + std::to_string(config.editArea) + " is below 1");
+  check(config.cache >= 0, "KleinPipeline::load: cache " + std::to_string(config.cache) + " is negative or NaN");
   KleinDit dit = KleinDit::load(ditPath, config.dit);
   Flux2Vae vae = Flux2Vae::load(vaePath);
   KleinText text = KleinText::load(textFolder, config.text);
@@ -106,14 +107,16 @@ tensor::Tensor KleinPipeline::sample(const KleinConditioning& conditioning, uint
   // The schedule's token count: diffusers' image_seq_len, ComfyUI's round(W H / 256) at scale 16.
   const std::vector<float> sigmas = flux2Sigmas(p.config.steps, h * w);
   const auto steps = static_cast<int64_t>(sigmas.size()) - 1;
+  KleinStepCache cache(p.config.cache, steps);
   for (int64_t i = 0; i < steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     const float sigma = sigmas[static_cast<size_t>(i)], next = sigmas[static_cast<size_t>(i) + 1];
-    const tensor::Tensor velocity = p.dit.forward(x, conditioning.references, text, sigma, next);
+    const tensor::Tensor velocity = p.dit.forward(x, conditioning.references, text, sigma, next, cache);
     // ComfyUI's CONST model sampling: denoised = x - out sigma, in float32.
     const tensor::Tensor denoised = x.sub(velocity.mul(tensor::scalar(sigma, DType::F32)));
     x = eulerStep(x, denoised, sigma, next);
-    if (onStep) onStep({.step = i, .steps = steps, .sigma = sigma, .seconds = secondsSince(start), .latent = x});
+    if (onStep) onStep({.step = i, .steps = steps, .sigma = sigma, .seconds = secondsSince(start), .latent = x,
+                   .cached = cache.lastSkipped()});
   }
   return x;
 }

@@ -2,19 +2,22 @@
 // diffusers' Flux2KleinPipeline (cfg 1, 4 steps, ComfyUI's noise for seed 42 passed as latents)
 // on the tiny text encoder of make_klein_text_fixtures.py, the tiny FLUX.2 VAE of
 // make_flux2_vae_fixtures.py (scale 4) and a tiny FLUX.2 [klein] DiT fitting them; a text to
-// image at 48 x 32 and an edit of one 70 x 66 picture at 40 x 36: every stage, and the pictures.
+// image at 48 x 32 and an edit of one 70 x 66 picture at 40 x 36: every stage, and the pictures
+// (without the step cache, which the reference lacks). Also the step cache's effect.
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 #include <gizml/image.h>
 #include <gizml/safetensors.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "common/expect_error.h"
+#include "common/psnr.h"
 #include "diffusion/weight_fixture.h"
 #include "diffusion/zimage_tiny.h"
 
@@ -61,9 +64,18 @@ const std::string& textFolder() {
   return folder;
 }
 
+diffusion::KleinPipeline loaded(const diffusion::KleinPipelineConfig& config) {
+  return diffusion::KleinPipeline::load(data("klein_pipeline_dit.safetensors"), data("flux2_vae_tiny.safetensors"),
+                                        textFolder(), config);
+}
+
+// Without the step cache: diffusers' pipeline, the reference, has none.
 const diffusion::KleinPipeline& pipeline() {
-  static const diffusion::KleinPipeline p = diffusion::KleinPipeline::load(
-      data("klein_pipeline_dit.safetensors"), data("flux2_vae_tiny.safetensors"), textFolder());
+  static const diffusion::KleinPipeline p = [] {
+    diffusion::KleinPipelineConfig config;
+    config.cache = 0;
+    return loaded(config);
+  }();
   return p;
 }
 
@@ -158,8 +170,7 @@ TEST(KleinPipeline, EditSizeKeepsTheFirstPicturesAspect) {
   // At the picture's own area it is diffusers' default for a picture under 1 MP: its crop's size.
   diffusion::KleinPipelineConfig config;
   config.editArea = 70 * 66;
-  const auto small = diffusion::KleinPipeline::load(data("klein_pipeline_dit.safetensors"),
-                                                    data("flux2_vae_tiny.safetensors"), textFolder(), config);
+  const auto small = loaded(config);
   EXPECT_EQ(small.editSize(picture()), (std::pair<int64_t, int64_t>{68, 64}));
   // Above 1 MP a reference is scaled to it first (4000 x 3000: 1182 x 886, cropped to 1180 x 884).
   const image::Image big{4000, 3000, std::vector<uint8_t>(4000 * 3000 * 3, 7)};
@@ -176,4 +187,39 @@ TEST(KleinPipeline, RefusesWhatDoesNotFit) {
   expectError([&] { pipeline().paint(kTextPrompt, 42); }, {"no size"});
   expectError([&] { pipeline().referencePicture({3, 3, std::vector<uint8_t>(27)}); }, {"3 x 3", "smaller than 4"});
   expectError([&] { pipeline().sample({T::zeros({512, 32}, DType::F32), {}}, 42, 48, 32); }, {"[512, 32]", "48"});
+  diffusion::KleinPipelineConfig bad;
+  bad.cache = -0.5;
+  expectError([&] { loaded(bad); }, {"cache", "-0.5", "negative or NaN"});
+  bad.cache = std::nan("");
+  expectError([&] { loaded(bad); }, {"cache", "nan"});
+}
+
+// The step cache on the tiny text to image (48 x 32, seed 42) against the run without it. The
+// tiny DiT's weights are random: what its first block adds to the image rows changes by 85% to
+// 190% of itself a step (KleinStepCache's tests print it), so the default 0.3 skips nothing and
+// the latent is the uncached one bit for bit; threshold 1 at 16 steps skips 5 (measured, x86-64
+// release), the picture at 48.8 dB PSNR of the uncached one. The bound, 45 dB, fails a cache
+// that subtracts the cached residual (42.9 dB measured) but not one that adds none (48.1 dB):
+// that what is added is the residual is KleinStepCache.SkippedStepsAddTheLastResidual's test.
+TEST(KleinPipeline, StepCacheOnTheTinyModel) {
+  EXPECT_EQ(diffusion::KleinPipelineConfig{}.cache, 0.3);
+  const diffusion::KleinConditioning c = pipeline().condition(kTextPrompt);
+  diffusion::KleinPipelineConfig config;
+  int64_t skipped = 0;
+  const auto count = [&](const diffusion::ZImageStep& s) { skipped += s.cached; };
+  EXPECT_EQ(loaded(config).sample(c, 42, 48, 32, count).toFloats(), pipeline().sample(c, 42, 48, 32).toFloats());
+  EXPECT_EQ(skipped, 0);
+
+  config.steps = 16;
+  config.cache = 0;
+  const diffusion::KleinPipeline off = loaded(config);
+  config.cache = 1.0;
+  const diffusion::KleinPipeline on = loaded(config);
+  skipped = 0;
+  const double psnr = test::psnr(on.decode(on.sample(c, 42, 48, 32, count)), off.decode(off.sample(c, 42, 48, 32)));
+  std::printf("step cache 1 over 16 steps: %lld skipped, PSNR %.2f dB against no cache\n",
+              static_cast<long long>(skipped), psnr);
+  EXPECT_GE(skipped, 1);
+  EXPECT_GT(psnr, 45.0);
+  EXPECT_LT(psnr, 100.0);  // the skipped steps changed the picture
 }
