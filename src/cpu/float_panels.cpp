@@ -10,6 +10,7 @@
 #include "cpu/convert.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
+#include "cpu/gemm_kernel.h"
 
 namespace gizml::cpu {
 namespace {
@@ -126,9 +127,8 @@ void floatPanelProduct(DType t, const void* panel, int64_t panels, int64_t k, co
 
 void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, const float* x, int64_t rows,
                        float* y) {
-  // Passes of up to this many rows take the panel kernel, kFloatPanelGroup panels a task; more go
-  // through sgemm, blocks of panels widened to f32 of up to kBlockBytes (4 panels at least).
-  constexpr int64_t kFewRows = 4, kBlockBytes = int64_t{2} << 20;
+  // Passes of up to this many rows take the panel kernel, kFloatPanelGroup panels a task.
+  constexpr int64_t kFewRows = 4;
   constexpr int64_t width = kFloatPanelRows;
   const int64_t stepBytes = width * static_cast<int64_t>(dtypeSize(t)), panelBytes = in * stepBytes;
   const int64_t panels = (out + width - 1) / width;
@@ -144,23 +144,25 @@ void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, 
     });
     return;
   }
-  // Blocks of panels as f32 B [in, block width] (the panels' steps side by side) for sgemm. Wide
-  // blocks, as each sgemm call packs all of x again; a number of them that the threads share evenly.
-  const int64_t threads = core::threadCount(), maxPanels = std::max<int64_t>(4, kBlockBytes / (in * width * 4));
-  const int64_t blocks = (panels + maxPanels - 1) / maxPanels, evenBlocks = (blocks + threads - 1) / threads * threads;
-  const int64_t blockPanels = (panels + evenBlocks - 1) / evenBlocks, blockWidth = blockPanels * width;
-  core::parallelFor((panels + blockPanels - 1) / blockPanels, 1, [&](int64_t b0, int64_t b1) {
-    thread_local std::vector<float> b;  // kept between calls (kBlockBytes a thread, more for a very wide in)
-    b.resize(static_cast<size_t>(in * blockWidth));
-    for (int64_t block = b0; block < b1; ++block) {
-      const int64_t p0 = block * blockPanels, p1 = std::min(panels, p0 + blockPanels);
-      for (int64_t p = p0; p < p1; ++p)
-        for (int64_t c = 0; c < in; ++c)
-          loadF32(t, packed + p * panelBytes + c * stepBytes, 1, width, b.data() + c * blockWidth + (p - p0) * width);
-      const int64_t first = p0 * width, count = std::min(out, p1 * width) - first;
-      sgemm(rows, count, in, x, in, 1, b.data(), blockWidth, 1, y + first, out, false);
+  // Through sgemm, its blocks of B packed straight from the panels: no f32 copy of the weights,
+  // and x packed once per block of B rather than once per block of panels.
+  const int64_t nr = gemm::tile().nr, size = static_cast<int64_t>(dtypeSize(t));
+  const PackingB pack = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
+    // nr columns at a time, at most a panel's 16: nr is a power of two and j0 a multiple of it,
+    // so no chunk crosses from one panel into the next.
+    const int64_t padded = (nc + nr - 1) / nr * nr, chunk = std::min(nr, width);
+    for (int64_t c = 0; c < padded; c += chunk) {
+      const int64_t col = j0 + c;
+      float* panel = dst + c / nr * nr * kc + c % nr;
+      if (col >= out) {  // past the weights' rows: zeros, as packB pads
+        for (int64_t p = 0; p < kc; ++p) std::fill_n(panel + p * nr, chunk, 0.0f);
+        continue;
+      }
+      const uint8_t* src = packed + col / width * panelBytes + p0 * stepBytes + col % width * size;
+      for (int64_t p = 0; p < kc; ++p) loadF32(t, src + p * stepBytes, 1, chunk, panel + p * nr);
     }
-  });
+  };
+  sgemmPackingB(rows, out, in, x, in, 1, pack, y, out);
 }
 
 }  // namespace gizml::cpu

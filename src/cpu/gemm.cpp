@@ -31,6 +31,7 @@ struct Operands {
   float* c;
   int64_t ldc;
   bool accumulate;
+  const PackingB* packB = nullptr;  // packs B's blocks instead of gemm::packB from b
 };
 
 // A thread's packing buffer, kept between calls; it grows when a call needs more.
@@ -59,7 +60,8 @@ void gemmBlock(const Operands& o, gemm::Tile t, int64_t i0, int64_t i1, int64_t 
     const int64_t nc = std::min(kNc, j1 - jc);
     for (int64_t pc = 0; pc < o.k; pc += kGemmKc) {
       const int64_t kc = std::min(kGemmKc, o.k - pc);
-      gemm::packB(o.b + pc * o.brs + jc * o.bcs, o.brs, o.bcs, kc, nc, packedB);
+      if (o.packB != nullptr) (*o.packB)(pc, kc, jc, nc, packedB);
+      else gemm::packB(o.b + pc * o.brs + jc * o.bcs, o.brs, o.bcs, kc, nc, packedB);
       for (int64_t ic = i0; ic < i1; ic += mcMax) {
         const int64_t mc = std::min(mcMax, i1 - ic);
         gemm::packA(o.a + ic * o.ars + pc * o.acs, o.ars, o.acs, mc, kc, packedA);
@@ -90,6 +92,17 @@ Grid chooseGrid(int64_t m, int64_t n, int64_t k, gemm::Tile t) {
   return {ceilDiv(ceilDiv(m, bestM), t.mr) * t.mr, ceilDiv(ceilDiv(n, bestN), t.nr) * t.nr};
 }
 
+// C's blocks over the threads, each packing and multiplying its own.
+void blocked(int64_t m, int64_t n, const Operands& o) {
+  const gemm::Tile t = gemm::tile();
+  const Grid g = chooseGrid(m, n, o.k, t);
+  const int64_t colBlocks = ceilDiv(n, g.cols);
+  core::parallelTasks(ceilDiv(m, g.rows) * colBlocks, [&](int64_t task) {
+    const int64_t i0 = task / colBlocks * g.rows, j0 = task % colBlocks * g.cols;
+    gemmBlock(o, t, i0, std::min(m, i0 + g.rows), j0, std::min(n, j0 + g.cols));
+  });
+}
+
 }  // namespace
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs, const float* b,
@@ -107,14 +120,17 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t
     });
     return;
   }
-  const gemm::Tile t = gemm::tile();
-  const Operands o{k, a, ars, acs, b, brs, bcs, c, ldc, accumulate};
-  const Grid g = chooseGrid(m, n, k, t);
-  const int64_t colBlocks = ceilDiv(n, g.cols);
-  core::parallelTasks(ceilDiv(m, g.rows) * colBlocks, [&](int64_t task) {
-    const int64_t i0 = task / colBlocks * g.rows, j0 = task % colBlocks * g.cols;
-    gemmBlock(o, t, i0, std::min(m, i0 + g.rows), j0, std::min(n, j0 + g.cols));
-  });
+  blocked(m, n, {k, a, ars, acs, b, brs, bcs, c, ldc, accumulate});
+}
+
+void sgemmPackingB(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs, const PackingB& packB,
+                   float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  blocked(m, n, {k, a, ars, acs, nullptr, 0, 0, c, ldc, false, &packB});
 }
 
 }  // namespace gizml::cpu

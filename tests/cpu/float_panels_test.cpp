@@ -24,7 +24,7 @@ namespace {
 
 struct Case {
   int64_t rows = 0, cols = 0;
-  std::vector<float> x, values;  // activations [4, cols]; the stored weights' values [rows, cols]
+  std::vector<float> x, values;  // activations [64, cols]; the stored weights' values [rows, cols]
   std::vector<uint8_t> stored;
   core::PageVector<uint8_t> panels;
 };
@@ -36,7 +36,7 @@ Case makeCase(DType t, int64_t rows, int64_t cols, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(rows * cols));
-  c.x.resize(static_cast<size_t>(9 * cols));
+  c.x.resize(static_cast<size_t>(64 * cols));
   for (float& v : w) v = dist(rng);
   for (float& v : c.x) v = dist(rng);
   c.stored.resize(w.size() * dtypeSize(t));
@@ -91,8 +91,22 @@ TEST(FloatPanels, MatmulGivesSgemmsBitsAtEveryRowCount) {
       const std::vector<float> want = sgemmOf(c, m);
       std::vector<float> got(want.size(), -1.0f);
       cpu::floatPanelsMatmul(t, c.panels.data(), rows, cols, c.x.data(), m, got.data());
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << dtypeName(t) << ", " << m << " rows";
+      const auto first = std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
+      EXPECT_EQ(first, static_cast<int64_t>(got.size())) << dtypeName(t) << ", " << m << " rows: first difference at " << first;
     }
+  }
+}
+
+// Wide enough that sgemm splits the columns over the threads and into blocks of kNc, which pack
+// the panels (with tiles of 8 or 2 columns, from inside a panel) and pad past the last row.
+TEST(FloatPanels, WideMatmulGivesSgemmsBits) {
+  const int64_t rows = 2100, cols = 300, m = 40;
+  for (DType t : {DType::F16, DType::BF16}) {
+    const Case c = makeCase(t, rows, cols, 11);
+    const std::vector<float> want = sgemmOf(c, m);
+    std::vector<float> got(want.size(), -1.0f);
+    cpu::floatPanelsMatmul(t, c.panels.data(), rows, cols, c.x.data(), m, got.data());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << dtypeName(t);
   }
 }
 
