@@ -420,29 +420,41 @@ struct KleinConfig {
 /// blocks and adds what they added to the image's rows at the last step that ran them; otherwise
 /// it runs them, keeps that, and the sum starts again from 0. The first and the last step run
 /// every block. One cache per run: it holds the run's tensors, and copies of it go on apart.
+///
+/// refresh (the spec's option for edits): the reference pictures' tokens run through the blocks
+/// only at the first step and then once at least refresh steps have passed since they last ran
+/// through every block; the steps between leave them out and attend to the keys and values that
+/// run kept in each block (faster: the references' rows skip every linear; a little different:
+/// those keys were made from an earlier step's latent). 0 or 1: every step runs them.
 class KleinStepCache {
  public:
   /// threshold: 0 runs every block of every step (forward's result bit for bit as without the
   /// cache); infinity skips every step but the first and last. steps: the run's forward calls.
-  /// A negative or NaN threshold, or steps below 1, is a gizml::Error naming it.
-  KleinStepCache(double threshold, int64_t steps);
+  /// A negative or NaN threshold, steps below 1 or a negative refresh is a gizml::Error naming it.
+  KleinStepCache(double threshold, int64_t steps, int64_t refresh = 0);
 
   double threshold() const { return threshold_; }
   int64_t steps() const { return steps_; }
+  int64_t refresh() const { return refresh_; }
   /// The forward calls so far, and of them the steps that skipped the blocks after the first.
   int64_t done() const { return done_; }
   int64_t skipped() const { return skipped_; }
   /// Whether the last forward call skipped them.
   bool lastSkipped() const { return lastSkipped_; }
+  /// The steps that ran reference pictures through every block (with refresh above 1).
+  int64_t referenceRuns() const { return referenceRuns_; }
 
  private:
   friend class KleinDit;
   double threshold_;
-  int64_t steps_, done_ = 0, skipped_ = 0;
+  int64_t steps_, refresh_, done_ = 0, skipped_ = 0;
   bool lastSkipped_ = false;
   double change_ = 0;       // accumulated since the last step that ran every block
   tensor::Tensor first_;    // what the first blocks added to the image's rows at the previous step
   tensor::Tensor rest_;     // what the other blocks added at the last step that ran them
+  // The references' keys (after RoPE) and values by block, from the step referencesRanAt_.
+  std::vector<tensor::Tensor> referenceKeys_, referenceValues_;
+  int64_t referenceTokens_ = 0, referencesRanAt_ = -1, referenceRuns_ = 0;
 };
 
 /// The klein transformer, FLUX.2 [klein] (diffusers Flux2Transformer2DModel without guidance
@@ -671,6 +683,9 @@ struct KleinPipelineConfig {
   /// The step cache's threshold (KleinStepCache; the spec's 0.3); 0 turns it off. A negative or
   /// NaN value is an Error at load.
   double cache = 0.3;
+  /// An edit's reference pictures through the blocks only every this many steps
+  /// (KleinStepCache's refresh); 0, the default, or 1: every step. Negative: an Error at load.
+  int64_t refresh = 0;
 };
 
 /// What the DiT reads besides the latent: the text rows and the reference pictures' latents.
@@ -684,7 +699,7 @@ struct KleinConditioning {
 /// prompt): condition (KleinText's rows, each reference picture resized as the pipeline does and
 /// Flux2Vae::encode), sample (torchRandn(seed, [1, channels, height / scale, width / scale]),
 /// ComfyUI's EmptyFlux2LatentImage's shape, stepped by eulerStep over flux2Sigmas with
-/// denoised = x - sigma KleinDit::forward, through a KleinStepCache of config().cache) and decode
+/// denoised = x - sigma KleinDit::forward, through a KleinStepCache of config().cache and refresh) and decode
 /// (Flux2Vae::decode and ComfyUI's SaveImage bytes). The calls keep no state; copies share the
 /// weights. The GPU is not used yet.
 class KleinPipeline {

@@ -51,12 +51,20 @@ Heads joined(const Heads& a, const Heads& b) {
   return {T::concat({a.q, b.q}, 0), T::concat({a.k, b.k}, 0), T::concat({a.v, b.v}, 0)};
 }
 
-// Attention of all tokens to all, after RoPE: [tokens, dim].
-T::Tensor attend(const Weights& w, const Heads& h, const Rope& r) {
+// Attention of all tokens to all, after RoPE: [tokens, dim]. With reference keys (the
+// references' tokens last in h when recorded, absent when read), block's are kept or read.
+T::Tensor attend(const Weights& w, const Heads& h, const Rope& r, ReferenceKeys* refs = nullptr, size_t block = 0) {
   const int64_t n = h.q.size(0);
   const T::Tensor q = rotated(h.q, r).transpose(0, 1).contiguous();
-  const T::Tensor k = rotated(h.k, r).transpose(0, 1).contiguous();
-  const T::Tensor v = h.v.transpose(0, 1).contiguous();
+  T::Tensor k = rotated(h.k, r).transpose(0, 1).contiguous();
+  T::Tensor v = h.v.transpose(0, 1).contiguous();
+  if (refs && refs->use == ReferenceKeys::Use::Record) {
+    refs->keys[block] = k.slice(1, n - refs->tokens, n).contiguous();
+    refs->values[block] = v.slice(1, n - refs->tokens, n).contiguous();
+  } else if (refs) {
+    k = T::concat({k, refs->keys[block]}, 1);
+    v = T::concat({v, refs->values[block]}, 1);
+  }
   const T::Tensor o = netops::attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(w.headDim)));
   return o.transpose(0, 1).contiguous().reshape({n, w.dim});
 }
@@ -106,13 +114,13 @@ struct Inputs {
 
 // One double-stream block: the image and text streams, each modulated by its rows, attending to both.
 void doubleBlock(const Weights& w, const KleinDoubleBlock& b, const T::Tensor& mImg, const T::Tensor& mTxt,
-                 const Rope& rope, T::Tensor& img, T::Tensor& txt) {
+                 const Rope& rope, T::Tensor& img, T::Tensor& txt, ReferenceKeys* refs, size_t block) {
   const int64_t d = w.dim, nText = txt.size(0);
   const Heads hi =
       headsOf(w, b.img.qkv(modulated(img, chunk(mImg, 0, d), chunk(mImg, 1, d))), b.img.qNorm, b.img.kNorm);
   const Heads ht =
       headsOf(w, b.txt.qkv(modulated(txt, chunk(mTxt, 0, d), chunk(mTxt, 1, d))), b.txt.qNorm, b.txt.kNorm);
-  const T::Tensor o = attend(w, joined(ht, hi), rope);  // [text, image]
+  const T::Tensor o = attend(w, joined(ht, hi), rope, refs, block);  // [text, image]
   const int64_t n = o.size(0);
   img = gated(img, chunk(mImg, 2, d), b.img.out(o.slice(0, nText, n).contiguous()));
   img = gated(img, chunk(mImg, 5, d), mlp(b.img, modulated(img, chunk(mImg, 3, d), chunk(mImg, 4, d))));
@@ -121,7 +129,7 @@ void doubleBlock(const Weights& w, const KleinDoubleBlock& b, const T::Tensor& m
 }
 
 // FLUX.2: the first double-stream block, then the others and the single blocks.
-KleinPass::Cut flux2(const Weights& w, const Inputs& in, double sigma) {
+KleinPass::Cut flux2(const Weights& w, const Inputs& in, double sigma, ReferenceKeys* refs) {
   const int64_t d = w.dim, nText = in.text.size(0), nImage = in.image.size(0);
   const T::Tensor t = silu(timeEmbedding(w.timeIn1, w.timeIn2, sigma));
   const T::Tensor mImg = w.modImg(t), mTxt = w.modTxt(t), mSingle = w.modSingle(t);
@@ -137,15 +145,16 @@ KleinPass::Cut flux2(const Weights& w, const Inputs& in, double sigma) {
   const auto imageRows = [nImage](const T::Tensor& stream) { return stream.slice(0, 0, nImage).contiguous(); };
   KleinPass::Cut cut;
   cut.embedded = imageRows(img);
-  doubleBlock(w, w.doubles[0], mImg, mTxt, rope, img, txt);
+  doubleBlock(w, w.doubles[0], mImg, mTxt, rope, img, txt, refs, 0);
   cut.first = imageRows(img);
-  cut.rest = [&w, mImg, mTxt, mSingle, rope, img, txt, d, nText, nImage] {
+  cut.rest = [&w, mImg, mTxt, mSingle, rope, img, txt, d, nText, nImage, refs] {
     T::Tensor i = img, tx = txt;
-    for (size_t b = 1; b < w.doubles.size(); ++b) doubleBlock(w, w.doubles[b], mImg, mTxt, rope, i, tx);
+    for (size_t b = 1; b < w.doubles.size(); ++b) doubleBlock(w, w.doubles[b], mImg, mTxt, rope, i, tx, refs, b);
     T::Tensor x = T::concat({tx, i}, 0);
-    for (const KleinFused& s : w.singles) {
+    for (size_t b = 0; b < w.singles.size(); ++b) {
+      const KleinFused& s = w.singles[b];
       const T::Tensor h = s.in(modulated(x, chunk(mSingle, 0, d), chunk(mSingle, 1, d)));  // [n, 3 dim + 2 mlp]
-      const T::Tensor a = attend(w, headsOf(w, h, s.qNorm, s.kNorm), rope);
+      const T::Tensor a = attend(w, headsOf(w, h, s.qNorm, s.kNorm), rope, refs, w.doubles.size() + b);
       const T::Tensor m = swiglu(h.slice(1, 3 * d, 3 * d + 2 * w.mlp).contiguous());
       x = gated(x, chunk(mSingle, 2, d), s.out(T::concat({a, m}, 1)));
     }
@@ -164,7 +173,7 @@ T::Tensor modeBlock(const Weights& w, const KleinStream& b, const T::Tensor& x, 
 }
 
 // FLUX.3: the per-mode blocks, then the joint blocks.
-KleinPass::Cut flux3(const Weights& w, const Inputs& in, double sigma, double target) {
+KleinPass::Cut flux3(const Weights& w, const Inputs& in, double sigma, double target, ReferenceKeys* refs) {
   const int64_t d = w.dim, nText = in.text.size(0), nImage = in.image.size(0), nRef = in.nRef;
   // The image at sigma, the text and references at 0; a flow map adds the target's embedding.
   T::Tensor tImage = timeEmbedding(w.timeIn1, w.timeIn2, sigma), tZero = timeEmbedding(w.timeIn1, w.timeIn2, 0.0);
@@ -198,18 +207,19 @@ KleinPass::Cut flux3(const Weights& w, const Inputs& in, double sigma, double ta
   if (nRef) modes.push_back(kCond);
   std::vector<T::Tensor> mods(3);
   for (int mode : modes) mods[static_cast<size_t>(mode)] = w.singleMod[static_cast<size_t>(mode)](act(mode));
-  cut.rest = [&w, x, modes, mods, rope, d, nText, nImage, nRef] {
+  cut.rest = [&w, x, modes, mods, rope, d, nText, nImage, nRef, refs] {
     std::vector<T::Tensor> y = x;
     const int64_t ends[] = {nText + nImage, nText + nImage + nRef, nText};  // by mode
     const int64_t starts[] = {nText, nText + nImage, 0};
-    for (const KleinStream& b : w.joint) {
+    for (size_t j = 0; j < w.joint.size(); ++j) {
+      const KleinStream& b = w.joint[j];
       std::vector<T::Tensor> normed;
       for (int mode : modes) {
         const T::Tensor& m = mods[static_cast<size_t>(mode)];
         normed.push_back(modulated(y[static_cast<size_t>(mode)], chunk(m, 0, d), chunk(m, 1, d)));
       }
       const T::Tensor comb = T::concat(normed, 0);
-      const T::Tensor a = b.out(attend(w, headsOf(w, b.qkv(comb), b.qNorm, b.kNorm), rope));
+      const T::Tensor a = b.out(attend(w, headsOf(w, b.qkv(comb), b.qNorm, b.kNorm), rope, refs, j));
       const T::Tensor out = (T::lazy(a) + T::lazy(mlp(b, comb))).eval();
       for (int mode : modes) {
         const size_t i = static_cast<size_t>(mode);
@@ -233,7 +243,7 @@ void checkLatent(const T::Tensor& t, int64_t channels, const std::string& what) 
 }  // namespace
 
 KleinPass::KleinPass(const KleinDit& dit, const T::Tensor& latent, const std::vector<T::Tensor>& references,
-                     const T::Tensor& text, double sigma, double targetSigma)
+                     const T::Tensor& text, double sigma, double targetSigma, ReferenceKeys* keys)
     : w_(*dit.weights_) {
   const Weights& w = w_;
   checkLatent(latent, w.channels, "latent");
@@ -265,7 +275,24 @@ KleinPass::KleinPass(const KleinDit& dit, const T::Tensor& latent, const std::ve
     in.refs = T::concat(refs, 0);
     in.nRef = in.refs.size(0);
   }
-  cut_ = w.variant == KleinDit::Variant::Flux2 ? flux2(w, in, sigma) : flux3(w, in, sigma, targetSigma);
+  ReferenceKeys* kept = refs.empty() ? nullptr : keys;
+  if (kept) {
+    const bool flux2 = w.variant == KleinDit::Variant::Flux2;
+    const size_t blocks = flux2 ? w.doubles.size() + w.singles.size() : w.joint.size();
+    if (kept->use == ReferenceKeys::Use::Record) {
+      kept->tokens = in.nRef;
+      kept->keys.assign(blocks, {});
+      kept->values.assign(blocks, {});
+    } else {
+      if (kept->tokens != in.nRef || kept->keys.size() != blocks)
+        throw Error("KleinDit::forward: the references have " + std::to_string(in.nRef) +
+                    " tokens, and the step cache kept the keys of " + std::to_string(kept->tokens));
+      in.refs = T::Tensor();
+      in.nRef = 0;
+      in.refPos = Positions();
+    }
+  }
+  cut_ = w.variant == KleinDit::Variant::Flux2 ? flux2(w, in, sigma, kept) : flux3(w, in, sigma, targetSigma, kept);
 }
 
 T::Tensor KleinPass::out(const T::Tensor& image) const {
@@ -274,9 +301,11 @@ T::Tensor KleinPass::out(const T::Tensor& image) const {
   return o.transpose(0, 1).contiguous().reshape({1, w_.channels, height_, width_});
 }
 
-KleinStepCache::KleinStepCache(double threshold, int64_t steps) : threshold_(threshold), steps_(steps) {
+KleinStepCache::KleinStepCache(double threshold, int64_t steps, int64_t refresh)
+    : threshold_(threshold), steps_(steps), refresh_(refresh) {
   if (!(threshold >= 0)) throw Error("KleinStepCache: threshold " + std::to_string(threshold) + " is negative or NaN");
   if (steps < 1) throw Error("KleinStepCache: steps " + std::to_string(steps) + " is below 1");
+  if (refresh < 0) throw Error("KleinStepCache: refresh " + std::to_string(refresh) + " is negative");
 }
 
 T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor>& references, const T::Tensor& text,
@@ -289,14 +318,33 @@ T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor
                             double sigma, double targetSigma, KleinStepCache& cache) const {
   if (cache.done_ == cache.steps_)
     throw Error("KleinDit::forward: the step cache's " + std::to_string(cache.steps_) + " steps are all done");
-  const KleinPass pass(*this, latent, references, text, sigma, targetSigma);
+  const int64_t step = cache.done_;
+  // With refresh, the references run at the first step and once refresh steps have passed since
+  // their keys were kept; between, the pass reads those keys.
+  const bool refreshing = cache.refresh_ > 1 && !references.empty();
+  ReferenceKeys keys;
+  if (refreshing && cache.referencesRanAt_ >= 0 && step - cache.referencesRanAt_ < cache.refresh_)
+    keys = {ReferenceKeys::Use::Read, cache.referenceKeys_, cache.referenceValues_, cache.referenceTokens_};
+  const KleinPass pass(*this, latent, references, text, sigma, targetSigma, refreshing ? &keys : nullptr);
+  // Keys are kept only from a step that ran every block (a skipped one recorded the first's only).
+  const auto ranEveryBlock = [&](const T::Tensor& out) {
+    if (refreshing && keys.use == ReferenceKeys::Use::Record) {
+      cache.referenceKeys_ = std::move(keys.keys);
+      cache.referenceValues_ = std::move(keys.values);
+      cache.referenceTokens_ = keys.tokens;
+      cache.referencesRanAt_ = step;
+      ++cache.referenceRuns_;
+    }
+    return out;
+  };
   if (cache.threshold_ == 0) {
+    const T::Tensor out = pass.out(pass.rest());
     ++cache.done_;
-    return pass.out(pass.rest());
+    cache.lastSkipped_ = false;
+    return ranEveryBlock(out);
   }
   // A failed call leaves the cache as it was.
   const T::Tensor first = (T::lazy(pass.first()) - T::lazy(pass.embedded())).eval();
-  const int64_t step = cache.done_;
   double change = 0;  // summed since the last step that ran every block
   if (step > 0) {
     if (first.shape() != cache.first_.shape())
@@ -318,7 +366,7 @@ T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor
   }
   const T::Tensor after = pass.rest();
   cache.rest_ = (T::lazy(after) - T::lazy(pass.first())).eval();
-  return pass.out(after);
+  return ranEveryBlock(pass.out(after));
 }
 
 }  // namespace gizml::diffusion

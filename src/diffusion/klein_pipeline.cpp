@@ -50,6 +50,7 @@ KleinPipeline KleinPipeline::load(const std::string& ditPath, const std::string&
   check(config.steps >= 1, "KleinPipeline::load: steps " + std::to_string(config.steps) + " is below 1");
   check(config.editArea >= 1, "KleinPipeline::load: editArea " + std::to_string(config.editArea) + " is below 1");
   check(config.cache >= 0, "KleinPipeline::load: cache " + std::to_string(config.cache) + " is negative or NaN");
+  check(config.refresh >= 0, "KleinPipeline::load: refresh " + std::to_string(config.refresh) + " is negative");
   KleinDit dit = KleinDit::load(ditPath, config.dit);
   Flux2Vae vae = Flux2Vae::load(vaePath);
   KleinText text = KleinText::load(textFolder, config.text);
@@ -107,7 +108,7 @@ tensor::Tensor KleinPipeline::sample(const KleinConditioning& conditioning, uint
   // The schedule's token count: diffusers' image_seq_len, ComfyUI's round(W H / 256) at scale 16.
   const std::vector<float> sigmas = flux2Sigmas(p.config.steps, h * w);
   const auto steps = static_cast<int64_t>(sigmas.size()) - 1;
-  KleinStepCache cache(p.config.cache, steps);
+  KleinStepCache cache(p.config.cache, steps, p.config.refresh);
   for (int64_t i = 0; i < steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     const float sigma = sigmas[static_cast<size_t>(i)], next = sigmas[static_cast<size_t>(i) + 1];

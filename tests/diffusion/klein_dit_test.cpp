@@ -4,7 +4,8 @@
 // float32 on a seeded latent [1, 4, 3, 4] and 5 text rows, at two sigmas, without and with
 // reference latents; loaded from diffusers' names and from BFL's (ComfyUI's) single-file names.
 // Also: ComfyUI's Flux2Scheduler sigmas, the Euler step, the INT8 linears' error per layer type,
-// bad files and inputs, and the step cache (KleinStepCache) against its rule computed by hand.
+// bad files and inputs, and the step cache (KleinStepCache) against its rule computed by hand,
+// with its refresh of the reference pictures' keys.
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 #include <gizml/safetensors.h>
@@ -366,4 +367,69 @@ TEST(KleinStepCache, BadUseIsAnError) {
   expectError([&] { dit.forward(T::zeros({1, 4, 2, 4}), {}, text, 0.5, 0.0, cache); }, {"8 tokens", "run of 12"});
   dit.forward(T::zeros({1, 4, 3, 4}), {}, text, 0.5, 0.0, cache);
   expectError([&] { dit.forward(T::zeros({1, 4, 3, 4}), {}, text, 0.5, 0.0, cache); }, {"2 steps", "all done"});
+}
+
+// Refresh 2 with one reference: step 0 runs it and keeps its keys (the plain forward bit for bit),
+// step 1 reads them (with step 0's inputs again, the keys it would make itself: the plain forward
+// within the float sums' order; without the reference it is far from it), step 2 runs it again.
+TEST(KleinStepCache, RefreshReadsTheReferenceKeysItKept) {
+  const auto& c = fixtureCase();
+  const float sigma = c.at("sigmas").toFloats()[0], target = c.at("targets").toFloats()[0];
+  const T::Tensor &latent = c.at("latent"), &text = c.at("text"), &ref = c.at("ref0");
+  for (const Model& m : kModels) {
+    const diffusion::KleinDit dit = diffusion::KleinDit::load(modelPath(m, "bfl"));
+    const T::Tensor plain = dit.forward(latent, {ref}, text, sigma, target);
+    const double scale = plain.abs().max().item();
+    diffusion::KleinStepCache cache(0, 3, 2);
+    EXPECT_EQ(dit.forward(latent, {ref}, text, sigma, target, cache).toFloats(), plain.toFloats()) << m.tag;
+    EXPECT_EQ(cache.referenceRuns(), 1);
+    const T::Tensor read = dit.forward(latent, {ref}, text, sigma, target, cache);
+    EXPECT_EQ(cache.referenceRuns(), 1);
+    const double err = test::maxAbsDiff(read, plain) / scale;
+    const double without = test::maxAbsDiff(dit.forward(latent, {}, text, sigma, target), plain) / scale;
+    std::printf("KleinStepCache %s refresh, keys read: max |read - plain| %.3g, without the reference %.3g "
+                "(relative)\n", m.tag, err, without);
+    EXPECT_LE(err, kTolerance) << m.tag;
+    EXPECT_GT(without, 1e-2) << m.tag;
+    EXPECT_EQ(dit.forward(latent, {ref}, text, sigma, target, cache).toFloats(), plain.toFloats()) << m.tag;
+    EXPECT_EQ(cache.referenceRuns(), 2);
+  }
+}
+
+// On an Euler run the keys read at step 1 are step 0's, made from another latent: close to the
+// plain forward but not it. Refresh 1 runs the references at every step: the plain forward.
+TEST(KleinStepCache, RefreshReadsAnEarlierStepsKeys) {
+  const T::Tensor& ref = fixtureCase().at("ref0");
+  for (const Model& m : kModels) {
+    const diffusion::KleinDit dit = diffusion::KleinDit::load(modelPath(m, "bfl"));
+    const Trajectory r = eulerRun(dit, 4);
+    const T::Tensor& text = fixtureCase().at("text");
+    diffusion::KleinStepCache every(0, 4, 1), second(0, 4, 2);
+    for (size_t i = 0; i < 4; ++i) {
+      const T::Tensor plain = dit.forward(r.latents[i], {ref}, text, r.sigmas[i], r.sigmas[i + 1]);
+      EXPECT_EQ(dit.forward(r.latents[i], {ref}, text, r.sigmas[i], r.sigmas[i + 1], every).toFloats(),
+                plain.toFloats()) << m.tag << " step " << i;
+      const T::Tensor got = dit.forward(r.latents[i], {ref}, text, r.sigmas[i], r.sigmas[i + 1], second);
+      const double err = test::maxAbsDiff(got, plain) / plain.abs().max().item();
+      if (i % 2 == 0) {
+        EXPECT_EQ(got.toFloats(), plain.toFloats()) << m.tag << " step " << i;
+        continue;
+      }
+      std::printf("KleinStepCache %s refresh 2, step %zu: max |read - plain| %.3g (relative)\n", m.tag, i, err);
+      EXPECT_GT(err, 1e-4) << m.tag << " step " << i;
+      EXPECT_LT(err, 0.5) << m.tag << " step " << i;
+    }
+    EXPECT_EQ(every.referenceRuns(), 0);
+    EXPECT_EQ(second.referenceRuns(), 2);
+  }
+}
+
+TEST(KleinStepCache, RefreshRefusesOtherReferences) {
+  expectError([] { diffusion::KleinStepCache(0.3, 4, -1); }, {"refresh -1", "negative"});
+  const diffusion::KleinDit dit = diffusion::KleinDit::load(test::diffusionData("klein2_tiny_bfl.safetensors"));
+  const T::Tensor& text = fixtureCase().at("text");
+  diffusion::KleinStepCache cache(0, 3, 3);
+  dit.forward(T::zeros({1, 4, 3, 4}), {T::zeros({1, 4, 2, 2})}, text, 0.9, 0.5, cache);
+  expectError([&] { dit.forward(T::zeros({1, 4, 3, 4}), {T::zeros({1, 4, 2, 3})}, text, 0.5, 0.2, cache); },
+              {"references have 6 tokens", "kept the keys of 4"});
 }
