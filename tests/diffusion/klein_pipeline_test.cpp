@@ -2,8 +2,9 @@
 // diffusers' Flux2KleinPipeline (cfg 1, 4 steps, ComfyUI's noise for seed 42 passed as latents)
 // on the tiny text encoder of make_klein_text_fixtures.py, the tiny FLUX.2 VAE of
 // make_flux2_vae_fixtures.py (scale 4) and a tiny FLUX.2 [klein] DiT fitting them; a text to
-// image at 48 x 32 and an edit of one 70 x 66 picture at 40 x 36: every stage, and the pictures
-// (without the step cache, which the reference lacks). Also the step cache's and refresh's effects.
+// image at 48 x 32 and an edit of one 70 x 66 picture at 40 x 36: every stage, and the pictures;
+// an edit of two pictures: its last latent and picture (all without the step cache, which the
+// reference lacks). Also the step cache's and refresh's effects.
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 #include <gizml/image.h>
@@ -86,8 +87,8 @@ std::vector<uint8_t> bytes(const T::Tensor& t) {
   return {v.begin(), v.end()};
 }
 
-image::Image picture() {
-  const T::Tensor& t = fixture().at("picture");
+image::Image picture(const std::string& name = "picture") {
+  const T::Tensor& t = fixture().at(name);
   return {t.shape()[1], t.shape()[0], bytes(t)};
 }
 
@@ -162,6 +163,24 @@ TEST(KleinPipeline, PaintsTheReferencePictures) {
               static_cast<long long>(editClose));
   EXPECT_EQ(t2iClose, 48 * 32);
   EXPECT_EQ(editClose, 40 * 36);
+}
+
+// Two pictures (the edit's and a 72 x 64 one, its tokens at t = 20): the last latent and the
+// picture end to end against diffusers' run of the same prompt, noise and size.
+TEST(KleinPipeline, EditOfTwoPicturesAsTheReference) {
+  const std::vector<image::Image> pictures = {picture(), picture("edits_picture1")};
+  const diffusion::KleinConditioning c = pipeline().condition(kEditPrompt, pictures);
+  ASSERT_EQ(c.references.size(), 2u);
+  EXPECT_EQ(c.references[1].shape(), (T::Shape{1, 128, 16, 18}));
+  const T::Tensor latent = pipeline().sample(c, 42, 40, 36);
+  const double error = test::maxAbsDiff(latent, fixture().at("edits_step3"));
+  const int64_t close = test::pixelsWithinOne(pipeline().decode(latent), bytes(fixture().at("edits_image")));
+  std::printf("two pictures: last step %.2e; pixels within 1/255: %lld of 1440\n", error,
+              static_cast<long long>(close));
+  EXPECT_LE(error, kLatentTolerance);
+  EXPECT_EQ(close, 40 * 36);
+  // The second picture matters: the one-picture run's last latent is 0.10 away (measured).
+  EXPECT_GT(test::maxAbsDiff(fixture().at("edit_step3"), fixture().at("edits_step3")), 1e-2);
 }
 
 TEST(KleinPipeline, EditSizeKeepsTheFirstPicturesAspect) {

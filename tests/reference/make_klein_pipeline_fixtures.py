@@ -23,7 +23,10 @@ Writes into tests/data/diffusion/:
   edit (PROMPTS[1], 40 x 36, the picture "picture" U8 [66, 70, 3], seeded, which the pipeline
   crops to 68 x 64; diffusers wants pictures of 64 pixels a side or more): "r_text" [512, 48],
   "r_noise", "r_sigmas" [5], "r_step{i}" the latent after step i (unpacked [1, 128, h, w]), "r_decoded" [1, 3, H, W] F32, "r_image" U8
-  [H, W, 3]; for edit also "edit_ref0" [1, 128, 16, 17] (the picture's latent).
+  [H, W, 3]; for edit also "edit_ref0" [1, 128, 16, 17] (the picture's latent). And edits, the
+  edit's prompt and size with two pictures, "picture" and "edits_picture1" U8 [64, 72, 3] (seeded;
+  reference 1 at t = 20): only "edits_step3" and "edits_image" (its text, noise and sigmas are
+  the edit's).
 """
 import os
 import sys
@@ -44,7 +47,8 @@ import make_zimage_pipeline_fixtures as zimage  # noqa: E402
 OUT = os.path.join(HERE, "..", "data", "diffusion")
 SEED, STEPS = 42, 4
 DIT = dict(ditfix.FLUX2, in_channels=128, joint_attention_dim=48)
-RUNS = [("t2i", textfix.PROMPTS[0], 48, 32, False), ("edit", textfix.PROMPTS[1], 40, 36, True)]
+RUNS = [("t2i", textfix.PROMPTS[0], 48, 32, 0), ("edit", textfix.PROMPTS[1], 40, 36, 1),
+        ("edits", textfix.PROMPTS[1], 40, 36, 2)]
 
 
 def text_encoder():
@@ -86,7 +90,8 @@ def main():
                               transformer=dit, is_distilled=True)
     gen = torch.Generator().manual_seed(44)
     picture = torch.randint(0, 256, (66, 70, 3), generator=gen, dtype=torch.uint8)
-    case = {"picture": picture}
+    second = torch.randint(0, 256, (64, 72, 3), generator=torch.Generator().manual_seed(45), dtype=torch.uint8)
+    case = {"picture": picture, "edits_picture1": second}
     refs, original = [], pipe.prepare_image_latents
 
     def capture(*args, **kwargs):
@@ -95,7 +100,7 @@ def main():
         return out
 
     pipe.prepare_image_latents = capture
-    for run, prompt, width, height, edit in RUNS:
+    for run, prompt, width, height, pictures in RUNS:
         scale = pipe.vae_scale_factor * 2
         noise = torch.randn([1, 128, height // scale, width // scale], generator=torch.Generator().manual_seed(SEED))
         h, w = noise.shape[2:]
@@ -108,23 +113,26 @@ def main():
 
         with torch.no_grad():
             text = pipe.encode_prompt(prompt=prompt, device=torch.device("cpu"))[0]
-            latent = pipe(prompt=prompt, image=[Image.fromarray(picture.numpy())] if edit else None, width=width,
+            images = [Image.fromarray(p.numpy()) for p in (picture, second)[:pictures]]
+            latent = pipe(prompt=prompt, image=images or None, width=width,
                            height=height, num_inference_steps=STEPS, latents=noise, guidance_scale=1.0,
                            output_type="latent", callback_on_step_end=on_step)[0]
             decoded = pipe.vae.decode(latent, return_dict=False)[0]
+        pixels = (decoded[0] / 2 + 0.5).clamp(0, 1)  # the pipeline's postprocess, then SaveImage's bytes
+        case[f"{run}_image"] = (pixels * 255).clamp(0, 255).to(torch.uint8).permute(1, 2, 0).contiguous()
+        case[f"{run}_step{len(steps) - 1}"] = steps[-1]
+        print(f"{run}: {width} x {height}, {pictures} pictures, latent absmax {steps[-1].abs().max().item():.3g}")
+        if run == "edits":  # the rest is the edit's
+            continue
         case[f"{run}_text"] = text[0].contiguous()
         case[f"{run}_noise"] = noise
         case[f"{run}_sigmas"] = pipe.scheduler.sigmas.float().contiguous()
         for i, s in enumerate(steps):
             case[f"{run}_step{i}"] = s
         case[f"{run}_decoded"] = decoded.contiguous()
-        pixels = (decoded[0] / 2 + 0.5).clamp(0, 1)  # the pipeline's postprocess, then SaveImage's bytes
-        case[f"{run}_image"] = (pixels * 255).clamp(0, 255).to(torch.uint8).permute(1, 2, 0).contiguous()
-        if edit:
+        if pictures:
             rh, rw = 64 // scale, 68 // scale
             case["edit_ref0"] = unpack(refs[0][0], rh, rw)
-        print(f"{run}: {width} x {height}, sigmas {case[f'{run}_sigmas'].tolist()}, "
-              f"latent absmax {steps[-1].abs().max().item():.3g}")
     save_file(case, os.path.join(OUT, "klein_pipeline_case.safetensors"))
 
 
