@@ -8,6 +8,7 @@
 #include <gizml/llm.h>
 #include <gizml/tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -687,6 +688,31 @@ struct KleinPipelineConfig {
   /// (KleinStepCache's refresh); 0, the default, or 1: every step. Negative: an Error at load.
   int64_t refresh = 0;
 };
+
+/// A box of FLUX 3's layout prompts (BFL's "FLUX 3 Image: bounding boxes"): coordinates
+/// [top, left, bottom, right], integers from 0 to 1000 from the image's top-left corner.
+using FluxBox = std::array<int64_t, 4>;
+
+/// One row of a layout's element table. A new image's row places an element: bbox. An edit's
+/// row (edit true; pictures given) says where it comes from and goes: from "ref_image_K" (the
+/// K-th picture, its box source in that picture) or empty (a new element, no source), target in
+/// the output (none: the element is removed).
+struct FluxElement {
+  std::string id;  // cited in the caption as <id>: lowercase letters, digits and _, from a letter
+  std::string desc;
+  FluxBox bbox{};
+  bool edit = false;
+  std::string from;
+  std::optional<FluxBox> source, target;
+};
+
+/// The spec's D.fluxLayout: caption with the element table FLUX 3 reads appended, as BFL's
+/// documentation writes it: each id not yet cited in the caption appended as " <id>", then a
+/// space and the rows as a compact JSON array ({"id", "bbox", "desc"}, or for edits {"id",
+/// "from", "src_bbox", "tgt_bbox", "desc"} with null where absent). No elements: the caption
+/// unchanged. An empty caption, a bad or repeated id, a box outside [0, 1000] or empty, an empty
+/// desc, rows of both kinds, or an edit row without source and target is a gizml::Error naming it.
+std::string fluxLayout(const std::string& caption, const std::vector<FluxElement>& elements);
 
 /// What the DiT reads besides the latent: the text rows and the reference pictures' latents.
 struct KleinConditioning {
