@@ -19,18 +19,21 @@
 #include "common/expect_error.h"
 #include "common/psnr.h"
 #include "diffusion/weight_fixture.h"
-#include "diffusion/zimage_tiny.h"
+#include "diffusion/klein_tiny.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
 
 namespace {
 
+using test::klein::fixture;
+using test::klein::kEditPrompt;
+using test::klein::kTextPrompt;
+using test::klein::loaded;
+using test::klein::picture;
+using test::klein::pipeline;
+using test::klein::textFolder;
 using test::zimage::data;
-
-// make_klein_text_fixtures.py's PROMPTS, the text to image's and the edit's.
-const std::string kTextPrompt = "A red fox in fresh snow, watercolor";
-const std::string kEditPrompt = "Ein Leuchtturm bei Nacht, 35 mm film grain; \u00abneon\u00bb signs reading 'OPEN 24/7'";
 
 // The text rows: klein_text_test.cpp's bound (F16 weights, other summation orders through 27
 // layers). Measured (x86-64, release): 1.1e-5 (t2i) and 1.7e-5 (edit) absolute.
@@ -46,49 +49,11 @@ constexpr double kLatentTolerance = 5e-5;
 // The VAE's pixels from the reference's last latent. Measured: 1.5e-6 and 1.7e-6.
 constexpr double kDecodedTolerance = 1e-5;
 
-const std::map<std::string, T::Tensor>& fixture() {
-  static const auto c = llm::loadSafetensors(data("klein_pipeline_case.safetensors"));
-  return c;
-}
-
-// convertTextEncoder's folder of the tiny encoder, made once a process.
-const std::string& textFolder() {
-  static const std::string folder = [] {
-    const std::string hf = test::zimage::temporary("klein_pipeline_text_hf");
-    test::zimage::writeTextHf(hf, {}, "klein_text_tiny");
-    const std::string out = test::zimage::temporary("klein_pipeline_text");
-    fs::remove_all(out);
-    diffusion::convertTextEncoder(hf, out);
-    return out;
-  }();
-  return folder;
-}
-
-diffusion::KleinPipeline loaded(const diffusion::KleinPipelineConfig& config) {
-  return diffusion::KleinPipeline::load(data("klein_pipeline_dit.safetensors"), data("flux2_vae_tiny.safetensors"),
-                                        textFolder(), config);
-}
-
-// Without the step cache: diffusers' pipeline, the reference, has none.
-const diffusion::KleinPipeline& pipeline() {
-  static const diffusion::KleinPipeline p = [] {
-    diffusion::KleinPipelineConfig config;
-    config.cache = 0;
-    return loaded(config);
-  }();
-  return p;
-}
-
 // The reference's picture bytes (U8 [H, W, 3]); test::pixelsWithinOne compares them: measured,
 // every pixel within 1/255, both runs, staged and painted end to end.
 std::vector<uint8_t> bytes(const T::Tensor& t) {
   const std::vector<float> v = t.toFloats();
   return {v.begin(), v.end()};
-}
-
-image::Image picture() {
-  const T::Tensor& t = fixture().at("picture");
-  return {t.shape()[1], t.shape()[0], bytes(t)};
 }
 
 // The run's stages (t2i or edit) from the reference's rows and references; the largest errors.
@@ -223,3 +188,4 @@ TEST(KleinPipeline, StepCacheOnTheTinyModel) {
   EXPECT_GT(psnr, 45.0);
   EXPECT_LT(psnr, 100.0);  // the skipped steps changed the picture
 }
+
