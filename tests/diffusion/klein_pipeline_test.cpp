@@ -12,7 +12,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -189,3 +192,45 @@ TEST(KleinPipeline, StepCacheOnTheTinyModel) {
   EXPECT_LT(psnr, 100.0);  // the skipped steps changed the picture
 }
 
+// The tiny model as giz paint's MODEL folder (klein_tiny.h; docs/serve.md, "Images") under
+// $GIZML_KLEIN_FOLDER, for the command-line tests of tests/CMakeLists.txt: model/ with the DiT,
+// the VAE and the converted text encoder, and picture.png, the fixture's 70 x 66 reference.
+// Skipped when the variable is unset.
+TEST(KleinTinyFolder, Write) {
+  const char* root = std::getenv("GIZML_KLEIN_FOLDER");
+  if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
+  const fs::path folder(root);
+  fs::remove_all(folder);
+  fs::create_directories(folder / "model" / "diffusion_models");
+  fs::create_directories(folder / "model" / "vae");
+  fs::create_directories(folder / "model" / "text_encoders");
+  fs::copy_file(test::klein::ditPath(), folder / "model" / "diffusion_models" / "klein_tiny.safetensors");
+  fs::copy_file(test::klein::vaePath(), folder / "model" / "vae" / "flux2-vae.safetensors");
+  fs::copy(textFolder(), folder / "model" / "text_encoders" / "qwen3_tiny", fs::copy_options::recursive);
+  const std::vector<uint8_t> png = image::encodePng(picture());
+  std::ofstream(folder / "picture.png", std::ios::binary)
+      .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+}
+
+// giz paint's pictures from the folder above (tests/CMakeLists.txt: $GIZML_KLEIN_FOLDER/t2i.png,
+// the text to image at 48 x 32 with the default step cache, and edit.png, picture.png edited at
+// 40 x 36 with --cache 0 and "A lighthouse at night", both seed 42) against KleinPipeline::paint's,
+// byte for byte.
+TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
+  const char* root = std::getenv("GIZML_KLEIN_FOLDER");
+  if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
+  const auto read = [](const fs::path& path) {
+    std::ifstream file(path, std::ios::binary);
+    EXPECT_TRUE(file) << path;
+    return image::decode(std::vector<uint8_t>((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
+  };
+  const image::Image t2i = read(fs::path(root) / "t2i.png"), edit = read(fs::path(root) / "edit.png");
+  const image::Image wantT2i = loaded({}).paint(kTextPrompt, 42, {}, 48, 32);
+  const image::Image wantEdit = pipeline().paint("A lighthouse at night", 42, {picture()}, 40, 36);
+  EXPECT_EQ(t2i.width, 48);
+  EXPECT_EQ(t2i.height, 32);
+  EXPECT_EQ(t2i.pixels, wantT2i.pixels);
+  EXPECT_EQ(edit.width, 40);
+  EXPECT_EQ(edit.height, 36);
+  EXPECT_EQ(edit.pixels, wantEdit.pixels);
+}
