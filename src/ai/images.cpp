@@ -15,8 +15,9 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-// The most pixels an edit's picture may hold (a decompression bomb's bound): 4096 x 4096, far
-// beyond what klein reads (its references are scaled to 1024 x 1024 pixels).
+// The most pixels an edit's picture keeps: image::decode scales a larger one down to it as it
+// reads it (4096 x 4096, 48 MiB of RGB a picture; klein scales its references further, to
+// 1024 x 1024 pixels).
 constexpr int64_t kMaxEditPixels = int64_t{4096} * 4096;
 
 // "WxH" within the target's limits; absent or "auto" (gpt-image-1's): `fallback`.
