@@ -103,10 +103,11 @@ int paintCommand(int argc, char** argv) {
   }
 
   const ImageModelFiles found = findImageModelFiles(words.size() == 2 ? words[0] : "", files);
+  // Before the model is loaded (minutes for a real one).
+  if (!pictures.empty() && !isKleinDit(found.dit))
+    throw gizml::Error("--edit: " + found.dit + " is a Z-Image DiT, which paints from text alone (klein edits)");
   const gizml::ai::ImagePipeline pipeline = loadImageModel(found, cache);
   const auto* klein = std::get_if<gizml::diffusion::KleinPipeline>(&pipeline);
-  if (!klein && !pictures.empty())
-    throw gizml::Error("--edit: " + found.dit + " is a Z-Image DiT, which paints from text alone (klein edits)");
   const int64_t multiple = std::visit([](const auto& p) { return p.sizeMultiple(); }, pipeline);
   if (width % multiple || height % multiple)
     throw gizml::Error("--size: " + size + " is not a multiple of " + std::to_string(multiple) + " each way");
