@@ -1,9 +1,10 @@
 // The whole request path on arbitrary bytes: a real gizml::ai::Server, started once in process on
 // 127.0.0.1 (an ephemeral port) with a scripted model on the Qwen3 tokenizer and template, gets
 // each input on a fresh connection: HTTP -> JSON -> OpenAI request -> schema/grammar -> template
-// -> the model's answer (a reasoning section and a tool call, parsed back); and the images route
-// on the tiny Z-Image of tests/data/diffusion (pictures up to 32 x 32, so that a valid request
-// paints in milliseconds). Driven through the socket, so that whatever the transport becomes
+// -> the model's answer (a reasoning section and a tool call, parsed back); and the images routes
+// on the tiny Z-Image and the tiny klein of tests/data/diffusion (pictures up to 32 x 32, so that
+// a valid request paints in milliseconds): POST /v1/images/edits' multipart forms come as raw
+// bytes (seeds in fuzz/corpus/fuzz_server whose first byte is 0). Driven through the socket, so that whatever the transport becomes
 // inside, this stays the client's view.
 // The first byte chooses: the rest as raw bytes, or as the JSON body of a POST to a route.
 // Nothing may crash or hang; every complete request is answered, never with a 5xx.
@@ -19,6 +20,7 @@
 #define GIZML_SHARED_DATA "../shared/data"
 #define GIZML_TEST_DATA "tests/data"
 #include "../tests/ai/serve_fixture.h"
+#include "../tests/diffusion/klein_tiny.h"
 #include "../tests/diffusion/zimage_tiny.h"
 
 namespace {
@@ -46,6 +48,7 @@ struct Fixture {
     served.push_back(test.served("fake", 1, 96));  // a small context bounds each answer's length
     std::vector<ai::ServedPainter> painters;
     painters.push_back({"tiny", test::zimage::pipeline(), 32});
+    painters.push_back({"klein", test::klein::pipeline(), 32});
     server = std::make_unique<ai::Server>(std::move(served), std::move(painters), ai::Listener("127.0.0.1", 0), options);
   }
 };

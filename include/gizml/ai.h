@@ -4,7 +4,8 @@
 // thread answers each): GET /v1/models, POST /v1/chat/completions and POST /v1/completions,
 // whole or streamed as Server-Sent Events. One scheduler thread per engine owns it: requests
 // from the connections queue, join the engine's slots as they free up and decode together.
-// POST /v1/images/generations paints on image models (diffusion::ZImagePipeline), one thread each.
+// POST /v1/images/generations and /v1/images/edits paint on image models (diffusion::ZImagePipeline,
+// diffusion::KleinPipeline), one thread each.
 #include <gizml/diffusion.h>
 #include <gizml/llm.h>
 
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace gizml::ai {
@@ -24,11 +26,17 @@ struct Served {
   llm::Engine engine;
 };
 
-/// An image model the server offers on POST /v1/images/generations: the name requests give as
-/// "model", its pipeline, and the largest side it paints (larger sizes are refused with 400).
+/// A served image model's pipeline: Z-Image Turbo (text to image) or klein (text to image and
+/// edits). A variant, not an interface: both are value types already (copies share the weights),
+/// what differs between them is one function (Painter's), and ServedPainter stays a plain struct.
+using ImagePipeline = std::variant<diffusion::ZImagePipeline, diffusion::KleinPipeline>;
+
+/// An image model the server offers on POST /v1/images/generations (and, klein, /v1/images/edits):
+/// the name requests give as "model", its pipeline, and the largest side it paints (larger sizes
+/// are refused with 400).
 struct ServedPainter {
   std::string name;
-  diffusion::ZImagePipeline pipeline;
+  ImagePipeline pipeline;
   int64_t maxSide = 2048;
 };
 

@@ -1,9 +1,12 @@
-// Reading OpenAI's image generation requests (images.h).
+// Reading OpenAI's image generation and edit requests (images.h).
 #include "ai/images.h"
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <tuple>
 
+#include "ai/multipart.h"
 #include "ai/request_fields.h"
 
 namespace gizml::ai {
@@ -12,10 +15,14 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-// "WxH" within the target's limits; "auto" (gpt-image-1's) is the default size: 1024 x 1024, or
-// the largest square the target allows when that is smaller.
-void readSize(const Json& body, const ImageTarget& target, ImageRequest& r) {
-  r.width = r.height = std::min<int64_t>(1024, target.maxSide / target.sizeMultiple * target.sizeMultiple);
+// The most pixels an edit's picture keeps: image::decode scales a larger one down to it as it
+// reads it (4096 x 4096, 48 MiB of RGB a picture; klein scales its references further, to
+// 1024 x 1024 pixels).
+constexpr int64_t kMaxEditPixels = int64_t{4096} * 4096;
+
+// "WxH" within the target's limits; absent or "auto" (gpt-image-1's): `fallback`.
+void readSize(const Json& body, const ImageTarget& target, std::pair<int64_t, int64_t> fallback, ImageRequest& r) {
+  std::tie(r.width, r.height) = fallback;
   const Json* size = field(body, "size");
   if (!size) return;
   if (!size->is_string()) bad("size", "expected a string WIDTHxHEIGHT, got " + typeName(*size));
@@ -37,11 +44,28 @@ void readSize(const Json& body, const ImageTarget& target, ImageRequest& r) {
   if (r.width > target.maxSide || r.height > target.maxSide) bad("size", text + " is too large" + limits);
 }
 
-}  // namespace
+// A text to image's default size: 1024 x 1024, or the largest square the target allows when that
+// is smaller.
+std::pair<int64_t, int64_t> squareSize(const ImageTarget& target) {
+  const int64_t side = std::min<int64_t>(1024, target.maxSide / target.sizeMultiple * target.sizeMultiple);
+  return {side, side};
+}
 
-ImageRequest parseImageRequest(const std::string& text, const std::vector<ImageTarget>& targets,
-                               const std::vector<std::string>& chatModels) {
-  const Json body = parseBody(text);
+// An edit's default size: the target's editSize of the first picture, its longer side scaled down
+// to maxSide when beyond it (multiples of sizeMultiple, at least one).
+std::pair<int64_t, int64_t> editSize(const ImageTarget& target, const image::Image& first) {
+  auto [width, height] = target.editSize(first);
+  const int64_t longer = std::max(width, height);
+  if (longer <= target.maxSide) return {width, height};
+  const auto scaled = [&](int64_t side) {
+    return std::max(target.sizeMultiple, side * target.maxSide / longer / target.sizeMultiple * target.sizeMultiple);
+  };
+  return {scaled(width), scaled(height)};
+}
+
+// The request in body (a JSON object; an edit's form fields made one) with an edit's pictures.
+ImageRequest readRequest(const Json& body, const std::vector<ImageTarget>& targets,
+                         const std::vector<std::string>& chatModels, bool edit, std::vector<image::Image> pictures) {
   ImageRequest r;
   if (const Json* model = field(body, "model")) {
     if (!model->is_string()) bad("model", "expected a string, got " + typeName(*model));
@@ -63,7 +87,20 @@ ImageRequest parseImageRequest(const std::string& text, const std::vector<ImageT
   if (!prompt->is_string()) bad("prompt", "expected a string, got " + typeName(*prompt));
   r.prompt = prompt->get<std::string>();
   if (r.prompt.empty()) bad("prompt", "is empty");
-  readSize(body, targets[r.target], r);
+  const ImageTarget& target = targets[r.target];
+  if (edit) {
+    if (!target.editSize)
+      bad("model", "'" + target.name + "' paints from text alone: it takes no pictures (POST /v1/images/generations)",
+          "model_not_supported");
+    if (pictures.empty()) bad("image", "is required: one picture or more (image, or image[] for several)");
+    for (size_t i = 0; i < pictures.size(); ++i)
+      if (pictures[i].width < target.sizeMultiple || pictures[i].height < target.sizeMultiple)
+        bad("image", "picture " + std::to_string(i + 1) + " (" + std::to_string(pictures[i].width) + " x " +
+                         std::to_string(pictures[i].height) + ") is smaller than " +
+                         std::to_string(target.sizeMultiple) + " a side");
+    r.pictures = std::move(pictures);
+  }
+  readSize(body, target, edit ? editSize(target, r.pictures[0]) : squareSize(target), r);
   if (auto v = integer(body, "n", 1, kMaxImages)) r.n = static_cast<int>(*v);
   const auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   r.seed = seed ? static_cast<uint64_t>(*seed) : freshSeed();
@@ -76,6 +113,66 @@ ImageRequest parseImageRequest(const std::string& text, const std::vector<ImageT
     bad("output_format", "only png is served");
   if (auto stream = boolean(body, "stream"); stream && *stream) bad("stream", "images are not streamed");
   return r;
+}
+
+// A text field of an edit's form as the JSON value generations would hold: n and seed as
+// numbers when they read as whole numbers (else the string, which the reader refuses, named),
+// stream as a boolean when true or false, the rest as strings.
+Json formValue(const std::string& name, const std::string& text) {
+  if (name == "n" || name == "seed") {
+    const bool whole = !text.empty() && text.size() <= 20 &&
+                       text.find_first_not_of("0123456789", text[0] == '-' ? 1 : 0) == std::string::npos &&
+                       text != "-";
+    if (whole) {
+      try {
+        return std::stoll(text);
+      } catch (const std::out_of_range&) {
+      }
+    }
+  }
+  if (name == "stream" && (text == "true" || text == "false")) return text == "true";
+  return text;
+}
+
+}  // namespace
+
+ImageRequest parseImageRequest(const std::string& text, const std::vector<ImageTarget>& targets,
+                               const std::vector<std::string>& chatModels) {
+  return readRequest(parseBody(text), targets, chatModels, false, {});
+}
+
+ImageRequest parseEditRequest(const std::string& contentType, const std::string& text,
+                              const std::vector<ImageTarget>& targets, const std::vector<std::string>& chatModels) {
+  std::vector<multipart::Part> parts;
+  try {
+    parts = multipart::parse(text, multipart::boundary(contentType));
+  } catch (const multipart::MultipartError& e) {
+    throw ApiError(400, std::string("the multipart/form-data body: ") + e.what());
+  }
+  Json body = Json::object();
+  std::vector<image::Image> pictures;
+  for (const multipart::Part& part : parts) {
+    if (part.name == "image" || part.name == "image[]") {
+      if (pictures.size() == kMaxEditPictures)
+        bad(part.name, "more than " + std::to_string(kMaxEditPictures) + " pictures");
+      const std::string which = "picture " + std::to_string(pictures.size() + 1) +
+                                (part.filename ? " ('" + part.filename->substr(0, 60) + "')" : "");
+      try {
+        pictures.push_back(image::decode({reinterpret_cast<const uint8_t*>(part.body.data()), part.body.size()},
+                                         kMaxEditPixels));
+      } catch (const Error& e) {
+        bad(part.name, which + " is not a picture gizml reads (PNG, JPEG, ...): " + e.what());
+      }
+    } else if (part.name == "mask") {
+      bad("mask", "masks are not served: the model edits the whole picture as the prompt says");
+    } else if (part.filename) {
+      bad(part.name, "expected a text field, got a file");
+    } else {
+      if (body.contains(part.name)) bad(part.name, "given twice");
+      body[part.name] = formValue(part.name, part.body);
+    }
+  }
+  return readRequest(body, targets, chatModels, true, std::move(pictures));
 }
 
 std::string base64(std::span<const uint8_t> bytes) {

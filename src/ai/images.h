@@ -1,7 +1,11 @@
 #pragma once
-// POST /v1/images/generations: OpenAI's request read (prompt, model, size, n, response_format,
-// and seed as our extension), and its answer's base64.
+// POST /v1/images/generations and /v1/images/edits: OpenAI's requests read (prompt, model, size, n,
+// response_format, and seed as our extension; an edit's pictures from its multipart form), and
+// the answer's base64.
+#include <gizml/image.h>
+
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +17,9 @@ struct ImageTarget {
   std::string name;
   int64_t sizeMultiple = 16;  // width and height must be multiples of this
   int64_t maxSide = 2048;     // and at most this
+  /// An edit's size without one asked for, from its first picture; empty: the model takes no
+  /// pictures (text to image only).
+  std::function<std::pair<int64_t, int64_t>(const image::Image&)> editSize;
 };
 
 /// The most images a request may ask for (n).
@@ -25,12 +32,24 @@ struct ImageRequest {
   int64_t width = 1024, height = 1024;  // absent: 1024, or the target's largest square below it
   int n = 1;          // image i from seed + i
   uint64_t seed = 0;  // given, else fresh
+  std::vector<image::Image> pictures;  // an edit's, in the form's order
 };
+
+/// The most pictures an edit may give.
+inline constexpr size_t kMaxEditPictures = 16;
 
 /// Reads a body of POST /v1/images/generations. A model that is one of chatModels is refused
 /// (400, naming it), an unknown one is 404. Throws ApiError.
 ImageRequest parseImageRequest(const std::string& body, const std::vector<ImageTarget>& targets,
                                const std::vector<std::string>& chatModels);
+
+/// Reads a body of POST /v1/images/edits: a multipart/form-data form (contentType: its header)
+/// of the fields generations takes, as text, and the pictures, image or image[] (one or more,
+/// any format image::decode reads). Without a size an edit takes the target's editSize of the
+/// first picture, scaled down to the largest side when beyond it. A model that takes no
+/// pictures is refused (400, naming it). Throws ApiError.
+ImageRequest parseEditRequest(const std::string& contentType, const std::string& body,
+                              const std::vector<ImageTarget>& targets, const std::vector<std::string>& chatModels);
 
 /// RFC 4648 base64 with padding.
 std::string base64(std::span<const uint8_t> bytes);

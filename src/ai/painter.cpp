@@ -4,6 +4,8 @@
 #include <gizml/error.h>
 #include <gizml/image.h>
 
+#include <type_traits>
+
 namespace gizml::ai {
 namespace {
 
@@ -22,7 +24,7 @@ void PaintJob::cancel() {
   cancelled_ = true;
 }
 
-Painter::Painter(diffusion::ZImagePipeline pipeline) : pipeline_(std::move(pipeline)), thread_([this] { run(); }) {}
+Painter::Painter(ImagePipeline pipeline) : pipeline_(std::move(pipeline)), thread_([this] { run(); }) {}
 
 Painter::~Painter() { stop(); }
 
@@ -77,20 +79,30 @@ void Painter::paint(PaintJob& job) {
   std::vector<std::vector<uint8_t>> pngs;
   try {
     checkCancelled({});
-    // paint's stages, the caption read once for the n pictures. condition refuses only the prompt
-    // (longer than the encoder's context).
-    tensor::Tensor caption;
-    try {
-      caption = pipeline_.condition(r.prompt);
-    } catch (const Error& e) {
-      job.promptError_ = true;
-      throw;
-    }
-    for (int i = 0; i < r.n; ++i) {
-      const tensor::Tensor latent =
-          pipeline_.sampleWith(caption, r.seed + static_cast<uint64_t>(i), r.width, r.height, checkCancelled);
-      pngs.push_back(image::encodePng(pipeline_.decode(latent)));
-    }
+    // paint's stages, the conditioning (caption and pictures) read once for the n images. Only the
+    // prompt can make condition throw (longer than the encoder's context): the pictures were
+    // checked when the request was read.
+    std::visit(
+        [&](const auto& pipeline) {
+          constexpr bool klein = std::is_same_v<std::decay_t<decltype(pipeline)>, diffusion::KleinPipeline>;
+          const auto conditioning = [&] {
+            try {
+              if constexpr (klein) return pipeline.condition(r.prompt, r.pictures);
+              else return pipeline.condition(r.prompt);
+            } catch (const Error&) {
+              job.promptError_ = true;
+              throw;
+            }
+          }();
+          for (int i = 0; i < r.n; ++i) {
+            const uint64_t seed = r.seed + static_cast<uint64_t>(i);
+            tensor::Tensor latent;
+            if constexpr (klein) latent = pipeline.sample(conditioning, seed, r.width, r.height, checkCancelled);
+            else latent = pipeline.sampleWith(conditioning, seed, r.width, r.height, checkCancelled);
+            pngs.push_back(image::encodePng(pipeline.decode(latent)));
+          }
+        },
+        pipeline_);
   } catch (const Cancelled&) {
     job.error_ = "cancelled";
   } catch (const std::exception& e) {

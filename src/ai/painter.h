@@ -2,7 +2,7 @@
 // The server's image engine: one thread per image model paints its requests one after another,
 // off the connection threads and the language models' schedulers (the CPU's thread pool is
 // shared; their parallel loops take turns). A request whose client leaves stops at the next step.
-#include <gizml/diffusion.h>
+#include <gizml/ai.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -44,7 +44,7 @@ class PaintJob {
 
 class Painter {
  public:
-  explicit Painter(diffusion::ZImagePipeline pipeline);
+  explicit Painter(ImagePipeline pipeline);
   ~Painter();
   Painter(const Painter&) = delete;
   Painter& operator=(const Painter&) = delete;
@@ -52,12 +52,11 @@ class Painter {
   void submit(const std::shared_ptr<PaintJob>& job);
   /// Ends the waiting jobs (cancelled) and the running one at its next step; joins the thread.
   void stop();
-  const diffusion::ZImagePipeline& pipeline() const { return pipeline_; }
 
  private:
   void run();
   void paint(PaintJob& job);
-  diffusion::ZImagePipeline pipeline_;
+  ImagePipeline pipeline_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<PaintJob>> queue_;

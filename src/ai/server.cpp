@@ -85,7 +85,7 @@ struct Server::Impl {
 
   bool handle(int fd, const http::Request& request, bool keepAlive);
   bool complete(int fd, const http::Request& request, bool chat, bool keepAlive);
-  bool paint(int fd, const http::Request& request, bool keepAlive);
+  bool paint(int fd, const http::Request& request, bool edit, bool keepAlive);
   Json modelObject(const Entry& e) const {
     return {{"id", e.name}, {"object", "model"}, {"created", created}, {"owned_by", "gizml"},
             {"context_length", e.context}};
@@ -128,10 +128,11 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
       if (e.name == name) return sendAll(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
     return sendAll(fd, errorResponse(404, "The model '" + name + "' does not exist", keepAlive, "model", "model_not_found"));
   }
-  if (path == "/chat/completions" || path == "/completions" || path == "/images/generations") {
+  if (path == "/chat/completions" || path == "/completions" || path == "/images/generations" ||
+      path == "/images/edits") {
     if (request.method != "POST") return methodNotAllowed("POST");
     try {
-      if (path == "/images/generations") return paint(fd, request, keepAlive);
+      if (path.substr(0, 8) == "/images/") return paint(fd, request, path == "/images/edits", keepAlive);
       return complete(fd, request, path == "/chat/completions", keepAlive);
     } catch (const ApiError& e) {
       return sendAll(fd, errorResponse(e.status, e.what(), keepAlive, e.param, e.code));
@@ -140,7 +141,8 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
     }
   }
   return sendAll(fd, errorResponse(404, "no route for " + request.method + " " + std::string(full) +
-                                            " (served: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/images/generations)",
+                                            " (served: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/images/generations, "
+                                            "POST /v1/images/edits)",
                                    keepAlive, "", "not_found"));
 }
 
@@ -173,12 +175,15 @@ bool Server::Impl::complete(int fd, const http::Request& request, bool chat, boo
   return false;
 }
 
-// The request's pictures from its model's painter, as PNG files in base64.
-bool Server::Impl::paint(int fd, const http::Request& request, bool keepAlive) {
+// The request's pictures (a generation's, or an edit's) from its model's painter, as PNG files in base64.
+bool Server::Impl::paint(int fd, const http::Request& request, bool edit, bool keepAlive) {
   if (painters.empty())
     throw ApiError(404, "no image model is served here (giz serve --image NAME=FOLDER)", "model", "model_not_found");
-  const ImageRequest r = parseImageRequest(request.body, imageTargets, chatNames);
-  const auto job = std::make_shared<PaintJob>(r);
+  const std::string* contentType = request.header("content-type");
+  if (edit && !contentType) throw ApiError(400, "an edit's body is a multipart/form-data form: no Content-Type given");
+  ImageRequest r = edit ? parseEditRequest(*contentType, request.body, imageTargets, chatNames)
+                        : parseImageRequest(request.body, imageTargets, chatNames);
+  const auto job = std::make_shared<PaintJob>(std::move(r));
   painters[r.target].painter->submit(job);
   while (!job->wait(std::chrono::milliseconds(50))) {
     if (stopping || peerClosed(fd)) {
@@ -245,7 +250,10 @@ Server::Server(std::vector<Served> served, std::vector<ServedPainter> painters, 
     m.chatNames.push_back(e.name);
   }
   for (ServedPainter& p : painters) {
-    m.imageTargets.push_back({p.name, p.pipeline.sizeMultiple(), p.maxSide});
+    ImageTarget target{p.name, std::visit([](const auto& q) { return q.sizeMultiple(); }, p.pipeline), p.maxSide, {}};
+    if (const auto* klein = std::get_if<diffusion::KleinPipeline>(&p.pipeline))
+      target.editSize = [klein = *klein](const image::Image& first) { return klein.editSize(first); };
+    m.imageTargets.push_back(std::move(target));
     m.imageNames.push_back(p.name);
     m.painters.push_back({p.name, std::make_unique<Painter>(std::move(p.pipeline))});
   }

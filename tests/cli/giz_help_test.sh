@@ -38,8 +38,11 @@ expect 2 "^$" "^usage: giz convert" -- convert --bogus
 expect 1 "^$" "giz serve: kv: 'x' is not a format" -- serve some-model --kv x
 expect 1 "^$" "giz bench: kv: '4/3' is not a format" -- bench some-model --kv 4/3
 expect 1 "^$" "giz run: kv: '9' is not a format" -- run some-model "hi" --kv 9
-# giz paint's mistakes, named before any model is read: a size that is not WIDTHxHEIGHT, no prompt.
+# giz paint's mistakes, named before any model is read: a size that is not WIDTHxHEIGHT, a cache that
+# is not a number, an --edit picture that cannot be read, no prompt.
 expect 1 "^$" "giz paint: --size: 'big' is not WIDTHxHEIGHT" -- paint some-folder "a fox" --size big
+expect 1 "^$" "giz paint: --cache: 'x' is not a number" -- paint some-folder "a fox" --cache x
+expect 1 "^$" "giz paint: --edit /nonexistent/a.png: cannot be read" -- paint some-folder "a fox" --edit /nonexistent/a.png
 expect 2 "^$" "^usage: giz paint" -- paint
 expect 1 "^$" "giz paint: without a MODEL folder, --dit, --text and --vae are all needed" -- paint "a fox" --dit d.safetensors
 expect 1 "^$" "giz serve: --image: 'tiny' is not NAME=FOLDER" -- serve --image tiny

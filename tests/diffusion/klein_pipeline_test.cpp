@@ -13,25 +13,31 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "common/expect_error.h"
 #include "common/psnr.h"
 #include "diffusion/weight_fixture.h"
-#include "diffusion/zimage_tiny.h"
+#include "diffusion/klein_tiny.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
 
 namespace {
 
+using test::klein::fixture;
+using test::klein::kEditPrompt;
+using test::klein::kTextPrompt;
+using test::klein::loaded;
+using test::klein::picture;
+using test::klein::pipeline;
+using test::klein::textFolder;
 using test::zimage::data;
-
-// make_klein_text_fixtures.py's PROMPTS, the text to image's and the edit's.
-const std::string kTextPrompt = "A red fox in fresh snow, watercolor";
-const std::string kEditPrompt = "Ein Leuchtturm bei Nacht, 35 mm film grain; \u00abneon\u00bb signs reading 'OPEN 24/7'";
 
 // The text rows: klein_text_test.cpp's bound (F16 weights, other summation orders through 27
 // layers). Measured (x86-64, release): 1.1e-5 (t2i) and 1.7e-5 (edit) absolute.
@@ -47,49 +53,11 @@ constexpr double kLatentTolerance = 5e-5;
 // The VAE's pixels from the reference's last latent. Measured: 1.5e-6 and 1.7e-6.
 constexpr double kDecodedTolerance = 1e-5;
 
-const std::map<std::string, T::Tensor>& fixture() {
-  static const auto c = llm::loadSafetensors(data("klein_pipeline_case.safetensors"));
-  return c;
-}
-
-// convertTextEncoder's folder of the tiny encoder, made once a process.
-const std::string& textFolder() {
-  static const std::string folder = [] {
-    const std::string hf = test::zimage::temporary("klein_pipeline_text_hf");
-    test::zimage::writeTextHf(hf, {}, "klein_text_tiny");
-    const std::string out = test::zimage::temporary("klein_pipeline_text");
-    fs::remove_all(out);
-    diffusion::convertTextEncoder(hf, out);
-    return out;
-  }();
-  return folder;
-}
-
-diffusion::KleinPipeline loaded(const diffusion::KleinPipelineConfig& config) {
-  return diffusion::KleinPipeline::load(data("klein_pipeline_dit.safetensors"), data("flux2_vae_tiny.safetensors"),
-                                        textFolder(), config);
-}
-
-// Without the step cache: diffusers' pipeline, the reference, has none.
-const diffusion::KleinPipeline& pipeline() {
-  static const diffusion::KleinPipeline p = [] {
-    diffusion::KleinPipelineConfig config;
-    config.cache = 0;
-    return loaded(config);
-  }();
-  return p;
-}
-
 // The reference's picture bytes (U8 [H, W, 3]); test::pixelsWithinOne compares them: measured,
 // every pixel within 1/255, both runs, staged and painted end to end.
 std::vector<uint8_t> bytes(const T::Tensor& t) {
   const std::vector<float> v = t.toFloats();
   return {v.begin(), v.end()};
-}
-
-image::Image picture(const std::string& name = "picture") {
-  const T::Tensor& t = fixture().at(name);
-  return {t.shape()[1], t.shape()[0], bytes(t)};
 }
 
 // The run's stages (t2i or edit) from the reference's rows and references; the largest errors.
@@ -263,4 +231,47 @@ TEST(KleinPipeline, RefreshOnTheTinyEdit) {
   EXPECT_LT(psnr, 100.0);
   config.refresh = -1;
   expectError([&] { loaded(config); }, {"refresh", "-1", "negative"});
+}
+
+// The tiny model as giz paint's MODEL folder (klein_tiny.h; docs/serve.md, "Images") under
+// $GIZML_KLEIN_FOLDER, for the command-line tests of tests/CMakeLists.txt: model/ with the DiT,
+// the VAE and the converted text encoder, and picture.png, the fixture's 70 x 66 reference.
+// Skipped when the variable is unset.
+TEST(KleinTinyFolder, Write) {
+  const char* root = std::getenv("GIZML_KLEIN_FOLDER");
+  if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
+  const fs::path folder(root);
+  fs::remove_all(folder);
+  fs::create_directories(folder / "model" / "diffusion_models");
+  fs::create_directories(folder / "model" / "vae");
+  fs::create_directories(folder / "model" / "text_encoders");
+  fs::copy_file(test::klein::ditPath(), folder / "model" / "diffusion_models" / "klein_tiny.safetensors");
+  fs::copy_file(test::klein::vaePath(), folder / "model" / "vae" / "flux2-vae.safetensors");
+  fs::copy(textFolder(), folder / "model" / "text_encoders" / "qwen3_tiny", fs::copy_options::recursive);
+  const std::vector<uint8_t> png = image::encodePng(picture());
+  std::ofstream(folder / "picture.png", std::ios::binary)
+      .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+}
+
+// giz paint's pictures from the folder above (tests/CMakeLists.txt: $GIZML_KLEIN_FOLDER/t2i.png,
+// the text to image at 48 x 32 with the default step cache, and edit.png, picture.png edited at
+// 40 x 36 with --cache 0 and "A lighthouse at night", both seed 42) against KleinPipeline::paint's,
+// byte for byte.
+TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
+  const char* root = std::getenv("GIZML_KLEIN_FOLDER");
+  if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
+  const auto read = [](const fs::path& path) {
+    std::ifstream file(path, std::ios::binary);
+    EXPECT_TRUE(file) << path;
+    return image::decode(std::vector<uint8_t>((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
+  };
+  const image::Image t2i = read(fs::path(root) / "t2i.png"), edit = read(fs::path(root) / "edit.png");
+  const image::Image wantT2i = loaded({}).paint(kTextPrompt, 42, {}, 48, 32);
+  const image::Image wantEdit = pipeline().paint("A lighthouse at night", 42, {picture()}, 40, 36);
+  EXPECT_EQ(t2i.width, 48);
+  EXPECT_EQ(t2i.height, 32);
+  EXPECT_EQ(t2i.pixels, wantT2i.pixels);
+  EXPECT_EQ(edit.width, 40);
+  EXPECT_EQ(edit.height, 36);
+  EXPECT_EQ(edit.pixels, wantEdit.pixels);
 }

@@ -2,6 +2,7 @@
 
 usage: openai_client_check.py GIZ BUILD_DIR REPO_ROOT
        openai_client_check.py GIZ BUILD_DIR REPO_ROOT --images MODEL_FOLDER
+       openai_client_check.py GIZ BUILD_DIR REPO_ROOT --klein MODEL_FOLDER PICTURE
 
 Converts scripts/default-model.sh's GGUF once into BUILD_DIR/real_models/smollm2_4bits (into a
 folder of its own, renamed into place, as tests/slow/real_model_test.cpp does), serves it on a
@@ -12,6 +13,10 @@ With --images: serves the Z-Image folder (the tiny one tests/CMakeLists.txt writ
 `giz serve --image tiny=FOLDER` and checks images.generate: the PNG decodes (Pillow) to the size
 asked and to the pixels `giz paint` writes for the same prompt and seed, n images from seed + i,
 and the client's errors for a size that is not a multiple of 16 and for response_format url.
+With --klein: serves the klein folder (the tiny one tests/CMakeLists.txt writes) as `klein` and
+checks images.generate and images.edit (one picture, and image[] of two) against `giz paint`'s
+pictures (--edit) for the same prompt and seed, and the client's error for an edit without
+a picture.
 Exits 77 (CTest's skip) when the `openai` package or the model is not installed.
 """
 import json
@@ -212,7 +217,68 @@ def images(giz, folder):
         stop(server)
 
 
+def paint(giz, folder, prompt, seed, size, edits=()):
+    """giz paint's picture (Pillow's) for the arguments."""
+    import tempfile
+    from PIL import Image
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "painted.png")
+        flags = [arg for picture in edits for arg in ("--edit", picture)]
+        subprocess.run([giz, "paint", folder, prompt, "--seed", str(seed), "--size", size, "-o", path, *flags],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return Image.open(path).convert("RGB")
+
+
+def klein(giz, folder, picture):
+    """images.generate and images.edit against giz serve --image on klein, equal to giz paint's."""
+    import base64
+    import io
+    try:
+        import openai
+        from PIL import Image
+    except ImportError:
+        skip("the openai or Pillow package is not installed (pip install -r tests/reference/requirements.txt)")
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    server = subprocess.Popen([giz, "serve", "--image", f"klein={folder}", "--image-max-side", "128", "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+
+    def decoded(result, size):
+        assert len(result.data) == 1 and result.created > 0, result
+        p = Image.open(io.BytesIO(base64.b64decode(result.data[0].b64_json)))
+        assert p.format == "PNG" and p.mode == "RGB" and p.size == size, (p.format, p.mode, p.size)
+        return p
+
+    try:
+        client = openai.OpenAI(base_url=served_url(server)[0], api_key="unused", max_retries=0, timeout=120)
+        prompt = "A red fox in fresh snow, watercolor"
+        made = client.images.generate(model="klein", prompt=prompt, size="48x32", response_format="b64_json",
+                                      extra_body={"seed": 42})
+        assert decoded(made, (48, 32)).tobytes() == paint(giz, folder, prompt, 42, "48x32").tobytes()
+        prompt = "A lighthouse at night"
+        with open(picture, "rb") as one:
+            edited = client.images.edit(model="klein", image=one, prompt=prompt, size="40x36",
+                                        extra_body={"seed": 7})
+        assert decoded(edited, (40, 36)).tobytes() == paint(giz, folder, prompt, 7, "40x36", [picture]).tobytes()
+        with open(picture, "rb") as first, open(picture, "rb") as second:
+            edited = client.images.edit(model="klein", image=[first, second], prompt=prompt, size="40x36",
+                                        extra_body={"seed": 7})
+        want = paint(giz, folder, prompt, 7, "40x36", [picture, picture])
+        assert decoded(edited, (40, 36)).tobytes() == want.tobytes()
+        try:
+            client.images.edit(model="klein", image=io.BytesIO(b"not a picture"), prompt=prompt)
+            raise AssertionError("a picture that is none was taken")
+        except openai.BadRequestError as e:
+            assert "image" in str(e) and e.type == "invalid_request_error", e
+        print("openai client: klein's images.generate and images.edit (one picture, image[] of two) give giz "
+              "paint's pictures; a bad picture refused")
+    finally:
+        stop(server)
+
+
 def main():
+    if len(sys.argv) == 7 and sys.argv[4] == "--klein":
+        klein(sys.argv[1], sys.argv[5], sys.argv[6])
+        return
     if len(sys.argv) == 6 and sys.argv[4] == "--images":
         images(sys.argv[1], sys.argv[5])
         return

@@ -1,32 +1,42 @@
 // giz paint MODEL "prompt" [flags]: one picture from Z-Image Turbo (gizml::diffusion::ZImagePipeline)
-// written as a PNG, with a progress bar over the steps and each stage's time on stderr.
+// or klein (KleinPipeline: text to image, or an edit of --edit pictures) written as a PNG, with a
+// progress bar over the steps and each stage's time on stderr.
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 #include <gizml/image.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <optional>
+#include <variant>
 
 #include "command_line.h"
-#include "zimage_model.h"
+#include "image_model.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: giz paint [MODEL] PROMPT [--seed 0] [--size 1024x1024] [-o image.png]\n"
-    "                 [--dit FILE] [--text FOLDER] [--vae FILE] [--config zimage.json]\n"
-    "  MODEL: a Z-Image Turbo folder laid out as ComfyUI's models/: diffusion_models/ (one .safetensors,\n"
-    "  the DiT), text_encoders/ (one folder of giz convert QWEN3_4B DEST --z-image-text), vae/ae.safetensors\n"
-    "  and, optionally, zimage.json ({\"steps\": 8, \"shift\": 3.0, \"rope_axes\": [32, 48, 48],\n"
+    "usage: giz paint [MODEL] PROMPT [--seed 0] [--size 1024x1024] [-o image.png] [--edit PICTURE ...]\n"
+    "                 [--cache 0.3] [--dit FILE] [--text FOLDER] [--vae FILE] [--config zimage.json]\n"
+    "  MODEL: a Z-Image Turbo or FLUX.2 [klein] / FLUX.3 klein folder laid out as ComfyUI's models/ (which\n"
+    "  one, the DiT's tensor names tell): diffusion_models/ (one .safetensors, the DiT), text_encoders/ (one\n"
+    "  folder of giz convert QWEN3_4B DEST --z-image-text; klein: of gizml::diffusion::convertTextEncoder),\n"
+    "  vae/ae.safetensors (klein: vae/ holding flux2-vae.safetensors) and, for Z-Image, optionally\n"
+    "  zimage.json ({\"steps\": 8, \"shift\": 3.0, \"rope_axes\": [32, 48, 48],\n"
     "  \"low_memory\": false}; low_memory: the text encoder let go before the DiT is loaded);\n"
     "  --dit, --text, --vae and --config name a part in its place (all three: no MODEL needed).\n"
-    "  --seed: ComfyUI's (the same seed, the same noise); --size: WIDTHxHEIGHT, multiples of 16.\n"
+    "  --seed: ComfyUI's (the same seed, the same noise); --size: WIDTHxHEIGHT, multiples of the VAE's\n"
+    "  scale (16); without it 1024x1024, an edit the first picture's aspect at about 1024x1024 pixels.\n"
+    "  --edit (klein): a reference picture (PNG, JPEG, ...), repeatable; --cache (klein): the step cache's\n"
+    "  threshold (0 off).\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
 
 // "[#####...]  3/8" redrawn in place.
@@ -45,9 +55,10 @@ void drawProgress(int64_t done, int64_t steps, double seconds) {
 
 int paintCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
-  ZImageFiles files;
-  std::vector<std::string> words;
-  std::string size = "1024x1024", output = "image.png";
+  ImageModelFiles files;
+  std::vector<std::string> words, edits;
+  std::string size, output = "image.png";
+  std::optional<double> cache;
   uint64_t seed = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -60,6 +71,12 @@ int paintCommand(int argc, char** argv) {
       seed = static_cast<uint64_t>(s);
     }
     else if (arg == "--size") size = argv[++i];
+    else if (arg == "--edit") edits.push_back(argv[++i]);
+    else if (arg == "--cache") {
+      cache = parseNumber(arg, argv[++i]);
+      if (!std::isfinite(*cache) || *cache < 0)
+        throw gizml::Error("--cache: " + std::string(argv[i]) + " is not a threshold from 0 up (0: no step cache)");
+    }
     else if (arg == "-o" || arg == "--output") output = argv[++i];
     else if (arg == "--dit") files.dit = argv[++i];
     else if (arg == "--text") files.text = argv[++i];
@@ -68,26 +85,43 @@ int paintCommand(int argc, char** argv) {
     else return usageReply(kUsage, false);
   }
   if (words.empty() || words.size() > 2) return usageReply(kUsage, false);
-  const auto [width, height] = parseImageSize("--size", size);
+  // No size: 1024x1024, or (0, 0) for an edit, which KleinPipeline::paint reads as editSize.
+  const auto [width, height] =
+      !size.empty() ? parseImageSize("--size", size) : std::pair<int64_t, int64_t>{edits.empty() ? 1024 : 0, 0};
   const fs::path parent = fs::absolute(fs::path(output)).parent_path();
   if (!fs::is_directory(parent)) throw gizml::Error("-o " + output + ": no folder " + parent.string());
+  std::vector<gizml::image::Image> pictures;
+  for (const std::string& path : edits) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw gizml::Error("--edit " + path + ": cannot be read");
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      pictures.push_back(gizml::image::decode(bytes));
+    } catch (const gizml::Error& e) {
+      throw gizml::Error("--edit " + path + ": " + e.what());
+    }
+  }
 
-  const ZImageFiles found = findZImageFiles(words.size() == 2 ? words[0] : "", files);
-  const gizml::diffusion::ZImagePipeline pipeline = loadZImage(found);
-  const int64_t multiple = pipeline.sizeMultiple();
+  const ImageModelFiles found = findImageModelFiles(words.size() == 2 ? words[0] : "", files);
+  // Before the model is loaded (minutes for a real one).
+  if (!pictures.empty() && !isKleinDit(found.dit))
+    throw gizml::Error("--edit: " + found.dit + " is a Z-Image DiT, which paints from text alone (klein edits)");
+  const gizml::ai::ImagePipeline pipeline = loadImageModel(found, cache);
+  const auto* klein = std::get_if<gizml::diffusion::KleinPipeline>(&pipeline);
+  const int64_t multiple = std::visit([](const auto& p) { return p.sizeMultiple(); }, pipeline);
   if (width % multiple || height % multiple)
     throw gizml::Error("--size: " + size + " is not a multiple of " + std::to_string(multiple) + " each way");
 
   const bool terminal = isatty(STDERR_FILENO) != 0;
   std::vector<double> stepSeconds;
   gizml::diffusion::ZImageTimes times;
-  const gizml::image::Image picture = pipeline.paint(
-      words.back(), seed, width, height,
-      [&](const gizml::diffusion::ZImageStep& s) {
-        stepSeconds.push_back(s.seconds);
-        if (terminal) drawProgress(s.step + 1, s.steps, s.seconds);
-      },
-      &times);
+  const auto onStep = [&](const gizml::diffusion::ZImageStep& s) {
+    stepSeconds.push_back(s.seconds);
+    if (terminal) drawProgress(s.step + 1, s.steps, s.seconds);
+  };
+  const gizml::image::Image picture =
+      klein ? klein->paint(words.back(), seed, pictures, width, height, onStep, &times)
+            : std::get<gizml::diffusion::ZImagePipeline>(pipeline).paint(words.back(), seed, width, height, onStep, &times);
   const std::vector<uint8_t> png = gizml::image::encodePng(picture);
   std::ofstream out(output, std::ios::binary);
   out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
@@ -101,6 +135,6 @@ int paintCommand(int argc, char** argv) {
   }
   std::fprintf(stderr, "text %.4f s, %zu steps %.4f s (%s), decode %.4f s\n", times.condition, stepSeconds.size(),
                times.sample, each.c_str(), times.decode);
-  std::cout << output << ": " << width << " x " << height << ", seed " << seed << "\n";
+  std::cout << output << ": " << picture.width << " x " << picture.height << ", seed " << seed << "\n";
   return 0;
 }

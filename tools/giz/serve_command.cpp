@@ -12,7 +12,7 @@
 
 #include "command_line.h"
 #include "generation.h"
-#include "zimage_model.h"
+#include "image_model.h"
 
 namespace fs = std::filesystem;
 
@@ -35,8 +35,9 @@ constexpr const char* kUsage =
     "  slot's whole context. Idle slots give their pages to running ones when it runs short.\n"
     "  --prefill-budget off: a prompt is read whole in one step even while other requests decode\n"
     "  (on: in parts, each adding about a decode step's time). --device as for giz run.\n"
-    "  --image: a Z-Image Turbo folder (as for giz paint) served as NAME on POST /v1/images/generations\n"
-    "  (the first the default image model); no MODEL is needed then. --image-max-side: larger sizes get 400.\n"
+    "  --image: a Z-Image Turbo or klein folder (as for giz paint) served as NAME on POST\n"
+    "  /v1/images/generations, klein's on POST /v1/images/edits too (the first the default image model);\n"
+    "  no MODEL is needed then. --image-max-side: larger sizes get 400.\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -168,7 +169,7 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<gizml::ai::ServedPainter> painters;
   for (const auto& [name, folder] : imageFolders)
-    painters.push_back({name, loadZImage(findZImageFiles(folder, {})), imageMaxSide});
+    painters.push_back({name, loadImageModel(findImageModelFiles(folder, {})), imageMaxSide});
 
   // Every thread the server starts inherits this mask: the signals wait for sigwait below.
   sigset_t signals;

@@ -1,0 +1,35 @@
+#pragma once
+// An image model as giz paint and giz serve --image find it: a model folder laid out as ComfyUI's
+// models/ folder (docs/serve.md, "Images"), or its parts named one by one; Z-Image Turbo or
+// FLUX.2 [klein] / FLUX.3 klein, told apart by the DiT's tensor names.
+#include <gizml/ai.h>
+
+#include <optional>
+#include <string>
+
+/// The parts of an image model. Empty: not given (found in the folder, or the defaults).
+struct ImageModelFiles {
+  std::string dit;     // ComfyUI's single-file DiT (.safetensors), or diffusers' names in one file
+  std::string text;    // giz convert --z-image-text's folder (klein: convertTextEncoder's)
+  std::string vae;     // FLUX.1's ae.safetensors (klein: flux2-vae.safetensors)
+  std::string config;  // zimage.json: {"steps", "shift", "rope_axes", "low_memory"}, each optional (Z-Image only)
+};
+
+/// Fills the parts `given` leaves empty from folder (empty: none; then dit, text and vae must
+/// all be given): diffusion_models/ holding one .safetensors file, text_encoders/ holding one
+/// converted folder, vae/ae.safetensors (or vae/ holding one .safetensors file) and, when there,
+/// zimage.json. A part that is missing or ambiguous is a gizml::Error naming the folder.
+ImageModelFiles findImageModelFiles(const std::string& folder, ImageModelFiles given);
+
+/// Whether the DiT file is klein's: its safetensors header names the single-stream modulation
+/// KleinDit::load tells its variants by (with or without ComfyUI's model.diffusion_model.);
+/// else it is taken for Z-Image's. A file that is not safetensors is a gizml::Error naming it.
+bool isKleinDit(const std::string& ditPath);
+
+/// The pipeline of files: klein's when isKleinDit, with the step cache's threshold `cache`
+/// (nullopt: KleinPipelineConfig's default); else Z-Image's (the config's JSON checked, each wrong
+/// field named). A config for klein or a cache for Z-Image is a gizml::Error.
+gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, std::optional<double> cache = {});
+
+/// "WxH" (1024x1024) as width and height, each at least 1; else an error naming flag and text.
+std::pair<int64_t, int64_t> parseImageSize(const std::string& flag, const std::string& text);
