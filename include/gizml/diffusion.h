@@ -478,6 +478,10 @@ class KleinDit {
   /// or dtype, or a tensor it does not use under the model's prefix is a gizml::Error naming the
   /// file and the tensor.
   static KleinDit load(const std::string& path, const KleinConfig& config = {});
+  /// The variant a safetensors file holds, told as load tells it, from its header alone (the
+  /// file is mapped, not read); nullopt: not a klein DiT (another model). A file that cannot be
+  /// read or is not safetensors is a gizml::Error naming it.
+  static std::optional<Variant> variantOf(const std::string& path);
 
   /// The network's output for latent [1, channels(), h, w] (the VAE latent patchified 2 x 2:
   /// token (y, x) is the column latent[0, :, y, x]) at noise level sigma in [0, 1], with reference
@@ -676,9 +680,10 @@ class KleinText {
 struct KleinPipelineConfig {
   KleinConfig dit;
   KleinTextConfig text;
-  /// Euler steps over flux2Sigmas: 4, the distilled FLUX.2 [klein] 4B's (its model card;
-  /// diffusers' pipeline defaults to the base model's 50); FLUX.3 klein's distilled files: 16.
-  int64_t steps = 4;
+  /// Euler steps over flux2Sigmas; 0: the distilled files' count by variant, FLUX.2 [klein] 4B's
+  /// 4 (its model card; diffusers' pipeline defaults to the base model's 50), FLUX.3 klein's 16
+  /// (the spec). config() tells the count load chose.
+  int64_t steps = 0;
   /// The area the default size of an edit keeps (editSize), in pixels: 1024 x 1024.
   int64_t editArea = int64_t{1} << 20;
   /// The step cache's threshold (KleinStepCache; the spec's 0.3); 0 turns it off. A negative or

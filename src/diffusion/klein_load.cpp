@@ -3,6 +3,7 @@
 // name (as diffusers' single_file_utils tells them); the sizes from the shapes. The renames are
 // diffusers' convert_flux2_transformer_checkpoint_to_diffusers and
 // convert_flux3_transformer_checkpoint_to_diffusers read backwards.
+#include <optional>
 #include <string>
 
 #include "klein_weights.h"
@@ -215,38 +216,55 @@ void loadFlux3(WeightFile& f, Weights& w, bool bfl, const KleinConfig& c) {
 
 }  // namespace
 
-KleinDit KleinDit::load(const std::string& path, const KleinConfig& config) {
-  WeightFile f(path, "", "a FLUX.2 [klein] or FLUX.3 DiT");
-  auto w = std::make_shared<Weights>();
-  // The single-stream modulation's name tells the variant and the names, with or without
-  // ComfyUI's prefix.
-  struct Kind {
-    const char* name;
-    Variant variant;
-    bool bfl;
-  };
+namespace {
+
+// The single-stream modulation's name tells the variant and the names, with or without
+// ComfyUI's prefix (which this leaves set on f).
+struct Kind {
+  const char* name;
+  Variant variant;
+  bool bfl;
+};
+
+const Kind* kindOf(WeightFile& f) {
   static const Kind kKinds[] = {{"single_stream_modulation.lin.weight", Variant::Flux2, true},
                                 {"single_stream_modulation.linear.weight", Variant::Flux2, false},
                                 {"single_stream_modulations.image.lin.weight", Variant::Flux3, true},
                                 {"single_stream_modulations.image.linear.weight", Variant::Flux3, false}};
   for (const char* prefix : {"", "model.diffusion_model."}) {
     f.setPrefix(prefix);
-    for (const Kind& k : kKinds) {
-      if (!f.has(k.name)) continue;
-      w->variant = k.variant;
-      if (k.variant == Variant::Flux2)
-        loadFlux2(f, *w, k.bfl, config);
-      else
-        loadFlux3(f, *w, k.bfl, config);
-      f.requireAllTaken();
-      KleinDit dit;
-      dit.weights_ = std::move(w);
-      return dit;
-    }
+    for (const Kind& k : kKinds)
+      if (f.has(k.name)) return &k;
   }
-  throw Error(path + ": no tensor single_stream_modulation.lin.weight (BFL's FLUX.2), "
-                     "single_stream_modulation.linear.weight (diffusers' FLUX.2) or their FLUX.3 "
-                     "single_stream_modulations.image.* (not a FLUX.2 [klein] or FLUX.3 DiT?)");
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<KleinDit::Variant> KleinDit::variantOf(const std::string& path) {
+  WeightFile f(path, "", "a diffusion model");
+  const Kind* kind = kindOf(f);
+  if (!kind) return std::nullopt;
+  return kind->variant;
+}
+
+KleinDit KleinDit::load(const std::string& path, const KleinConfig& config) {
+  WeightFile f(path, "", "a FLUX.2 [klein] or FLUX.3 DiT");
+  const Kind* kind = kindOf(f);
+  if (!kind)
+    throw Error(path + ": no tensor single_stream_modulation.lin.weight (BFL's FLUX.2), "
+                       "single_stream_modulation.linear.weight (diffusers' FLUX.2) or their FLUX.3 "
+                       "single_stream_modulations.image.* (not a FLUX.2 [klein] or FLUX.3 DiT?)");
+  auto w = std::make_shared<Weights>();
+  w->variant = kind->variant;
+  if (kind->variant == Variant::Flux2)
+    loadFlux2(f, *w, kind->bfl, config);
+  else
+    loadFlux3(f, *w, kind->bfl, config);
+  f.requireAllTaken();
+  KleinDit dit;
+  dit.weights_ = std::move(w);
+  return dit;
 }
 
 KleinDit::Variant KleinDit::variant() const { return weights_->variant; }

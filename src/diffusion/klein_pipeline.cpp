@@ -47,7 +47,7 @@ image::Image centerCrop(const image::Image& picture, int64_t width, int64_t heig
 
 KleinPipeline KleinPipeline::load(const std::string& ditPath, const std::string& vaePath,
                                   const std::string& textFolder, const KleinPipelineConfig& config) {
-  check(config.steps >= 1, "KleinPipeline::load: steps " + std::to_string(config.steps) + " is below 1");
+  check(config.steps >= 0, "KleinPipeline::load: steps " + std::to_string(config.steps) + " is negative");
   check(config.editArea >= 1, "KleinPipeline::load: editArea " + std::to_string(config.editArea) + " is below 1");
   check(config.cache >= 0, "KleinPipeline::load: cache " + std::to_string(config.cache) + " is negative or NaN");
   check(config.refresh >= 0, "KleinPipeline::load: refresh " + std::to_string(config.refresh) + " is negative");
@@ -60,8 +60,10 @@ KleinPipeline KleinPipeline::load(const std::string& ditPath, const std::string&
   check(vae.latentChannels() == dit.channels() && vae.latentChannels() == dit.referenceChannels(),
         vaePath + ": the VAE's latents have " + std::to_string(vae.latentChannels()) + " channels, and " + ditPath +
             "'s " + std::to_string(dit.channels()) + " (references " + std::to_string(dit.referenceChannels()) + ")");
+  KleinPipelineConfig chosen = config;
+  if (chosen.steps == 0) chosen.steps = dit.variant() == KleinDit::Variant::Flux2 ? 4 : 16;
   KleinPipeline out;
-  out.parts_ = std::make_shared<const Parts>(Parts{std::move(dit), std::move(vae), std::move(text), config});
+  out.parts_ = std::make_shared<const Parts>(Parts{std::move(dit), std::move(vae), std::move(text), chosen});
   return out;
 }
 

@@ -433,3 +433,13 @@ TEST(KleinStepCache, RefreshRefusesOtherReferences) {
   expectError([&] { dit.forward(T::zeros({1, 4, 3, 4}), {T::zeros({1, 4, 2, 3})}, text, 0.5, 0.2, cache); },
               {"references have 6 tokens", "kept the keys of 4"});
 }
+
+// The variant from a file's header alone; another model's file is none, a file that is not
+// safetensors an Error.
+TEST(KleinDit, VariantOfAFile) {
+  for (const Model& m : kModels)
+    for (const char* layout : {"diffusers", "bfl"})
+      EXPECT_EQ(diffusion::KleinDit::variantOf(modelPath(m, layout)), m.variant) << m.tag << " " << layout;
+  EXPECT_EQ(diffusion::KleinDit::variantOf(test::diffusionData("dit_tiny.safetensors")), std::nullopt);
+  expectError([] { diffusion::KleinDit::variantOf(test::diffusionData("noise.bin")); }, {"noise.bin"});
+}

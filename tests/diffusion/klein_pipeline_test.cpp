@@ -179,6 +179,9 @@ TEST(KleinPipeline, RefusesWhatDoesNotFit) {
   expectError([&] { loaded(bad); }, {"cache", "-0.5", "negative or NaN"});
   bad.cache = std::nan("");
   expectError([&] { loaded(bad); }, {"cache", "nan"});
+  bad = {};
+  bad.steps = -1;
+  expectError([&] { loaded(bad); }, {"steps -1", "negative"});
 }
 
 // The step cache on the tiny text to image (48 x 32, seed 42) against the run without it. The
@@ -255,8 +258,8 @@ TEST(KleinTinyFolder, Write) {
 
 // giz paint's pictures from the folder above (tests/CMakeLists.txt: $GIZML_KLEIN_FOLDER/t2i.png,
 // the text to image at 48 x 32 with the default step cache, and edit.png, picture.png edited at
-// 40 x 36 with --cache 0 and "A lighthouse at night", both seed 42) against KleinPipeline::paint's,
-// byte for byte.
+// 40 x 36 with --cache 0 --refresh 2 --steps 6 and "A lighthouse at night", both seed 42) against
+// KleinPipeline::paint's, byte for byte.
 TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
   const char* root = std::getenv("GIZML_KLEIN_FOLDER");
   if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
@@ -267,7 +270,11 @@ TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
   };
   const image::Image t2i = read(fs::path(root) / "t2i.png"), edit = read(fs::path(root) / "edit.png");
   const image::Image wantT2i = loaded({}).paint(kTextPrompt, 42, {}, 48, 32);
-  const image::Image wantEdit = pipeline().paint("A lighthouse at night", 42, {picture()}, 40, 36);
+  diffusion::KleinPipelineConfig editConfig;
+  editConfig.cache = 0;
+  editConfig.refresh = 2;
+  editConfig.steps = 6;
+  const image::Image wantEdit = loaded(editConfig).paint("A lighthouse at night", 42, {picture()}, 40, 36);
   EXPECT_EQ(t2i.width, 48);
   EXPECT_EQ(t2i.height, 32);
   EXPECT_EQ(t2i.pixels, wantT2i.pixels);

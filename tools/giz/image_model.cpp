@@ -91,36 +91,22 @@ ImageModelFiles findImageModelFiles(const std::string& folder, ImageModelFiles g
   return given;
 }
 
-bool isKleinDit(const std::string& ditPath) {
-  // safetensors: an 8-byte little-endian header length, then the header's JSON object by name.
-  std::ifstream in(ditPath, std::ios::binary);
-  if (!in) throw gizml::Error(ditPath + ": cannot be read");
-  unsigned char length[8] = {};
-  in.read(reinterpret_cast<char*>(length), 8);
-  uint64_t size = 0;
-  for (int i = 7; i >= 0; --i) size = size << 8 | length[i];
-  constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // the safetensors crate's limit
-  std::string header(in ? static_cast<size_t>(std::min(size, kMaxHeader + 1)) : 0, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header.size()));
-  const nlohmann::json names = nlohmann::json::parse(header, nullptr, false);
-  if (!in || header.empty() || size > kMaxHeader || !names.is_object())
-    throw gizml::Error(ditPath + ": not a safetensors file (no JSON header after its 8-byte length)");
-  for (const auto& [name, tensor] : names.items()) {
-    const std::string n = name.rfind("model.diffusion_model.", 0) == 0 ? name.substr(22) : name;
-    if (n.rfind("single_stream_modulation", 0) == 0) return true;  // ..._modulation.* (FLUX.2), ..._modulations.* (FLUX.3)
-  }
-  return false;
-}
+bool isKleinDit(const std::string& ditPath) { return gizml::diffusion::KleinDit::variantOf(ditPath).has_value(); }
 
-gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, std::optional<double> cache) {
+gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, const KleinOptions& klein) {
   if (isKleinDit(files.dit)) {
     if (!files.config.empty())
       throw gizml::Error(files.config + ": a Z-Image config, but " + files.dit + " is a klein DiT");
     gizml::diffusion::KleinPipelineConfig config;
-    if (cache) config.cache = *cache;
+    if (klein.cache) config.cache = *klein.cache;
+    if (klein.refresh) config.refresh = *klein.refresh;
+    if (klein.steps) config.steps = *klein.steps;
     return gizml::diffusion::KleinPipeline::load(files.dit, files.vae, files.text, config);
   }
-  if (cache) throw gizml::Error("--cache: the step cache is klein's; " + files.dit + " is a Z-Image DiT");
+  for (const auto& [flag, given] : {std::pair{"--cache", klein.cache.has_value()},
+                                    std::pair{"--refresh", klein.refresh.has_value()},
+                                    std::pair{"--steps", klein.steps.has_value()}})
+    if (given) throw gizml::Error(std::string(flag) + ": klein's; " + files.dit + " is a Z-Image DiT");
   gizml::diffusion::ZImagePipelineConfig config;
   if (!files.config.empty()) readConfig(files.config, config);
   return gizml::diffusion::ZImagePipeline::load(files.dit, files.text, files.vae, config);

@@ -26,10 +26,16 @@ ImageModelFiles findImageModelFiles(const std::string& folder, ImageModelFiles g
 /// else it is taken for Z-Image's. A file that is not safetensors is a gizml::Error naming it.
 bool isKleinDit(const std::string& ditPath);
 
-/// The pipeline of files: klein's when isKleinDit, with the step cache's threshold `cache`
-/// (nullopt: KleinPipelineConfig's default); else Z-Image's (the config's JSON checked, each wrong
-/// field named). A config for klein or a cache for Z-Image is a gizml::Error.
-gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, std::optional<double> cache = {});
+/// giz paint's klein flags: KleinPipelineConfig's cache, refresh and steps (nullopt: its defaults).
+struct KleinOptions {
+  std::optional<double> cache;
+  std::optional<int64_t> refresh, steps;
+};
+
+/// The pipeline of files: klein's when isKleinDit, with `klein`'s settings; else Z-Image's (the
+/// config's JSON checked, each wrong field named). A config for klein or a klein setting for
+/// Z-Image is a gizml::Error.
+gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, const KleinOptions& klein = {});
 
 /// "WxH" (1024x1024) as width and height, each at least 1; else an error naming flag and text.
 std::pair<int64_t, int64_t> parseImageSize(const std::string& flag, const std::string& text);

@@ -25,7 +25,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: giz paint [MODEL] PROMPT [--seed 0] [--size 1024x1024] [-o image.png] [--edit PICTURE ...]\n"
-    "                 [--cache 0.3] [--dit FILE] [--text FOLDER] [--vae FILE] [--config zimage.json]\n"
+    "                 [--cache 0.3] [--refresh N] [--steps N] [--dit FILE] [--text FOLDER] [--vae FILE]\n"
+    "                 [--config zimage.json]\n"
     "  MODEL: a Z-Image Turbo or FLUX.2 [klein] / FLUX.3 klein folder laid out as ComfyUI's models/ (which\n"
     "  one, the DiT's tensor names tell): diffusion_models/ (one .safetensors, the DiT), text_encoders/ (one\n"
     "  folder of giz convert QWEN3_4B DEST --z-image-text; klein: of gizml::diffusion::convertTextEncoder),\n"
@@ -36,7 +37,8 @@ constexpr const char* kUsage =
     "  --seed: ComfyUI's (the same seed, the same noise); --size: WIDTHxHEIGHT, multiples of the VAE's\n"
     "  scale (16); without it 1024x1024, an edit the first picture's aspect at about 1024x1024 pixels.\n"
     "  --edit (klein): a reference picture (PNG, JPEG, ...), repeatable; --cache (klein): the step cache's\n"
-    "  threshold (0 off).\n"
+    "  threshold (0 off); --refresh N (klein): the pictures through the blocks only every N steps (0 or 1:\n"
+    "  every step, the default); --steps N (klein): 0, the default, is the file's (FLUX.2 4, FLUX.3 16).\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
 
 // "[#####...]  3/8" redrawn in place.
@@ -58,7 +60,7 @@ int paintCommand(int argc, char** argv) {
   ImageModelFiles files;
   std::vector<std::string> words, edits;
   std::string size, output = "image.png";
-  std::optional<double> cache;
+  KleinOptions kleinOptions;
   uint64_t seed = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -73,9 +75,14 @@ int paintCommand(int argc, char** argv) {
     else if (arg == "--size") size = argv[++i];
     else if (arg == "--edit") edits.push_back(argv[++i]);
     else if (arg == "--cache") {
-      cache = parseNumber(arg, argv[++i]);
-      if (!std::isfinite(*cache) || *cache < 0)
+      kleinOptions.cache = parseNumber(arg, argv[++i]);
+      if (!std::isfinite(*kleinOptions.cache) || *kleinOptions.cache < 0)
         throw gizml::Error("--cache: " + std::string(argv[i]) + " is not a threshold from 0 up (0: no step cache)");
+    }
+    else if (arg == "--refresh" || arg == "--steps") {
+      const int64_t n = parseCount(arg, argv[++i]);
+      if (n < 0) throw gizml::Error(arg + ": " + std::to_string(n) + " is below 0");
+      (arg == "--refresh" ? kleinOptions.refresh : kleinOptions.steps) = n;
     }
     else if (arg == "-o" || arg == "--output") output = argv[++i];
     else if (arg == "--dit") files.dit = argv[++i];
@@ -106,7 +113,7 @@ int paintCommand(int argc, char** argv) {
   // Before the model is loaded (minutes for a real one).
   if (!pictures.empty() && !isKleinDit(found.dit))
     throw gizml::Error("--edit: " + found.dit + " is a Z-Image DiT, which paints from text alone (klein edits)");
-  const gizml::ai::ImagePipeline pipeline = loadImageModel(found, cache);
+  const gizml::ai::ImagePipeline pipeline = loadImageModel(found, kleinOptions);
   const auto* klein = std::get_if<gizml::diffusion::KleinPipeline>(&pipeline);
   const int64_t multiple = std::visit([](const auto& p) { return p.sizeMultiple(); }, pipeline);
   if (width % multiple || height % multiple)
