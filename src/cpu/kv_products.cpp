@@ -26,6 +26,16 @@ using V = hn::Vec<D>;
 // with their codes fit AVX2's 16 registers.
 constexpr int kRows = 4;
 constexpr int kVectors = 2;
+// A decode step's one or two rows (a query head's group) take wider tiles: more chains of fmas at
+// once, and fewer passes over a page, each reading longer runs of a key or value row. With 2
+// vectors, a 16k-token F16 cache's scores and context read 11.5 and 7.8 GB/s on one Zen 5 thread
+// (the machine reads 37); with these 18 and 21, and a Qwen3-shaped decode step at depth 4096 went
+// from 26.8 to 38.5 tok/s (docs/benchmarks.md). 2 x 8 accumulators and their 8 loads fit
+// AVX-512's 32 registers; 2 x 4 AVX2's 16.
+constexpr int kFewRows = 2;
+constexpr int kFewRowsVectors = HWY_TARGET <= HWY_AVX3 ? 8 : 4;
+template <int R>
+constexpr int kTileVectors = R <= kFewRows ? kFewRowsVectors : kVectors;
 
 // Lanes(d) stored values from `at` as floats: codes (exact: integers below 256) or 16-bit elements.
 template <class E>
@@ -100,8 +110,9 @@ void ScoreRows(D d, const float* q, int64_t ldq, const E* x, int64_t stride, int
       for (int64_t k = 0; k < depth; ++k) sums[r] += q[r * ldq + k];
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t t = 0;
-  for (; t + kVectors * lanes <= count; t += kVectors * lanes)
-    ScoreTile<E, R, kVectors>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
+  constexpr int Nv = kTileVectors<R>;
+  for (; t + Nv * lanes <= count; t += Nv * lanes)
+    ScoreTile<E, R, Nv>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
   for (; t < count; t += lanes)  // the last positions: whole vectors read, their first lanes stored
     ScoreTile<E, R, 1>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
 }
@@ -173,8 +184,9 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     }
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t d0 = 0;
-  for (; d0 + kVectors * lanes <= width; d0 += kVectors * lanes)
-    ContextTile<E, R, kVectors>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
+  constexpr int Nv = kTileVectors<R>;
+  for (; d0 + Nv * lanes <= width; d0 += Nv * lanes)
+    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
   for (; d0 + lanes <= width; d0 += lanes)
     ContextTile<E, R, 1>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time

@@ -86,7 +86,7 @@ TEST_F(EveryTarget, ScoresAreTheSumsOverStoredValues) {
     hwy::SetSupportedTargetsForTest(target);
     for (const KvElements kind : {KvElements::Codes, KvElements::F16, KvElements::BF16})
       for (const int64_t depth : {8, 64, 72})
-        for (const int64_t count : {1, 5, 16, 17, 40, 256}) {
+        for (const int64_t count : {1, 5, 16, 17, 40, 160, 256}) {
           SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + kindName(kind));
           const int64_t m = 11;  // two blocks of four rows and one of three
           const Inputs in = inputs(m, depth, depth, kind, 8, static_cast<unsigned>(depth * 1000 + count));
@@ -123,7 +123,7 @@ TEST_F(EveryTarget, ContextIsTheWeightedSumOfStoredRows) {
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     for (const KvElements kind : {KvElements::Codes, KvElements::F16, KvElements::BF16})
-      for (const int64_t width : {8, 64, 72, 80})
+      for (const int64_t width : {8, 64, 72, 80, 128, 136})
         for (const int64_t count : {1, 3, 37, 256}) {
           SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + kindName(kind));
           const int64_t m = 10;
