@@ -26,16 +26,16 @@ using V = hn::Vec<D>;
 // with their codes fit AVX2's 16 registers.
 constexpr int kRows = 4;
 constexpr int kVectors = 2;
-// A decode step's one or two rows (a query head's group) take wider tiles: more chains of fmas at
-// once, and fewer passes over a page, each reading longer runs of a key or value row. With 2
-// vectors, a 16k-token F16 cache's scores and context read 11.5 and 7.8 GB/s on one Zen 5 thread
-// (the machine reads 37); with these 18 and 21, and a Qwen3-shaped decode step at depth 4096 went
-// from 26.8 to 38.5 tok/s (docs/benchmarks.md). 2 x 8 accumulators and their 8 loads fit
-// AVX-512's 32 registers; 2 x 4 AVX2's 16.
-constexpr int kFewRows = 2;
-constexpr int kFewRowsVectors = HWY_TARGET <= HWY_AVX3 ? 8 : 4;
+// A decode step's rows (a KV head's group of query heads: 2 to 4 in the models here) take wider
+// tiles: more chains of fmas at once, and fewer passes over a page, each reading longer runs of a
+// key or value row. With 2 vectors, a 16k-token F16 cache's scores and context read 11.5 and 7.8
+// GB/s on one Zen 5 thread for 2 rows (the machine reads 37), 11 and 6 for 3 or 4 rows; with
+// these, 18 and 21 for 2, 14 and 11 for 3, 11 and 9 for 4 (docs/benchmarks.md). R x Nv
+// accumulators and Nv loads fit AVX-512's 32 registers (2 x 8, 3 x 6, 4 x 4) and AVX2's 16
+// (2 x 4; 3 or 4 rows, 2 vectors).
+constexpr bool kRegisters32 = HWY_TARGET <= HWY_AVX3;
 template <int R>
-constexpr int kTileVectors = R <= kFewRows ? kFewRowsVectors : kVectors;
+constexpr int kTileVectors = R <= 2 ? (kRegisters32 ? 8 : 4) : (kRegisters32 ? (R == 3 ? 6 : 4) : kVectors);
 
 // Lanes(d) stored values from `at` as floats: codes (exact: integers below 256) or 16-bit elements.
 template <class E>
