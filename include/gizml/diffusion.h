@@ -453,9 +453,10 @@ class KleinStepCache {
   double change_ = 0;       // accumulated since the last step that ran every block
   tensor::Tensor first_;    // what the first blocks added to the image's rows at the previous step
   tensor::Tensor rest_;     // what the other blocks added at the last step that ran them
-  // The references' keys (after RoPE) and values by block, from the step referencesRanAt_.
+  // The references' keys (after RoPE) and values by block, [heads, tokens, head dim], from the
+  // step referencesRanAt_ (none kept yet: empty).
   std::vector<tensor::Tensor> referenceKeys_, referenceValues_;
-  int64_t referenceTokens_ = 0, referencesRanAt_ = -1, referenceRuns_ = 0;
+  int64_t referencesRanAt_ = -1, referenceRuns_ = 0;
 };
 
 /// The klein transformer, FLUX.2 [klein] (diffusers Flux2Transformer2DModel without guidance

@@ -184,7 +184,7 @@ bool Server::Impl::paint(int fd, const http::Request& request, bool edit, bool k
   ImageRequest r = edit ? parseEditRequest(*contentType, request.body, imageTargets, chatNames)
                         : parseImageRequest(request.body, imageTargets, chatNames);
   const auto job = std::make_shared<PaintJob>(std::move(r));
-  painters[r.target].painter->submit(job);
+  painters[job->request.target].painter->submit(job);
   while (!job->wait(std::chrono::milliseconds(50))) {
     if (stopping || peerClosed(fd)) {
       job->cancel();  // the painter drops it at its next step

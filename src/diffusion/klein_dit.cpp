@@ -323,15 +323,15 @@ T::Tensor KleinDit::forward(const T::Tensor& latent, const std::vector<T::Tensor
   // their keys were kept; between, the pass reads those keys.
   const bool refreshing = cache.refresh_ > 1 && !references.empty();
   ReferenceKeys keys;
-  if (refreshing && cache.referencesRanAt_ >= 0 && step - cache.referencesRanAt_ < cache.refresh_)
-    keys = {ReferenceKeys::Use::Read, cache.referenceKeys_, cache.referenceValues_, cache.referenceTokens_};
+  if (refreshing && !cache.referenceKeys_.empty() && step - cache.referencesRanAt_ < cache.refresh_)
+    keys = {ReferenceKeys::Use::Read, cache.referenceKeys_, cache.referenceValues_,
+            cache.referenceKeys_.front().size(1)};
   const KleinPass pass(*this, latent, references, text, sigma, targetSigma, refreshing ? &keys : nullptr);
   // Keys are kept only from a step that ran every block (a skipped one recorded the first's only).
   const auto ranEveryBlock = [&](const T::Tensor& out) {
     if (refreshing && keys.use == ReferenceKeys::Use::Record) {
       cache.referenceKeys_ = std::move(keys.keys);
       cache.referenceValues_ = std::move(keys.values);
-      cache.referenceTokens_ = keys.tokens;
       cache.referencesRanAt_ = step;
       ++cache.referenceRuns_;
     }
