@@ -10,8 +10,11 @@
 
 namespace gizml::core {
 
-/// Arrays from this size on are mapped; smaller ones come from the heap.
-inline constexpr size_t kMappedBytes = size_t{1} << 20;
+/// Arrays from this size on are mapped: wherever such a mapping lands it holds at least one whole
+/// 2 MiB huge page. Smaller ones come from the heap, which reuses freed memory without faulting
+/// it in again: a fresh 1 MiB mapping for each decode step's logits (Gemma 3's 262,144) cost 256
+/// page faults a step, 3 % of the step.
+inline constexpr size_t kMappedBytes = size_t{4} << 20;
 
 /// `bytes` (at least kMappedBytes) of zeroed memory mapped and advised MADV_HUGEPAGE; nullptr
 /// when the system has none to give.

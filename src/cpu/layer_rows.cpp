@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
@@ -16,14 +17,21 @@ void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, i
   core::parallelFor(rows, std::max<int64_t>(1, kFloatsPerPart / std::max<int64_t>(1, width)), body);
 }
 
-void rotate(float* x, int64_t heads, int64_t headDim, const float* invFreq, int64_t half, int64_t position) {
+// The rotation's cosines and sines at `position`, once for a row's query and key heads (libm's
+// sin and cos in double: their pair per frequency was half of the rotation's cost).
+void angles(const float* invFreq, int64_t half, int64_t position, float* cs) {
   for (int64_t i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(position) * invFreq[i];
-    const auto c = static_cast<float>(std::cos(static_cast<double>(angle)));
-    const auto s = static_cast<float>(std::sin(static_cast<double>(angle)));
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + h * headDim;
-      const float a = v[i], b = v[i + half];
+    const double angle = static_cast<double>(static_cast<float>(position) * invFreq[i]);
+    cs[i] = static_cast<float>(std::cos(angle));
+    cs[half + i] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void rotate(float* x, int64_t heads, int64_t headDim, const float* cs, int64_t half) {
+  for (int64_t h = 0; h < heads; ++h) {
+    float* v = x + h * headDim;
+    for (int64_t i = 0; i < half; ++i) {
+      const float c = cs[i], s = cs[half + i], a = v[i], b = v[i + half];
       v[i] = a * c - b * s;
       v[i + half] = b * c + a * s;
     }
@@ -48,9 +56,12 @@ void ropeRows(float* q, int64_t qHeads, float* k, int64_t kHeads, int64_t rows, 
               const float* invFreq, int64_t half, int64_t start) {
   const int64_t qWidth = qHeads * headDim, kWidth = kHeads * headDim;
   forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> cs;
+    cs.resize(static_cast<size_t>(2 * half));
     for (int64_t r = r0; r < r1; ++r) {
-      rotate(q + r * qWidth, qHeads, headDim, invFreq, half, start + r);
-      rotate(k + r * kWidth, kHeads, headDim, invFreq, half, start + r);
+      angles(invFreq, half, start + r, cs.data());
+      rotate(q + r * qWidth, qHeads, headDim, cs.data(), half);
+      rotate(k + r * kWidth, kHeads, headDim, cs.data(), half);
     }
   });
 }

@@ -6,6 +6,7 @@
 #include <gizml/image.h>
 
 #include <cmath>
+#include <filesystem>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -43,8 +44,11 @@ inline gizml::image::Audio sound() {
 }
 
 // Where the tests leave their files for the Python checks (ctest image_*_video, image_*_wav).
+// The folder is made here: a test run alone (ctest -R) must not rely on another having made it.
 inline std::string outputPath(const std::string& name) {
-  return std::string(GIZML_BUILD_DIR) + "/image/" + name;
+  const std::string folder = std::string(GIZML_BUILD_DIR) + "/image";
+  std::filesystem::create_directories(folder);
+  return folder + "/" + name;
 }
 
 }  // namespace video_clip
