@@ -65,6 +65,18 @@ HWY_INLINE float Scalar(E x) {
 template <class E>
 constexpr bool kCoded = std::is_same_v<E, uint8_t>;
 
+// Rows a tile's loop asks for ahead of its loads. A page's rows are 256 positions (keys) or a
+// token's heads (values) apart, and a tile reads a few cache lines of each: strides the hardware's
+// prefetchers follow late. On a Zen 5 thread the scores of 2 rows over an F16 cache of 512
+// positions read 18 GB/s without, 27 with (an ad-hoc loop over 28 layers' caches; the context
+// gains less, 22 -> 23).
+constexpr int64_t kPrefetchRows = 8;
+
+// Asks for the `bytes` from `at` (whole cache lines) to be brought in; no architectural effect.
+HWY_INLINE void PrefetchBytes(const void* at, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(at) + b);
+}
+
 // Stores v's first `valid` lanes (all where valid >= lanes).
 HWY_INLINE void StoreFirst(D d, V v, float* to, int64_t valid) {
   if (valid >= static_cast<int64_t>(hn::Lanes(d))) hn::StoreU(v, d, to);
@@ -82,6 +94,7 @@ HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, c
     for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
   for (int64_t k = 0; k < depth; ++k) {
     const E* row = x + k * stride + t;
+    PrefetchBytes(row + kPrefetchRows * stride, Nv * lanes * static_cast<int64_t>(sizeof(E)));
     V c[Nv];
     for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
@@ -157,6 +170,7 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
     for (int r = 0; r < R; ++r) any |= (w[r] = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t]) != 0.0f;
     if (!any) continue;  // masked for every row: it would add exact zeros
     const E* row = x + t * stride + d0;
+    PrefetchBytes(row + kPrefetchRows * stride, Nv * lanes * static_cast<int64_t>(sizeof(E)));
     V c[Nv];
     for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
