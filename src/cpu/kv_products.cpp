@@ -67,9 +67,12 @@ constexpr bool kCoded = std::is_same_v<E, uint8_t>;
 
 // Rows a tile's loop asks for ahead of its loads. A page's rows are 256 positions (keys) or a
 // token's heads (values) apart, and a tile reads a few cache lines of each: strides the hardware's
-// prefetchers follow late. On a Zen 5 thread the scores of 2 rows over an F16 cache of 512
-// positions read 18 GB/s without, 27 with (an ad-hoc loop over 28 layers' caches; the context
-// gains less, 22 -> 23).
+// prefetchers follow late. The first tile over a row asks for all of it, so that the tiles after
+// it (narrower ones: more rows) find it near; only the first group of rows asks (a prefill's
+// blocks of 32 rows find the page near for the groups after it). On a Zen 5 thread, an ad-hoc loop over 28 layers'
+// F16 caches of 512 positions, scores and context of 2 rows read 18 and 22 GB/s with no
+// prefetch, 35 and 24 with these; of 3 rows 19 and 12 -> 29 and 17; of 4 rows 14 and 10 -> 26
+// and 12.
 constexpr int64_t kPrefetchRows = 8;
 
 // Asks for the `bytes` from `at` (whole cache lines) to be brought in; no architectural effect.
@@ -87,14 +90,14 @@ HWY_INLINE void StoreFirst(D d, V v, float* to, int64_t valid) {
 template <class E, int R, int Nv>
 HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, const E* x, int64_t stride, int64_t depth,
                           int64_t t, int64_t count, const float* scales, const float* offsets, float* out,
-                          int64_t ldo) {
+                          int64_t ldo, int64_t aheadBytes) {
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][Nv];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
   for (int64_t k = 0; k < depth; ++k) {
     const E* row = x + k * stride + t;
-    PrefetchBytes(row + kPrefetchRows * stride, Nv * lanes * static_cast<int64_t>(sizeof(E)));
+    PrefetchBytes(row + kPrefetchRows * stride, aheadBytes);
     V c[Nv];
     for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
@@ -116,18 +119,19 @@ HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, c
 
 template <class E, int R>
 void ScoreRows(D d, const float* q, int64_t ldq, const E* x, int64_t stride, int64_t depth, int64_t count,
-               const float* scales, const float* offsets, float* out, int64_t ldo) {
+               const float* scales, const float* offsets, float* out, int64_t ldo, bool prefetch) {
   float sums[R] = {};  // each row's sum, for the codes' offsets
   if constexpr (kCoded<E>)
     for (int r = 0; r < R; ++r)
       for (int64_t k = 0; k < depth; ++k) sums[r] += q[r * ldq + k];
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto rowBytes = [&](int64_t t) { return prefetch && t == 0 ? count * static_cast<int64_t>(sizeof(E)) : 0; };
   int64_t t = 0;
   constexpr int Nv = kTileVectors<R>;
   for (; t + Nv * lanes <= count; t += Nv * lanes)
-    ScoreTile<E, R, Nv>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
+    ScoreTile<E, R, Nv>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo, rowBytes(t));
   for (; t < count; t += lanes)  // the last positions: whole vectors read, their first lanes stored
-    ScoreTile<E, R, 1>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo);
+    ScoreTile<E, R, 1>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo, rowBytes(t));
 }
 
 template <class E>
@@ -136,13 +140,13 @@ void Scores(const float* q, int64_t m, int64_t ldq, const E* x, int64_t stride, 
   const D d;
   int64_t r = 0;
   for (; r + kRows <= m; r += kRows)
-    ScoreRows<E, kRows>(d, q + r * ldq, ldq, x, stride, depth, count, scales, offsets, out + r * ldo, ldo);
+    ScoreRows<E, kRows>(d, q + r * ldq, ldq, x, stride, depth, count, scales, offsets, out + r * ldo, ldo, r == 0);
   const int64_t rest = m - r;
   const float* qr = q + r * ldq;
   float* to = out + r * ldo;
-  if (rest == 3) ScoreRows<E, 3>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo);
-  if (rest == 2) ScoreRows<E, 2>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo);
-  if (rest == 1) ScoreRows<E, 1>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo);
+  if (rest == 3) ScoreRows<E, 3>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo, r == 0);
+  if (rest == 2) ScoreRows<E, 2>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo, r == 0);
+  if (rest == 1) ScoreRows<E, 1>(d, qr, ldq, x, stride, depth, count, scales, offsets, to, ldo, r == 0);
 }
 
 void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, int64_t count, const float* scales,
@@ -159,7 +163,8 @@ void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, i
 // (zeros for elements).
 template <class E, int R, int Nv>
 HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, const float* scales,
-                            const float* bias, int64_t d0, float* out, int64_t ldo, bool accumulate) {
+                            const float* bias, int64_t d0, float* out, int64_t ldo, bool accumulate,
+                            bool prefetch, int64_t restBytes) {
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][Nv];
   for (int r = 0; r < R; ++r)
@@ -170,7 +175,11 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
     for (int r = 0; r < R; ++r) any |= (w[r] = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t]) != 0.0f;
     if (!any) continue;  // masked for every row: it would add exact zeros
     const E* row = x + t * stride + d0;
-    PrefetchBytes(row + kPrefetchRows * stride, Nv * lanes * static_cast<int64_t>(sizeof(E)));
+    // The tile's own bytes (a constant count: its loop unrolled), then the rest of the row.
+    if (prefetch) {
+      PrefetchBytes(row + kPrefetchRows * stride, Nv * lanes * static_cast<int64_t>(sizeof(E)));
+      if (restBytes > 0) PrefetchBytes(row + kPrefetchRows * stride + Nv * lanes, restBytes);
+    }
     V c[Nv];
     for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
@@ -188,7 +197,7 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
 
 template <class E, int R>
 void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
-                 const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate) {
+                 const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate, bool prefetch) {
   float bias[R] = {};
   if constexpr (kCoded<E>)
     for (int r = 0; r < R; ++r) {
@@ -197,12 +206,18 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
       bias[r] = sum;
     }
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  // Bytes of the row past a first tile of n vectors.
+  const auto restBytes = [&](int64_t d0, int64_t n) {
+    return d0 == 0 ? (width - n * lanes) * static_cast<int64_t>(sizeof(E)) : 0;
+  };
   int64_t d0 = 0;
   constexpr int Nv = kTileVectors<R>;
   for (; d0 + Nv * lanes <= width; d0 += Nv * lanes)
-    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
+    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate, prefetch,
+                          restBytes(d0, Nv));
   for (; d0 + lanes <= width; d0 += lanes)
-    ContextTile<E, R, 1>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate);
+    ContextTile<E, R, 1>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate, prefetch,
+                         restBytes(d0, 1));
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
@@ -222,13 +237,13 @@ void Context(const float* p, int64_t m, int64_t ldp, const E* x, int64_t stride,
   int64_t r = 0;
   for (; r + kRows <= m; r += kRows)
     ContextRows<E, kRows>(d, p + r * ldp, ldp, x, stride, count, width, scales, offsets, out + r * ldo, ldo,
-                          accumulate);
+                          accumulate, r == 0);
   const int64_t rest = m - r;
   const float* pr = p + r * ldp;
   float* to = out + r * ldo;
-  if (rest == 3) ContextRows<E, 3>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate);
-  if (rest == 2) ContextRows<E, 2>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate);
-  if (rest == 1) ContextRows<E, 1>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate);
+  if (rest == 3) ContextRows<E, 3>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate, r == 0);
+  if (rest == 2) ContextRows<E, 2>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate, r == 0);
+  if (rest == 1) ContextRows<E, 1>(d, pr, ldp, x, stride, count, width, scales, offsets, to, ldo, accumulate, r == 0);
 }
 
 void KvContext(const float* p, int64_t m, int64_t ldp, KvRows x, int64_t count, int64_t width, const float* scales,
