@@ -69,10 +69,10 @@ constexpr bool kCoded = std::is_same_v<E, uint8_t>;
 // token's heads (values) apart, and a tile reads a few cache lines of each: strides the hardware's
 // prefetchers follow late. The first tile over a row asks for all of it, so that the tiles after
 // it (narrower ones: more rows) find it near; only the first group of rows asks (a prefill's
-// blocks of 32 rows find the page near for the groups after it). On a Zen 5 thread, an ad-hoc loop over 28 layers'
-// F16 caches of 512 positions, scores and context of 2 rows read 18 and 22 GB/s with no
-// prefetch, 35 and 24 with these; of 3 rows 19 and 12 -> 29 and 17; of 4 rows 14 and 10 -> 26
-// and 12.
+// blocks of 32 rows find the page near for the groups after it). On a Zen 5 thread, an ad-hoc
+// loop over 28 layers' F16 caches of 512 positions: scores and context of 2 rows read 15-18 and
+// 17-22 GB/s with no prefetch, 31-33 and 20-21 with these; of 4 rows 11 and 9 -> 23 and 12
+// (docs/benchmarks.md).
 constexpr int64_t kPrefetchRows = 8;
 
 // Asks for the `bytes` from `at` (whole cache lines) to be brought in; no architectural effect.
