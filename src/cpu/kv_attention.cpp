@@ -6,21 +6,17 @@
 #include <utility>
 
 #include "core/thread_pool.h"
-#include "cpu/gemm.h"
 #include "cpu/softmax_rows.h"
 
 namespace gizml::cpu {
 namespace {
 
-static_assert(kKvPageTokens % kGemmKc == 0, "a page's keys must be whole k blocks of sgemm");
-
 // Query rows per block: the scores of a block are kBlockRows x keys floats per query head.
 constexpr int64_t kBlockRows = 32;
 
-// One side of a KV head as a block reads it: F32 spans in place, or each page's stored rows (read
-// once per block, for every query head of its group).
+// One side of a KV head as a block reads it: each page's stored rows (read once per block, for
+// every query head of its group).
 struct SideRead {
-  std::vector<F32Span> spans;
   std::vector<HeadRows> pages;
   std::vector<KvScratch> scratch;  // a page's unpacked codes and ranges
 };
@@ -29,8 +25,6 @@ struct Scratch {
   std::vector<float> scores, queries;
   SideRead keys, values;
 };
-
-bool isF32(const KvSide& side) { return side.bits == 0 && side.dtype == DType::F32; }
 
 // The first key the row at `position` sees (its sliding window's, if any).
 int64_t windowStart(const AttentionShape& s, int64_t position) {
@@ -77,30 +71,20 @@ void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys
 }
 
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
-// and values from k0 on (keys of them) into C's rows. A page's (or span's) scores are its own
-// columns of one product's; its part of the context is added after those before it, which for
-// f32 spans gives the bits of one product over all the keys: the spans start at multiples of
-// kGemmKc.
+// and values from k0 on (keys of them) into C's rows. A page's scores are its own columns of one
+// product's; its part of the context is added after those before it.
 void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda, int64_t first, int64_t step,
                 int64_t k0, int64_t keys, int64_t keyEnd, float* c, int64_t ldc, Scratch& w) {
   w.scores.resize(static_cast<size_t>(m * keys));
   float* scores = w.scores.data();
-  for (const F32Span& span : w.keys.spans)
-    sgemm(m, span.count, s.headDim, a, lda, 1, span.rows.data, span.rows.stride, 1, scores + (span.first - k0), keys,
-          false);
   size_t page = 0;
-  forEachPagePart(k0, w.keys.pages.empty() ? 0 : keys, [&](int64_t from, int64_t count) {
+  forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
     const HeadRows& k = w.keys.pages[page++];
     kvScores(a, m, lda, k.rows, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
   });
   softmaxRows(s, scores, m, keys, first, step, k0, keyEnd);
-  for (size_t i = 0; i < w.values.spans.size(); ++i) {
-    const F32Span& span = w.values.spans[i];
-    sgemm(m, s.headDim, span.count, scores + (span.first - k0), keys, 1, span.rows.data, span.rows.stride, 1, c, ldc,
-          i > 0);
-  }
   page = 0;
-  forEachPagePart(k0, w.values.pages.empty() ? 0 : keys, [&](int64_t from, int64_t count) {
+  forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
     const HeadRows& v = w.values.pages[page];
     kvContext(scores + (from - k0), m, keys, v.rows, count, s.headDim, v.scales, v.offsets, c, ldc, page++ > 0);
   });
@@ -108,12 +92,7 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
 
 // Head kvHead's keys (or values) from k0 on as the block reads them.
 void readSide(const KvLayer& cache, bool keys, int64_t kvHead, int64_t k0, int64_t count, SideRead& side) {
-  side.spans.clear();
   side.pages.clear();
-  if (isF32(keys ? cache.keys : cache.values)) {
-    side.spans = f32Spans(cache, keys, kvHead, k0, count);
-    return;
-  }
   // The scratch is sized first: the rows of earlier pages point into it.
   side.scratch.resize(static_cast<size_t>((k0 + count - 1) / kKvPageTokens - k0 / kKvPageTokens + 1));
   forEachPagePart(k0, count, [&](int64_t from, int64_t n) {

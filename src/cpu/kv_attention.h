@@ -3,25 +3,26 @@
 //
 // Layout of one layer, a page of positions at a time (llm/ops/kv_pool.h owns the memory): values
 // are rows, [positions, kvHeads, headDim]; keys are columns, [kvHeads, headDim, positions]: the
-// scores q K^T then read K^T as a row-major matrix, which sgemm streams in place for a decode step
-// (keys as rows had to be transposed into its panels on every step, a quarter of a long
-// context's decode time), page by page. Each in
+// scores q K^T then read K^T as a row-major matrix, streamed in place for a decode step (keys as
+// rows had to be transposed into sgemm's panels on every step, a quarter of a long context's
+// decode time), page by page. Each in
 // F32, F16 or BF16 elements, or in codes of 8, 4 or 2 bits (cpu/kv_codes.h: a scale and an
 // offset per head and token), packed along the rows (a key column's positions, a value row's
-// dimensions), low bits first. Attention reads them as stored: F32 in place by sgemm, 16-bit
-// elements and codes by the products over stored values (cpu/kv_products.h: widened in
-// registers; for codes the scale and offset applied to sums over the codes themselves).
+// dimensions), low bits first. Attention reads them as stored, elements and codes alike, by the
+// products over stored values (cpu/kv_products.h: widened in registers; for codes the scale and
+// offset applied to sums over the codes themselves). F32 went through sgemm until the products
+// read them faster (docs/benchmarks.md), with the same bits: sgemm's chains per k block of
+// kGemmKc are a page's.
 //
 // Attention runs over runs of consecutive query rows (each run one sequence's rows of a pass: a
 // prefill, a decode step, drafts), by blocks of query rows: a block's scores against every key it
-// may see are one product per page (sgemm, or the product over stored values), the softmax runs over each
-// row's own keys (causal, and the sliding window if any), and the context is another product per
-// page, the pages' parts added in order. Every row, alone or in a block of 32, goes through this
-// one path, so its context is the same bits whatever the rows beside it (docs/architecture.md,
-// "Batch invariance"): sgemm's sums per element do not depend on the product's shape
-// (cpu/gemm.h), nor do those over stored values, masked keys add exact zeros, and a block's keys start at
-// a page's first position (a multiple of sgemm's k block, kGemmKc), so that a row's sums over
-// keys break into the same k blocks and pages in any block of rows.
+// may see are one product over stored values per page (cpu/kv_products.h), the softmax runs over
+// each row's own keys (causal, and the sliding window if any), and the context is another product
+// per page, the pages' parts added in order. Every row, alone or in a block of 32, goes through
+// this one path, so its context is the same bits whatever the rows beside it
+// (docs/architecture.md, "Batch invariance"): the products' sums per element do not depend on
+// their shape, masked keys add exact zeros, and a block's keys start at a page's first position,
+// so that a row's sums over keys break into the same pages in any block of rows.
 #include <gizml/dtype.h>
 
 #include <algorithm>
@@ -52,9 +53,8 @@ void rotateHead(float* x, int64_t n);
 /// The longest head whose keys and values may be coded.
 inline constexpr int64_t kMaxCodedHead = 512;
 
-/// Keys and values live in pages of kKvPageTokens positions (llm/ops/kv_pool.h owns them): a
-/// multiple of kGemmKc, so that a page's keys are whole k blocks of the products over keys
-/// (gizml/gemm.h) and attention gives the same bits page by page as over one run of keys.
+/// Keys and values live in pages of kKvPageTokens positions (llm/ops/kv_pool.h owns them): the
+/// products over keys sum a page's part in one chain, its context added after the pages before.
 inline constexpr int64_t kKvPageTokens = 256;
 
 /// One layer of one sequence's cache, laid out as above page by page: a page of keys is
@@ -86,22 +86,8 @@ void forEachPagePart(int64_t k0, int64_t count, F f) {
   }
 }
 
-/// A matrix of f32 rows `stride` floats apart.
-struct F32Rows {
-  const float* data;
-  int64_t stride;
-};
-/// Positions first .. first + count - 1 of one head's F32 keys (K^T, [headDim, count]) or values
-/// ([count, headDim]) in place.
-struct F32Span {
-  int64_t first, count;
-  F32Rows rows;
-};
-/// Head kvHead's F32 keys (or values) for positions k0 .. k0 + count - 1, a span in place per page.
-std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count);
-
 /// One head's keys or values within one page as the products over stored values read them
-/// (cpu/kv_products.h): 16-bit elements, or codes a byte each with each position's scale and
+/// (cpu/kv_products.h): elements, or codes a byte each with each position's scale and
 /// offset as floats (zeros after the last, to a whole kKvLanes; null for elements).
 struct HeadRows {
   KvRows rows;
@@ -114,7 +100,7 @@ struct KvScratch {
   std::vector<float> scales, offsets, halves;
 };
 /// Head kvHead's keys for positions first .. first + count - 1 of one page, [headDim, count]: the
-/// page's own rows for 16-bit elements and 8-bit codes, else codes unpacked into the scratch.
+/// page's own rows for elements and 8-bit codes, else codes unpacked into the scratch.
 HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch);
 /// Its values for those positions, [count, headDim], likewise.
 HeadRows valueBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch);

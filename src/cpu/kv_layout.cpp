@@ -122,21 +122,6 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
   }
 }
 
-std::vector<F32Span> f32Spans(const KvLayer& layer, bool keys, int64_t kvHead, int64_t k0, int64_t count) {
-  const int64_t heads = layer.kvHeads, dim = layer.headDim;
-  std::vector<F32Span> spans;
-  forEachPage(layer, k0, count, [&](int64_t first, int64_t n, int64_t page, int64_t offset) {
-    if (keys) {
-      const uint8_t* columns = keyPage(layer, page).data + kvHead * dim * kvRowBytes(layer.keys, P);
-      spans.push_back({first, n, {reinterpret_cast<const float*>(columns) + offset, P}});
-    } else {
-      const uint8_t* row = valuePage(layer, page).data + (offset * heads + kvHead) * kvRowBytes(layer.values, dim);
-      spans.push_back({first, n, {reinterpret_cast<const float*>(row), heads * dim}});
-    }
-  });
-  return spans;
-}
-
 namespace {
 
 // The scales and offsets of `count` stored pairs `step` pairs apart, as floats, zeros after them up
@@ -155,7 +140,8 @@ void widenRanges(const uint16_t* pairs, int64_t step, int64_t count, KvScratch& 
 }
 
 KvElements elementsOf(const KvSide& side) {
-  return side.bits > 0 ? KvElements::Codes : side.dtype == DType::F16 ? KvElements::F16 : KvElements::BF16;
+  if (side.bits > 0) return KvElements::Codes;
+  return side.dtype == DType::F32 ? KvElements::F32 : side.dtype == DType::F16 ? KvElements::F16 : KvElements::BF16;
 }
 
 }  // namespace
@@ -171,7 +157,7 @@ HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t c
     const int64_t size = static_cast<int64_t>(dtypeSize(side.dtype));
     return {{columns + offset * size, P, elementsOf(side)}, nullptr, nullptr};
   }
-  check(side.bits > 0, "keyBlock: 16-bit keys are read from a page's start");
+  check(side.bits > 0, "keyBlock: keys as elements are read from a page's start");
   widenRanges(page.ranges + (kvHead * P + offset) * 2, 1, count, scratch);
   if (side.bits == 8 && offset + padded <= P)
     return {{columns + offset, row, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};

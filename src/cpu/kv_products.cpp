@@ -37,10 +37,12 @@ constexpr bool kRegisters32 = HWY_TARGET <= HWY_AVX3;
 template <int R>
 constexpr int kTileVectors = R <= 2 ? (kRegisters32 ? 8 : 4) : (kRegisters32 ? (R == 3 ? 6 : 4) : kVectors);
 
-// Lanes(d) stored values from `at` as floats: codes (exact: integers below 256) or 16-bit elements.
+// Lanes(d) stored values from `at` as floats: codes (exact: integers below 256) or elements.
 template <class E>
-HWY_INLINE V Load(D d, const E* at) {
-  if constexpr (std::is_same_v<E, uint8_t>) {
+HWY_INLINE V LoadAsFloats(D d, const E* at) {
+  if constexpr (std::is_same_v<E, float>) {
+    return hn::LoadU(d, at);
+  } else if constexpr (std::is_same_v<E, uint8_t>) {
     const hn::Rebind<int32_t, D> di;
     const hn::Rebind<uint8_t, D> du8;
     return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(du8, at)));
@@ -50,10 +52,10 @@ HWY_INLINE V Load(D d, const E* at) {
   }
 }
 
-// One stored value as a float (the same as its lane in Load).
+// One stored value as a float (the same as its lane in LoadAsFloats).
 template <class E>
 HWY_INLINE float Scalar(E x) {
-  if constexpr (std::is_same_v<E, uint8_t>) return static_cast<float>(x);
+  if constexpr (std::is_same_v<E, uint8_t> || std::is_same_v<E, float>) return static_cast<float>(x);
   else if constexpr (std::is_same_v<E, hwy::bfloat16_t>) return hwy::F32FromBF16(x);
   else {
     uint16_t bits;
@@ -99,7 +101,7 @@ HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, c
     const E* row = x + k * stride + t;
     PrefetchBytes(row + kPrefetchRows * stride, aheadBytes);
     V c[Nv];
-    for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
+    for (int j = 0; j < Nv; ++j) c[j] = LoadAsFloats(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
       const V qk = hn::Set(d, q[r * ldq + k]);
       for (int j = 0; j < Nv; ++j) acc[r][j] = hn::MulAdd(qk, c[j], acc[r][j]);
@@ -153,6 +155,8 @@ void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, i
               const float* offsets, float* out, int64_t ldo) {
   if (x.kind == KvElements::Codes)
     Scores(q, m, ldq, static_cast<const uint8_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
+  else if (x.kind == KvElements::F32)
+    Scores(q, m, ldq, static_cast<const float*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
   else if (x.kind == KvElements::F16)
     Scores(q, m, ldq, static_cast<const hwy::float16_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
   else
@@ -181,7 +185,7 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
       if (restBytes > 0) PrefetchBytes(row + kPrefetchRows * stride + Nv * lanes, restBytes);
     }
     V c[Nv];
-    for (int j = 0; j < Nv; ++j) c[j] = Load(d, row + j * lanes);
+    for (int j = 0; j < Nv; ++j) c[j] = LoadAsFloats(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
       const V wr = hn::Set(d, w[r]);
       for (int j = 0; j < Nv; ++j) acc[r][j] = hn::MulAdd(wr, c[j], acc[r][j]);
@@ -250,6 +254,9 @@ void KvContext(const float* p, int64_t m, int64_t ldp, KvRows x, int64_t count, 
                const float* offsets, float* out, int64_t ldo, bool accumulate) {
   if (x.kind == KvElements::Codes)
     Context(p, m, ldp, static_cast<const uint8_t*>(x.data), x.stride, count, width, scales, offsets, out, ldo,
+            accumulate);
+  else if (x.kind == KvElements::F32)
+    Context(p, m, ldp, static_cast<const float*>(x.data), x.stride, count, width, scales, offsets, out, ldo,
             accumulate);
   else if (x.kind == KvElements::F16)
     Context(p, m, ldp, static_cast<const hwy::float16_t*>(x.data), x.stride, count, width, scales, offsets, out, ldo,

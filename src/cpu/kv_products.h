@@ -1,6 +1,6 @@
 #pragma once
 // Attention's two products read straight from keys and values as the cache stores them, widened
-// to floats in registers, never into a copy of the cache: F16 or BF16 elements, or codes
+// to floats in registers, never into a copy of the cache: F32, F16 or BF16 elements, or codes
 // (cpu/kv_codes.h: x = s c + o for a head's vector, one scale s and offset o a token), for which
 //   q.k_t = s_t (q.c_t) + o_t sum(q)
 //   sum_t p_t v_t = sum_t (p_t s_t) c_t + sum_t p_t o_t.
@@ -13,8 +13,9 @@
 
 namespace gizml::cpu {
 
-/// What a KvRows holds: one-byte codes (with a scale and offset per position), or 16-bit elements.
-enum class KvElements { Codes, F16, BF16 };
+/// What a KvRows holds: one-byte codes (with a scale and offset per position), or elements of
+/// 16 or 32 bits.
+enum class KvElements { Codes, F16, BF16, F32 };
 
 /// A matrix of keys or values as stored, rows `stride` elements apart.
 struct KvRows {

@@ -1,4 +1,4 @@
-// The products over stored keys and values (cpu/kv_products.h: codes, F16 and BF16 elements) on
+// The products over stored keys and values (cpu/kv_products.h: codes, F32, F16 and BF16 elements) on
 // every SIMD target this CPU runs: against the sums written out in double precision, against the
 // promised chain of fmas bit for bit (on the targets with a native fma: AVX2 and up), and a row
 // alone against the same row in a block of rows (the same bits). Also the unpacking of codes
@@ -26,11 +26,13 @@ struct Inputs {
   std::vector<float> q, scales, offsets;
   std::vector<uint8_t> codes;
   std::vector<uint16_t> halves;  // F16 or BF16 elements in place of the codes
+  std::vector<float> floats;     // F32 elements in place of the codes
   std::vector<float> values;     // each stored value (code or element) as a float
   KvElements kind;
 
   KvRows rows(int64_t first = 0) const {
     if (kind == KvElements::Codes) return {codes.data() + first, kRowCodes, kind};
+    if (kind == KvElements::F32) return {floats.data() + first, kRowCodes, kind};
     return {halves.data() + first, kRowCodes, kind};
   }
   bool coded() const { return kind == KvElements::Codes; }
@@ -39,7 +41,7 @@ struct Inputs {
 };
 
 // m rows of `depth` floats and stored values [rows, kRowCodes]: codes below 2^bits with scales and
-// offsets per column, or random 16-bit elements; each padded by kKvLanes (the score kernel reads
+// offsets per column, or random elements; each padded by kKvLanes (the score kernel reads
 // whole vectors; the callers keep zeros there).
 Inputs inputs(int64_t m, int64_t depth, int64_t rows, KvElements kind, int bits, unsigned seed) {
   std::mt19937 rng(seed);
@@ -54,6 +56,9 @@ Inputs inputs(int64_t m, int64_t depth, int64_t rows, KvElements kind, int bits,
     if (kind == KvElements::Codes) {
       in.codes.push_back(static_cast<uint8_t>(code(rng)));
       in.values.push_back(static_cast<float>(in.codes.back()));
+    } else if (kind == KvElements::F32) {
+      in.floats.push_back(normal(rng));
+      in.values.push_back(in.floats.back());
     } else {
       const float x = normal(rng);
       in.halves.push_back(kind == KvElements::F16 ? gizml::floatToHalf(x) : gizml::floatToBf16(x));
@@ -71,7 +76,7 @@ Inputs inputs(int64_t m, int64_t depth, int64_t rows, KvElements kind, int bits,
 }
 
 const char* kindName(KvElements kind) {
-  return kind == KvElements::Codes ? "codes" : kind == KvElements::F16 ? "f16" : "bf16";
+  return kind == KvElements::Codes ? "codes" : kind == KvElements::F32 ? "f32" : kind == KvElements::F16 ? "f16" : "bf16";
 }
 
 bool nativeFma(int64_t target) { return target <= HWY_AVX2; }
@@ -84,7 +89,7 @@ class EveryTarget : public testing::Test {
 TEST_F(EveryTarget, ScoresAreTheSumsOverStoredValues) {
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    for (const KvElements kind : {KvElements::Codes, KvElements::F16, KvElements::BF16})
+    for (const KvElements kind : {KvElements::Codes, KvElements::F32, KvElements::F16, KvElements::BF16})
       for (const int64_t depth : {8, 64, 72})
         for (const int64_t count : {1, 5, 16, 17, 40, 160, 256}) {
           SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + kindName(kind));
@@ -122,7 +127,7 @@ TEST_F(EveryTarget, ScoresAreTheSumsOverStoredValues) {
 TEST_F(EveryTarget, ContextIsTheWeightedSumOfStoredRows) {
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    for (const KvElements kind : {KvElements::Codes, KvElements::F16, KvElements::BF16})
+    for (const KvElements kind : {KvElements::Codes, KvElements::F32, KvElements::F16, KvElements::BF16})
       for (const int64_t width : {8, 64, 72, 80, 128, 136})
         for (const int64_t count : {1, 3, 37, 256}) {
           SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + kindName(kind));
