@@ -31,9 +31,8 @@ int64_t windowStart(const AttentionShape& s, int64_t position) {
   return s.window > 0 ? std::max<int64_t>(0, position - s.window + 1) : 0;
 }
 
-// The first key a block starting at `position` reads: a page's first (a multiple of kGemmKc), so
-// that a row's sums over keys break into the same k blocks and pages in any block; the keys
-// before its own first add exact zeros.
+// The first key a block starting at `position` reads: a page's first, so that a row's sums over
+// keys break into the same pages in any block; the keys before its own first add exact zeros.
 int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
   return windowStart(s, position) / kKvPageTokens * kKvPageTokens;
 }

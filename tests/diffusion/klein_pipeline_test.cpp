@@ -241,12 +241,9 @@ TEST(KleinPipeline, RefreshOnTheTinyEdit) {
 // the VAE and the converted text encoder, and picture.png, the fixture's 70 x 66 reference.
 // Skipped when the variable is unset.
 TEST(KleinTinyFolder, Write) {
-  const char* root = std::getenv("GIZML_KLEIN_FOLDER");
-  if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
-  const fs::path folder(root);
-  fs::remove_all(folder);
-  fs::create_directories(folder / "model" / "diffusion_models");
-  fs::create_directories(folder / "model" / "vae");
+  const std::optional<fs::path> made = test::freshModelFolder("GIZML_KLEIN_FOLDER");
+  if (!made) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
+  const fs::path& folder = *made;
   fs::create_directories(folder / "model" / "text_encoders");
   fs::copy_file(test::klein::ditPath(), folder / "model" / "diffusion_models" / "klein_tiny.safetensors");
   fs::copy_file(test::klein::vaePath(), folder / "model" / "vae" / "flux2-vae.safetensors");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,18 @@ using Weights = std::map<std::string, T::Tensor>;
 
 inline std::string diffusionData(const std::string& name) {
   return std::string(GIZML_TEST_DATA) + "/diffusion/" + name;
+}
+
+/// giz paint's MODEL folder for the command-line tests of tests/CMakeLists.txt at $env: emptied,
+/// with model/diffusion_models and model/vae made; nullopt where the variable is unset.
+inline std::optional<std::filesystem::path> freshModelFolder(const char* env) {
+  const char* root = std::getenv(env);
+  if (!root) return std::nullopt;
+  const std::filesystem::path folder(root);
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder / "model" / "diffusion_models");
+  std::filesystem::create_directories(folder / "model" / "vae");
+  return folder;
 }
 
 /// The pixels of got whose every channel is within 1 of want's (RGB bytes of the same size).

@@ -270,12 +270,9 @@ TEST(ZImagePipeline, Errors) {
 // the VAE and zimage.json (the tiny RoPE axes), and text_hf/, the encoder's Hugging Face folder,
 // which giz convert --z-image-text turns into model/text_encoders/. Skipped when the variable is unset.
 TEST(ZImageTinyFolder, Write) {
-  const char* root = std::getenv("GIZML_ZIMAGE_FOLDER");
-  if (!root) GTEST_SKIP() << "GIZML_ZIMAGE_FOLDER is not set";
-  const fs::path folder(root);
-  fs::remove_all(folder);
-  fs::create_directories(folder / "model" / "diffusion_models");
-  fs::create_directories(folder / "model" / "vae");
+  const std::optional<fs::path> made = test::freshModelFolder("GIZML_ZIMAGE_FOLDER");
+  if (!made) GTEST_SKIP() << "GIZML_ZIMAGE_FOLDER is not set";
+  const fs::path& folder = *made;
   fs::copy_file(data("dit_tiny.safetensors"), folder / "model" / "diffusion_models" / "z_image_tiny.safetensors");
   fs::copy_file(data("vae_tiny8.safetensors"), folder / "model" / "vae" / "ae.safetensors");
   const std::vector<int64_t>& axes = test::zimage::config().dit.ropeAxes;
