@@ -474,8 +474,12 @@ class KleinDit {
 
   /// diffusers' names (`transformer_blocks.N.attn.to_q.weight`, ...) or BFL's single-file names
   /// as ComfyUI loads them (`double_blocks.N.img_attn.qkv.weight`, ...), optionally under
-  /// `model.diffusion_model.`; F32, F16 or BF16, computed in F32. The widths, heads (from the q
-  /// norm's size), layer counts and channels come from the shapes. A missing tensor, a wrong shape
+  /// `model.diffusion_model.`; F32, F16 or BF16, computed in F32; or ComfyUI's INT8 files
+  /// (comfy_kitchen's "int8_tensorwise": I8 codes, `weight_scale` per output channel or tensor,
+  /// `comfy_quant` with or without ConvRot's rotation over 16, 64 or 256 inputs): the blocks'
+  /// codes taken as stored by INT8 linears (config.linears; no quantizing again), dequantized
+  /// once for F32 ones. The widths, heads (from the q norm's size), layer counts and channels
+  /// come from the shapes. A missing tensor, a wrong shape
   /// or dtype, or a tensor it does not use under the model's prefix is a gizml::Error naming the
   /// file and the tensor.
   static KleinDit load(const std::string& path, const KleinConfig& config = {});

@@ -6,8 +6,9 @@
 namespace gizml::diffusion {
 
 Projection Projection::of(StoredWeight w, bool int8) {
-  if (!int8) return {std::move(w), std::nullopt};
-  return {{}, Int8Linear(w.f32())};
+  if (int8) return {{}, w.int8 ? Int8Linear(*w.int8) : Int8Linear(w.f32())};  // stored codes as they are
+  if (w.int8) return {StoredWeight{w.f32()}, std::nullopt};                   // dequantized once
+  return {std::move(w), std::nullopt};
 }
 
 Projection Projection::of(T::Tensor w, bool int8) { return of(StoredWeight{std::move(w)}, int8); }

@@ -13,7 +13,8 @@ namespace gizml::diffusion {
 
 // x Wᵀ without bias: W in F32 (the reference) or W8A8, W dropped once quantized. On the host W
 // stays as the file stores it (F16, BF16, FP8 as BF16 and its scale) and becomes F32 at each use,
-// so that a DiT of 16-bit weights holds its file's size and one F32 weight at a time.
+// so that a DiT of 16-bit weights holds its file's size and one F32 weight at a time. A file's
+// INT8 codes (ComfyUI's) become the W8A8 layer as they are, or F32 once for the reference.
 struct Projection {
   StoredWeight w;  // [out, in]
   std::optional<Int8Linear> q;

@@ -1,45 +1,102 @@
 // ConvRot's W8A8 linear (int8_linear.h) from netops::int8Rows: the weight's rows are rotated and
 // quantized by the same function as the activations, so its per-row scale is the per-output-
-// channel scale max |H w| / 127.
+// channel scale max |H w| / 127. Stored codes (ComfyUI's) keep their own rotation and scales.
 #include "int8_linear.h"
 
 #include <gizhw/gpu.h>
 #include <gizml/error.h>
 #include <gizml/netops.h>
 
+#include "netops/rows_common.h"
+
 namespace gizml::diffusion {
 
 namespace {
 
-constexpr int64_t kGroup = 256;  // int8Rows rotates groups of this many values
+constexpr int64_t kGroup = netops::rows::kInt8Group;  // int8Rows rotates groups of this many values
 
 // x [rows, in] with zero columns up to `width`, on x's device.
 T::Tensor padded(const T::Tensor& x, int64_t width) {
   if (x.size(1) == width) return x.contiguous();
-  T::Tensor zeros = T::zeros({x.size(0), width - x.size(1)});
+  T::Tensor zeros = T::zeros({x.size(0), width - x.size(1)}, x.dtype());
   if (x.onGpu()) zeros = zeros.on(gizhw::gpu::Gpu(x.storage()->gpu()));
   return T::concat({x, zeros}, 1);
 }
 
+int64_t paddedWidth(int64_t in) { return (in + kGroup - 1) / kGroup * kGroup; }
+
+// (H over 256 / r) (x) (identity over r) [256, 256]: within a group of 256 (256 / r groups of
+// r), it adds the groups' values at the same place. int8Rows' H over 256 after it makes H over
+// r on each group (H over 256 = (H over 256 / r) (x) (H over r), and each H is its own inverse).
+T::Tensor firstRotation(int64_t r) {
+  const int64_t n = kGroup / r;
+  std::vector<float> h(static_cast<size_t>(n * n), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    h[static_cast<size_t>(i * n + i)] = 1.0f;
+    netops::rows::regularHadamard(h.data() + i * n, n);  // row i of H (symmetric)
+  }
+  T::Tensor m = T::zeros({kGroup, kGroup});
+  float* out = m.data<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t a = 0; a < r; ++a) out[(i * r + a) * kGroup + j * r + a] = h[static_cast<size_t>(i * n + j)];
+  return m;
+}
+
 }  // namespace
+
+void checkCodes(const Int8Codes& w) {
+  const T::Tensor& c = w.codes;
+  if (c.ndim() != 2 || c.dtype() != DType::I8 || c.onGpu())
+    throw Error("Int8Codes: codes of shape " + T::shapeText(c.shape()) + " and dtype " + dtypeName(c.dtype()) +
+                " are not an [out, in] I8 host matrix");
+  if (w.scales.shape() != T::Shape{c.size(0)} || w.scales.dtype() != DType::F32 || w.scales.onGpu())
+    throw Error("Int8Codes: scales of shape " + T::shapeText(w.scales.shape()) + " are not [" +
+                std::to_string(c.size(0)) + "] F32 on the host (one per output channel)");
+  bool powerOf4 = w.rotation >= 1;
+  for (int64_t r = w.rotation; powerOf4 && r > 1; r /= 4) powerOf4 = r % 4 == 0;
+  if (!powerOf4 || w.rotation > kGroup || c.size(1) % w.rotation != 0)
+    throw Error("Int8Codes: rotation over " + std::to_string(w.rotation) + " values, expected 1 (none) or 4, 16, " +
+                "64 or 256 dividing the " + std::to_string(c.size(1)) + " inputs");
+}
+
+T::Tensor dequantized(const Int8Codes& w) {
+  checkCodes(w);
+  const int64_t out = w.codes.size(0), in = w.codes.size(1);
+  T::Tensor values = (T::lazy(w.codes).cast(DType::F32) * T::lazy(w.scales.reshape({out, 1}))).eval().contiguous();
+  if (w.rotation > 1) {
+    float* v = values.data<float>();
+    for (int64_t g = 0; g < out * in; g += w.rotation) netops::rows::regularHadamard(v + g, w.rotation);
+  }
+  return values;
+}
 
 Int8Linear::Int8Linear(const T::Tensor& w) : in_(w.size(1)) {
   if (w.ndim() != 2 || w.dtype() != DType::F32 || w.onGpu())
     throw Error("Int8Linear: weight of shape " + T::shapeText(w.shape()) + " is not an [out, in] F32 host matrix");
-  const int64_t width = (in_ + kGroup - 1) / kGroup * kGroup;
-  const std::vector<T::Tensor> qs = netops::int8Rows(padded(w, width));
+  const std::vector<T::Tensor> qs = netops::int8Rows(padded(w, paddedWidth(in_)));
   codes_ = qs[0].cast(DType::I8).transpose(0, 1).contiguous();
   scales_ = qs[1].reshape({1, w.size(0)}).contiguous();
+}
+
+Int8Linear::Int8Linear(const Int8Codes& w) : in_(w.codes.size(1)) {
+  checkCodes(w);
+  codes_ = padded(w.codes, paddedWidth(in_)).transpose(0, 1).contiguous();
+  scales_ = w.scales.reshape({1, w.codes.size(0)}).contiguous();
+  if (w.rotation != kGroup) mix_ = firstRotation(w.rotation);
 }
 
 T::Tensor Int8Linear::operator()(const T::Tensor& x) const {
   if (x.ndim() != 2 || x.size(1) != in_)
     throw Error("Int8Linear: input of shape " + T::shapeText(x.shape()) + " is not [rows, " + std::to_string(in_) +
                 "]");
-  const std::vector<T::Tensor> qs = netops::int8Rows(padded(x.cast(DType::F32), codes_.size(0)));
+  T::Tensor rows = padded(x.cast(DType::F32), codes_.size(0));
+  if (mix_) rows = T::matmul(rows.reshape({-1, kGroup}), *mix_).reshape({x.size(0), codes_.size(0)});
+  const std::vector<T::Tensor> qs = netops::int8Rows(rows);
   // Codes of up to 127 times 127, summed over the input: exact in I32 (matmul sums in i64).
   const T::Tensor sums = T::matmul(qs[0].cast(DType::I32), codes_);
-  return (T::lazy(sums).cast(DType::F32) * T::lazy(qs[1]) * T::lazy(scales_)).eval();
+  // The two scales multiplied first, as comfy_kitchen's int8_linear.
+  return (T::lazy(sums).cast(DType::F32) * (T::lazy(qs[1]) * T::lazy(scales_))).eval();
 }
 
 Int8Linear Int8Linear::to(const gizhw::gpu::Gpu& gpu) const {
@@ -47,6 +104,7 @@ Int8Linear Int8Linear::to(const gizhw::gpu::Gpu& gpu) const {
   l.in_ = in_;
   l.codes_ = codes_.on(gpu);
   l.scales_ = scales_.on(gpu);
+  if (mix_) l.mix_ = mix_->on(gpu);
   return l;
 }
 

@@ -5,15 +5,40 @@
 // multiplies the codes exactly in integers, then scales back by the row's and the channel's
 // scales. The rotation is orthogonal, so (H x) . (H w) = x . w: only the rounding to 8 bits
 // differs from the F32 product.
+//
+// ComfyUI's INT8 files (comfy_kitchen's TensorWiseINT8Layout, "int8_tensorwise") store such
+// codes already made: rotated over groups of 256, 64 or 16 (`convrot_groupsize`) or not at all,
+// with a scale per output channel or one for the tensor. Int8Linear takes them as stored.
 #include <gizml/tensor.h>
 
 namespace gizml::diffusion {
+
+/// INT8 weight codes as ComfyUI stores them: codes [out, in] I8 and scales [out] F32 (a
+/// per-tensor scale repeated), the codes' rows rotated over groups of `rotation` input values (a
+/// power of 4 up to 256) by the regular Hadamard matrix, or 1 when not rotated.
+struct Int8Codes {
+  T::Tensor codes, scales;
+  int64_t rotation = 1;
+};
+
+/// An Error naming what is wrong unless w holds codes [out, in] I8, scales [out] F32 and a
+/// rotation of 1 or a power of 4 up to 256 dividing in, on the host.
+void checkCodes(const Int8Codes& w);
+
+/// What the codes stand for in F32: codes times their row's scale, rotated back (the rotation is
+/// its own inverse), as comfy_kitchen's dequantize.
+T::Tensor dequantized(const Int8Codes& w);
 
 class Int8Linear {
  public:
   /// w [out, in] F32 (on the host): inputs not a multiple of 256 are padded with zeros, which
   /// the rotation and the product leave exact.
-  explicit Int8Linear(const tensor::Tensor& w);
+  explicit Int8Linear(const T::Tensor& w);
+
+  /// The stored codes as they are, no quantizing again (on the host). Inputs are rotated over
+  /// the codes' groups before they are quantized: int8Rows' rotation over 256 after a first one,
+  /// (H over 256 / rotation) (x) (identity over rotation), which together make the codes' own.
+  explicit Int8Linear(const Int8Codes& w);
 
   /// x [rows, in] F32 to [rows, out] F32, where x is (the codes and scales go with x: on a GPU
   /// after `to`).
@@ -27,8 +52,9 @@ class Int8Linear {
  private:
   Int8Linear() = default;
   int64_t in_ = 0;
-  tensor::Tensor codes_;   // [padded in, out] I8: the rotated weight's codes, transposed
-  tensor::Tensor scales_;  // [1, out] F32: max |rotated row| / 127 per output channel
+  tensor::Tensor codes_;               // [padded in, out] I8: the rotated weight's codes, transposed
+  tensor::Tensor scales_;              // [1, out] F32: max |rotated row| / 127 per output channel
+  std::optional<tensor::Tensor> mix_;  // [256, 256] F32: the first rotation of stored codes' inputs
 };
 
 }  // namespace gizml::diffusion

@@ -83,8 +83,9 @@ class Loader {
   Projection plain(const std::string& name, int64_t out, int64_t in) {
     return Projection::of(f_.take(name, {out, in}), false);
   }
+  // A block's linear: INT8 codes stored in the file are taken as they are for INT8 linears.
   Projection block(const std::string& name, int64_t out, int64_t in) {
-    return Projection::of(f_.take(name, {out, in}), int8_);
+    return Projection::of(f_.takeStored(name, {out, in}), int8_);
   }
 
   KleinStream stream(const StreamNames& n) {

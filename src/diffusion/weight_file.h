@@ -12,6 +12,12 @@
 // optional `X.input_scale` and `X.comfy_quant` (the JSON {"format": "float8_e4m3fn", ...} as
 // bytes). The input scales, which ComfyUI's FP8 products read, are accepted and unused: the
 // weights are dequantized.
+//
+// INT8 weights as ComfyUI's "int8_tensorwise" layer format (comfy_kitchen's TensorWiseINT8Layout)
+// stores them: I8 codes, `X.weight_scale` (one per output channel or one for the tensor) and
+// `X.comfy_quant` {"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 256}, the
+// codes' rows rotated over groups of that many inputs (ConvRot) or, without convrot, not rotated.
+// They are kept as codes (StoredWeight::int8) for the INT8 linears, or read in F32 by f32().
 #include <gizml/tensor.h>
 
 #include <cmath>
@@ -20,18 +26,23 @@
 #include <set>
 #include <string>
 
+#include "int8_linear.h"
 #include "llm/formats/safetensors.h"
 
 namespace gizml::diffusion {
 
 /// A weight as stored: F32, F16 or BF16 (FP8 as BF16, which holds every E4M3 and E5M2 value
-/// exactly), and the per-tensor scale its values are multiplied by (1 but for scaled FP8).
+/// exactly), and the per-tensor scale its values are multiplied by (1 but for scaled FP8); or
+/// ComfyUI's INT8 codes (values then empty).
 struct StoredWeight {
   T::Tensor values;
   float scale = 1.0f;
+  std::optional<Int8Codes> int8 = std::nullopt;
 
-  /// The weight in F32: values times scale rounded once to F32, as torch's q.float() * scale.
+  /// The weight in F32: values times scale rounded once to F32, as torch's q.float() * scale;
+  /// INT8 codes dequantized and rotated back.
   T::Tensor f32() const {
+    if (int8) return dequantized(*int8);
     if (scale == 1.0f) return values.cast(DType::F32).contiguous();
     return (T::lazy(values).cast(DType::F32) * T::lazy(T::scalar(scale, DType::F32))).eval();
   }
@@ -66,33 +77,37 @@ class WeightFile {
   /// The tensor in F32 (FP8 times its scale).
   T::Tensor take(const std::string& name, const T::Shape& shape) { return takeStored(name, shape).f32(); }
 
-  /// The tensor as stored (StoredWeight), its scale and FP8 markers taken with it.
+  /// The tensor as stored (StoredWeight), its scale and FP8 or INT8 markers taken with it.
   StoredWeight takeStored(const std::string& name, const T::Shape& shape) {
     const llm::SafetensorsTensorInfo& info = find(name);
     if (info.shape != shape)
       fail(name, "has shape " + T::shapeText(info.shape) + ", expected " + T::shapeText(shape));
     const llm::SafetensorsDType d = info.dtype;
     const bool fp8 = d == llm::SafetensorsDType::F8_E4M3 || d == llm::SafetensorsDType::F8_E5M2;
-    if (!fp8 && d != llm::SafetensorsDType::F32 && d != llm::SafetensorsDType::F16 && d != llm::SafetensorsDType::BF16)
-      fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + ", expected F32, F16, BF16 or FP8");
+    const bool int8 = d == llm::SafetensorsDType::I8;
+    if (!fp8 && !int8 && d != llm::SafetensorsDType::F32 && d != llm::SafetensorsDType::F16 &&
+        d != llm::SafetensorsDType::BF16)
+      fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + ", expected F32, F16, BF16, FP8 or INT8");
     StoredWeight w;
     w.values = file_.load(info);  // a copy: FP8 as F32
     file_.releasePages(info);
     taken_.insert(stored(name));
     const std::string layer = name.size() > 7 && name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
-    const std::string quant = layer.empty() ? "" : takeQuantFormat(layer);
+    const nlohmann::json quant = layer.empty() ? nlohmann::json() : takeQuantConfig(layer);
+    const std::string format = quant.is_null() ? "" : quant["format"].get<std::string>();
+    if (int8) return int8Weight(name, layer, quant, std::move(w.values));
     const std::string scaleName = layer.empty() ? "" : has(layer + ".scale_weight") ? layer + ".scale_weight"
                                                    : has(layer + ".weight_scale") ? layer + ".weight_scale" : "";
     if (!fp8) {
-      if (!scaleName.empty() || !quant.empty())
+      if (!scaleName.empty() || !format.empty())
         fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + " but has " +
                        (scaleName.empty() ? "a comfy_quant" : "a scale (" + stored(scaleName) + ")") +
-                       ": only FP8 weights are scaled");
+                       ": only FP8 and INT8 weights are scaled");
       return w;
     }
-    const std::string format = d == llm::SafetensorsDType::F8_E4M3 ? "float8_e4m3fn" : "float8_e5m2";
-    if (!quant.empty() && quant != format)
-      fail(layer + ".comfy_quant", "says format " + quant + ", but " + stored(name) + " is " + format);
+    const std::string fp8Format = d == llm::SafetensorsDType::F8_E4M3 ? "float8_e4m3fn" : "float8_e5m2";
+    if (!format.empty() && format != fp8Format)
+      fail(layer + ".comfy_quant", "says format " + format + ", but " + stored(name) + " is " + fp8Format);
     w.values = w.values.cast(DType::BF16);
     if (!scaleName.empty()) {
       w.scale = takeScalar(scaleName);
@@ -136,10 +151,11 @@ class WeightFile {
     return v;
   }
 
-  // The format named by layer's comfy_quant (taken), or "" when it has none.
-  std::string takeQuantFormat(const std::string& layer) {
+  // layer's comfy_quant (taken): a JSON object with a format ComfyUI's files use, or null when
+  // the layer has none.
+  nlohmann::json takeQuantConfig(const std::string& layer) {
     const std::string name = layer + ".comfy_quant";
-    if (!has(name)) return "";
+    if (!has(name)) return nullptr;
     const llm::SafetensorsTensorInfo& info = find(name);
     if (info.dtype != llm::SafetensorsDType::U8 || info.shape.size() != 1)
       fail(name, "is not a vector of U8 (JSON bytes)");
@@ -148,10 +164,51 @@ class WeightFile {
     if (!conf.is_object() || !conf.contains("format") || !conf["format"].is_string())
       fail(name, "is not the JSON of a layer's quantization ({\"format\": ...})");
     const std::string format = conf["format"].get<std::string>();
-    if (format != "float8_e4m3fn" && format != "float8_e5m2")
-      fail(name, "says format " + format + ", which is not read (float8_e4m3fn and float8_e5m2 are)");
+    if (format != "float8_e4m3fn" && format != "float8_e5m2" && format != "int8_tensorwise")
+      fail(name, "says format " + format + ", which is not read (float8_e4m3fn, float8_e5m2 and int8_tensorwise are)");
     taken_.insert(stored(name));
-    return format;
+    return conf;
+  }
+
+  // An I8 weight [out, in] of ComfyUI's int8_tensorwise format: its codes, the scales of
+  // layer.weight_scale (one, or one per output channel) and the rotation its comfy_quant names.
+  StoredWeight int8Weight(const std::string& name, const std::string& layer, const nlohmann::json& quant,
+                          T::Tensor codes) {
+    if (quant.is_null() || quant["format"] != "int8_tensorwise")
+      fail(name, "is I8, which is read only as ComfyUI's int8_tensorwise layer format (a comfy_quant saying so)");
+    if (codes.ndim() != 2) fail(name, "is I8 of shape " + T::shapeText(codes.shape()) + ", expected [out, in]");
+    const int64_t out = codes.size(0);
+    int64_t rotation = 1;
+    if (quant.contains("convrot") && !quant["convrot"].is_boolean())
+      fail(layer + ".comfy_quant", "has a convrot that is not true or false");
+    if (quant.value("convrot", false)) {
+      const nlohmann::json g = quant.value("convrot_groupsize", nlohmann::json(256));
+      if (!g.is_number_integer() || g.get<int64_t>() < 1 || g.get<int64_t>() > 256)
+        fail(layer + ".comfy_quant", "has convrot_groupsize " + g.dump() + ", expected 4, 16, 64 or 256");
+      rotation = g.get<int64_t>();
+    }
+    const std::string scaleName = layer + ".weight_scale";
+    const llm::SafetensorsTensorInfo& s = find(scaleName);
+    const bool perTensor = s.numel == 1 && out != 1;
+    if (s.numel != out && !perTensor)
+      fail(scaleName, "has shape " + T::shapeText(s.shape) + ", expected one scale or one per output channel (" +
+                          std::to_string(out) + ")");
+    if (s.dtype != llm::SafetensorsDType::F32 && s.dtype != llm::SafetensorsDType::F16 &&
+        s.dtype != llm::SafetensorsDType::BF16)
+      fail(scaleName, std::string("is ") + llm::safetensorsDTypeName(s.dtype) + ", expected F32, F16 or BF16");
+    T::Tensor scales = file_.load(s).cast(DType::F32).reshape({s.numel});
+    for (float v : scales.toFloats())
+      if (!std::isfinite(v)) fail(scaleName, "holds " + std::to_string(v) + ", not a finite scale");
+    if (perTensor) scales = T::full({out}, scales.toFloats()[0]);
+    taken_.insert(stored(scaleName));
+    StoredWeight w;
+    w.int8 = Int8Codes{std::move(codes), scales.contiguous(), rotation};
+    try {
+      checkCodes(*w.int8);
+    } catch (const Error& e) {
+      fail(name, std::string("is not usable as stored: ") + e.what());
+    }
+    return w;
   }
 
   std::string path_, prefix_, model_;

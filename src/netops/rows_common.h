@@ -14,6 +14,13 @@ using tensor::Shape;
 /// Values per INT8 group of the ConvRot rows (the 256-point Hadamard rotation, one scale each).
 inline constexpr int64_t kInt8Group = 256;
 
+/// v (n values, n a power of 4) times the regular Hadamard matrix of n, H4 (x) ... (x) H4 / sqrt(n)
+/// with H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] (symmetric and orthogonal, so it is
+/// its own inverse): radix-4 stages over the index's base-4 digits, lowest first, each halving
+/// (exact), in one fixed order of additions. The rows' rotation with n = 256; ComfyUI's INT8
+/// weights are rotated over groups of 16, 64 or 256.
+void regularHadamard(float* v, int64_t n);
+
 /// An Error unless every named operand is in host memory: these functions have only their host
 /// paths on tensors so far, and a GPU operand must not be read as host memory.
 void requireHost(const char* fn, std::initializer_list<std::pair<const char*, const Tensor*>> operands);

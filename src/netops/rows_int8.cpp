@@ -8,16 +8,11 @@
 #include "netops/rows_norm.h"
 
 namespace gizml::netops {
-namespace {
 
-// v (256 values) times H = H4 (x) H4 (x) H4 (x) H4 / 16, H4 the regular Hadamard matrix
-// [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] (symmetric, rows summing to 2): four radix-4
-// stages over the index's base-4 digits, lowest first, each halving (exact), so the F32 result
-// has one fixed order of additions. The GPU kernels (gz_nr_hadamard_rows, gz_nn_hadamard256)
-// take the same steps.
-void regularHadamard256(float* v) {
-  for (int64_t step = 1; step < rows::kInt8Group; step *= 4)
-    for (int64_t base = 0; base < rows::kInt8Group; base += 4 * step)
+// The GPU kernels (gz_nr_hadamard_rows, gz_nn_hadamard256) take the same steps for n = 256.
+void rows::regularHadamard(float* v, int64_t n) {
+  for (int64_t step = 1; step < n; step *= 4)
+    for (int64_t base = 0; base < n; base += 4 * step)
       for (int64_t j = base; j < base + step; ++j) {
         const float a = v[j], b = v[j + step], c = v[j + 2 * step], d = v[j + 3 * step];
         v[j] = (((a + b) + c) - d) * 0.5f;
@@ -26,6 +21,8 @@ void regularHadamard256(float* v) {
         v[j + 3 * step] = (((b - a) + c) + d) * 0.5f;
       }
 }
+
+namespace {
 
 // The code width: `bits` as given (8 or 4), or 0 for q's own (4 for I4, else 8). An I4 q holds
 // only 4-bit codes.
@@ -43,7 +40,7 @@ void quantizeRows(float* values, int64_t count, int64_t width, int64_t bits, flo
   const float top = bits == 8 ? 127.0f : 7.0f, lo = bits == 8 ? -128.0f : -8.0f;
   for (int64_t r = 0; r < count; ++r) {
     float* y = values + r * width;
-    for (int64_t g = 0; g < width; g += rows::kInt8Group) regularHadamard256(y + g);
+    for (int64_t g = 0; g < width; g += rows::kInt8Group) rows::regularHadamard(y + g, rows::kInt8Group);
     float largest = 0.0f;
     for (int64_t c = 0; c < width; ++c) largest = std::max(largest, std::fabs(y[c]));
     const float s = std::max(largest / top, 1e-30f);

@@ -59,14 +59,19 @@ TEST(ZImageDitFp8, ScalesOnlyOnFp8AndKnownFormats) {
   expectLoadError(test::editedWeights("dit_tiny.safetensors", "bf16_scaled",
                                       [](auto& w) { w["layers.1.attention.out.weight_scale"] = T::scalar(0.5); }),
                   "layers.1.attention.out.weight");
-  const std::string int8 = R"({"format": "int8_tensorwise"})";
-  expectLoadError(test::editedWeights("dit_tiny_fp8_mixed.safetensors", "fp8_int8_format",
-                                      [&](auto& w) {
-                                        std::vector<double> bytes(int8.begin(), int8.end());
-                                        w.at("t_embedder.mlp.0.comfy_quant") =
-                                            T::tensor({int64_t(bytes.size())}, bytes, DType::U8);
-                                      }),
+  // A format not read (ComfyUI's NVFP4); INT8's on a weight that is not I8.
+  const auto withFormat = [](const std::string& json) {
+    return [json](auto& w) {
+      std::vector<double> bytes(json.begin(), json.end());
+      w.at("t_embedder.mlp.0.comfy_quant") = T::tensor({int64_t(bytes.size())}, bytes, DType::U8);
+    };
+  };
+  expectLoadError(test::editedWeights("dit_tiny_fp8_mixed.safetensors", "fp8_nvfp4_format",
+                                      withFormat(R"({"format": "nvfp4"})")),
                   "t_embedder.mlp.0.comfy_quant");
+  expectLoadError(test::editedWeights("dit_tiny_fp8_mixed.safetensors", "fp8_int8_format",
+                                      withFormat(R"({"format": "int8_tensorwise"})")),
+                  "t_embedder.mlp.0.weight");
   expectLoadError(test::editedWeights("dit_tiny.safetensors", "orphan_scale",
                                       [](auto& w) { w["layers.0.feed_forward.w9.scale_weight"] = T::scalar(1.0); }),
                   "layers.0.feed_forward.w9.scale_weight");
