@@ -724,6 +724,40 @@ struct FluxElement {
 /// desc, rows of both kinds, or an edit row without source and target is a gizml::Error naming it.
 std::string fluxLayout(const std::string& caption, const std::vector<FluxElement>& elements);
 
+/// How the prompt upsampler generates: diffusers' Flux2Pipeline.upsample_prompt's defaults.
+struct UpsamplerConfig {
+  double temperature = 0.15;  // 0: greedy
+  int64_t limit = 512;        // new tokens at most
+  uint64_t seed = 0;          // the draws' (llm::Sampling::seed)
+};
+
+/// The spec's D.Upsampler: BFL's prompt upsampler (FLUX.2's, black-forest-labs/flux2 and
+/// diffusers' Flux2Pipeline.upsample_prompt): a chat model asked, under BFL's system prompt, to
+/// rewrite a short prompt as a fuller one, or, for an edit, as one editing instruction. The
+/// spec's model for klein is Qwen3.5-9B; any model llm::convert made with a chat template works.
+/// The model reads text only (gizml::llm has no vision encoder yet): an edit's pictures choose
+/// the editing prompt but are not shown to the model.
+class Upsampler {
+ public:
+  /// A converted chat model's folder (llm::convert's), loaded whole. A folder that does not load
+  /// is a gizml::Error naming it; a model without a chat template, or a text encoder's first
+  /// layers only, one at caption.
+  static Upsampler load(const std::string& folder, const UpsamplerConfig& config = {});
+  explicit Upsampler(llm::Model model, const UpsamplerConfig& config = {});
+
+  /// The fuller prompt (the model's answer, thinking off, whitespace trimmed from both ends).
+  /// pictures: an edit's pictures (none: text to image). An empty prompt is a gizml::Error.
+  std::string caption(const std::string& prompt, const std::vector<image::Image>& pictures = {}) const;
+
+  /// The chat caption sends: BFL's system prompt for text to image, or for edits when `edit`,
+  /// then the prompt as the user's message.
+  static nlohmann::ordered_json messages(const std::string& prompt, bool edit);
+
+ private:
+  llm::Model model_;
+  UpsamplerConfig config_;
+};
+
 /// What the DiT reads besides the latent: the text rows and the reference pictures' latents.
 struct KleinConditioning {
   tensor::Tensor text;                     // [rows, textDim] F32 (KleinText::condition)

@@ -24,6 +24,7 @@
 #include "common/psnr.h"
 #include "diffusion/weight_fixture.h"
 #include "diffusion/klein_tiny.h"
+#include "diffusion/upsampler_tiny.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
@@ -238,7 +239,8 @@ TEST(KleinPipeline, RefreshOnTheTinyEdit) {
 
 // The tiny model as giz paint's MODEL folder (klein_tiny.h; docs/serve.md, "Images") under
 // $GIZML_KLEIN_FOLDER, for the command-line tests of tests/CMakeLists.txt: model/ with the DiT,
-// the VAE and the converted text encoder, and picture.png, the fixture's 70 x 66 reference.
+// the VAE and the converted text encoder, picture.png, the fixture's 70 x 66 reference, and
+// upsampler/, the prompt upsampler's tiny model (upsampler_tiny.h).
 // Skipped when the variable is unset.
 TEST(KleinTinyFolder, Write) {
   const std::optional<fs::path> made = test::freshModelFolder("GIZML_KLEIN_FOLDER");
@@ -248,6 +250,7 @@ TEST(KleinTinyFolder, Write) {
   fs::copy_file(test::klein::ditPath(), folder / "model" / "diffusion_models" / "klein_tiny.safetensors");
   fs::copy_file(test::klein::vaePath(), folder / "model" / "vae" / "flux2-vae.safetensors");
   fs::copy(textFolder(), folder / "model" / "text_encoders" / "qwen3_tiny", fs::copy_options::recursive);
+  fs::copy(test::upsampler::modelFolder(), folder / "upsampler", fs::copy_options::recursive);
   const std::vector<uint8_t> png = image::encodePng(picture());
   std::ofstream(folder / "picture.png", std::ios::binary)
       .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
@@ -255,8 +258,9 @@ TEST(KleinTinyFolder, Write) {
 
 // giz paint's pictures from the folder above (tests/CMakeLists.txt: $GIZML_KLEIN_FOLDER/t2i.png,
 // the text to image at 48 x 32 with the default step cache, and edit.png, picture.png edited at
-// 40 x 36 with --cache 0 --refresh 2 --steps 6 and "A lighthouse at night", both seed 42) against
-// KleinPipeline::paint's, byte for byte.
+// 40 x 36 with --cache 0 --refresh 2 --steps 6 and "A lighthouse at night", both seed 42; and
+// upsampled.png, the text to image with --upsample upsampler/, its prompt the Upsampler's caption
+// sampled with seed 42) against KleinPipeline::paint's, byte for byte.
 TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
   const char* root = std::getenv("GIZML_KLEIN_FOLDER");
   if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
@@ -265,7 +269,8 @@ TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
     EXPECT_TRUE(file) << path;
     return image::decode(std::vector<uint8_t>((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
   };
-  const image::Image t2i = read(fs::path(root) / "t2i.png"), edit = read(fs::path(root) / "edit.png");
+  const image::Image t2i = read(fs::path(root) / "t2i.png"), edit = read(fs::path(root) / "edit.png"),
+                    upsampled = read(fs::path(root) / "upsampled.png");
   const image::Image wantT2i = loaded({}).paint(kTextPrompt, 42, {}, 48, 32);
   diffusion::KleinPipelineConfig editConfig;
   editConfig.cache = 0;
@@ -278,4 +283,8 @@ TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
   EXPECT_EQ(edit.width, 40);
   EXPECT_EQ(edit.height, 36);
   EXPECT_EQ(edit.pixels, wantEdit.pixels);
+  const std::string prompt =
+      diffusion::Upsampler::load((fs::path(root) / "upsampler").string(), {.seed = 42}).caption(kTextPrompt);
+  EXPECT_NE(prompt, kTextPrompt);
+  EXPECT_EQ(upsampled.pixels, loaded({}).paint(prompt, 42, {}, 48, 32).pixels);
 }

@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: giz paint [MODEL] PROMPT [--seed 0] [--size 1024x1024] [-o image.png] [--edit PICTURE ...]\n"
     "                 [--cache 0.3] [--refresh N] [--steps N] [--dit FILE] [--text FOLDER] [--vae FILE]\n"
-    "                 [--config zimage.json]\n"
+    "                 [--config zimage.json] [--upsample FOLDER]\n"
     "  MODEL: a Z-Image Turbo or FLUX.2 [klein] / FLUX.3 klein folder laid out as ComfyUI's models/ (which\n"
     "  one, the DiT's tensor names tell): diffusion_models/ (one .safetensors, the DiT), text_encoders/ (one\n"
     "  folder of giz convert QWEN3_4B DEST --z-image-text; klein: of gizml::diffusion::convertTextEncoder),\n"
@@ -39,6 +39,8 @@ constexpr const char* kUsage =
     "  --edit (klein): a reference picture (PNG, JPEG, ...), repeatable; --cache (klein): the step cache's\n"
     "  threshold (0 off); --refresh N (klein): the pictures through the blocks only every N steps (0 or 1:\n"
     "  every step, the default); --steps N (klein): 0, the default, is the file's (FLUX.2 4, FLUX.3 16).\n"
+    "  --upsample FOLDER: the prompt rewritten fuller first by BFL's prompt upsampler (a chat model of giz\n"
+    "  convert, the spec's Qwen3.5-9B; sampled with --seed), shown on stderr; it reads text, not the pictures.\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
 
 // "[#####...]  3/8" redrawn in place.
@@ -59,7 +61,7 @@ int paintCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   ImageModelFiles files;
   std::vector<std::string> words, edits;
-  std::string size, output = "image.png";
+  std::string size, output = "image.png", upsampler;
   KleinOptions kleinOptions;
   uint64_t seed = 0;
   for (int i = 2; i < argc; ++i) {
@@ -89,6 +91,7 @@ int paintCommand(int argc, char** argv) {
     else if (arg == "--text") files.text = argv[++i];
     else if (arg == "--vae") files.vae = argv[++i];
     else if (arg == "--config") files.config = argv[++i];
+    else if (arg == "--upsample") upsampler = argv[++i];
     else return usageReply(kUsage, false);
   }
   if (words.empty() || words.size() > 2) return usageReply(kUsage, false);
@@ -113,6 +116,13 @@ int paintCommand(int argc, char** argv) {
   // Before the model is loaded (minutes for a real one).
   if (!pictures.empty() && !isKleinDit(found.dit))
     throw gizml::Error("--edit: " + found.dit + " is a Z-Image DiT, which paints from text alone (klein edits)");
+  std::string prompt = words.back();
+  if (!upsampler.empty()) {
+    // Before the image model loads, so that the upsampler's model is let go first.
+    prompt = gizml::diffusion::Upsampler::load(upsampler, {.seed = seed}).caption(prompt, pictures);
+    std::fprintf(stderr, "upsampled prompt: %s\n", prompt.c_str());
+  }
+
   const gizml::ai::ImagePipeline pipeline = loadImageModel(found, kleinOptions);
   const auto* klein = std::get_if<gizml::diffusion::KleinPipeline>(&pipeline);
   const int64_t multiple = std::visit([](const auto& p) { return p.sizeMultiple(); }, pipeline);
@@ -127,8 +137,8 @@ int paintCommand(int argc, char** argv) {
     if (terminal) drawProgress(s.step + 1, s.steps, s.seconds);
   };
   const gizml::image::Image picture =
-      klein ? klein->paint(words.back(), seed, pictures, width, height, onStep, &times)
-            : std::get<gizml::diffusion::ZImagePipeline>(pipeline).paint(words.back(), seed, width, height, onStep, &times);
+      klein ? klein->paint(prompt, seed, pictures, width, height, onStep, &times)
+            : std::get<gizml::diffusion::ZImagePipeline>(pipeline).paint(prompt, seed, width, height, onStep, &times);
   const std::vector<uint8_t> png = gizml::image::encodePng(picture);
   std::ofstream out(output, std::ios::binary);
   out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));

@@ -1,0 +1,73 @@
+// The prompt upsampler (diffusion.h's Upsampler): BFL's system prompts, the chat and one
+// generation, as diffusers' Flux2Pipeline.upsample_prompt runs them.
+#include <gizml/diffusion.h>
+#include <gizml/error.h>
+
+namespace gizml::diffusion {
+
+namespace {
+
+// BFL's system prompts for upsampling (black-forest-labs/flux2 src/flux2/system_messages.py,
+// SYSTEM_MESSAGE_UPSAMPLING_T2I and _I2I, carried as they are by diffusers'
+// pipelines/flux2/system_messages.py). The model was tuned on these words: they are data, kept
+// verbatim; tests/reference/make_upsampler_fixtures.py checks the chat against diffusers'.
+constexpr const char* kTextToImage =
+    R"(You are an expert prompt engineer for FLUX.2 by Black Forest Labs. Rewrite user prompts to be more descriptive while strictly preserving their core subject and intent.
+
+Guidelines:
+1. Structure: Keep structured inputs structured (enhance within fields). Convert natural language to detailed paragraphs.
+2. Details: Add concrete visual specifics - form, scale, textures, materials, lighting (quality, direction, color), shadows, spatial relationships, and environmental context.
+3. Text in Images: Put ALL text in quotation marks, matching the prompt's language. Always provide explicit quoted text for objects that would contain text in reality (signs, labels, screens, etc.) - without it, the model generates gibberish.
+
+Output only the revised prompt and nothing else.)";
+
+constexpr const char* kEdit =
+    R"(You are FLUX.2 by Black Forest Labs, an image-editing expert. You convert editing requests into one concise instruction (50-80 words, ~30 for brief requests).
+
+Rules:
+- Single instruction only, no commentary
+- Use clear, analytical language (avoid "whimsical," "cascading," etc.)
+- Specify what changes AND what stays the same (face, lighting, composition)
+- Reference actual image elements
+- Turn negatives into positives ("don't change X" → "keep X")
+- Make abstractions concrete ("futuristic" → "glowing cyan neon, metallic panels")
+- Keep content PG-13
+
+Output only the final instruction in plain text and nothing else.)";
+
+std::string trimmed(const std::string& s) {
+  const char* space = " \t\n\r\f\v";
+  const size_t first = s.find_first_not_of(space);
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(space) - first + 1);
+}
+
+}  // namespace
+
+Upsampler Upsampler::load(const std::string& folder, const UpsamplerConfig& config) {
+  return Upsampler(llm::load(folder), config);
+}
+
+Upsampler::Upsampler(llm::Model model, const UpsamplerConfig& config) : model_(std::move(model)), config_(config) {
+  if (!(config.temperature >= 0) || config.limit < 1)
+    throw Error("Upsampler: temperature " + std::to_string(config.temperature) + " and limit " +
+                std::to_string(config.limit) + ": expected a temperature of at least 0 and a limit of at least 1");
+}
+
+nlohmann::ordered_json Upsampler::messages(const std::string& prompt, bool edit) {
+  nlohmann::ordered_json system = {{"role", "system"}, {"content", edit ? kEdit : kTextToImage}};
+  nlohmann::ordered_json user = {{"role", "user"}, {"content", prompt}};
+  return nlohmann::ordered_json::array({system, user});
+}
+
+std::string Upsampler::caption(const std::string& prompt, const std::vector<image::Image>& pictures) const {
+  if (trimmed(prompt).empty()) throw Error("Upsampler::caption: the prompt is empty");
+  llm::Request request;
+  request.prompt = model_.chatTokens(messages(prompt, !pictures.empty())).ids;
+  request.limit = config_.limit;
+  request.sampling = config_.temperature > 0 ? llm::sample(config_.temperature, 0, 1.0, config_.seed) : llm::greedy();
+  llm::Engine engine = model_.engine(1, static_cast<int64_t>(request.prompt.size()) + request.limit);
+  return trimmed(engine.generate({request}).at(0).text);
+}
+
+}  // namespace gizml::diffusion
