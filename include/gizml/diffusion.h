@@ -724,6 +724,19 @@ struct FluxElement {
 /// desc, rows of both kinds, or an edit row without source and target is a gizml::Error naming it.
 std::string fluxLayout(const std::string& caption, const std::vector<FluxElement>& elements);
 
+/// The most elements fluxElements reads.
+inline constexpr size_t kMaxFluxElements = 1000;
+
+/// The elements of a layout table written as fluxLayout writes it (a JSON list of {"id", "bbox",
+/// "desc"} image rows, or {"id", "from", "src_bbox", "tgt_bbox", "desc"} edit rows, null where
+/// absent): what giz paint --layout and the image endpoints' "layout" read. A value that is not
+/// such a list, a row of unknown or missing keys, or a box that is not 4 whole numbers is a
+/// gizml::Error naming the row; the rest (ranges, ids, kinds mixed) is fluxLayout's to check.
+std::vector<FluxElement> fluxElements(const nlohmann::ordered_json& table);
+/// fluxElements of JSON text (a file, a form field), its nesting bounded as it is read: text that
+/// is not JSON is a gizml::Error too.
+std::vector<FluxElement> readFluxElements(std::string_view json);
+
 /// How the prompt upsampler generates: diffusers' Flux2Pipeline.upsample_prompt's defaults.
 struct UpsamplerConfig {
   double temperature = 0.15;  // 0: greedy

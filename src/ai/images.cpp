@@ -1,6 +1,8 @@
 // Reading OpenAI's image generation and edit requests (images.h).
 #include "ai/images.h"
 
+#include <gizml/diffusion.h>
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -87,6 +89,18 @@ ImageRequest readRequest(const Json& body, const std::vector<ImageTarget>& targe
   if (!prompt->is_string()) bad("prompt", "expected a string, got " + typeName(*prompt));
   r.prompt = prompt->get<std::string>();
   if (r.prompt.empty()) bad("prompt", "is empty");
+  if (const Json* layout = field(body, "layout")) {
+    // FLUX 3's bounding boxes: a list of elements, or its JSON text (an edit's form field).
+    if (!layout->is_array() && !layout->is_string())
+      bad("layout", "expected a list of elements (or its JSON text), got " + typeName(*layout));
+    try {
+      r.prompt = diffusion::fluxLayout(r.prompt, layout->is_string()
+                                                     ? diffusion::readFluxElements(layout->get<std::string>())
+                                                     : diffusion::fluxElements(*layout));
+    } catch (const Error& e) {
+      bad("layout", e.what());
+    }
+  }
   const ImageTarget& target = targets[r.target];
   if (edit) {
     if (!target.editSize)

@@ -1,7 +1,8 @@
 #pragma once
 // POST /v1/images/generations and /v1/images/edits: OpenAI's requests read (prompt, model, size, n,
-// response_format, and seed as our extension; an edit's pictures from its multipart form), and
-// the answer's base64.
+// response_format, and as our extensions seed and layout, FLUX 3's bounding boxes appended to the
+// prompt by diffusion::fluxLayout; an edit's pictures from its multipart form), and the answer's
+// base64.
 #include <gizml/image.h>
 
 #include <cstdint>
@@ -28,7 +29,7 @@ inline constexpr int kMaxImages = 4;
 /// An images request, read.
 struct ImageRequest {
   size_t target = 0;  // index into the targets
-  std::string prompt;
+  std::string prompt;  // with the layout's table when one was given
   int64_t width = 1024, height = 1024;  // absent: 1024, or the target's largest square below it
   int n = 1;          // image i from seed + i
   uint64_t seed = 0;  // given, else fresh

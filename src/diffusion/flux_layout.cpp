@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_input.h"
+
 namespace gizml::diffusion {
 namespace {
 
@@ -46,7 +48,78 @@ Json row(const FluxElement& e) {
               {"desc", e.desc}};
 }
 
+// table[i]'s box `key`: four whole numbers (range and order are fluxLayout's to check), or
+// nullopt where null is allowed.
+std::optional<FluxBox> boxAt(const Json& j, const char* key, const std::string& what, bool nullable) {
+  const Json& v = j.at(key);
+  if (v.is_null() && nullable) return std::nullopt;
+  if (!v.is_array() || v.size() != 4)
+    throw Error("fluxElements: " + what + "'s " + key + " is not a list of 4 numbers" + (nullable ? " or null" : ""));
+  FluxBox box{};
+  for (size_t k = 0; k < 4; ++k) {
+    if (!v[k].is_number_integer() || (v[k].is_number_unsigned() && v[k].get<uint64_t>() > 1000))
+      throw Error("fluxElements: " + what + "'s " + key + " holds " +
+                  (v[k].is_number() ? v[k].dump().substr(0, 40) : std::string(v[k].type_name())) +
+                  ", not a whole number from 0 to 1000");
+    box[k] = v[k].get<int64_t>();
+  }
+  return box;
+}
+
 }  // namespace
+
+std::vector<FluxElement> fluxElements(const nlohmann::ordered_json& table) {
+  if (!table.is_array()) throw Error("fluxElements: the layout is not a JSON list of elements");
+  if (table.size() > kMaxFluxElements)
+    throw Error("fluxElements: " + std::to_string(table.size()) + " elements, more than " +
+                std::to_string(kMaxFluxElements));
+  std::vector<FluxElement> elements;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const Json& j = table[i];
+    std::string what = "element " + std::to_string(i);
+    if (!j.is_object()) throw Error("fluxElements: " + what + " is not an object");
+    const bool edit = !j.contains("bbox");
+    for (const auto& [key, value] : j.items()) {
+      const bool known = key == "id" || key == "desc" || (edit ? key == "from" || key == "src_bbox" || key == "tgt_bbox"
+                                                               : key == "bbox");
+      if (!known)
+        throw Error("fluxElements: " + what + " has '" + key.substr(0, 40) + "', which is not " +
+                    (edit ? "an edit row's (id, from, src_bbox, tgt_bbox, desc)" : "an image row's (id, bbox, desc)"));
+    }
+    for (const char* key : {"id", "desc"})
+      if (!j.contains(key) || !j[key].is_string()) throw Error("fluxElements: " + what + " has no " + key + " text");
+    FluxElement e;
+    e.id = j["id"].get<std::string>();
+    e.desc = j["desc"].get<std::string>();
+    what += " (" + e.id.substr(0, 40) + ")";
+    if (!edit) {
+      e.bbox = *boxAt(j, "bbox", what, false);
+    } else {
+      e.edit = true;
+      for (const char* key : {"from", "src_bbox", "tgt_bbox"})
+        if (!j.contains(key)) throw Error("fluxElements: " + what + " has no bbox (an image row) nor " + key);
+      if (!j["from"].is_null() && !j["from"].is_string())
+        throw Error("fluxElements: " + what + "'s from is not a picture's name (ref_image_K) or null");
+      e.from = j["from"].is_null() ? "" : j["from"].get<std::string>();
+      e.source = boxAt(j, "src_bbox", what, true);
+      e.target = boxAt(j, "tgt_bbox", what, true);
+    }
+    elements.push_back(std::move(e));
+  }
+  return elements;
+}
+
+std::vector<FluxElement> readFluxElements(std::string_view json) {
+  nlohmann::ordered_json table;
+  try {
+    table = parseJson(json);
+  } catch (const JsonTooDeep& e) {
+    throw Error("readFluxElements: the layout is " + std::string(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("readFluxElements: the layout is not JSON: ") + e.what());
+  }
+  return fluxElements(table);
+}
 
 std::string fluxLayout(const std::string& caption, const std::vector<FluxElement>& elements) {
   if (elements.empty()) return caption;

@@ -2,6 +2,7 @@
 // the scripted language model, and generations and POST /v1/images/edits on the tiny klein
 // (klein_tiny.h): the pictures as the pipelines paint them directly, and OpenAI's errors for what
 // the endpoints refuse.
+#include <gizml/diffusion.h>
 #include <gizml/image.h>
 #include <gtest/gtest.h>
 
@@ -233,6 +234,39 @@ TEST_F(KleinImagesTest, GenerationsPaintAsThePipeline) {
   EXPECT_EQ(got.width, 48);
   EXPECT_EQ(got.height, 32);
   EXPECT_EQ(got.pixels, test::klein::pipeline().paint(test::klein::kTextPrompt, 42, {}, 48, 32).pixels);
+}
+
+// "layout": FLUX 3's bounding boxes, a list in a JSON body, its JSON text in an edit's form; the
+// prompt painted is fluxLayout's. A bad layout is a 400 naming it.
+TEST_F(KleinImagesTest, LayoutsPaintAsThePipeline) {
+  const json layout = json::array({{{"id", "fox_1"}, {"bbox", {300, 100, 900, 600}}, {"desc", "A red fox."}}});
+  const std::string prompt = diffusion::fluxLayout(test::klein::kTextPrompt, diffusion::fluxElements(layout));
+  const Response r = post(port, "/v1/images/generations",
+                          {{"model", "klein"}, {"prompt", test::klein::kTextPrompt}, {"size", "48x32"}, {"seed", 42},
+                           {"layout", layout}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(onlyPicture(r).pixels, test::klein::pipeline().paint(prompt, 42, {}, 48, 32).pixels);
+
+  const json moved = json::array({{{"id", "fox_1"}, {"from", "ref_image_1"}, {"src_bbox", {0, 0, 500, 500}},
+                                   {"tgt_bbox", {500, 500, 1000, 1000}}, {"desc", "The fox."}}});
+  const Response e = postForm(port, {{{"model", "klein"}, {"prompt", "night"}, {"size", "40x36"}, {"seed", "42"},
+                                      {"layout", moved.dump()}},
+                                     {{"image", "fox.png", picturePng()}}});
+  ASSERT_EQ(e.status, 200) << e.body;
+  const std::string editPrompt = diffusion::fluxLayout("night", diffusion::fluxElements(moved));
+  EXPECT_EQ(onlyPicture(e).pixels, test::klein::pipeline().paint(editPrompt, 42, {test::klein::picture()}, 40, 36).pixels);
+
+  const json base = {{"model", "klein"}, {"prompt", "night"}, {"size", "32x32"}};
+  const auto with = [&](const json& l) {
+    json b = base;
+    b["layout"] = l;
+    return b;
+  };
+  expectRefused(with(7), "layout", "expected a list of elements");
+  expectRefused(with("[{"), "layout", "the layout is not JSON");
+  expectRefused(with(json::array({{{"id", "a_1"}, {"bbox", {0, 0, 9}}, {"desc", "d"}}})), "layout",
+                "bbox is not a list of 4 numbers");
+  expectRefused(with(json::array({{{"id", "A"}, {"bbox", {0, 0, 9, 9}}, {"desc", "d"}}})), "layout", "'A'");
 }
 
 TEST_F(KleinImagesTest, EditsPaintAsThePipeline) {

@@ -1,6 +1,7 @@
 // gizml::diffusion::fluxLayout against tests/reference/make_flux_layout_cases.py: BFL's layout
 // prompt form with the element table written by Python's json (JSON.stringify's compact form),
-// a new image's rows and an edit's; and every malformed element refused by name.
+// a new image's rows and an edit's, read from the cases' JSON by fluxElements and back from the
+// table the prompt ends with; and every malformed element and table refused by name.
 #include <gizml/diffusion.h>
 #include <gtest/gtest.h>
 
@@ -15,26 +16,6 @@ using diffusion::FluxBox;
 using diffusion::FluxElement;
 
 namespace {
-
-std::optional<FluxBox> boxOf(const nlohmann::json& j) {
-  if (j.is_null()) return std::nullopt;
-  return FluxBox{j[0].get<int64_t>(), j[1].get<int64_t>(), j[2].get<int64_t>(), j[3].get<int64_t>()};
-}
-
-FluxElement elementOf(const nlohmann::json& j) {
-  FluxElement e;
-  e.id = j.at("id");
-  e.desc = j.at("desc");
-  if (j.contains("bbox")) {
-    e.bbox = *boxOf(j.at("bbox"));
-    return e;
-  }
-  e.edit = true;
-  e.from = j.at("from").is_null() ? "" : j.at("from").get<std::string>();
-  e.source = boxOf(j.at("src_bbox"));
-  e.target = boxOf(j.at("tgt_bbox"));
-  return e;
-}
 
 FluxElement box(const std::string& id, FluxBox b, const std::string& desc = "a thing") {
   FluxElement e;
@@ -51,9 +32,12 @@ TEST(FluxLayout, PromptsAsTheReference) {
   const nlohmann::json cases = nlohmann::json::parse(in);
   ASSERT_EQ(cases.size(), 3u);
   for (const auto& c : cases) {
-    std::vector<FluxElement> elements;
-    for (const auto& e : c.at("elements")) elements.push_back(elementOf(e));
+    const std::vector<FluxElement> elements = diffusion::fluxElements(c.at("elements"));
     EXPECT_EQ(diffusion::fluxLayout(c.at("caption"), elements), c.at("prompt").get<std::string>());
+    // The table the prompt ends with reads back as the same elements.
+    const std::string prompt = c.at("prompt");
+    const auto table = nlohmann::ordered_json::parse(prompt.substr(prompt.find(" [{") + 1));
+    EXPECT_EQ(diffusion::fluxLayout(c.at("caption"), diffusion::fluxElements(table)), prompt);
   }
 }
 
@@ -82,4 +66,34 @@ TEST(FluxLayout, RefusesBadElements) {
   edit.source.reset();
   edit.target.reset();
   expectError([&] { diffusion::fluxLayout("x", {edit}); }, {"b_1 has neither"});
+}
+
+TEST(FluxLayout, RefusesBadTables) {
+  const auto read = [](const char* json) { return diffusion::fluxElements(nlohmann::ordered_json::parse(json)); };
+  expectError([&] { read(R"({"id": "a_1"})"); }, {"not a JSON list"});
+  expectError([&] { read(R"([3])"); }, {"element 0 is not an object"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [0, 0, 9, 9]}])"); }, {"element 0", "no desc"});
+  expectError([&] { read(R"([{"id": 7, "bbox": [0, 0, 9, 9], "desc": "d"}])"); }, {"element 0", "no id"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [0, 0, 9], "desc": "d"}])"); }, {"(a_1)'s bbox", "4 numbers"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [0, 0, 9.5, 9], "desc": "d"}])"); }, {"9.5", "whole number"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [0, 0, 1e30, 9], "desc": "d"}])"); }, {"whole number"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [0, 0, 18446744073709551615, 9], "desc": "d"}])"); },
+              {"whole number"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [0, 0, 9, 9], "desc": "d", "color": "red"}])"); },
+              {"element 0", "'color'", "image row"});
+  expectError([&] { read(R"([{"id": "a_1", "desc": "d", "from": null, "tgt_bbox": [0, 0, 9, 9]}])"); },
+              {"(a_1)", "src_bbox"});
+  expectError([&] { read(R"([{"id": "a_1", "desc": "d", "from": 3, "src_bbox": null, "tgt_bbox": null}])"); },
+              {"(a_1)'s from"});
+  expectError([&] { read(R"([{"id": "a_1", "desc": "d", "from": null, "src_bbox": "top", "tgt_bbox": null}])"); },
+              {"(a_1)'s src_bbox", "or null"});
+  nlohmann::ordered_json big = nlohmann::ordered_json::array();
+  for (size_t i = 0; i <= diffusion::kMaxFluxElements; ++i) big.push_back(nlohmann::ordered_json::object());
+  expectError([&] { diffusion::fluxElements(big); }, {"more than 1000"});
+  expectError([] { diffusion::readFluxElements("[{\"id\": "); }, {"layout is not JSON"});
+  expectError([] { diffusion::readFluxElements(std::string(100000, '[')); }, {"layout is", "deeper"});
+  expectError([&] { read(R"([{"id": "a_1", "bbox": [[[0]], 0, 9, 9], "desc": "d"}])"); }, {"holds array"});
+  // Read, then refused by fluxLayout: a box beyond the range.
+  expectError([&] { diffusion::fluxLayout("x", read(R"([{"id": "a_1", "bbox": [0, 0, 1001, 9], "desc": "d"}])")); },
+              {"1001"});
 }

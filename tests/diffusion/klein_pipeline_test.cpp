@@ -260,7 +260,8 @@ TEST(KleinTinyFolder, Write) {
 // the text to image at 48 x 32 with the default step cache, and edit.png, picture.png edited at
 // 40 x 36 with --cache 0 --refresh 2 --steps 6 and "A lighthouse at night", both seed 42; and
 // upsampled.png, the text to image with --upsample upsampler/, its prompt the Upsampler's caption
-// sampled with seed 42) against KleinPipeline::paint's, byte for byte.
+// sampled with seed 42; layout.png, with --layout klein_layout.json, its prompt fluxLayout's)
+// against KleinPipeline::paint's, byte for byte.
 TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
   const char* root = std::getenv("GIZML_KLEIN_FOLDER");
   if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
@@ -270,7 +271,7 @@ TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
     return image::decode(std::vector<uint8_t>((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
   };
   const image::Image t2i = read(fs::path(root) / "t2i.png"), edit = read(fs::path(root) / "edit.png"),
-                    upsampled = read(fs::path(root) / "upsampled.png");
+                    upsampled = read(fs::path(root) / "upsampled.png"), laidOut = read(fs::path(root) / "layout.png");
   const image::Image wantT2i = loaded({}).paint(kTextPrompt, 42, {}, 48, 32);
   diffusion::KleinPipelineConfig editConfig;
   editConfig.cache = 0;
@@ -287,4 +288,9 @@ TEST(KleinTinyFolder, GizPaintedAsThePipeline) {
       diffusion::Upsampler::load((fs::path(root) / "upsampler").string(), {.seed = 42}).caption(kTextPrompt);
   EXPECT_NE(prompt, kTextPrompt);
   EXPECT_EQ(upsampled.pixels, loaded({}).paint(prompt, 42, {}, 48, 32).pixels);
+  std::ifstream layoutFile(test::diffusionData("klein_layout.json"));
+  const std::string layout = diffusion::fluxLayout(
+      kTextPrompt, diffusion::fluxElements(nlohmann::ordered_json::parse(layoutFile)));
+  EXPECT_NE(layout.find("<fox_1> <tree_1> [{"), std::string::npos) << layout;
+  EXPECT_EQ(laidOut.pixels, loaded({}).paint(layout, 42, {}, 48, 32).pixels);
 }

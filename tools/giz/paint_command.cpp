@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: giz paint [MODEL] PROMPT [--seed 0] [--size 1024x1024] [-o image.png] [--edit PICTURE ...]\n"
     "                 [--cache 0.3] [--refresh N] [--steps N] [--dit FILE] [--text FOLDER] [--vae FILE]\n"
-    "                 [--config zimage.json] [--upsample FOLDER]\n"
+    "                 [--config zimage.json] [--upsample FOLDER] [--layout FILE]\n"
     "  MODEL: a Z-Image Turbo or FLUX.2 [klein] / FLUX.3 klein folder laid out as ComfyUI's models/ (which\n"
     "  one, the DiT's tensor names tell): diffusion_models/ (one .safetensors, the DiT), text_encoders/ (one\n"
     "  folder of giz convert QWEN3_4B DEST --z-image-text; klein: of gizml::diffusion::convertTextEncoder),\n"
@@ -41,6 +41,9 @@ constexpr const char* kUsage =
     "  every step, the default); --steps N (klein): 0, the default, is the file's (FLUX.2 4, FLUX.3 16).\n"
     "  --upsample FOLDER: the prompt rewritten fuller first by BFL's prompt upsampler (a chat model of giz\n"
     "  convert, the spec's Qwen3.5-9B; sampled with --seed), shown on stderr; it reads text, not the pictures.\n"
+    "  --layout FILE: FLUX 3's bounding boxes (docs/klein.md): a JSON list of {\"id\", \"bbox\": [top, left,\n"
+    "  bottom, right] from 0 to 1000, \"desc\"} (an edit's: {\"id\", \"from\", \"src_bbox\", \"tgt_bbox\", \"desc\"}),\n"
+    "  the prompt citing them as <id>; appended to the (upsampled) prompt as gizml::diffusion::fluxLayout does.\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
 
 // "[#####...]  3/8" redrawn in place.
@@ -61,7 +64,7 @@ int paintCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   ImageModelFiles files;
   std::vector<std::string> words, edits;
-  std::string size, output = "image.png", upsampler;
+  std::string size, output = "image.png", upsampler, layoutFile;
   KleinOptions kleinOptions;
   uint64_t seed = 0;
   for (int i = 2; i < argc; ++i) {
@@ -92,6 +95,7 @@ int paintCommand(int argc, char** argv) {
     else if (arg == "--vae") files.vae = argv[++i];
     else if (arg == "--config") files.config = argv[++i];
     else if (arg == "--upsample") upsampler = argv[++i];
+    else if (arg == "--layout") layoutFile = argv[++i];
     else return usageReply(kUsage, false);
   }
   if (words.empty() || words.size() > 2) return usageReply(kUsage, false);
@@ -112,6 +116,18 @@ int paintCommand(int argc, char** argv) {
     }
   }
 
+  std::vector<gizml::diffusion::FluxElement> layout;
+  if (!layoutFile.empty()) {
+    std::ifstream in(layoutFile, std::ios::binary);
+    if (!in) throw gizml::Error("--layout " + layoutFile + ": cannot be read");
+    try {
+      layout = gizml::diffusion::readFluxElements(std::string(std::istreambuf_iterator<char>(in), {}));
+      gizml::diffusion::fluxLayout(words.back(), layout);  // the elements checked before any model loads
+    } catch (const gizml::Error& e) {
+      throw gizml::Error("--layout " + layoutFile + ": " + e.what());
+    }
+  }
+
   const ImageModelFiles found = findImageModelFiles(words.size() == 2 ? words[0] : "", files);
   // Before the model is loaded (minutes for a real one).
   if (!pictures.empty() && !isKleinDit(found.dit))
@@ -122,6 +138,7 @@ int paintCommand(int argc, char** argv) {
     prompt = gizml::diffusion::Upsampler::load(upsampler, {.seed = seed}).caption(prompt, pictures);
     std::fprintf(stderr, "upsampled prompt: %s\n", prompt.c_str());
   }
+  prompt = gizml::diffusion::fluxLayout(prompt, layout);
 
   const gizml::ai::ImagePipeline pipeline = loadImageModel(found, kleinOptions);
   const auto* klein = std::get_if<gizml::diffusion::KleinPipeline>(&pipeline);
