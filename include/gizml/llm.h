@@ -131,9 +131,16 @@ struct Result {
 class LanguageModel;
 class ChatTemplate;
 
+/// The most prompt rows an Engine step reads (a longer prompt is read over several steps). A
+/// pass's intermediate rows stay in buffers the size of the largest pass (about 32 KB a row on
+/// Gemma 3 270M, 50 KB on Qwen3-0.6B): a 4096-token prompt read whole held 130 MB more for good
+/// on Gemma 3. llama.cpp's passes are 512 rows (its ubatch). giz bench reads its prompt the same.
+inline constexpr int64_t kPromptRowsPerStep = 1024;
+
 /// Runs requests on a model in slots of up to maxTokens tokens each. Every step is one forward
 /// pass of the model for all running requests: the decoding ones feed their last token, new
-/// prompts are read whole, or in parts while others decode (setPrefillBudget). The slots' keys
+/// prompts are read whole up to kPromptRowsPerStep rows together, or in parts while others
+/// decode (setPrefillBudget). The slots' keys
 /// and values live in pages of one pool (for the models here): a slot keeps what it read after
 /// its request ends, and a request starts from the slot holding the longest start of its prompt
 /// (the earlier turns of its chat, a shared system prompt), sharing that slot's pages rather
@@ -186,7 +193,7 @@ class Engine {
   /// a prompt moves on by at least a row a step and at most 2048, and every 4th step is the
   /// decoding requests' alone, timing them afresh as their contexts grow. A request draws its first
   /// token, and its n choices start, once its whole prompt is read; its marks are kept as with a
-  /// whole read. Off: a prompt is read whole in the step after its add. A prompt read in parts
+  /// whole read. Off: a prompt is read whole (up to kPromptRowsPerStep) in the step after its add. A prompt read in parts
   /// gives the logits of a whole read, so the same tokens; Qwen 3.5's recurrent layers round
   /// other splits otherwise, so there they agree to rounding (a near tie may go either way).
   void setPrefillBudget(bool on);

@@ -103,24 +103,42 @@ TEST_F(PrefillBudgetTest, ALongPromptBesideDecodingRequestsIsReadInParts) {
   EXPECT_EQ(got.tokens[second], greedyReference(b, 1000));
 }
 
-TEST_F(PrefillBudgetTest, OffALongPromptIsReadWholeInTheNextStep) {
+TEST_F(PrefillBudgetTest, OffALongPromptIsReadInTheNextStepsAtTheMostRows) {
   engine.setPrefillBudget(false);
   startDecoding();
   const int longOne = engine.add(request(prompt, 3));
-  got.add(engine.advance());
-  EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{1, 1, 5000}));
+  model->fedTokens.clear();
+  while (got.tokens[longOne].empty()) got.add(engine.advance());
+  // 5,000 rows: four steps of kPromptRowsPerStep, then the 904 left, the decoding requests' rows
+  // beside each.
+  const size_t most = static_cast<size_t>(kPromptRowsPerStep);
+  ASSERT_EQ(model->fedTokens.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(model->fedTokens[i], (std::vector<size_t>{1, 1, most})) << i;
+  EXPECT_EQ(model->fedTokens[4], (std::vector<size_t>{1, 1, 5000 - 4 * most}));
   EXPECT_EQ(got.tokens[longOne].size(), 1u);
   while (engine.running() > 0) got.add(engine.advance());
   EXPECT_EQ(got.tokens[longOne], greedyReference(prompt, 3));
 }
 
-// However many rows they make together (here more than a slot holds).
-TEST_F(PrefillBudgetTest, WithNothingDecodingPromptsAreReadWhole) {
+// However many rows they make together (here more than a slot holds): first come first, at most
+// kPromptRowsPerStep rows a step (the pass's intermediate rows are kept at the largest pass's
+// size), each prompt's first token once it is read whole.
+TEST_F(PrefillBudgetTest, WithNothingDecodingPromptsAreReadInStepsOfTheMostRows) {
   const int longOne = engine.add(request(prompt, 3)), other = engine.add(request(cycled(1500, 32), 3));
-  got.add(engine.advance());
-  EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{5000, 1500}));
+  const size_t most = static_cast<size_t>(kPromptRowsPerStep);
+  for (size_t i = 0; i < 4; ++i) {
+    got.add(engine.advance());
+    EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{most})) << i;
+  }
+  got.add(engine.advance());  // the long one's last 904 rows and the other's first 120
+  EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{5000 - 4 * most, most - (5000 - 4 * most)}));
   EXPECT_EQ(got.tokens[longOne].size(), 1u);
-  EXPECT_EQ(got.tokens[other].size(), 1u);
+  EXPECT_TRUE(got.tokens[other].empty());
+  // Then the other's 1,380 rows left beside the long one's decoding, in the budget's parts.
+  while (got.tokens[other].empty()) got.add(engine.advance());
+  while (engine.running() > 0) got.add(engine.advance());
+  EXPECT_EQ(got.tokens[longOne], greedyReference(prompt, 3));
+  EXPECT_EQ(got.tokens[other], greedyReference(cycled(1500, 32), 3));
 }
 
 TEST_F(PrefillBudgetTest, CancellingARequestHalfWayThroughItsPromptFreesItsSlot) {
@@ -139,10 +157,15 @@ TEST_F(PrefillBudgetTest, CancellingARequestHalfWayThroughItsPromptFreesItsSlot)
   EXPECT_EQ(steps[0].request, decoding);
   EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{1}));
   two.cancel(decoding);
-  // The slot keeps the part read: the same prompt again (alone, so whole) reads only the rest.
+  // The slot keeps the part read: the same prompt again (alone, so in steps of the most rows)
+  // reads only the rest.
   model->fedTokens.clear();
   const Result again = two.generate({request(prompt, 5)})[0];
-  EXPECT_EQ(model->fedTokens[0], (std::vector<size_t>{prompt.size() - PrefillBudget::kFirstChunk}));
+  size_t read = 0;
+  for (const std::vector<size_t>& fed : model->fedTokens)
+    if (fed[0] > 1) read += fed[0];  // the prompt's steps, not the decoding ones after them
+  EXPECT_EQ(model->fedTokens[0], (std::vector<size_t>{static_cast<size_t>(kPromptRowsPerStep)}));
+  EXPECT_EQ(read, prompt.size() - PrefillBudget::kFirstChunk);
   EXPECT_EQ(again.tokens, greedyReference(prompt, 5));
 }
 

@@ -1,5 +1,6 @@
 // giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv FORMAT] [--logits FILE]
-// [--batch B]: times one prefill pass of N prompt tokens and N greedy decode steps after it, and
+// [--batch B]: times a prefill of N prompt tokens (in passes of llm::kPromptRowsPerStep rows, as
+// the engine reads prompts; llama-bench's are its ubatch) and N greedy decode steps after it, and
 // prints one JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the
 // same way. --batch B runs B sequences at once (each the same prompt, in one prefill pass, then
 // one decode step of all B at a time), as a server with B requests does; tok/s are totals.
@@ -96,15 +97,30 @@ int benchCommand(int argc, char** argv) {
   }
 
   using Clock = std::chrono::steady_clock;
-  // What each sequence reads in the next pass: the prompt, then the token it chose.
-  std::vector<std::vector<gizml::llm::TokenId>> next(static_cast<size_t>(batch), prompt);
+  // What each sequence reads in the next decode pass: the token it chose.
+  std::vector<std::vector<gizml::llm::TokenId>> next(static_cast<size_t>(batch));
+  // The prompt in passes of the engine's rows a step; the last pass's logits, or every row's.
+  const auto readPrompt = [&](bool allLogits) {
+    std::vector<std::vector<gizml::tensor::Tensor>> parts(next.size());
+    std::vector<gizml::tensor::Tensor> logits;
+    for (int64_t from = 0; from < prefill; from += gizml::llm::kPromptRowsPerStep) {
+      const int64_t to = std::min(prefill, from + gizml::llm::kPromptRowsPerStep);
+      const std::vector<gizml::llm::TokenId> part(prompt.begin() + from, prompt.begin() + to);
+      logits = sequences.forward(std::vector<std::vector<gizml::llm::TokenId>>(next.size(), part), allLogits);
+      if (allLogits)
+        for (size_t s = 0; s < next.size(); ++s) parts[s].push_back(logits[s]);
+    }
+    if (allLogits)
+      for (size_t s = 0; s < next.size(); ++s) logits[s] = gizml::tensor::concat(parts[s], 0);
+    return logits;
+  };
   // The warm-up: the first pass touches the KV cache's and the buffers' fresh pages, and wakes the
   // threads; llama-bench leaves such a pass out of its figures too.
-  sequences.forward(next);
+  readPrompt(false);
   if (decode > 0) sequences.forward(std::vector<std::vector<gizml::llm::TokenId>>(static_cast<size_t>(batch), {prompt[0]}));
   sequences.clear();
   const auto t0 = Clock::now();
-  auto logits = sequences.forward(next, !logitsFile.empty());
+  auto logits = readPrompt(!logitsFile.empty());
   const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!logitsFile.empty()) {
     std::ofstream out(logitsFile, std::ios::binary);
