@@ -38,6 +38,9 @@ struct ServedPainter {
   std::string name;
   ImagePipeline pipeline;
   int64_t maxSide = 2048;
+  /// BFL's prompt upsampler for requests that ask for it ("upsample": true); null: none, and such
+  /// a request is a 400.
+  std::shared_ptr<const diffusion::Upsampler> upsampler = nullptr;
 };
 
 /// Where a server takes its connections: a listening TCP socket, which the Listener owns (and

@@ -761,6 +761,8 @@ class Upsampler {
   /// The fuller prompt (the model's answer, thinking off, whitespace trimmed from both ends).
   /// pictures: an edit's pictures (none: text to image). An empty prompt is a gizml::Error.
   std::string caption(const std::string& prompt, const std::vector<image::Image>& pictures = {}) const;
+  /// The same, sampled with this seed rather than the config's (a server's request's).
+  std::string caption(const std::string& prompt, const std::vector<image::Image>& pictures, uint64_t seed) const;
 
   /// The chat caption sends: BFL's system prompt for text to image, or for edits when `edit`,
   /// then the prompt as the user's message.

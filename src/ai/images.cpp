@@ -94,14 +94,19 @@ ImageRequest readRequest(const Json& body, const std::vector<ImageTarget>& targe
     if (!layout->is_array() && !layout->is_string())
       bad("layout", "expected a list of elements (or its JSON text), got " + typeName(*layout));
     try {
-      r.prompt = diffusion::fluxLayout(r.prompt, layout->is_string()
-                                                     ? diffusion::readFluxElements(layout->get<std::string>())
-                                                     : diffusion::fluxElements(*layout));
+      r.layout = layout->is_string() ? diffusion::readFluxElements(layout->get<std::string>())
+                                     : diffusion::fluxElements(*layout);
+      diffusion::fluxLayout(r.prompt, r.layout);  // its checks, before any painting
     } catch (const Error& e) {
       bad("layout", e.what());
     }
   }
   const ImageTarget& target = targets[r.target];
+  if (auto upsample = boolean(body, "upsample"); upsample && *upsample) {
+    if (!target.upsampler)
+      bad("upsample", "'" + target.name + "' has no prompt upsampler (giz serve --upsampler FOLDER)");
+    r.upsample = true;
+  }
   if (edit) {
     if (!target.editSize)
       bad("model", "'" + target.name + "' paints from text alone: it takes no pictures (POST /v1/images/generations)",
@@ -131,7 +136,7 @@ ImageRequest readRequest(const Json& body, const std::vector<ImageTarget>& targe
 
 // A text field of an edit's form as the JSON value generations would hold: n and seed as
 // numbers when they read as whole numbers (else the string, which the reader refuses, named),
-// stream as a boolean when true or false, the rest as strings.
+// stream and upsample as booleans when true or false, the rest as strings.
 Json formValue(const std::string& name, const std::string& text) {
   if (name == "n" || name == "seed") {
     const bool whole = !text.empty() && text.size() <= 20 &&
@@ -144,7 +149,7 @@ Json formValue(const std::string& name, const std::string& text) {
       }
     }
   }
-  if (name == "stream" && (text == "true" || text == "false")) return text == "true";
+  if ((name == "stream" || name == "upsample") && (text == "true" || text == "false")) return text == "true";
   return text;
 }
 

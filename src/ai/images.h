@@ -1,8 +1,9 @@
 #pragma once
 // POST /v1/images/generations and /v1/images/edits: OpenAI's requests read (prompt, model, size, n,
-// response_format, and as our extensions seed and layout, FLUX 3's bounding boxes appended to the
-// prompt by diffusion::fluxLayout; an edit's pictures from its multipart form), and the answer's
-// base64.
+// response_format, and as our extensions seed, upsample (BFL's prompt upsampler first) and layout,
+// FLUX 3's bounding boxes appended to the prompt by diffusion::fluxLayout; an edit's pictures from
+// its multipart form), and the answer's base64.
+#include <gizml/diffusion.h>
 #include <gizml/image.h>
 
 #include <cstdint>
@@ -18,6 +19,7 @@ struct ImageTarget {
   std::string name;
   int64_t sizeMultiple = 16;  // width and height must be multiples of this
   int64_t maxSide = 2048;     // and at most this
+  bool upsampler = false;     // whether it rewrites prompts that ask for it
   /// An edit's size without one asked for, from its first picture; empty: the model takes no
   /// pictures (text to image only).
   std::function<std::pair<int64_t, int64_t>(const image::Image&)> editSize;
@@ -29,7 +31,9 @@ inline constexpr int kMaxImages = 4;
 /// An images request, read.
 struct ImageRequest {
   size_t target = 0;  // index into the targets
-  std::string prompt;  // with the layout's table when one was given
+  std::string prompt;
+  bool upsample = false;  // the prompt rewritten by the model's upsampler first
+  std::vector<diffusion::FluxElement> layout;  // appended (fluxLayout) after any upsampling
   int64_t width = 1024, height = 1024;  // absent: 1024, or the target's largest square below it
   int n = 1;          // image i from seed + i
   uint64_t seed = 0;  // given, else fresh

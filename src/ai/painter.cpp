@@ -24,7 +24,8 @@ void PaintJob::cancel() {
   cancelled_ = true;
 }
 
-Painter::Painter(ImagePipeline pipeline) : pipeline_(std::move(pipeline)), thread_([this] { run(); }) {}
+Painter::Painter(ImagePipeline pipeline, std::shared_ptr<const diffusion::Upsampler> upsampler)
+    : pipeline_(std::move(pipeline)), upsampler_(std::move(upsampler)), thread_([this] { run(); }) {}
 
 Painter::~Painter() { stop(); }
 
@@ -79,6 +80,10 @@ void Painter::paint(PaintJob& job) {
   std::vector<std::vector<uint8_t>> pngs;
   try {
     checkCancelled({});
+    // The upsampler first (sampled with the request's seed), then the layout's table.
+    std::string prompt = r.upsample ? upsampler_->caption(r.prompt, r.pictures, r.seed) : r.prompt;
+    prompt = diffusion::fluxLayout(prompt, r.layout);
+    checkCancelled({});
     // paint's stages, the conditioning (caption and pictures) read once for the n images. Only the
     // prompt can make condition throw (longer than the encoder's context): the pictures were
     // checked when the request was read.
@@ -87,8 +92,8 @@ void Painter::paint(PaintJob& job) {
           constexpr bool klein = std::is_same_v<std::decay_t<decltype(pipeline)>, diffusion::KleinPipeline>;
           const auto conditioning = [&] {
             try {
-              if constexpr (klein) return pipeline.condition(r.prompt, r.pictures);
-              else return pipeline.condition(r.prompt);
+              if constexpr (klein) return pipeline.condition(prompt, r.pictures);
+              else return pipeline.condition(prompt);
             } catch (const Error&) {
               job.promptError_ = true;
               throw;

@@ -44,7 +44,8 @@ class PaintJob {
 
 class Painter {
  public:
-  explicit Painter(ImagePipeline pipeline);
+  /// upsampler: for the jobs that ask for it (null: none asks, the parser refused them).
+  explicit Painter(ImagePipeline pipeline, std::shared_ptr<const diffusion::Upsampler> upsampler = nullptr);
   ~Painter();
   Painter(const Painter&) = delete;
   Painter& operator=(const Painter&) = delete;
@@ -57,6 +58,7 @@ class Painter {
   void run();
   void paint(PaintJob& job);
   ImagePipeline pipeline_;
+  std::shared_ptr<const diffusion::Upsampler> upsampler_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<PaintJob>> queue_;

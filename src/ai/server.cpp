@@ -250,12 +250,13 @@ Server::Server(std::vector<Served> served, std::vector<ServedPainter> painters, 
     m.chatNames.push_back(e.name);
   }
   for (ServedPainter& p : painters) {
-    ImageTarget target{p.name, std::visit([](const auto& q) { return q.sizeMultiple(); }, p.pipeline), p.maxSide, {}};
+    ImageTarget target{p.name, std::visit([](const auto& q) { return q.sizeMultiple(); }, p.pipeline), p.maxSide,
+                       p.upsampler != nullptr, {}};
     if (const auto* klein = std::get_if<diffusion::KleinPipeline>(&p.pipeline))
       target.editSize = [klein = *klein](const image::Image& first) { return klein.editSize(first); };
     m.imageTargets.push_back(std::move(target));
     m.imageNames.push_back(p.name);
-    m.painters.push_back({p.name, std::make_unique<Painter>(std::move(p.pipeline))});
+    m.painters.push_back({p.name, std::make_unique<Painter>(std::move(p.pipeline), std::move(p.upsampler))});
   }
   m.transport = std::make_unique<Transport>(std::move(listener), std::move(t), std::move(access), [&m](int fd, const http::Request& r, bool keepAlive) {
     return m.handle(fd, r, keepAlive);

@@ -61,11 +61,16 @@ nlohmann::ordered_json Upsampler::messages(const std::string& prompt, bool edit)
 }
 
 std::string Upsampler::caption(const std::string& prompt, const std::vector<image::Image>& pictures) const {
+  return caption(prompt, pictures, config_.seed);
+}
+
+std::string Upsampler::caption(const std::string& prompt, const std::vector<image::Image>& pictures,
+                               uint64_t seed) const {
   if (trimmed(prompt).empty()) throw Error("Upsampler::caption: the prompt is empty");
   llm::Request request;
   request.prompt = model_.chatTokens(messages(prompt, !pictures.empty())).ids;
   request.limit = config_.limit;
-  request.sampling = config_.temperature > 0 ? llm::sample(config_.temperature, 0, 1.0, config_.seed) : llm::greedy();
+  request.sampling = config_.temperature > 0 ? llm::sample(config_.temperature, 0, 1.0, seed) : llm::greedy();
   llm::Engine engine = model_.engine(1, static_cast<int64_t>(request.prompt.size()) + request.limit);
   return trimmed(engine.generate({request}).at(0).text);
 }

@@ -11,6 +11,7 @@
 #include "ai/images.h"
 #include "ai/painter.h"
 #include "diffusion/klein_tiny.h"
+#include "diffusion/upsampler_tiny.h"
 #include "diffusion/zimage_tiny.h"
 #include "serve_fixture.h"
 
@@ -267,6 +268,43 @@ TEST_F(KleinImagesTest, LayoutsPaintAsThePipeline) {
   expectRefused(with(json::array({{{"id", "a_1"}, {"bbox", {0, 0, 9}}, {"desc", "d"}}})), "layout",
                 "bbox is not a list of 4 numbers");
   expectRefused(with(json::array({{{"id", "A"}, {"bbox", {0, 0, 9, 9}}, {"desc", "d"}}})), "layout", "'A'");
+}
+
+// "upsample": true rewrites the prompt with the model's upsampler (the tiny one, 24 new tokens),
+// sampled with the request's seed, before the layout is appended; refused where there is none.
+TEST(KleinUpsampledImages, PaintAsThePipelineOfTheCaption) {
+  const auto upsampler = std::make_shared<const diffusion::Upsampler>(
+      diffusion::Upsampler::load(test::upsampler::modelFolder(), {.limit = 24}));
+  std::vector<ai::ServedPainter> painters;
+  painters.push_back({"klein", test::klein::pipeline(), 128, upsampler});
+  painters.push_back({"plain", test::klein::pipeline(), 128});
+  ai::Server server({}, std::move(painters), ai::Listener("127.0.0.1", 0));
+  const json layout = json::array({{{"id", "fox_1"}, {"bbox", {300, 100, 900, 600}}, {"desc", "A red fox."}}});
+  const Response r = post(server.port(), "/v1/images/generations",
+                          {{"model", "klein"}, {"prompt", "a fox"}, {"size", "48x32"}, {"seed", 42},
+                           {"upsample", true}, {"layout", layout}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string caption = upsampler->caption("a fox", {}, 42);
+  EXPECT_NE(caption, "a fox");
+  const std::string prompt = diffusion::fluxLayout(caption, diffusion::fluxElements(layout));
+  EXPECT_EQ(onlyPicture(r).pixels, test::klein::pipeline().paint(prompt, 42, {}, 48, 32).pixels);
+
+  const Response e = postForm(server.port(), {{{"model", "klein"}, {"prompt", "night"}, {"size", "40x36"},
+                                               {"seed", "7"}, {"upsample", "true"}},
+                                              {{"image", "fox.png", picturePng()}}});
+  ASSERT_EQ(e.status, 200) << e.body;
+  const std::vector<image::Image> pictures = {test::klein::picture()};
+  EXPECT_EQ(onlyPicture(e).pixels,
+            test::klein::pipeline().paint(upsampler->caption("night", pictures, 7), 7, pictures, 40, 36).pixels);
+
+  const Response refused = post(server.port(), "/v1/images/generations",
+                                {{"model", "plain"}, {"prompt", "a fox"}, {"size", "32x32"}, {"upsample", true}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("'plain' has no prompt upsampler"), std::string::npos) << refused.body;
+  const Response notABoolean = post(server.port(), "/v1/images/generations",
+                                    {{"model", "klein"}, {"prompt", "a fox"}, {"upsample", "yes"}});
+  EXPECT_EQ(notABoolean.status, 400) << notABoolean.body;
+  EXPECT_NE(notABoolean.body.find("upsample"), std::string::npos) << notABoolean.body;
 }
 
 TEST_F(KleinImagesTest, EditsPaintAsThePipeline) {

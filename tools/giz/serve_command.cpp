@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
     "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv auto] [--pool TOKENS]\n"
     "                 [--prefill-budget on] [--device auto] [--image NAME=FOLDER ...] [--image-max-side 2048]\n"
+    "                 [--upsampler FOLDER]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
@@ -37,7 +38,8 @@ constexpr const char* kUsage =
     "  (on: in parts, each adding about a decode step's time). --device as for giz run.\n"
     "  --image: a Z-Image Turbo or klein folder (as for giz paint) served as NAME on POST\n"
     "  /v1/images/generations, klein's on POST /v1/images/edits too (the first the default image model);\n"
-    "  no MODEL is needed then. --image-max-side: larger sizes get 400.\n"
+    "  no MODEL is needed then. --image-max-side: larger sizes get 400. --upsampler: BFL's prompt\n"
+    "  upsampler (a chat model of giz convert, as giz paint --upsample) for requests with \"upsample\": true.\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -96,6 +98,7 @@ int serveCommand(int argc, char** argv) {
   gizml::ai::ServeOptions options;
   std::vector<std::string> models, names, images;
   int64_t imageMaxSide = 2048;
+  std::string upsamplerFolder;
   int slots = 4;
   int64_t context = 4096;
   int64_t pool = 0;
@@ -118,6 +121,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--name") names.push_back(argv[++i]);
     else if (arg == "--image") images.push_back(argv[++i]);
     else if (arg == "--image-max-side") imageMaxSide = parseCount(arg, argv[++i]);
+    else if (arg == "--upsampler") upsamplerFolder = argv[++i];
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parseSetting(argv[++i]);
     else if (arg == "--device") device = argv[++i];
@@ -167,9 +171,14 @@ int serveCommand(int argc, char** argv) {
     served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
   }
 
+  if (!upsamplerFolder.empty() && imageFolders.empty())
+    throw gizml::Error("--upsampler: no --image model to upsample prompts for");
+  const auto upsampler = upsamplerFolder.empty() ? nullptr
+                                                 : std::make_shared<const gizml::diffusion::Upsampler>(
+                                                       gizml::diffusion::Upsampler::load(upsamplerFolder));
   std::vector<gizml::ai::ServedPainter> painters;
   for (const auto& [name, folder] : imageFolders)
-    painters.push_back({name, loadImageModel(findImageModelFiles(folder, {})), imageMaxSide});
+    painters.push_back({name, loadImageModel(findImageModelFiles(folder, {})), imageMaxSide, upsampler});
 
   // Every thread the server starts inherits this mask: the signals wait for sigwait below.
   sigset_t signals;
