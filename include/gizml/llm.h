@@ -134,8 +134,9 @@ class ChatTemplate;
 /// The most prompt rows an Engine step reads (a longer prompt is read over several steps). A
 /// pass's intermediate rows stay in buffers the size of the largest pass (about 32 KB a row on
 /// Gemma 3 270M, 50 KB on Qwen3-0.6B): a 4096-token prompt read whole held 130 MB more for good
-/// on Gemma 3. llama.cpp's passes are 512 rows (its ubatch). giz bench reads its prompt the same.
-inline constexpr int64_t kPromptRowsPerStep = 1024;
+/// on Gemma 3. 512, llama.cpp's passes (its ubatch): as fast as 1,024 (docs/benchmarks.md).
+/// giz bench reads its prompt the same.
+inline constexpr int64_t kPromptRowsPerStep = 512;
 
 /// Runs requests on a model in slots of up to maxTokens tokens each. Every step is one forward
 /// pass of the model for all running requests: the decoding ones feed their last token, new

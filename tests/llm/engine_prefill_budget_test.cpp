@@ -109,12 +109,11 @@ TEST_F(PrefillBudgetTest, OffALongPromptIsReadInTheNextStepsAtTheMostRows) {
   const int longOne = engine.add(request(prompt, 3));
   model->fedTokens.clear();
   while (got.tokens[longOne].empty()) got.add(engine.advance());
-  // 5,000 rows: four steps of kPromptRowsPerStep, then the 904 left, the decoding requests' rows
-  // beside each.
-  const size_t most = static_cast<size_t>(kPromptRowsPerStep);
-  ASSERT_EQ(model->fedTokens.size(), 5u);
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(model->fedTokens[i], (std::vector<size_t>{1, 1, most})) << i;
-  EXPECT_EQ(model->fedTokens[4], (std::vector<size_t>{1, 1, 5000 - 4 * most}));
+  // 5,000 rows: steps of kPromptRowsPerStep, then the rest, the decoding requests' rows beside each.
+  const size_t most = static_cast<size_t>(kPromptRowsPerStep), full = prompt.size() / most;
+  ASSERT_EQ(model->fedTokens.size(), full + 1);
+  for (size_t i = 0; i < full; ++i) EXPECT_EQ(model->fedTokens[i], (std::vector<size_t>{1, 1, most})) << i;
+  EXPECT_EQ(model->fedTokens[full], (std::vector<size_t>{1, 1, prompt.size() - full * most}));
   EXPECT_EQ(got.tokens[longOne].size(), 1u);
   while (engine.running() > 0) got.add(engine.advance());
   EXPECT_EQ(got.tokens[longOne], greedyReference(prompt, 3));
@@ -125,16 +124,17 @@ TEST_F(PrefillBudgetTest, OffALongPromptIsReadInTheNextStepsAtTheMostRows) {
 // size), each prompt's first token once it is read whole.
 TEST_F(PrefillBudgetTest, WithNothingDecodingPromptsAreReadInStepsOfTheMostRows) {
   const int longOne = engine.add(request(prompt, 3)), other = engine.add(request(cycled(1500, 32), 3));
-  const size_t most = static_cast<size_t>(kPromptRowsPerStep);
-  for (size_t i = 0; i < 4; ++i) {
+  const size_t most = static_cast<size_t>(kPromptRowsPerStep), full = prompt.size() / most;
+  const size_t rest = prompt.size() - full * most;
+  for (size_t i = 0; i < full; ++i) {
     got.add(engine.advance());
     EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{most})) << i;
   }
-  got.add(engine.advance());  // the long one's last 904 rows and the other's first 120
-  EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{5000 - 4 * most, most - (5000 - 4 * most)}));
+  got.add(engine.advance());  // the long one's last rows and the other's first
+  EXPECT_EQ(model->fedTokens.back(), (std::vector<size_t>{rest, most - rest}));
   EXPECT_EQ(got.tokens[longOne].size(), 1u);
   EXPECT_TRUE(got.tokens[other].empty());
-  // Then the other's 1,380 rows left beside the long one's decoding, in the budget's parts.
+  // Then the rest of the other's rows beside the long one's decoding, in the budget's parts.
   while (got.tokens[other].empty()) got.add(engine.advance());
   while (engine.running() > 0) got.add(engine.advance());
   EXPECT_EQ(got.tokens[longOne], greedyReference(prompt, 3));

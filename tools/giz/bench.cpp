@@ -1,11 +1,11 @@
 // giz bench MODEL [--prefill N] [--decode N] [--tokens FILE] [--kv FORMAT] [--logits FILE]
-// [--batch B]: times a prefill of N prompt tokens (in passes of llm::kPromptRowsPerStep rows, as
-// the engine reads prompts; llama-bench's are its ubatch) and N greedy decode steps after it, and
-// prints one JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the
-// same way. --batch B runs B sequences at once (each the same prompt, in one prefill pass, then
-// one decode step of all B at a time), as a server with B requests does; tok/s are totals.
-// --logits writes the prefill's logits of every position ([N, vocab] little-endian f32) for
-// the driver's KL divergences.
+// [--batch B]: times a prefill of N prompt tokens and N greedy decode steps after it, and prints
+// one JSON line (tok/s of each, peak RSS) for bench/bench_llm.py, which runs llama.cpp the same
+// way. The prompt is read in passes of at most llm::kPromptRowsPerStep rows in all, as the engine
+// reads prompts (llama-bench's passes are its ubatch). --batch B runs B sequences at once (each
+// the same prompt, a part of each in every prefill pass, then one decode step of all B at a
+// time), as a server with B requests does; tok/s are totals. --logits writes the prefill's logits
+// of every position ([N, vocab] little-endian f32) for the driver's KL divergences.
 #include <gizml/llm.h>
 #include <gizml/threads.h>
 
@@ -99,12 +99,14 @@ int benchCommand(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   // What each sequence reads in the next decode pass: the token it chose.
   std::vector<std::vector<gizml::llm::TokenId>> next(static_cast<size_t>(batch));
-  // The prompt in passes of the engine's rows a step; the last pass's logits, or every row's.
+  // The prompts in passes of at most the engine's rows a step in all (each sequence's part of
+  // them alike); the last pass's logits, or every row's.
+  const int64_t part = std::max<int64_t>(1, gizml::llm::kPromptRowsPerStep / batch);
   const auto readPrompt = [&](bool allLogits) {
     std::vector<std::vector<gizml::tensor::Tensor>> parts(next.size());
     std::vector<gizml::tensor::Tensor> logits;
-    for (int64_t from = 0; from < prefill; from += gizml::llm::kPromptRowsPerStep) {
-      const int64_t to = std::min(prefill, from + gizml::llm::kPromptRowsPerStep);
+    for (int64_t from = 0; from < prefill; from += part) {
+      const int64_t to = std::min(prefill, from + part);
       const std::vector<gizml::llm::TokenId> part(prompt.begin() + from, prompt.begin() + to);
       logits = sequences.forward(std::vector<std::vector<gizml::llm::TokenId>>(next.size(), part), allLogits);
       if (allLogits)
