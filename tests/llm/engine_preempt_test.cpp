@@ -41,13 +41,15 @@ std::vector<TokenId> alone(const Request& r) {
   return engine.generate({r})[0].tokens;
 }
 
-// Three prompts of 250 tokens in a pool of 5 pages: read, they hold a page each; at position
-// 256 each needs a second, so the last admitted (C, sampled) gives its page back. When B ends,
-// C starts again beside A: from its state in host memory, or reading its prompt and the tokens
-// it drew again (in parts beside A's decoding). Each gives what it gives alone.
+// Three prompts of 160 tokens (read in one step: 480 rows, within kPromptRowsPerStep) in a pool
+// of 5 pages: read, they hold a page each; at position 256 each needs a second, so the last
+// admitted (C, sampled) gives its page back. When B ends, C starts again beside A: from its state
+// in host memory, or reading its prompt and the tokens it drew again (in parts beside A's
+// decoding). Each gives what it gives alone.
 TEST(EnginePreempt, RequestsPreemptedWhenThePoolRunsShortGiveTheirTokensAlone) {
-  const std::vector<Request> requests = {request(tokens(250, 1), 100), request(tokens(250, 2), 10),
-                                         request(tokens(250, 3), 40, sample(0.9, 0, 1.0, 7))};
+  static_assert(3 * 160 <= kPromptRowsPerStep);
+  const std::vector<Request> requests = {request(tokens(160, 1), 130), request(tokens(160, 2), 100),
+                                         request(tokens(160, 3), 120, sample(0.9, 0, 1.0, 7))};
   for (const bool keep : {true, false}) {
     Engine engine(llama(), nullptr, {}, 3, 1024, 5 * kPage);
     if (!keep) engine.setHostCache(0);
