@@ -191,7 +191,7 @@ class Engine {
   /// much time as a step of the decoding requests alone, so a long prompt is read over several
   /// steps and they get a token every step (vLLM's chunked prefill, its budget in time). Both
   /// times are running estimates of this engine's forward passes (32 rows until there are some);
-  /// a prompt moves on by at least a row a step and at most 2048, and every 4th step is the
+  /// a prompt moves on by at least a row a step and at most kPromptRowsPerStep, and every 4th step is the
   /// decoding requests' alone, timing them afresh as their contexts grow. A request draws its first
   /// token, and its n choices start, once its whole prompt is read; its marks are kept as with a
   /// whole read. Off: a prompt is read whole (up to kPromptRowsPerStep) in the step after its add. A prompt read in parts

@@ -96,7 +96,7 @@ TEST_F(PrefillBudgetTest, ALongPromptBesideDecodingRequestsIsReadInParts) {
       EXPECT_GE(parts[i], static_cast<size_t>(PrefillBudget::kFloor)) << i;
     }
   }
-  EXPECT_GE(parts.size(), 4u);  // 32 rows, then at most 2048 a step
+  EXPECT_GE(parts.size(), 4u);  // 32 rows, then at most kCeiling a step
   while (engine.running() > 0) got.add(engine.advance());
   EXPECT_EQ(got.tokens[longOne], greedyReference(prompt, 3));
   EXPECT_EQ(got.tokens[first], greedyReference(a, 1000));

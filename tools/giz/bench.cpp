@@ -107,8 +107,8 @@ int benchCommand(int argc, char** argv) {
     std::vector<gizml::tensor::Tensor> logits;
     for (int64_t from = 0; from < prefill; from += part) {
       const int64_t to = std::min(prefill, from + part);
-      const std::vector<gizml::llm::TokenId> part(prompt.begin() + from, prompt.begin() + to);
-      logits = sequences.forward(std::vector<std::vector<gizml::llm::TokenId>>(next.size(), part), allLogits);
+      const std::vector<gizml::llm::TokenId> tokens(prompt.begin() + from, prompt.begin() + to);
+      logits = sequences.forward(std::vector<std::vector<gizml::llm::TokenId>>(next.size(), tokens), allLogits);
       if (allLogits)
         for (size_t s = 0; s < next.size(); ++s) parts[s].push_back(logits[s]);
     }

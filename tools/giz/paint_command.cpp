@@ -58,6 +58,13 @@ void drawProgress(int64_t done, int64_t steps, double seconds) {
   std::fflush(stderr);
 }
 
+// The bytes of the file a flag names, or an Error naming both.
+std::string fileBytes(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw gizml::Error(flag + " " + path + ": cannot be read");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace
 
 int paintCommand(int argc, char** argv) {
@@ -106,11 +113,9 @@ int paintCommand(int argc, char** argv) {
   if (!fs::is_directory(parent)) throw gizml::Error("-o " + output + ": no folder " + parent.string());
   std::vector<gizml::image::Image> pictures;
   for (const std::string& path : edits) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw gizml::Error("--edit " + path + ": cannot be read");
-    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = fileBytes("--edit", path);
     try {
-      pictures.push_back(gizml::image::decode(bytes));
+      pictures.push_back(gizml::image::decode({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}));
     } catch (const gizml::Error& e) {
       throw gizml::Error("--edit " + path + ": " + e.what());
     }
@@ -118,10 +123,9 @@ int paintCommand(int argc, char** argv) {
 
   std::vector<gizml::diffusion::FluxElement> layout;
   if (!layoutFile.empty()) {
-    std::ifstream in(layoutFile, std::ios::binary);
-    if (!in) throw gizml::Error("--layout " + layoutFile + ": cannot be read");
+    const std::string text = fileBytes("--layout", layoutFile);
     try {
-      layout = gizml::diffusion::readFluxElements(std::string(std::istreambuf_iterator<char>(in), {}));
+      layout = gizml::diffusion::readFluxElements(text);
       gizml::diffusion::fluxLayout(words.back(), layout);  // the elements checked before any model loads
     } catch (const gizml::Error& e) {
       throw gizml::Error("--layout " + layoutFile + ": " + e.what());
@@ -135,7 +139,7 @@ int paintCommand(int argc, char** argv) {
   std::string prompt = words.back();
   if (!upsampler.empty()) {
     // Before the image model loads, so that the upsampler's model is let go first.
-    prompt = gizml::diffusion::Upsampler::load(upsampler, {.seed = seed}).caption(prompt, pictures);
+    prompt = gizml::diffusion::Upsampler::load(upsampler).caption(prompt, pictures, seed);
     std::fprintf(stderr, "upsampled prompt: %s\n", prompt.c_str());
   }
   prompt = gizml::diffusion::fluxLayout(prompt, layout);

@@ -103,8 +103,7 @@ Engine::Impl::Plan Engine::Impl::plan() {
       decodeRows += static_cast<int64_t>(feed.tokens.size());
       decoding.emplace(id, std::move(feed));
     }
-  const int64_t allowed = std::min(budgeted && decodeRows > 0 ? budget.rows(decodeRows) : kPromptRowsPerStep,
-                                   kPromptRowsPerStep);
+  const int64_t allowed = budgeted && decodeRows > 0 ? budget.rows(decodeRows) : kPromptRowsPerStep;
   Plan plan;
   plan.decodeRows = decodeRows;
   for (auto& [id, r] : running) {

@@ -3,6 +3,8 @@
 // setPrefillBudget): as many as add the time of a step of those requests alone, so that while a
 // long prompt is read in parts they keep at least half their pace. Both times are running
 // estimates of the engine's own forward passes, not constants.
+#include <gizml/llm.h>
+
 #include <cstdint>
 #include <map>
 
@@ -19,8 +21,8 @@ class PrefillBudget {
   /// row beside them, has been timed.
   static constexpr int64_t kFirstChunk = 32;
   /// The most, whatever the estimates say (a decode step stalled by the system, timed long, would
-  /// otherwise let a whole long prompt into one step).
-  static constexpr int64_t kCeiling = 2048;
+  /// otherwise let a whole long prompt into one step): an engine step's prompt rows at most.
+  static constexpr int64_t kCeiling = kPromptRowsPerStep;
   /// While prompts are read beside decoding requests, every this many steps one is theirs
   /// alone: it times them afresh, as their steps grow slower with their contexts (else that
   /// growth would be taken for the prompt rows' cost, and the parts would shrink to nothing).
