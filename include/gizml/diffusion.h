@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,22 @@ namespace gizml::diffusion {
 /// torch seeds its mt19937 with the seed's low 32 bits. A contiguous F32 CPU tensor; the same
 /// bits on every CPU and build. A negative dimension is an Error.
 tensor::Tensor torchRandn(uint64_t seed, const tensor::Shape& shape);
+
+/// torch's CPU generator drawn from again and again, as a pipeline that takes several noises from
+/// one `torch.Generator().manual_seed(seed)` does (MiniMax H3: the video's, then the audio's):
+/// each randn is what torch.randn(shape, generator=g) returns next, bit for bit, the mt19937's
+/// state and torch's cached second normal of its double path carried from draw to draw.
+/// TorchGenerator(seed).randn(shape) is torchRandn(seed, shape).
+class TorchGenerator {
+ public:
+  explicit TorchGenerator(uint64_t seed);
+  /// The next draw: a contiguous F32 CPU tensor of shape. A negative dimension is an Error.
+  tensor::Tensor randn(const tensor::Shape& shape);
+
+ private:
+  std::mt19937 engine_;
+  std::optional<double> nextNormal_;  // torch's next_double_normal_sample
+};
 
 /// The sigmas of ComfyUI's ModelSamplingAuraFlow(shift) (a discrete flow schedule of 1000
 /// steps, sigma(t) = shift t / (1 + (shift - 1) t), in float32) with the `simple` scheduler:
@@ -619,6 +636,116 @@ class H3Model {
 };
 
 
+// ---- MiniMax H3's text conditioning and pipeline (text to video with sound) ----
+
+/// The hidden state MiniMax H3 conditions on: hidden_states[50] of its Qwen3-VL conditioner's
+/// language model (diffusers' MiniMaxH3ModularPipeline.text_encoder_layer), before any final norm.
+inline constexpr int64_t kH3TextLayer = 50;
+
+/// MiniMax H3's text conditioning on the CPU in F32, as diffusers' MiniMaxH3TextEncoderStep makes
+/// it for text to video (t2va): the prompt verbatim (no chat template, no special tokens), every
+/// token attended at positions 0, 1, ... (Qwen3-VL's 3-axis positions are one position for text),
+/// the states after `layer` layers, each row tagged text. Each call reads in an engine of its own;
+/// copies share the weights.
+class H3Text {
+ public:
+  /// folder: convertTextEncoder(source, folder, {layer})'s output from Qwen3-VL (or any converted
+  /// folder holding the first `layer` layers; only those are loaded). A missing folder or one with
+  /// fewer layers, or layer below 1, is a gizml::Error naming it.
+  static H3Text load(const std::string& folder, int64_t layer = kH3TextLayer);
+
+  std::vector<llm::TokenId> promptTokens(const std::string& prompt) const;
+  /// H3Model's condition: text [tokens, width()] and no tags (all text). An empty prompt or one
+  /// longer than the encoder's context is an Error.
+  H3Condition condition(const std::string& prompt) const;
+  int64_t width() const;
+
+  struct Parts;
+
+ private:
+  std::shared_ptr<const Parts> parts_;
+};
+
+/// What H3Pipeline takes besides its files. The defaults are the released model's as diffusers'
+/// MiniMaxH3ModularPipeline runs it.
+struct H3PipelineConfig {
+  int64_t steps = 6;  // Euler passes (the spec's request; prepared once at load)
+  H3Shift shift;
+  int64_t textLayer = kH3TextLayer;
+  H3VideoConfig video;
+  H3AudioConfig audio;
+  double fps = 24;
+  int64_t audioLatentsPerSecond = 40;
+  double minSeconds = 5, maxSeconds = 15;  // of the aligned frame count at fps
+  /// The default canvas: 16:9 with this short edge, its area capped at maxPixels, each side rounded
+  /// to sizeMultiple() (diffusers' resolve_canvas_size): 1344 x 768 for the released model.
+  int64_t canvasShortEdge = 768, canvasMaxPixels = 768 * 1344;
+};
+
+/// What H3Pipeline::generate makes: the frames [1, 3, frames, height, width] F32 in [0, 1] at
+/// fps, and the stereo sound [2, samples] F32 in [-1, 1] at sampleRate.
+struct H3Video {
+  tensor::Tensor frames, sound;
+  double fps = 24;
+  int64_t sampleRate = 0;
+};
+
+/// The seconds generate spent in each stage.
+struct H3Times {
+  double text = 0, sample = 0, video = 0, audio = 0;
+};
+
+/// The size of an H3 request once the pipeline has resolved it: frames rounded up to the video
+/// decoder's 17 n + 5, the latent shapes they make.
+struct H3Layout {
+  int64_t frames = 0, width = 0, height = 0;
+  int64_t latentFrames = 0, latentHeight = 0, latentWidth = 0, audioLatents = 0;
+};
+
+/// MiniMax H3 from prompt to video with sound on the CPU in F32, as diffusers' modular pipeline
+/// runs text to video (t2va): condition (H3Text), noise (TorchGenerator(seed): the video latent
+/// [1, channels, latent frames, h, w], then the audio rows [2 x audio latents, channels]), sample
+/// (H3Model::sample on the schedule load prepared) and decode (H3VideoDecoder, H3AudioDecoder).
+/// The calls keep no state; copies share the weights. The GPU is not used yet.
+class H3Pipeline {
+ public:
+  /// model: H3Model::load's checkpoint; videoDecoder and audioDecoder: the VAEs' files;
+  /// textFolder: H3Text::load's. Prepares config.steps passes (H3Model::prepare). A missing or bad
+  /// file is a gizml::Error naming it; so are a text encoder whose width is not the model's text
+  /// width and decoders whose latent channels are not the model's (both files named).
+  static H3Pipeline load(const std::string& model, const std::string& videoDecoder, const std::string& audioDecoder,
+                         const std::string& textFolder, const H3PipelineConfig& config = {});
+
+  /// frames rounded up to 17 n + 5 and the latents' sizes for width x height (positive multiples
+  /// of sizeMultiple(); 0 x 0: defaultSize()). A size not so, or a video outside the config's
+  /// seconds at fps, is an Error naming the numbers.
+  H3Layout layout(int64_t frames, int64_t width = 0, int64_t height = 0) const;
+  std::pair<int64_t, int64_t> defaultSize() const;  // width, height
+  /// The video decoder's pixels a latent times the model's patch (32 for the released model).
+  int64_t sizeMultiple() const;
+
+  H3Condition condition(const std::string& prompt) const;
+  /// The seed's initial latents for layout (H3Latents' shapes).
+  H3Latents noise(uint64_t seed, const H3Layout& layout) const;
+  /// The prepared passes from noise; onStep, when set, after each (0-based).
+  H3Latents sample(const H3Latents& noise, const H3Condition& condition,
+                   const std::function<void(int64_t step, const H3Latents& x)>& onStep = {}) const;
+  /// The frames and the sound of sampled latents. times, when given, gets the video and audio seconds.
+  H3Video decode(const H3Latents& latents, H3Times* times = nullptr) const;
+  /// condition, noise, sample and decode; times, when given, gets each stage's seconds.
+  H3Video generate(const std::string& prompt, uint64_t seed, const H3Layout& layout,
+                   const std::function<void(int64_t step, const H3Latents& x)>& onStep = {},
+                   H3Times* times = nullptr) const;
+
+  const H3PipelineConfig& config() const;
+  const H3Model& model() const;
+
+  struct Parts;
+
+ private:
+  std::shared_ptr<const Parts> parts_;
+};
+
 // ---- FLUX.2 [klein]'s text conditioning ----
 
 /// The hidden states FLUX.2 [klein] reads from Qwen3-4B: transformers' hidden_states 9, 18 and 27
@@ -626,11 +753,11 @@ class H3Model {
 /// 7680, the DiT's joint_attention_dim.
 inline const std::vector<int64_t> kKleinTextLayers = {9, 18, 27};
 
-/// Klein's text encoder from Qwen3-4B or Qwen3-VL-4B (its language model, model.language_model.*;
-/// the vision tower is left out), a Hugging Face folder or a GGUF file: converted with gizml::llm
-/// into destination keeping the embedding and the first max(layers) layers (27 of 36 for
-/// kKleinTextLayers), at 16 bits as convertZImageText (which says why), without the final norm and
-/// the output layer. An empty list, a state not after a layer (below 1), a model of another
+/// A text encoder from Qwen3 or Qwen3-VL (its language model, model.language_model.*; the vision
+/// tower is left out), a Hugging Face folder or a GGUF file: converted with gizml::llm into
+/// destination keeping the embedding and the first max(layers) layers (klein's from Qwen3-4B or
+/// Qwen3-VL-4B: 27 of 36 for kKleinTextLayers; MiniMax H3's from its Qwen3-VL: {kH3TextLayer}), at
+/// 16 bits as convertZImageText (which says why), without the final norm and the output layer. An empty list, a state not after a layer (below 1), a model of another
 /// architecture or with fewer layers than the last state needs is a gizml::Error naming it.
 llm::ConvertReport convertTextEncoder(const std::string& source, const std::string& destination,
                                       const std::vector<int64_t>& layers = kKleinTextLayers);

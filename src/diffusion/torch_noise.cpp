@@ -118,29 +118,30 @@ double uniform53(std::mt19937& engine) {
 
 }  // namespace
 
-tensor::Tensor torchRandn(uint64_t seed, const tensor::Shape& shape) {
+tensor::Tensor torchRandn(uint64_t seed, const tensor::Shape& shape) { return TorchGenerator(seed).randn(shape); }
+
+TorchGenerator::TorchGenerator(uint64_t seed) : engine_(static_cast<uint32_t>(seed)) {}
+
+tensor::Tensor TorchGenerator::randn(const tensor::Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) throw Error("torchRandn: negative dimension in shape " + tensor::shapeText(shape));
   tensor::Tensor out = tensor::empty(shape, DType::F32);
   const int64_t n = out.numel();
   float* data = out.data<float>();
-  std::mt19937 engine(static_cast<uint32_t>(seed));
 
   if (n < 16) {
-    double cached = 0.0;
-    bool haveCached = false;
+    // at::normal_distribution<double>: a pair of normals a time, the second kept in the generator.
     for (int64_t i = 0; i < n; ++i) {
       double value;
-      if (haveCached) {
-        value = cached;
-        haveCached = false;
+      if (nextNormal_) {
+        value = *nextNormal_;
+        nextNormal_.reset();
       } else {
-        const double u1 = uniform53(engine);
-        const double u2 = uniform53(engine);
+        const double u1 = uniform53(engine_);
+        const double u2 = uniform53(engine_);
         const double radius = std::sqrt(-2.0 * std::log1p(-u2));
         const double theta = 2.0 * std::numbers::pi * u1;
-        cached = radius * std::sin(theta);
-        haveCached = true;
+        nextNormal_ = radius * std::sin(theta);
         value = radius * std::cos(theta);
       }
       data[i] = static_cast<float>(value + 0.0);  // torch's fma(value, std 1, mean 0)
@@ -148,11 +149,11 @@ tensor::Tensor torchRandn(uint64_t seed, const tensor::Shape& shape) {
     return out;
   }
 
-  for (int64_t i = 0; i < n; ++i) data[i] = uniform24(engine);
+  for (int64_t i = 0; i < n; ++i) data[i] = uniform24(engine_);
   for (int64_t i = 0; i + 16 <= n; i += 16) boxMuller16(data + i);
   if (n % 16 != 0) {
     float* tail = data + n - 16;
-    for (int i = 0; i < 16; ++i) tail[i] = uniform24(engine);
+    for (int i = 0; i < 16; ++i) tail[i] = uniform24(engine_);
     boxMuller16(tail);
   }
   return out;

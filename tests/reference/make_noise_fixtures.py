@@ -7,7 +7,10 @@ and the script refuses to run without it). Writes tests/data/diffusion/noise.bin
 format of make_tensor_fixtures.py: one case per (seed, shape), op "randn", attribute "seed"
 (the uint64 seed's bits as an int64), array "out" (F32) =
 torch.randn(shape, dtype=torch.float32, generator=torch.manual_seed(seed), device="cpu"),
-as ComfyUI's comfy/sample.py prepare_noise draws it. The test compares bit for bit.
+as ComfyUI's comfy/sample.py prepare_noise draws it; and cases of op "randn_next" (attributes
+"seed" and "draw", array "out"): the draws of CHAIN's shapes one after another from one
+torch.Generator().manual_seed(seed), as MiniMax H3's pipeline draws its video and then its audio
+noise (TorchGenerator). The test compares bit for bit.
 """
 import os
 import sys
@@ -32,6 +35,10 @@ SHAPES = [
     [1],
     [],               # a 0-d tensor
 ]
+# One generator's draws in turn: a double-path draw of odd count leaves torch's cached normal for
+# the next one under 16; the float path between leaves it there.
+CHAIN_SEED = 42
+CHAIN = [[1, 4, 5, 2, 3], [3], [37], [2, 2], [7], [64, 32]]
 
 
 def randn(seed, shape):
@@ -51,6 +58,11 @@ def main():
             out = randn(seed, shape).numpy().astype(np.float32)
             name = f"seed_{seed}_shape_{'x'.join(map(str, shape)) or 'scalar'}"
             cases.append((name, "randn", {"seed": [signed]}, [("out", F32, out)]))
+    generator = torch.Generator().manual_seed(CHAIN_SEED)
+    for draw, shape in enumerate(CHAIN):
+        out = torch.randn(shape, dtype=torch.float32, generator=generator).numpy()
+        cases.append((f"chain_{CHAIN_SEED}_draw_{draw}", "randn_next", {"seed": [CHAIN_SEED], "draw": [draw]},
+                      [("out", F32, out)]))
     size = write_cases(OUT, cases)
     print(f"wrote {len(cases)} cases, {size} bytes to {os.path.normpath(OUT)} (torch {torch.__version__}, {capability})")
 
