@@ -44,10 +44,10 @@ llm::ConvertReport convertTextEncoder(const std::string& source, const std::stri
   for (int64_t l : layers)
     check(l >= 1, "convertTextEncoder: hidden state " + std::to_string(l) + " is not after a layer (1 or more)");
   const int64_t last = *std::max_element(layers.begin(), layers.end());
-  const int64_t held = sourceLayers(source, "klein's text encoder (Qwen3-4B, or Qwen3-VL's language model)",
+  const int64_t held = sourceLayers(source, "a text encoder (klein's Qwen3-4B, or Qwen3-VL's language model)",
                                     {llm::Architecture::Qwen3, llm::Architecture::Qwen3VLText});
-  check(last <= held, source + ": klein reads the hidden state after layer " + std::to_string(last) +
-                          " and the model has " + std::to_string(held) + " layers");
+  check(last <= held, source + ": the hidden state after layer " + std::to_string(last) +
+                          " is asked for and the model has " + std::to_string(held) + " layers");
   return convertFirstLayers(source, destination, last);
 }
 

@@ -29,8 +29,8 @@ inline void copyTokenizer(const std::filesystem::path& folder) {
                                std::filesystem::copy_options::overwrite_existing);
 }
 
-/// A tiny encoder (tests/data/diffusion/<fixture>: zimage_text_tiny, or klein_text_tiny of
-/// make_klein_text_fixtures.py) as a Hugging Face folder at `folder` (made afresh): the committed
+/// A tiny encoder (tests/data/diffusion/<fixture>: zimage_text_tiny, klein_text_tiny of
+/// make_klein_text_fixtures.py, or h3_text_tiny, a Qwen3-VL, of make_h3_pipeline_fixtures.py) as a Hugging Face folder at `folder` (made afresh): the committed
 /// tensors, the embedding written back from its non-zero rows, and Qwen3's tokenizer. edit may
 /// change config.json first.
 inline void writeTextHf(const std::filesystem::path& folder, const std::function<void(nlohmann::json&)>& edit = {},
@@ -41,7 +41,10 @@ inline void writeTextHf(const std::filesystem::path& folder, const std::function
   if (edit) edit(config);
   std::ofstream(folder / "config.json") << config.dump(2);
   std::map<std::string, T::Tensor> w = llm::loadSafetensors(data(fixture + "/weights.safetensors"));
-  const int64_t vocab = config["vocab_size"], hidden = config["hidden_size"];
+  // Qwen3-VL (make_h3_pipeline_fixtures.py) holds its language model's sizes and names apart.
+  const bool vision = config.contains("text_config");
+  const nlohmann::json& sizes = vision ? config["text_config"] : config;
+  const int64_t vocab = sizes["vocab_size"], hidden = sizes["hidden_size"];
   T::Tensor embed = T::zeros({vocab, hidden});
   const T::Tensor ids = w.at("embed_ids").contiguous();
   const std::vector<float> rows = w.at("embed_rows").toFloats();
@@ -49,7 +52,7 @@ inline void writeTextHf(const std::filesystem::path& folder, const std::function
     std::copy_n(rows.begin() + r * hidden, hidden, embed.data<float>() + ids.data<int64_t>()[r] * hidden);
   w.erase("embed_ids");
   w.erase("embed_rows");
-  w["model.embed_tokens.weight"] = embed;
+  w[vision ? "model.language_model.embed_tokens.weight" : "model.embed_tokens.weight"] = embed;
   llm::saveSafetensors((folder / "model.safetensors").string(), w);
   copyTokenizer(folder);
 }

@@ -2,7 +2,9 @@
 
 #include <gizml/error.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 
 int usageReply(const char* usage, bool asked) {
@@ -36,4 +38,15 @@ int64_t parseCount(const std::string& flag, const std::string& text) {
   if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
     throw gizml::Error(flag + ": '" + text + "' is not a whole number");
   return static_cast<int64_t>(v);
+}
+
+void drawProgress(const char* label, int64_t done, int64_t total, double seconds) {
+  constexpr int kWidth = 24;
+  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  std::fprintf(stderr, "\r%s [%s] %lld/%lld  %.2f s/step", label, bar.c_str(), static_cast<long long>(done),
+               static_cast<long long>(total), seconds);
+  if (done == total) std::fputc('\n', stderr);
+  std::fflush(stderr);
 }

@@ -1,5 +1,6 @@
 #pragma once
-// What every giz command shares on its command line: asking for help, the usage reply, numbers.
+// What every giz command shares on its command line: asking for help, the usage reply, numbers,
+// the progress bar.
 #include <cstdint>
 #include <string>
 
@@ -15,3 +16,6 @@ double parseNumber(const std::string& flag, const std::string& text);
 
 /// The whole number `text` given to `flag`; else an error naming both.
 int64_t parseCount(const std::string& flag, const std::string& text);
+
+/// "label [#####...]  3/8  0.52 s/step" redrawn in place on stderr; a new line once done == total.
+void drawProgress(const char* label, int64_t done, int64_t total, double seconds);

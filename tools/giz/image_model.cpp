@@ -91,6 +91,25 @@ ImageModelFiles findImageModelFiles(const std::string& folder, ImageModelFiles g
   return given;
 }
 
+VideoModelFiles findVideoModelFiles(const std::string& folder, VideoModelFiles given) {
+  if (folder.empty()) {
+    if (given.model.empty() || given.text.empty() || given.videoVae.empty() || given.audioVae.empty())
+      throw gizml::Error("without a MODEL folder, --dit, --text, --vae and --audio-vae are all needed");
+    return given;
+  }
+  const fs::path root(folder);
+  if (!fs::is_directory(root)) throw gizml::Error(folder + ": no such folder");
+  if (given.model.empty())
+    given.model = onlyEntry(root, "diffusion_models", "a .safetensors file (H3's checkpoint)", safetensorsFile);
+  if (given.text.empty())
+    given.text = onlyEntry(root, "text_encoders", "a converted folder (its Qwen3-VL's first 50 layers)", convertedFolder);
+  if (given.videoVae.empty())
+    given.videoVae = onlyEntry(root, "vae", "a .safetensors file (the video decoder)", safetensorsFile);
+  if (given.audioVae.empty())
+    given.audioVae = onlyEntry(root, "audio_vae", "a .safetensors file (the audio decoder)", safetensorsFile);
+  return given;
+}
+
 bool isKleinDit(const std::string& ditPath) { return gizml::diffusion::KleinDit::variantOf(ditPath).has_value(); }
 
 gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, const KleinOptions& klein) {

@@ -37,5 +37,19 @@ struct KleinOptions {
 /// Z-Image is a gizml::Error.
 gizml::ai::ImagePipeline loadImageModel(const ImageModelFiles& files, const KleinOptions& klein = {});
 
+/// The parts of MiniMax H3 (giz video). Empty: not given.
+struct VideoModelFiles {
+  std::string model;     // H3's checkpoint (.safetensors, its own tensor names)
+  std::string text;      // convertTextEncoder's folder of its Qwen3-VL, hidden state 50
+  std::string videoVae;  // the video decoder's file
+  std::string audioVae;  // the audio decoder's file
+};
+
+/// Fills the parts `given` leaves empty from folder (empty: none; then all four must be given):
+/// diffusion_models/ holding one .safetensors file, text_encoders/ one converted folder, vae/ one
+/// .safetensors file (the video decoder) and audio_vae/ one (the audio decoder). A part missing or
+/// ambiguous is a gizml::Error naming the folder.
+VideoModelFiles findVideoModelFiles(const std::string& folder, VideoModelFiles given);
+
 /// "WxH" (1024x1024) as width and height, each at least 1; else an error naming flag and text.
 std::pair<int64_t, int64_t> parseImageSize(const std::string& flag, const std::string& text);

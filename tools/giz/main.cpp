@@ -20,6 +20,7 @@ int pullCommand(int argc, char** argv);      // pull_command.cpp
 int listCommand(int argc, char** argv);      // pull_command.cpp
 int rmCommand(int argc, char** argv);        // pull_command.cpp
 int paintCommand(int argc, char** argv);     // paint_command.cpp
+int videoCommand(int argc, char** argv);     // video_command.cpp
 
 namespace {
 
@@ -46,6 +47,7 @@ constexpr Command kCommands[] = {
     {"chat", chatCommand, "MODEL [--system TEXT ...]  a conversation, one message per line of stdin"},
     {"serve", serveCommand, "MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API"},
     {"paint", paintCommand, "[MODEL] PROMPT [--seed 0 --size 1024x1024 -o image.png]  a picture (Z-Image Turbo)"},
+    {"video", videoCommand, "[MODEL] PROMPT [--frames 124 --size 832x480 --steps 6 -o video.mp4]  video with sound (MiniMax H3)"},
     {"bench", benchCommand, "MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed"},
     {"convert", convertCommand, "SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model"},
     {"template", templateCommand, "--template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"

@@ -46,18 +46,6 @@ constexpr const char* kUsage =
     "  the prompt citing them as <id>; appended to the (upsampled) prompt as gizml::diffusion::fluxLayout does.\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
 
-// "[#####...]  3/8" redrawn in place.
-void drawProgress(int64_t done, int64_t steps, double seconds) {
-  constexpr int kWidth = 24;
-  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(steps, 1));
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.resize(kWidth, '.');
-  std::fprintf(stderr, "\rsteps [%s] %lld/%lld  %.2f s/step", bar.c_str(), static_cast<long long>(done),
-               static_cast<long long>(steps), seconds);
-  if (done == steps) std::fputc('\n', stderr);
-  std::fflush(stderr);
-}
-
 // The bytes of the file a flag names, or an Error naming both.
 std::string fileBytes(const std::string& flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -155,7 +143,7 @@ int paintCommand(int argc, char** argv) {
   gizml::diffusion::ZImageTimes times;
   const auto onStep = [&](const gizml::diffusion::ZImageStep& s) {
     stepSeconds.push_back(s.seconds);
-    if (terminal) drawProgress(s.step + 1, s.steps, s.seconds);
+    if (terminal) drawProgress("steps", s.step + 1, s.steps, s.seconds);
   };
   const gizml::image::Image picture =
       klein ? klein->paint(prompt, seed, pictures, width, height, onStep, &times)

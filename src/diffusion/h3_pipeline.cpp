@@ -1,0 +1,180 @@
+// H3Text and H3Pipeline: MiniMax H3's text to video with sound as diffusers' modular pipeline runs
+// it (modular_pipelines/minimax_h3: MiniMaxH3TextEncoderStep, MiniMaxH3PrepareLayoutStep,
+// MiniMaxH3PrepareLatentsStep, the denoise loop, the decoders' steps).
+#include <gizml/diffusion.h>
+#include <gizml/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "pipeline_stages.h"
+
+namespace gizml::diffusion {
+
+struct H3Text::Parts {
+  llm::Model model;
+  int64_t layer;
+};
+
+H3Text H3Text::load(const std::string& folder, int64_t layer) {
+  check(layer >= 1, "H3Text::load: hidden state " + std::to_string(layer) + " is not after a layer (1 or more)");
+  H3Text out;
+  out.parts_ = std::make_shared<const Parts>(Parts{llm::load(folder, {.layers = layer}), layer});
+  return out;
+}
+
+std::vector<llm::TokenId> H3Text::promptTokens(const std::string& prompt) const {
+  return parts_->model.tokenizer().encode(prompt, false);
+}
+
+H3Condition H3Text::condition(const std::string& prompt) const {
+  const std::vector<llm::TokenId> ids = promptTokens(prompt);
+  check(!ids.empty(), "H3Text::condition: an empty prompt");
+  const auto tokens = static_cast<int64_t>(ids.size());
+  const int64_t context = parts_->model.contextLength();
+  check(tokens <= context, "H3Text::condition: the prompt's " + std::to_string(tokens) +
+                               " tokens exceed the text encoder's " + std::to_string(context));
+  H3Condition out;
+  out.text = parts_->model.engine(1, tokens).hidden(ids, {parts_->layer}).host();
+  return out;
+}
+
+int64_t H3Text::width() const { return parts_->model.hiddenSize(); }
+
+struct H3Pipeline::Parts {
+  H3Model model;
+  H3VideoDecoder video;
+  H3AudioDecoder audio;
+  H3Text text;
+  H3PipelineConfig config;
+};
+
+namespace {
+
+// H3 packs video latents in 1 x 2 x 2 patches, so a latent side is a whole number of patches.
+constexpr int64_t kSpatialPatch = 2;
+// Its sound is stereo, the two channels packed one after the other.
+constexpr int64_t kAudioStreams = 2;
+
+}  // namespace
+
+H3Pipeline H3Pipeline::load(const std::string& model, const std::string& videoDecoder,
+                            const std::string& audioDecoder, const std::string& textFolder,
+                            const H3PipelineConfig& config) {
+  check(config.fps > 0 && config.fps <= 1000, "H3Pipeline::load: fps " + std::to_string(config.fps) +
+                                                  " is outside (0, 1000]");
+  check(config.audioLatentsPerSecond >= 1, "H3Pipeline::load: audioLatentsPerSecond below 1");
+  check(config.minSeconds >= 0 && config.maxSeconds >= config.minSeconds,
+        "H3Pipeline::load: the seconds " + std::to_string(config.minSeconds) + " .. " +
+            std::to_string(config.maxSeconds) + " are not a range");
+  check(config.canvasShortEdge >= 1 && config.canvasMaxPixels >= 1, "H3Pipeline::load: an empty default canvas");
+  H3Model h3 = H3Model::load(model);
+  H3VideoDecoder video = H3VideoDecoder::load(videoDecoder, config.video);
+  H3AudioDecoder audio = H3AudioDecoder::load(audioDecoder, config.audio);
+  H3Text text = H3Text::load(textFolder, config.textLayer);
+  check(text.width() == h3.textDim(), textFolder + ": the text encoder's states are " + std::to_string(text.width()) +
+                                          " wide, and " + model + " reads text " + std::to_string(h3.textDim()) +
+                                          " wide");
+  check(video.latentChannels() == h3.videoChannels(),
+        videoDecoder + ": decodes " + std::to_string(video.latentChannels()) + " latent channels, and " + model +
+            " makes " + std::to_string(h3.videoChannels()));
+  check(audio.latentChannels() == h3.audioChannels(),
+        audioDecoder + ": decodes " + std::to_string(audio.latentChannels()) + " latent channels, and " + model +
+            " makes " + std::to_string(h3.audioChannels()));
+  h3.prepare(config.steps, config.shift);
+  H3Pipeline out;
+  out.parts_ = std::make_shared<const Parts>(
+      Parts{std::move(h3), std::move(video), std::move(audio), std::move(text), config});
+  return out;
+}
+
+int64_t H3Pipeline::sizeMultiple() const { return parts_->video.config().patch * kSpatialPatch; }
+
+std::pair<int64_t, int64_t> H3Pipeline::defaultSize() const {
+  // resolve_canvas_size(16, 9, ...): the short edge, the area capped, each side rounded.
+  const H3PipelineConfig& c = parts_->config;
+  double width = static_cast<double>(c.canvasShortEdge) * 16.0 / 9.0, height = static_cast<double>(c.canvasShortEdge);
+  if (width * height > static_cast<double>(c.canvasMaxPixels)) {
+    const double s = std::sqrt(static_cast<double>(c.canvasMaxPixels) / (width * height));
+    width *= s;
+    height *= s;
+  }
+  const int64_t m = sizeMultiple();
+  // Python's round: halves to even.
+  const auto rounded = [m](double side) {
+    return std::max(m, static_cast<int64_t>(std::nearbyint(side / static_cast<double>(m))) * m);
+  };
+  return {rounded(width), rounded(height)};
+}
+
+H3Layout H3Pipeline::layout(int64_t frames, int64_t width, int64_t height) const {
+  const H3PipelineConfig& c = parts_->config;
+  check(frames >= 1, "H3Pipeline: " + std::to_string(frames) + " frames");
+  if (width == 0 && height == 0) std::tie(width, height) = defaultSize();
+  checkSize("H3Pipeline", sizeMultiple(), width, height);
+  // align_num_frames: up to the next clip n + latents a clip keeps (17 n + 5).
+  const H3VideoConfig& v = parts_->video.config();
+  const int64_t perClip = (v.clipLength + v.patchT - 1) / v.patchT;
+  int64_t aligned = frames;
+  while (aligned % v.clipLength != perClip) ++aligned;
+  const double seconds = static_cast<double>(aligned) / c.fps;
+  check(seconds >= c.minSeconds && seconds <= c.maxSeconds,
+        "H3Pipeline: " + std::to_string(frames) + " frames (" + std::to_string(aligned) + " once rounded up to " +
+            std::to_string(v.clipLength) + " n + " + std::to_string(perClip) + ") are " + std::to_string(seconds) +
+            " s at " + std::to_string(c.fps) + " fps; the model makes " + std::to_string(c.minSeconds) + " to " +
+            std::to_string(c.maxSeconds) + " s");
+  H3Layout out{.frames = aligned, .width = width, .height = height};
+  out.latentFrames = (aligned - perClip) / v.clipLength * perClip + 2;
+  out.latentHeight = height / v.patch;
+  out.latentWidth = width / v.patch;
+  // audio_latent_num_frames: Python's round of frames / fps x latents a second.
+  out.audioLatents = static_cast<int64_t>(std::nearbyint(seconds * static_cast<double>(c.audioLatentsPerSecond)));
+  return out;
+}
+
+H3Condition H3Pipeline::condition(const std::string& prompt) const { return parts_->text.condition(prompt); }
+
+H3Latents H3Pipeline::noise(uint64_t seed, const H3Layout& layout) const {
+  // One generator: the video latent first, then the audio rows, as MiniMaxH3PrepareLatentsStep.
+  TorchGenerator generator(seed);
+  const int64_t channels = parts_->model.videoChannels();
+  H3Latents out;
+  out.video = generator.randn({1, channels, layout.latentFrames, layout.latentHeight, layout.latentWidth})
+                  .reshape({channels, layout.latentFrames, layout.latentHeight, layout.latentWidth});
+  out.audio = generator.randn({kAudioStreams, layout.audioLatents, parts_->model.audioChannels()});
+  return out;
+}
+
+H3Latents H3Pipeline::sample(const H3Latents& noise, const H3Condition& condition,
+                             const std::function<void(int64_t, const H3Latents&)>& onStep) const {
+  return parts_->model.sample(noise, condition, onStep);
+}
+
+H3Video H3Pipeline::decode(const H3Latents& latents, H3Times* times) const {
+  H3Times local;
+  H3Times& t = times ? *times : local;
+  H3Video out;
+  out.fps = parts_->config.fps;
+  out.sampleRate = parts_->audio.sampleRate();
+  const tensor::Shape& v = latents.video.shape();
+  check(v.size() == 4, "H3Pipeline::decode: video latents " + tensor::shapeText(v) + " are not [channels, f, h, w]");
+  out.frames = timed(t.video, [&] { return parts_->video.decode(latents.video.reshape({1, v[0], v[1], v[2], v[3]})); });
+  // The audio rows [streams, n, channels] as the decoder reads them: [streams, channels, n].
+  out.sound = timed(t.audio, [&] { return parts_->audio.decode(latents.audio.permute({0, 2, 1}).contiguous()); });
+  return out;
+}
+
+H3Video H3Pipeline::generate(const std::string& prompt, uint64_t seed, const H3Layout& layout,
+                             const std::function<void(int64_t, const H3Latents&)>& onStep, H3Times* times) const {
+  H3Times local;
+  H3Times& t = times ? *times : local;
+  const H3Condition c = timed(t.text, [&] { return condition(prompt); });
+  const H3Latents x = timed(t.sample, [&] { return sample(noise(seed, layout), c, onStep); });
+  return decode(x, &t);
+}
+
+const H3PipelineConfig& H3Pipeline::config() const { return parts_->config; }
+const H3Model& H3Pipeline::model() const { return parts_->model; }
+
+}  // namespace gizml::diffusion
