@@ -40,6 +40,12 @@ int64_t parseCount(const std::string& flag, const std::string& text) {
   return static_cast<int64_t>(v);
 }
 
+uint64_t parseSeed(const std::string& flag, const std::string& text) {
+  const int64_t s = parseCount(flag, text);
+  if (s < 0) throw gizml::Error(flag + ": " + std::to_string(s) + " is below 0");
+  return static_cast<uint64_t>(s);
+}
+
 void drawProgress(const char* label, int64_t done, int64_t total, double seconds) {
   constexpr int kWidth = 24;
   const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));

@@ -29,15 +29,7 @@ bool safetensorsFile(const fs::path& p) { return fs::is_regular_file(p) && p.ext
 bool convertedFolder(const fs::path& p) { return fs::is_regular_file(p / "manifest.json"); }
 
 void readConfig(const std::string& path, gizml::diffusion::ZImagePipelineConfig& c) {
-  std::ifstream in(path);
-  if (!in) throw gizml::Error(path + ": cannot be read");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw gizml::Error(path + ": not JSON: " + e.what());
-  }
-  if (!j.is_object()) throw gizml::Error(path + ": expected a JSON object");
+  const nlohmann::json j = readJsonObject(path);
   for (const auto& [key, value] : j.items()) {
     const auto wrong = [&, key = key](const std::string& want) { return gizml::Error(path + ": " + key + ": expected " + want); };
     if (key == "steps") {
@@ -71,6 +63,19 @@ int64_t side(const std::string& flag, const std::string& text, const std::string
 }
 
 }  // namespace
+
+nlohmann::json readJsonObject(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw gizml::Error(path + ": cannot be read");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw gizml::Error(path + ": not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw gizml::Error(path + ": expected a JSON object");
+  return j;
+}
 
 ImageModelFiles findImageModelFiles(const std::string& folder, ImageModelFiles given) {
   if (folder.empty()) {

@@ -4,6 +4,8 @@
 // FLUX.2 [klein] / FLUX.3 klein, told apart by the DiT's tensor names.
 #include <gizml/ai.h>
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 
@@ -50,6 +52,9 @@ struct VideoModelFiles {
 /// .safetensors file (the video decoder) and audio_vae/ one (the audio decoder). A part missing or
 /// ambiguous is a gizml::Error naming the folder.
 VideoModelFiles findVideoModelFiles(const std::string& folder, VideoModelFiles given);
+
+/// A model's JSON settings file (zimage.json, h3.json): an object; else a gizml::Error naming it.
+nlohmann::json readJsonObject(const std::string& path);
 
 /// "WxH" (1024x1024) as width and height, each at least 1; else an error naming flag and text.
 std::pair<int64_t, int64_t> parseImageSize(const std::string& flag, const std::string& text);

@@ -67,11 +67,7 @@ int paintCommand(int argc, char** argv) {
     const bool hasValue = i + 1 < argc;
     if (arg.rfind("-", 0) != 0 || arg == "-") words.push_back(arg);
     else if (!hasValue) return usageReply(kUsage, false);
-    else if (arg == "--seed") {
-      const int64_t s = parseCount(arg, argv[++i]);
-      if (s < 0) throw gizml::Error("--seed: " + std::to_string(s) + " is below 0");
-      seed = static_cast<uint64_t>(s);
-    }
+    else if (arg == "--seed") seed = parseSeed(arg, argv[++i]);
     else if (arg == "--size") size = argv[++i];
     else if (arg == "--edit") edits.push_back(argv[++i]);
     else if (arg == "--cache") {

@@ -53,15 +53,7 @@ int64_t positive(const nlohmann::json& v, const std::string& where) {
 
 // h3.json into config, each unknown or wrong field named.
 void readConfig(const std::string& path, gizml::diffusion::H3PipelineConfig& c) {
-  std::ifstream in(path);
-  if (!in) throw gizml::Error(path + ": cannot be read");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw gizml::Error(path + ": not JSON: " + e.what());
-  }
-  if (!j.is_object()) throw gizml::Error(path + ": expected a JSON object");
+  const nlohmann::json j = readJsonObject(path);
   for (const auto& [key, value] : j.items()) {
     const std::string at = path + ": " + key;
     if (key == "text_layer") {
@@ -111,11 +103,7 @@ int videoCommand(int argc, char** argv) {
     const bool hasValue = i + 1 < argc;
     if (arg.rfind("-", 0) != 0 || arg == "-") words.push_back(arg);
     else if (!hasValue) return usageReply(kUsage, false);
-    else if (arg == "--seed") {
-      const int64_t s = parseCount(arg, argv[++i]);
-      if (s < 0) throw gizml::Error("--seed: " + std::to_string(s) + " is below 0");
-      seed = static_cast<uint64_t>(s);
-    }
+    else if (arg == "--seed") seed = parseSeed(arg, argv[++i]);
     else if (arg == "--frames" || arg == "--steps") {
       const int64_t n = parseCount(arg, argv[++i]);
       if (n < 1 || n > 100000) throw gizml::Error(arg + ": " + std::to_string(n) + " is outside 1 to 100000");
