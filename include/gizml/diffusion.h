@@ -588,12 +588,16 @@ class H3Model {
   /// The checkpoint's own tensor names (`blocks.N.attn.qkv_proj.weight` stacked [q; k; v],
   /// `blocks.N.mlp.fc1.weight` [gate; value], `video_patch_proj`, `condition_proj`,
   /// `time_embedder.proj_in`, `token_refiner.blocks.N`, `final_layer.*`, `rope.inv_freq`; F32,
-  /// F16 or BF16, computed in F32); a pruned checkpoint's `adaln_t_table` [grid, time width]
+  /// F16 or BF16, computed in F32), also under ComfyUI's `model.diffusion_model.`; INT8 weights
+  /// as ComfyUI's int8_tensorwise files store them (I8 codes, `weight_scale`, `comfy_quant` with
+  /// or without ConvRot): the blocks' attention and MLP linears keep their codes and run as W8A8
+  /// (Int8Linear: the activations rotated and quantized per row, an exact integer product), any
+  /// other INT8 weight is dequantized; a pruned checkpoint's `adaln_t_table` [grid, time width]
   /// (AdaLN inputs sampled over t in [0, 1], read linearly between grid points) instead of the
   /// time embedder. Sizes come from the shapes. A missing tensor, a wrong shape or dtype or a
   /// tensor it does not use is a gizml::Error naming the file and the tensor. Each of loras is
   /// merged into its linears (W += scale (alpha / rank) up down, alpha / rank 1 when no alpha is
-  /// stored); a LoRA tensor of another layout, of a module the model has not or of a wrong shape
+  /// stored; an INT8 linear is dequantized, merged and runs in F32); a LoRA tensor of another layout, of a module the model has not or of a wrong shape
   /// is an Error naming the LoRA file and the tensor.
   static H3Model load(const std::string& path, const std::vector<H3Lora>& loras = {});
 

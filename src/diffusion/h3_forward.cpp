@@ -97,7 +97,7 @@ T::Tensor rotated(const T::Tensor& x, const h3::Rope& r) {
 // Self-attention over all rows of x [rows, hidden]; RoPE when given.
 T::Tensor attention(const Weights& w, const h3::Block& b, const T::Tensor& x, const h3::Rope* rope) {
   const int64_t n = x.size(0), inner = w.heads * w.headDim;
-  const T::Tensor qkv = linear(b.qkv, x);  // [n, 3 inner]
+  const T::Tensor qkv = b.qkv(x);  // [n, 3 inner]
   const auto part = [&](int64_t i) { return qkv.slice(1, i * inner, (i + 1) * inner).reshape({n, w.heads, w.headDim}); };
   T::Tensor q = rmsNorm(part(0), b.qNorm, h3::kEps), k = rmsNorm(part(1), b.kNorm, h3::kEps);
   if (rope) {
@@ -107,13 +107,13 @@ T::Tensor attention(const Weights& w, const h3::Block& b, const T::Tensor& x, co
   const T::Tensor o = netops::attention(q.transpose(0, 1).contiguous(), k.transpose(0, 1).contiguous(),
                                         part(2).transpose(0, 1).contiguous(),
                                         1.0 / std::sqrt(static_cast<double>(w.headDim)));
-  return linear(b.out, o.transpose(0, 1).reshape({n, inner}));
+  return b.out(o.transpose(0, 1).reshape({n, inner}));
 }
 
 // fc2(silu(gate) value), fc1 giving [gate; value].
 T::Tensor swiglu(const Weights& w, const h3::Block& b, const T::Tensor& x) {
-  const T::Tensor gv = linear(b.fc1, x);
-  return linear(b.fc2, (T::lazy(gv.slice(1, 0, w.ffn)).silu() * T::lazy(gv.slice(1, w.ffn, 2 * w.ffn))).eval());
+  const T::Tensor gv = b.fc1(x);
+  return b.fc2((T::lazy(gv.slice(1, 0, w.ffn)).silu() * T::lazy(gv.slice(1, w.ffn, 2 * w.ffn))).eval());
 }
 
 // The token refiner's plain pre-norm block.

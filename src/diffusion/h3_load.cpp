@@ -11,17 +11,32 @@ namespace {
 
 using Weights = H3Model::Weights;
 
+// A block linear as stored: INT8 codes kept (made an Int8Linear once the LoRAs are merged), any
+// other dtype in F32.
+Projection takeProjection(WeightFile& f, const std::string& name, int64_t in, int64_t out) {
+  StoredWeight s = f.takeStored(name + ".weight", {out, in});
+  if (!s.int8) s = StoredWeight{s.f32()};
+  return {std::move(s), std::nullopt};
+}
+
+// The stored INT8 codes of the blocks' linears as Int8Linear, after the LoRAs.
+void runCodesAsStored(std::vector<h3::Block>& blocks) {
+  for (h3::Block& b : blocks)
+    for (Projection* p : {&b.qkv, &b.out, &b.fc1, &b.fc2})
+      if (p->w.int8) *p = Projection::of(std::move(p->w), true);
+}
+
 h3::Block takeBlock(WeightFile& f, const Weights& w, const std::string& name, int64_t timeWidth) {
   const int64_t d = w.hidden, inner = w.heads * w.headDim;
   h3::Block b;
   b.norm1 = f.take(name + ".norm1.weight", {d});
   b.norm2 = f.take(name + ".norm2.weight", {d});
-  b.qkv = takeLinear(f, name + ".attn.qkv_proj", d, 3 * inner, false);
-  b.out = takeLinear(f, name + ".attn.out_proj", inner, d, false);
+  b.qkv = takeProjection(f, name + ".attn.qkv_proj", d, 3 * inner);
+  b.out = takeProjection(f, name + ".attn.out_proj", inner, d);
   b.qNorm = f.take(name + ".attn.q_norm.weight", {w.headDim});
   b.kNorm = f.take(name + ".attn.k_norm.weight", {w.headDim});
-  b.fc1 = takeLinear(f, name + ".mlp.fc1", d, 2 * w.ffn, false);
-  b.fc2 = takeLinear(f, name + ".mlp.fc2", w.ffn, d, false);
+  b.fc1 = takeProjection(f, name + ".mlp.fc1", d, 2 * w.ffn);
+  b.fc2 = takeProjection(f, name + ".mlp.fc2", w.ffn, d);
   if (timeWidth > 0) b.adaln = takeLinear(f, name + ".adaln_proj.linear", timeWidth, 6 * h3::kModalities * d, true);
   return b;
 }
@@ -51,6 +66,9 @@ int64_t inputs(const WeightFile& f, const std::string& name) {
 
 H3Model H3Model::load(const std::string& path, const std::vector<H3Lora>& loras) {
   WeightFile f(path, "", "a MiniMax H3 transformer");
+  // ComfyUI's single files (its BF16, pruned and INT8 ConvRot repacks) put every name under this.
+  if (!f.has("video_patch_proj.weight") && f.has("model.diffusion_model.video_patch_proj.weight"))
+    f.setPrefix("model.diffusion_model.");
   auto w = std::make_shared<Weights>();
   w->hidden = outputs(f, "video_patch_proj.weight");
   const int64_t patchDim = inputs(f, "video_patch_proj.weight");
@@ -103,6 +121,8 @@ H3Model H3Model::load(const std::string& path, const std::vector<H3Lora>& loras)
   w->audioOut = takeLinear(f, "final_layer.audio_out", w->hidden, w->audioChannels, true);
   f.requireAllTaken();
   for (const H3Lora& l : loras) h3::mergeLora(*w, l);
+  runCodesAsStored(w->blocks);
+  runCodesAsStored(w->refiner);
   H3Model m;
   m.weights_ = std::move(w);
   return m;

@@ -21,9 +21,10 @@ constexpr double kEps = 1e-5;          // every RMSNorm's (norm, q/k, final)
 
 struct Block {
   T::Tensor norm1, norm2;  // [hidden]
-  Linear qkv, out;         // [3 inner, hidden] stacked q; k; v, [hidden, inner]
+  // INT8 codes as stored (ComfyUI's int8_tensorwise files) run as W8A8 (Int8Linear), the rest F32.
+  Projection qkv, out;     // [3 inner, hidden] stacked q; k; v, [hidden, inner]
   T::Tensor qNorm, kNorm;  // [head dim]
-  Linear fc1, fc2;         // SwiGLU: fc2(silu(gate) value), fc1 = [gate; value]
+  Projection fc1, fc2;     // SwiGLU: fc2(silu(gate) value), fc1 = [gate; value]
   std::optional<Linear> adaln;  // [3 x 6 hidden, time width]; none in the token refiner
 };
 
@@ -97,7 +98,8 @@ Rope ropeOf(const H3Model::Weights& w, const Layout& l);
 T::Tensor block(const H3Model::Weights& w, const Block& b, const T::Tensor& x, const std::array<T::Tensor, 6>& mods,
                 const T::Tensor& modRows, const Rope& rope);
 
-// lora merged into w's linears (h3_lora.cpp).
+// lora merged into w's linears (h3_lora.cpp): a block linear still holding INT8 codes (load turns
+// them into Int8Linear after every LoRA) is dequantized, merged and runs in F32 from then on.
 void mergeLora(H3Model::Weights& w, const H3Lora& lora);
 
 // One pass with the given AdaLN rows (timesteps in TimeIndex order).

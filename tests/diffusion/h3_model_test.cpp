@@ -201,3 +201,51 @@ TEST(H3Model, BadFilesNameTheFileAndTensor) {
   expectLoadError("time", [](test::Weights& w) { w.erase("time_embedder.proj_in.weight"); },
                   "time_embedder.proj_in.weight");
 }
+
+namespace {
+
+const std::map<std::string, T::Tensor>& int8Fixture() {
+  static const std::map<std::string, T::Tensor> c =
+      llm::loadSafetensors(test::diffusionData("h3_tiny_int8_case.safetensors"));
+  return c;
+}
+
+// max |x - the INT8 fixture's video / audio| (the same shapes).
+std::pair<double, double> int8Diff(const diffusion::H3Latents& x, const std::string& run) {
+  const T::Tensor &video = int8Fixture().at(run + "_video_out"), &audio = int8Fixture().at(run + "_audio_out");
+  EXPECT_EQ(x.video.shape(), video.shape());
+  EXPECT_EQ(x.audio.shape(), audio.shape());
+  return {maxAbsDiff(x.video, video), maxAbsDiff(x.audio, audio)};
+}
+
+}  // namespace
+
+// ComfyUI's pruned INT8 ConvRot repack of the tiny model (make_h3_int8_fixtures.py: names under
+// model.diffusion_model., the blocks' qkv / out / fc1 / fc2 as comfy_kitchen's int8_tensorwise
+// with ConvRot over 16 and 64 inputs and fc2 unrotated with one scale, the AdaLN map, F16 AdaLN
+// biases). The stored codes run as W8A8: against comfy_kitchen's own int8_linear on them, and
+// against the F32 forward of the dequantized weights (the activations' 8 bits: outputs up to 3.5,
+// measured 8.9e-3 there by the fixture script); a LoRA on INT8 linears merged into their
+// dequantized weights. diffusers computes the time embedding where the file has its AdaLN map
+// (1e-6 apart). Outputs are within about [-3.5, 3.5]. Measured (x86-64, release build, Zen 5):
+// 7.2e-7 from comfy_kitchen's W8A8, 8.9e-3 from the F32 forward, 1.9e-2 from the LoRA's F32
+// forward (its three INT8 linears merged in F32, the other five still W8A8).
+TEST(H3Model, ComfyInt8FilesRunTheirCodes) {
+  const diffusion::H3Model m = diffusion::H3Model::load(test::diffusionData("h3_tiny_int8.safetensors"));
+  EXPECT_EQ(m.blocks(), 2);
+  const diffusion::H3Latents x =
+      m.forward({at("video"), at("audio")}, at("t_video").item(), at("t_audio").item(), condition());
+  const auto [w8v, w8a] = int8Diff(x, "w8a8");
+  const auto [f32v, f32a] = int8Diff(x, "f32");
+  std::printf("INT8 file: max |ours - comfy_kitchen W8A8| video %.3g, audio %.3g; - F32 video %.3g, audio %.3g\n", w8v,
+              w8a, f32v, f32a);
+  EXPECT_LT(std::max(w8v, w8a), 1e-4);  // one activation code a step off would be about 1e-3
+  EXPECT_LT(std::max(f32v, f32a), 2e-2);
+
+  const diffusion::H3Model lora = diffusion::H3Model::load(test::diffusionData("h3_tiny_int8.safetensors"),
+                                                           {{test::diffusionData("h3_tiny_lora.safetensors"), 1.0}});
+  const auto [lv, la] = int8Diff(
+      lora.forward({at("video"), at("audio")}, at("t_video").item(), at("t_audio").item(), condition()), "lora");
+  std::printf("INT8 file with a LoRA: max |ours - diffusers| video %.3g, audio %.3g\n", lv, la);
+  EXPECT_LT(std::max(lv, la), 5e-2);  // the LoRA moves the outputs by up to 3.9
+}
