@@ -188,7 +188,9 @@ TEST(H3Pipeline, MismatchedPartsNamed) {
 }
 
 // giz video's MODEL folder (tests/CMakeLists.txt: $GIZML_H3_FOLDER/model): the tiny parts laid out
-// as giz video finds them and h3.json with the tiny decoders' geometry and statistics.
+// as giz video finds them and h3.json with the tiny decoders' geometry and statistics; the text
+// encoder as a Hugging Face folder ($GIZML_H3_FOLDER/text_hf) for giz convert --h3-text to convert
+// into model/text_encoders/.
 TEST(H3TinyFolder, Write) {
   const std::optional<fs::path> made = test::freshModelFolder("GIZML_H3_FOLDER");
   if (!made) GTEST_SKIP() << "GIZML_H3_FOLDER is not set";
@@ -198,7 +200,7 @@ TEST(H3TinyFolder, Write) {
   fs::copy_file(test::diffusionData("h3_pipe_tiny.safetensors"), model / "diffusion_models" / "h3_tiny.safetensors");
   fs::copy_file(test::diffusionData("h3_video_tiny.safetensors"), model / "vae" / "video_vae.safetensors");
   fs::copy_file(test::diffusionData("h3_audio_tiny.safetensors"), model / "audio_vae" / "audio_vae.safetensors");
-  fs::copy(textFolder(), model / "text_encoders" / "qwen3_vl_tiny", fs::copy_options::recursive);
+  test::zimage::writeTextHf(*made / "text_hf", {}, "h3_text_tiny");
   const diffusion::H3PipelineConfig c = config();
   const nlohmann::json h3 = {
       {"video",
