@@ -673,7 +673,7 @@ class H3Text {
 /// What H3Pipeline takes besides its files. The defaults are the released model's as diffusers'
 /// MiniMaxH3ModularPipeline runs it.
 struct H3PipelineConfig {
-  int64_t steps = 6;  // Euler passes (the spec's request; prepared once at load)
+  int64_t steps = 6;  // Euler passes, 1 to 1000 (the spec's request; prepared once at load)
   H3Shift shift;
   int64_t textLayer = kH3TextLayer;
   H3VideoConfig video;
@@ -721,12 +721,17 @@ class H3Pipeline {
                          const std::string& textFolder, const H3PipelineConfig& config = {});
 
   /// frames rounded up to 17 n + 5 and the latents' sizes for width x height (positive multiples
-  /// of sizeMultiple(); 0 x 0: defaultSize()). A size not so, or a video outside the config's
-  /// seconds at fps, is an Error naming the numbers.
+  /// of sizeMultiple(), each side at most image::kMaxSide; 0 x 0: defaultSize()). A size not so, a
+  /// video outside the config's seconds at fps (for the released model 108 to 345 frames: 346 to
+  /// 360 round up past 15 s) or a config that makes no layout is an Error naming the numbers.
   H3Layout layout(int64_t frames, int64_t width = 0, int64_t height = 0) const;
+  /// The same from a config alone, before any file loads.
+  static H3Layout layout(const H3PipelineConfig& config, int64_t frames, int64_t width = 0, int64_t height = 0);
   std::pair<int64_t, int64_t> defaultSize() const;  // width, height
+  static std::pair<int64_t, int64_t> defaultSize(const H3PipelineConfig& config);
   /// The video decoder's pixels a latent times the model's patch (32 for the released model).
   int64_t sizeMultiple() const;
+  static int64_t sizeMultiple(const H3PipelineConfig& config);
 
   H3Condition condition(const std::string& prompt) const;
   /// The seed's initial latents for layout (H3Latents' shapes).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "pipeline_stages.h"
@@ -57,18 +58,36 @@ constexpr int64_t kSpatialPatch = 2;
 // Its sound is stereo, the two channels packed one after the other.
 constexpr int64_t kAudioStreams = 2;
 
+// A number as the errors print it: 24, 5.17, 15.
+std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+// What layout and load read from the config, checked.
+void checkConfig(const H3PipelineConfig& c) {
+  check(c.steps >= 1 && c.steps <= 1000, "H3Pipeline: " + std::to_string(c.steps) + " steps are outside 1 to 1000");
+  check(c.fps > 0 && c.fps <= 1000, "H3Pipeline: fps " + shortNumber(c.fps) + " is outside (0, 1000]");
+  check(c.audioLatentsPerSecond >= 1 && c.audioLatentsPerSecond <= 100000,
+        "H3Pipeline: audioLatentsPerSecond " + std::to_string(c.audioLatentsPerSecond) + " is outside 1 to 100000");
+  check(c.minSeconds >= 0 && c.maxSeconds >= c.minSeconds && c.maxSeconds <= 3600,
+        "H3Pipeline: the seconds " + shortNumber(c.minSeconds) + " to " + shortNumber(c.maxSeconds) +
+            " are not a range within an hour");
+  check(c.canvasShortEdge >= 1 && c.canvasMaxPixels >= 1, "H3Pipeline: an empty default canvas");
+  const H3VideoConfig& v = c.video;
+  check(v.patch >= 1 && v.patchT >= 1 && v.clipLength >= 1 && (v.clipLength + v.patchT - 1) / v.patchT < v.clipLength,
+        "H3Pipeline: the video decoder's patch " + std::to_string(v.patch) + ", time patch " +
+            std::to_string(v.patchT) + " and clip of " + std::to_string(v.clipLength) +
+            " frames make no frame count (clip n + latents a clip keeps)");
+}
+
 }  // namespace
 
 H3Pipeline H3Pipeline::load(const std::string& model, const std::string& videoDecoder,
                             const std::string& audioDecoder, const std::string& textFolder,
                             const H3PipelineConfig& config) {
-  check(config.fps > 0 && config.fps <= 1000, "H3Pipeline::load: fps " + std::to_string(config.fps) +
-                                                  " is outside (0, 1000]");
-  check(config.audioLatentsPerSecond >= 1, "H3Pipeline::load: audioLatentsPerSecond below 1");
-  check(config.minSeconds >= 0 && config.maxSeconds >= config.minSeconds,
-        "H3Pipeline::load: the seconds " + std::to_string(config.minSeconds) + " .. " +
-            std::to_string(config.maxSeconds) + " are not a range");
-  check(config.canvasShortEdge >= 1 && config.canvasMaxPixels >= 1, "H3Pipeline::load: an empty default canvas");
+  checkConfig(config);
   H3Model h3 = H3Model::load(model);
   H3VideoDecoder video = H3VideoDecoder::load(videoDecoder, config.video);
   H3AudioDecoder audio = H3AudioDecoder::load(audioDecoder, config.audio);
@@ -89,48 +108,56 @@ H3Pipeline H3Pipeline::load(const std::string& model, const std::string& videoDe
   return out;
 }
 
-int64_t H3Pipeline::sizeMultiple() const { return parts_->video.config().patch * kSpatialPatch; }
+int64_t H3Pipeline::sizeMultiple(const H3PipelineConfig& config) { return config.video.patch * kSpatialPatch; }
+int64_t H3Pipeline::sizeMultiple() const { return sizeMultiple(parts_->config); }
 
-std::pair<int64_t, int64_t> H3Pipeline::defaultSize() const {
+std::pair<int64_t, int64_t> H3Pipeline::defaultSize(const H3PipelineConfig& c) {
   // resolve_canvas_size(16, 9, ...): the short edge, the area capped, each side rounded.
-  const H3PipelineConfig& c = parts_->config;
   double width = static_cast<double>(c.canvasShortEdge) * 16.0 / 9.0, height = static_cast<double>(c.canvasShortEdge);
   if (width * height > static_cast<double>(c.canvasMaxPixels)) {
     const double s = std::sqrt(static_cast<double>(c.canvasMaxPixels) / (width * height));
     width *= s;
     height *= s;
   }
-  const int64_t m = sizeMultiple();
+  const int64_t m = sizeMultiple(c);
   // Python's round: halves to even.
   const auto rounded = [m](double side) {
     return std::max(m, static_cast<int64_t>(std::nearbyint(side / static_cast<double>(m))) * m);
   };
   return {rounded(width), rounded(height)};
 }
+std::pair<int64_t, int64_t> H3Pipeline::defaultSize() const { return defaultSize(parts_->config); }
 
-H3Layout H3Pipeline::layout(int64_t frames, int64_t width, int64_t height) const {
-  const H3PipelineConfig& c = parts_->config;
-  check(frames >= 1, "H3Pipeline: " + std::to_string(frames) + " frames");
-  if (width == 0 && height == 0) std::tie(width, height) = defaultSize();
-  checkSize("H3Pipeline", sizeMultiple(), width, height);
+H3Layout H3Pipeline::layout(const H3PipelineConfig& c, int64_t frames, int64_t width, int64_t height) {
+  checkConfig(c);
+  check(frames >= 1 && frames <= 1000000, "H3Pipeline: " + std::to_string(frames) + " frames");
+  if (width == 0 && height == 0) std::tie(width, height) = defaultSize(c);
+  checkSize("H3Pipeline", sizeMultiple(c), width, height);
+  // What image::writeVideo's frames can be (and what keeps the sizes below from overflowing).
+  check(width <= image::kMaxSide && height <= image::kMaxSide,
+        "H3Pipeline: the size " + std::to_string(width) + " x " + std::to_string(height) + " has a side over " +
+            std::to_string(image::kMaxSide));
   // align_num_frames: up to the next clip n + latents a clip keeps (17 n + 5).
-  const H3VideoConfig& v = parts_->video.config();
+  const H3VideoConfig& v = c.video;
   const int64_t perClip = (v.clipLength + v.patchT - 1) / v.patchT;
-  int64_t aligned = frames;
-  while (aligned % v.clipLength != perClip) ++aligned;
+  const int64_t aligned = frames + ((perClip - frames) % v.clipLength + v.clipLength) % v.clipLength;
   const double seconds = static_cast<double>(aligned) / c.fps;
   check(seconds >= c.minSeconds && seconds <= c.maxSeconds,
         "H3Pipeline: " + std::to_string(frames) + " frames (" + std::to_string(aligned) + " once rounded up to " +
-            std::to_string(v.clipLength) + " n + " + std::to_string(perClip) + ") are " + std::to_string(seconds) +
-            " s at " + std::to_string(c.fps) + " fps; the model makes " + std::to_string(c.minSeconds) + " to " +
-            std::to_string(c.maxSeconds) + " s");
+            std::to_string(v.clipLength) + " n + " + std::to_string(perClip) + ") are " + shortNumber(seconds) +
+            " s at " + shortNumber(c.fps) + " fps; the model makes " + shortNumber(c.minSeconds) + " to " +
+            shortNumber(c.maxSeconds) + " s");
   H3Layout out{.frames = aligned, .width = width, .height = height};
-  out.latentFrames = (aligned - perClip) / v.clipLength * perClip + 2;
+  out.latentFrames = (aligned - perClip) / v.clipLength * perClip + 2;  // video_latent_num_frames' 5 n + 2
   out.latentHeight = height / v.patch;
   out.latentWidth = width / v.patch;
   // audio_latent_num_frames: Python's round of frames / fps x latents a second.
   out.audioLatents = static_cast<int64_t>(std::nearbyint(seconds * static_cast<double>(c.audioLatentsPerSecond)));
   return out;
+}
+
+H3Layout H3Pipeline::layout(int64_t frames, int64_t width, int64_t height) const {
+  return layout(parts_->config, frames, width, height);
 }
 
 H3Condition H3Pipeline::condition(const std::string& prompt) const { return parts_->text.condition(prompt); }

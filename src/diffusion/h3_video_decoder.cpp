@@ -263,6 +263,16 @@ H3VideoDecoder H3VideoDecoder::load(const std::string& path, const H3VideoConfig
     throw Error("H3VideoDecoder::load: the config needs positive patches and clip length, tiles and overlaps of at "
                 "least 0 and " + std::to_string(w->channels) + " latent means and stds (" + path + " has " +
                 std::to_string(w->channels) + " latent channels)");
+  // Tiles cut at whole latents and advance (a tile no larger than its overlap never would).
+  if (config.tile > 0 && (config.tileOverlap >= config.tile || config.tile % config.patch != 0 ||
+                          config.tileOverlap % config.patch != 0))
+    throw Error("H3VideoDecoder::load: tiles of " + std::to_string(config.tile) + " pixels overlapping by " +
+                std::to_string(config.tileOverlap) + " must be multiples of the patch (" +
+                std::to_string(config.patch) + "), the overlap below the tile (or tile 0: none)");
+  // A clip keeps fewer latents than it has frames, so frame counts of clip n + latents exist.
+  if ((config.clipLength + config.patchT - 1) / config.patchT >= config.clipLength)
+    throw Error("H3VideoDecoder::load: a clip of " + std::to_string(config.clipLength) + " frames in steps of " +
+                std::to_string(config.patchT) + " keeps as many latents as frames");
   w->heads = w->dim / config.headDim;
   w->projIn = r.linear(in, w->channels, w->dim);
   // [1, registers, dim] as stored (or [registers, dim], as stable-diffusion.cpp declares it).

@@ -240,6 +240,8 @@ TEST(H3Model, ComfyInt8FilesRunTheirCodes) {
   std::printf("INT8 file: max |ours - comfy_kitchen W8A8| video %.3g, audio %.3g; - F32 video %.3g, audio %.3g\n", w8v,
               w8a, f32v, f32a);
   EXPECT_LT(std::max(w8v, w8a), 1e-4);  // one activation code a step off would be about 1e-3
+  for (const diffusion::h3::Block& b : diffusion::H3Model::Weights::of(m)->blocks)
+    for (const diffusion::Projection* p : {&b.qkv, &b.out, &b.fc1, &b.fc2}) EXPECT_TRUE(p->q.has_value());
   EXPECT_LT(std::max(f32v, f32a), 2e-2);
 
   const diffusion::H3Model lora = diffusion::H3Model::load(test::diffusionData("h3_tiny_int8.safetensors"),
@@ -247,5 +249,12 @@ TEST(H3Model, ComfyInt8FilesRunTheirCodes) {
   const auto [lv, la] = int8Diff(
       lora.forward({at("video"), at("audio")}, at("t_video").item(), at("t_audio").item(), condition()), "lora");
   std::printf("INT8 file with a LoRA: max |ours - diffusers| video %.3g, audio %.3g\n", lv, la);
+  // The adapted INT8 linears run in F32 now, the others on their codes.
+  const std::vector<diffusion::h3::Block>& blocks = diffusion::H3Model::Weights::of(lora)->blocks;
+  EXPECT_FALSE(blocks[0].qkv.q.has_value());
+  EXPECT_FALSE(blocks[1].fc1.q.has_value());
+  EXPECT_FALSE(blocks[1].out.q.has_value());
+  EXPECT_TRUE(blocks[0].out.q.has_value());
+  EXPECT_TRUE(blocks[1].fc2.q.has_value());
   EXPECT_LT(std::max(lv, la), 5e-2);  // the LoRA moves the outputs by up to 3.9
 }

@@ -112,6 +112,23 @@ TEST(H3Pipeline, LayoutAsDiffusers) {
   // diffusers' resolve_canvas_size(16, 9, 8, 768, 768 * 1344) gives (height, width) (760, 1352); at
   // the released decoder's multiple of 32, (768, 1344).
   EXPECT_EQ(pipeline().defaultSize(), (std::pair<int64_t, int64_t>{1352, 760}));
+  EXPECT_EQ(diffusion::H3Pipeline::defaultSize(diffusion::H3PipelineConfig{}), (std::pair<int64_t, int64_t>{1344, 768}));
+  // The released model's frame counts: 108 to 345 (108 rounds up to 124, 5.17 s; 345 is 17 20 + 5).
+  const diffusion::H3PipelineConfig released;
+  EXPECT_EQ(diffusion::H3Pipeline::layout(released, 108).frames, 124);
+  EXPECT_EQ(diffusion::H3Pipeline::layout(released, 345).frames, 345);
+  EXPECT_THROW(diffusion::H3Pipeline::layout(released, 107), Error);  // 107 stays 107: 4.46 s
+  EXPECT_THROW(diffusion::H3Pipeline::layout(released, 346), Error);  // up to 362: 15.08 s
+  const diffusion::H3Layout canvas = diffusion::H3Pipeline::layout(released, 124);
+  EXPECT_EQ(std::vector<int64_t>({canvas.width, canvas.height, canvas.latentWidth, canvas.latentHeight}),
+            std::vector<int64_t>({1344, 768, 84, 48}));
+  EXPECT_THROW(diffusion::H3Pipeline::layout(released, 124, 65536 + 32 - 65536 % 32, 32), Error);  // a side over kMaxSide
+  diffusion::H3PipelineConfig oneFramePatch = released;
+  oneFramePatch.video.patchT = 1;  // a clip would keep all its frames: no layout, not an endless search
+  EXPECT_THROW(diffusion::H3Pipeline::layout(oneFramePatch, 124), Error);
+  diffusion::H3PipelineConfig manySteps = released;
+  manySteps.steps = 1001;
+  EXPECT_THROW(diffusion::H3Pipeline::layout(manySteps, 124), Error);
   EXPECT_THROW(pipeline().layout(100, 16, 8), Error);  // 107 frames: 4.46 s, under 5
   EXPECT_THROW(pipeline().layout(400, 16, 8), Error);  // 413 frames: 17.2 s, over 15
   EXPECT_THROW(pipeline().layout(0, 16, 8), Error);
@@ -159,7 +176,10 @@ TEST(H3Pipeline, SampleAndDecodeAsDiffusers) {
 TEST(H3Pipeline, GenerateIsItsStages) {
   const diffusion::H3Layout layout = pipeline().layout(120, 16, 8);
   diffusion::H3Times times;
-  const diffusion::H3Video whole = pipeline().generate(kPrompt, 42, layout, {}, &times);
+  int64_t passes = 0;
+  const diffusion::H3Video whole =
+      pipeline().generate(kPrompt, 42, layout, [&](int64_t, const diffusion::H3Latents&) { ++passes; }, &times);
+  EXPECT_EQ(passes, 2);
   const diffusion::H3Video staged =
       pipeline().decode(pipeline().sample(pipeline().noise(42, layout), pipeline().condition(kPrompt)));
   EXPECT_EQ(whole.frames.toFloats(), staged.frames.toFloats());
@@ -179,6 +199,17 @@ TEST(H3Pipeline, MismatchedPartsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("h3_video_tiny.safetensors: decodes 24 latent channels"), std::string::npos)
         << e.what();
+  }
+  try {  // the tiny Z-Image text encoder's states are 32 wide; the transformer reads 24
+    diffusion::H3Pipeline::load(model, test::diffusionData("h3_video_tiny.safetensors"),
+                                test::diffusionData("h3_audio_tiny.safetensors"), test::zimage::textFolder(), [] {
+                                  diffusion::H3PipelineConfig c = config();
+                                  c.textLayer = 2;
+                                  return c;
+                                }());
+    ADD_FAILURE() << "a text encoder of another width loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the text encoder's states are"), std::string::npos) << e.what();
   }
   diffusion::H3PipelineConfig bad = config();
   bad.fps = 0;

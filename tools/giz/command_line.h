@@ -20,5 +20,5 @@ int64_t parseCount(const std::string& flag, const std::string& text);
 /// A seed given to `flag`: a whole number from 0; else an error naming both.
 uint64_t parseSeed(const std::string& flag, const std::string& text);
 
-/// "label [#####...]  3/8  0.52 s/step" redrawn in place on stderr; a new line once done == total.
+/// "label [#####...] 3/8  0.52 s/step" redrawn in place on stderr; a new line once done == total.
 void drawProgress(const char* label, int64_t done, int64_t total, double seconds);

@@ -21,8 +21,8 @@ std::string onlyEntry(const fs::path& folder, const std::string& sub, const std:
   for (const fs::directory_entry& e : fs::directory_iterator(dir))
     if (fits(e.path())) found.push_back(e.path());
   if (found.size() == 1) return found[0].string();
-  throw gizml::Error(dir.string() + ": " + (found.empty() ? "no " : std::to_string(found.size()) + " of ") + what +
-                     (found.empty() ? "" : "; name one"));
+  if (found.empty()) throw gizml::Error(dir.string() + ": none found of " + what);
+  throw gizml::Error(dir.string() + ": " + std::to_string(found.size()) + " of " + what + "; name one");
 }
 
 bool safetensorsFile(const fs::path& p) { return fs::is_regular_file(p) && p.extension() == ".safetensors"; }
@@ -107,7 +107,7 @@ VideoModelFiles findVideoModelFiles(const std::string& folder, VideoModelFiles g
   if (given.model.empty())
     given.model = onlyEntry(root, "diffusion_models", "a .safetensors file (H3's checkpoint)", safetensorsFile);
   if (given.text.empty())
-    given.text = onlyEntry(root, "text_encoders", "a converted folder (its Qwen3-VL's first 50 layers)", convertedFolder);
+    given.text = onlyEntry(root, "text_encoders", "a converted folder (giz convert --h3-text)", convertedFolder);
   if (given.videoVae.empty())
     given.videoVae = onlyEntry(root, "vae", "a .safetensors file (the video decoder)", safetensorsFile);
   if (given.audioVae.empty())

@@ -5,6 +5,7 @@
 
 #include <iomanip>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "command_line.h"
@@ -47,7 +48,7 @@ constexpr Command kCommands[] = {
     {"chat", chatCommand, "MODEL [--system TEXT ...]  a conversation, one message per line of stdin"},
     {"serve", serveCommand, "MODEL... [--host H --port 8080 --slots 4 --context 4096]  the OpenAI API"},
     {"paint", paintCommand, "[MODEL] PROMPT [--seed 0 --size 1024x1024 -o image.png]  a picture (Z-Image Turbo)"},
-    {"video", videoCommand, "[MODEL] PROMPT [--frames 124 --size 832x480 --steps 6 -o video.mp4]  video with sound (MiniMax H3)"},
+    {"video", videoCommand, "[MODEL] PROMPT [--frames 124 --size 1344x768 --steps 6 -o video.mp4]  video with sound (MiniMax H3)"},
     {"bench", benchCommand, "MODEL [--prefill 512 --decode 128 ...]  prefill and decode speed"},
     {"convert", convertCommand, "SOURCE DEST [--bits 4 --head-bits 6 --lora DIR]  quantize a model"},
     {"template", templateCommand, "--template FILE --messages FILE.json [--tools FILE.json] [--var K=V]\n"
@@ -102,6 +103,14 @@ int main(int argc, char** argv) {
   try {
     return found->run(argc, argv);
   } catch (const gizml::Error& e) {
+    std::cerr << "giz " << command << ": " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // A size asked for (a picture, a video, a context) that this machine's memory cannot hold.
+    std::cerr << "giz " << command << ": out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // The standard library's own (a folder that cannot be listed, ...): said, never a crash.
     std::cerr << "giz " << command << ": " << e.what() << "\n";
     return 1;
   }

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -21,7 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: giz video [MODEL] PROMPT [--frames 124] [--size 832x480] [--steps 6] [--seed 0] [-o video.mp4]\n"
+    "usage: giz video [MODEL] PROMPT [--frames 124] [--size WxH] [--steps 6] [--seed 0] [-o video.mp4]\n"
     "                 [--dit FILE] [--text FOLDER] [--vae FILE] [--audio-vae FILE] [--config h3.json]\n"
     "  MODEL: a MiniMax H3 folder: diffusion_models/ (one .safetensors, H3's checkpoint), text_encoders/\n"
     "  (one folder of gizml::diffusion::convertTextEncoder of its Qwen3-VL, hidden state 50), vae/ (one\n"
@@ -30,8 +29,8 @@ constexpr const char* kUsage =
     "  \"latents_mean\", \"latents_std\"}, \"audio\": {\"latents_mean\", \"latents_std\"}}, each optional (the\n"
     "  released model's by default; the audio's statistics from the file when it holds them).\n"
     "  --dit, --text, --vae, --audio-vae and --config name a part in its place (all four files: no MODEL).\n"
-    "  --frames: at 24 fps, rounded up to 17 n + 5, 5 to 15 seconds; --size: WIDTHxHEIGHT, multiples of 32\n"
-    "  (without it 1344x768, H3's 16:9 canvas); --steps: Euler passes; --seed: torch's generator's (the\n"
+    "  --frames: at 24 fps, rounded up to 17 n + 5, 5 to 15 seconds (108 to 345); --size: WIDTHxHEIGHT, multiples of 32\n"
+    "  (without it 1344x768, H3's 16:9 canvas); --steps: Euler passes, 1 to 1000; --seed: torch's generator's (the\n"
     "  same seed, the same noise as diffusers' pipeline). A progress bar over the passes on stderr when it\n"
     "  is a terminal; each stage's time on stderr.\n";
 
@@ -45,9 +44,10 @@ std::vector<float> floats(const nlohmann::json& v, const std::string& where) {
   return out;
 }
 
-int64_t positive(const nlohmann::json& v, const std::string& where) {
-  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 20))
-    throw gizml::Error(where + ": expected a whole number from 1");
+// A whole number from `least` to 2^20.
+int64_t whole(const nlohmann::json& v, const std::string& where, int64_t least) {
+  if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > (int64_t{1} << 20))
+    throw gizml::Error(where + ": expected a whole number from " + std::to_string(least) + " to 1048576");
   return v.get<int64_t>();
 }
 
@@ -57,18 +57,18 @@ void readConfig(const std::string& path, gizml::diffusion::H3PipelineConfig& c) 
   for (const auto& [key, value] : j.items()) {
     const std::string at = path + ": " + key;
     if (key == "text_layer") {
-      c.textLayer = positive(value, at);
+      c.textLayer = whole(value, at, 1);
     } else if (key == "video" || key == "audio") {
       if (!value.is_object()) throw gizml::Error(at + ": expected a JSON object");
       for (const auto& [field, v] : value.items()) {
         const std::string where = at + "." + field;
         if (field == "latents_mean") (key == "video" ? c.video.latentsMean : c.audio.latentsMean) = floats(v, where);
         else if (field == "latents_std") (key == "video" ? c.video.latentsStd : c.audio.latentsStd) = floats(v, where);
-        else if (key == "video" && field == "head_dim") c.video.headDim = positive(v, where);
-        else if (key == "video" && field == "patch") c.video.patch = positive(v, where);
-        else if (key == "video" && field == "patch_t") c.video.patchT = positive(v, where);
-        else if (key == "video" && field == "tile") c.video.tile = positive(v, where);
-        else if (key == "video" && field == "tile_overlap") c.video.tileOverlap = positive(v, where);
+        else if (key == "video" && field == "head_dim") c.video.headDim = whole(v, where, 1);
+        else if (key == "video" && field == "patch") c.video.patch = whole(v, where, 1);
+        else if (key == "video" && field == "patch_t") c.video.patchT = whole(v, where, 1);
+        else if (key == "video" && field == "tile") c.video.tile = whole(v, where, 0);  // 0: the whole frame
+        else if (key == "video" && field == "tile_overlap") c.video.tileOverlap = whole(v, where, 0);
         else throw gizml::Error(where + ": not a field giz video reads");
       }
     } else {
@@ -107,6 +107,7 @@ int videoCommand(int argc, char** argv) {
     else if (arg == "--frames" || arg == "--steps") {
       const int64_t n = parseCount(arg, argv[++i]);
       if (n < 1 || n > 100000) throw gizml::Error(arg + ": " + std::to_string(n) + " is outside 1 to 100000");
+      // (--steps: H3PipelineConfig's 1 to 1000, checked with the rest before anything loads.)
       (arg == "--frames" ? frames : steps) = n;
     }
     else if (arg == "--size") size = argv[++i];
@@ -131,11 +132,12 @@ int videoCommand(int argc, char** argv) {
     configFile = (fs::path(folder) / "h3.json").string();
   if (!configFile.empty()) readConfig(configFile, config);
 
+  // The request checked before the model loads (minutes for the real one).
+  const gizml::diffusion::H3Layout layout = gizml::diffusion::H3Pipeline::layout(config, frames, width, height);
   const auto loadStart = std::chrono::steady_clock::now();
   const gizml::diffusion::H3Pipeline pipeline =
       gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
   const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
-  const gizml::diffusion::H3Layout layout = pipeline.layout(frames, width, height);
   if (layout.frames != frames)
     std::fprintf(stderr, "%lld frames rounded up to %lld (17 n + 5, what the video decoder makes)\n",
                  static_cast<long long>(frames), static_cast<long long>(layout.frames));
@@ -145,21 +147,22 @@ int videoCommand(int argc, char** argv) {
   std::vector<double> passSeconds;
   const auto start = std::chrono::steady_clock::now();
   double before = 0;  // seconds from start to the end of the last pass
+  // The passes prepared (a schedule's repeated sigmas are one pass).
+  const auto passes = static_cast<int64_t>(pipeline.model().videoSigmas().size()) - 1;
   const auto onStep = [&](int64_t step, const gizml::diffusion::H3Latents&) {
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // generate has timed the text before the first pass.
     passSeconds.push_back(now - (passSeconds.empty() ? times.text : before));
     before = now;
-    if (terminal) drawProgress("passes", step + 1, steps, passSeconds.back());
-    if (terminal && step + 1 == steps) std::fprintf(stderr, "decoding the video and the sound\n");
+    if (terminal) drawProgress("passes", step + 1, passes, passSeconds.back());
+    if (terminal && step + 1 == passes) std::fprintf(stderr, "decoding the video and the sound\n");
   };
   const gizml::diffusion::H3Video video = pipeline.generate(words.back(), seed, layout, onStep, &times);
 
   // [1, 3, frames, h, w] as writeVideo reads frames: [frames, 3, h, w].
   const gizml::tensor::Tensor framesFirst = video.frames.reshape({video.frames.size(1), video.frames.size(2),
                                                                   video.frames.size(3), video.frames.size(4)})
-                                                .permute({1, 0, 2, 3})
-                                                .contiguous();
+                                                .permute({1, 0, 2, 3});
   const std::vector<std::string> written =
       gizml::image::writeVideo(output, framesFirst, video.fps, interleaved(video.sound, video.sampleRate));
 
