@@ -590,9 +590,10 @@ class H3Model {
   /// `time_embedder.proj_in`, `token_refiner.blocks.N`, `final_layer.*`, `rope.inv_freq`; F32,
   /// F16 or BF16, computed in F32), also under ComfyUI's `model.diffusion_model.`; INT8 weights
   /// as ComfyUI's int8_tensorwise files store them (I8 codes, `weight_scale`, `comfy_quant` with
-  /// or without ConvRot): the blocks' attention and MLP linears keep their codes and run as W8A8
-  /// (Int8Linear: the activations rotated and quantized per row, an exact integer product), any
-  /// other INT8 weight is dequantized; a pruned checkpoint's `adaln_t_table` [grid, time width]
+  /// or without ConvRot) and its 4-bit W4A8 files (asym_w4a8_int8: codes decoded to the INT8 grid
+  /// comfy_kitchen multiplies): the blocks' attention and MLP linears keep their codes and run as
+  /// W8A8 (Int8Linear: the activations rotated and quantized per row, an exact integer product),
+  /// any other such weight is dequantized; a pruned checkpoint's `adaln_t_table` [grid, time width]
   /// (AdaLN inputs sampled over t in [0, 1], read linearly between grid points) instead of the
   /// time embedder. Sizes come from the shapes. A missing tensor, a wrong shape or dtype or a
   /// tensor it does not use is a gizml::Error naming the file and the tensor. Each of loras is

@@ -7,6 +7,10 @@
 #include <gizml/error.h>
 #include <gizml/netops.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "netops/rows_common.h"
 
 namespace gizml::diffusion {
@@ -62,13 +66,41 @@ void checkCodes(const Int8Codes& w) {
 
 T::Tensor dequantized(const Int8Codes& w) {
   checkCodes(w);
-  const int64_t out = w.codes.size(0), in = w.codes.size(1);
+  const int64_t out = w.codes.size(0);
   T::Tensor values = (T::lazy(w.codes).cast(DType::F32) * T::lazy(w.scales.reshape({out, 1}))).eval().contiguous();
-  if (w.rotation > 1) {
-    float* v = values.data<float>();
-    for (int64_t g = 0; g < out * in; g += w.rotation) netops::rows::regularHadamard(v + g, w.rotation);
-  }
+  rotateBack(values, w.rotation);
   return values;
+}
+
+void rotateBack(T::Tensor& values, int64_t rotation) {
+  if (rotation <= 1) return;
+  float* v = values.data<float>();
+  for (int64_t g = 0; g < values.numel(); g += rotation) netops::rows::regularHadamard(v + g, rotation);
+}
+
+T::Tensor w4a8Grid(const T::Tensor& packed, const T::Tensor& groupScales, const std::optional<T::Tensor>& codebook,
+                   int64_t in, int64_t groupSize, int bits) {
+  const int64_t out = packed.size(0), cols = packed.size(1);
+  const T::Tensor bytes = packed.contiguous(), scales = groupScales.cast(DType::F32).contiguous();
+  std::vector<float> levels(64);
+  const std::vector<float> book = codebook ? codebook->cast(DType::F32).toFloats() : std::vector<float>{};
+  for (int code = 0; code < (1 << bits); ++code)
+    levels[static_cast<size_t>(code)] = codebook ? book[static_cast<size_t>(code)] : static_cast<float>(code - (1 << (bits - 1)));
+  T::Tensor grid = T::empty({out, in}, DType::I8);
+  const auto* b = reinterpret_cast<const uint8_t*>(bytes.data<int8_t>());
+  const float* s = scales.data<float>();
+  int8_t* g = grid.data<int8_t>();
+  for (int64_t n = 0; n < out; ++n) {
+    const uint8_t* row = b + n * cols;
+    for (int64_t k = 0; k < in; ++k) {
+      int code = (row[k / 2] >> (4 * (k % 2))) & 0xF;
+      if (bits == 6) code |= ((row[in / 2 + k / 4] >> (2 * (k % 4))) & 0x3) << 4;
+      // torch: float32 level times float32 scale, round() half to even, clamp.
+      const float v = std::nearbyint(levels[static_cast<size_t>(code)] * s[n * (in / groupSize) + k / groupSize]);
+      g[n * in + k] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+    }
+  }
+  return grid;
 }
 
 Int8Linear::Int8Linear(const T::Tensor& w) : in_(w.size(1)) {

@@ -11,6 +11,8 @@
 // with a scale per output channel or one for the tensor. Int8Linear takes them as stored.
 #include <gizml/tensor.h>
 
+#include <optional>
+
 namespace gizml::diffusion {
 
 /// INT8 weight codes as ComfyUI stores them: codes [out, in] I8 and scales [out] F32 (a
@@ -28,6 +30,19 @@ void checkCodes(const Int8Codes& w);
 /// What the codes stand for in F32: codes times their row's scale, rotated back (the rotation is
 /// its own inverse), as comfy_kitchen's dequantize.
 T::Tensor dequantized(const Int8Codes& w);
+
+/// values [out, in] F32 (contiguous, on the host) with each group of `rotation` inputs multiplied
+/// by the regular Hadamard matrix of that size, in place: the rotation undone (1: unchanged).
+void rotateBack(T::Tensor& values, int64_t rotation);
+
+/// ComfyUI's 4- or 6-bit W4A8 weight (comfy_kitchen's AsymW4A8Int8Layout, "asym_w4a8_int8") on the
+/// INT8 grid its product runs on, as comfy_kitchen's _dequant_int4_grouped_to_int8: packed [out,
+/// in / 2] I8 (two codes a byte, the even column low; 6 bits: then a plane of each code's top two
+/// bits, a byte per four columns), each code read through codebook [16] (or as code - 8, or code -
+/// 32 at 6 bits), times its group's scale groupScales [out, in / groupSize] F32, rounded half to
+/// even and clamped to [-127, 127]: [out, in] I8. Shapes are the caller's to check.
+T::Tensor w4a8Grid(const T::Tensor& packed, const T::Tensor& groupScales, const std::optional<T::Tensor>& codebook,
+                   int64_t in, int64_t groupSize, int bits);
 
 class Int8Linear {
  public:

@@ -18,6 +18,8 @@
 // `X.comfy_quant` {"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 256}, the
 // codes' rows rotated over groups of that many inputs (ConvRot) or, without convrot, not rotated.
 // They are kept as codes (StoredWeight::int8) for the INT8 linears, or read in F32 by f32().
+// ComfyUI's 4-bit "asym_w4a8_int8" layers (comfy_kitchen's AsymW4A8Int8Layout) become such codes
+// too: their INT8 grid, the channel scales and the ConvRot (w4a8Weight).
 #include <gizml/tensor.h>
 
 #include <cmath>
@@ -80,6 +82,15 @@ class WeightFile {
   /// The tensor as stored (StoredWeight), its scale and FP8 or INT8 markers taken with it.
   StoredWeight takeStored(const std::string& name, const T::Shape& shape) {
     const llm::SafetensorsTensorInfo& info = find(name);
+    const std::string layerOf = name.size() > 7 && name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
+    if (info.dtype == llm::SafetensorsDType::I8 && !layerOf.empty() && shape.size() == 2) {
+      const nlohmann::json quant = peekQuantConfig(layerOf);
+      if (quant.is_object() && quant["format"] == "asym_w4a8_int8") {
+        StoredWeight w = w4a8Weight(name, layerOf, takeQuantConfig(layerOf), shape);
+        taken_.insert(stored(name));
+        return w;
+      }
+    }
     if (info.shape != shape)
       fail(name, "has shape " + T::shapeText(info.shape) + ", expected " + T::shapeText(shape));
     const llm::SafetensorsDType d = info.dtype;
@@ -153,7 +164,8 @@ class WeightFile {
 
   // layer's comfy_quant (taken): a JSON object with a format ComfyUI's files use, or null when
   // the layer has none.
-  nlohmann::json takeQuantConfig(const std::string& layer) {
+  // layer.comfy_quant's JSON, checked, without counting it as taken (null when there is none).
+  nlohmann::json peekQuantConfig(const std::string& layer) const {
     const std::string name = layer + ".comfy_quant";
     if (!has(name)) return nullptr;
     const llm::SafetensorsTensorInfo& info = find(name);
@@ -164,10 +176,97 @@ class WeightFile {
     if (!conf.is_object() || !conf.contains("format") || !conf["format"].is_string())
       fail(name, "is not the JSON of a layer's quantization ({\"format\": ...})");
     const std::string format = conf["format"].get<std::string>();
-    if (format != "float8_e4m3fn" && format != "float8_e5m2" && format != "int8_tensorwise")
-      fail(name, "says format " + format + ", which is not read (float8_e4m3fn, float8_e5m2 and int8_tensorwise are)");
-    taken_.insert(stored(name));
+    if (format != "float8_e4m3fn" && format != "float8_e5m2" && format != "int8_tensorwise" &&
+        format != "asym_w4a8_int8")
+      fail(name, "says format " + format +
+                     ", which is not read (float8_e4m3fn, float8_e5m2, int8_tensorwise and asym_w4a8_int8 are)");
     return conf;
+  }
+
+  nlohmann::json takeQuantConfig(const std::string& layer) {
+    nlohmann::json conf = peekQuantConfig(layer);
+    if (!conf.is_null()) taken_.insert(stored(layer + ".comfy_quant"));
+    return conf;
+  }
+
+  // A whole number of layer.comfy_quant, or `fallback` where it has none.
+  int64_t quantInteger(const std::string& layer, const nlohmann::json& quant, const char* key, int64_t fallback) const {
+    if (!quant.contains(key)) return fallback;
+    if (!quant[key].is_number_integer() || quant[key].get<int64_t>() < 1 || quant[key].get<int64_t>() > 65536)
+      fail(layer + ".comfy_quant", std::string("has ") + key + " " + quant[key].dump() + ", not a whole number from 1");
+    return quant[key].get<int64_t>();
+  }
+
+  // A layer's companion tensor of one of `dtypes` and this shape, loaded in F32 (U8: FP8 E4M3's
+  // bytes, as older tools store a W4A8 group scale) and counted as taken.
+  T::Tensor companion(const std::string& name, const T::Shape& shape, bool fp8Bytes) {
+    const llm::SafetensorsTensorInfo& info = find(name);
+    if (info.shape != shape)
+      fail(name, "has shape " + T::shapeText(info.shape) + ", expected " + T::shapeText(shape));
+    const llm::SafetensorsDType d = info.dtype;
+    const bool fp8 = d == llm::SafetensorsDType::F8_E4M3 || (fp8Bytes && d == llm::SafetensorsDType::U8);
+    if (!fp8 && d != llm::SafetensorsDType::F32 && d != llm::SafetensorsDType::F16 && d != llm::SafetensorsDType::BF16)
+      fail(name, std::string("is ") + llm::safetensorsDTypeName(d) + ", expected F32, F16, BF16 or FP8 E4M3");
+    llm::SafetensorsTensorInfo asRead = info;
+    if (fp8) asRead.dtype = llm::SafetensorsDType::F8_E4M3;  // the same bytes
+    T::Tensor t = file_.load(asRead).cast(DType::F32).contiguous();
+    for (float v : t.toFloats())
+      if (!std::isfinite(v)) fail(name, "holds " + std::to_string(v) + ", not a finite value");
+    taken_.insert(stored(name));
+    return t;
+  }
+
+  // ComfyUI's W4A8 layer (comfy_kitchen's AsymW4A8Int8Layout, "asym_w4a8_int8") of a weight
+  // [out, in]: X.weight I8 [out, in / 2] (6 bits: [out, 3 in / 4]), X.weight_s_rel [out, in /
+  // group_size] FP8 (or its bytes as U8), X.weight_s_channel [out], optional X.weight_codebook
+  // [16] and X.weight_correction [in / group_size, out]. As INT8 codes on the grid its product
+  // runs on (w4a8Grid) with s_channel the channel scale and the comfy_quant's convrot_groupsize
+  // (256 by default) the rotation; with a correction (comfy_kitchen then runs a float linear)
+  // dequantized to F32: (grid s_channel + correction) rotated back.
+  StoredWeight w4a8Weight(const std::string& name, const std::string& layer, const nlohmann::json& quant,
+                          const T::Shape& shape) {
+    const int64_t out = shape[0], in = shape[1];
+    const llm::SafetensorsTensorInfo& info = find(name);
+    const int bits = info.shape.size() == 2 && info.shape[0] == out && info.shape[1] * 2 == in       ? 4
+                     : info.shape.size() == 2 && info.shape[0] == out && info.shape[1] * 4 == 3 * in ? 6
+                                                                                                   : 0;
+    if (bits == 0 || in % 16 != 0)
+      fail(name, "is W4A8 of shape " + T::shapeText(info.shape) + ", expected [" + std::to_string(out) + ", " +
+                     std::to_string(in / 2) + "] (4 bits) or [" + std::to_string(out) + ", " +
+                     std::to_string(3 * in / 4) + "] (6 bits) for a weight [" + std::to_string(out) + ", " +
+                     std::to_string(in) + "] (inputs a multiple of 16)");
+    const int64_t group = quantInteger(layer, quant, "group_size", 16);
+    const int64_t rotation = quantInteger(layer, quant, "convrot_groupsize", 256);
+    if (group < 4 || (16 % group != 0 && group % 16 != 0) || in % group != 0 || (bits == 6 && (group % 16 || in % 32)))
+      fail(layer + ".comfy_quant", "has group_size " + std::to_string(group) + ", which does not fit " +
+                                       std::to_string(in) + " inputs at " + std::to_string(bits) + " bits");
+    const int64_t groups = in / group;
+    const T::Tensor sRel = companion(layer + ".weight_s_rel", {out, groups}, true);
+    const T::Tensor sChannel = companion(layer + ".weight_s_channel", {out}, false);
+    std::optional<T::Tensor> codebook;
+    if (has(layer + ".weight_codebook")) {
+      if (bits == 6) fail(layer + ".weight_codebook", "is there, but 6-bit W4A8 codes are uniform");
+      codebook = companion(layer + ".weight_codebook", {16}, false);
+    }
+    StoredWeight w;
+    w.int8 = Int8Codes{w4a8Grid(file_.load(info), sRel, codebook, in, group, bits), sChannel, rotation};
+    file_.releasePages(info);
+    try {
+      checkCodes(*w.int8);
+    } catch (const Error& e) {
+      fail(name, std::string("is not usable as stored: ") + e.what());
+    }
+    if (has(layer + ".weight_correction")) {
+      const T::Tensor correction = companion(layer + ".weight_correction", {groups, out}, false);
+      T::Tensor values = (T::lazy(w.int8->codes).cast(DType::F32) * T::lazy(sChannel.reshape({out, 1}))).eval().contiguous();
+      float* v = values.data<float>();
+      const float* c = correction.data<float>();
+      for (int64_t n = 0; n < out; ++n)
+        for (int64_t k = 0; k < in; ++k) v[n * in + k] += c[(k / group) * out + n];
+      rotateBack(values, rotation);
+      return StoredWeight{std::move(values)};
+    }
+    return w;
   }
 
   // An I8 weight [out, in] of ComfyUI's int8_tensorwise format: its codes, the scales of
