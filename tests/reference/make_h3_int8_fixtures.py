@@ -117,27 +117,36 @@ def rotation_for(k):
         return None
 
 
-def pruned_int8(ckpt, table):
-    """(the file's tensors, the checkpoint as read back in float32 with time_embedder kept, codes)."""
-    stored, readback, codes = {}, {}, {}
+def pruned(ckpt, table, quantize_layer):
+    """(the file's tensors, the checkpoint as read back in float32 with time_embedder kept, what
+    quantize_layer returned by layer): quantize_layer(layer, w) gives None for a weight kept as it
+    is, or (the layer's stored tensors, the dequantized weight, anything the caller keeps)."""
+    stored, readback, kept = {}, {}, {}
     for name, w in ckpt.items():
         readback[name] = w.float()
         if name.startswith("time_embedder."):
             continue  # pruned: replaced by adaln_t_table
-        if QUANTIZED.fullmatch(name):  # blocks.N. only: the refiner's names start token_refiner.
-            layer = name[: -len(".weight")]
-            g = rotation_for(w.shape[1])
-            parts, deq = quantize(w, g)
+        layer = name[: -len(".weight")] if name.endswith(".weight") else None
+        quantized = quantize_layer(layer, w) if layer else None
+        if quantized:
+            parts, readback[name], kept[layer] = quantized
             stored.update({f"{layer}.{k}": v for k, v in parts.items()})
-            readback[name] = deq
-            codes[layer] = (parts["weight"], parts["weight_scale"], g)
         elif F16_BIAS.fullmatch(name):
             stored[name] = w.to(torch.float16)
             readback[name] = stored[name].float()
         else:
             stored[name] = w
     stored["adaln_t_table"] = table.float().contiguous()
-    return {PREFIX + k: v.contiguous() for k, v in stored.items()}, readback, codes
+    return {PREFIX + k: v.contiguous() for k, v in stored.items()}, readback, kept
+
+
+def int8_layer(layer, w):
+    """The blocks' (not the refiner's: token_refiner.) linears as int8_tensorwise, ConvRot where it fits."""
+    if not QUANTIZED.fullmatch(layer + ".weight"):
+        return None
+    g = rotation_for(w.shape[1])
+    parts, deq = quantize(w, g)
+    return parts, deq, (parts["weight"], parts["weight_scale"], g)
 
 
 def diffusers_model(ckpt_f32):
@@ -147,28 +156,59 @@ def diffusers_model(ckpt_f32):
     return model
 
 
+def checkpoint_modules(model, layer, out):
+    """The diffusers modules a checkpoint linear of `out` rows becomes, each with its rows."""
+    block = model.transformer_blocks[int(layer.split(".")[1])]
+    if layer.endswith("attn.qkv_proj"):  # [q; k; v]
+        n = out // 3
+        return [(block.attn.to_q, torch.arange(0, n)), (block.attn.to_k, torch.arange(n, 2 * n)),
+                (block.attn.to_v, torch.arange(2 * n, out))]
+    if layer.endswith("mlp.fc1"):  # checkpoint [gate; value], SwiGLU's [value; gate]
+        n = out // 2
+        return [(block.ff.net[0].proj, torch.cat([torch.arange(n, out), torch.arange(0, n)]))]
+    if layer.endswith("attn.out_proj"):
+        return [(block.attn.to_out[0], torch.arange(out))]
+    return [(block.ff.net[2], torch.arange(out))]
+
+
 def w8a8_patches(model, codes):
     """Each quantized checkpoint linear's diffusers modules with their row slices of the stored codes."""
     patches = []
     for layer, (q, scale, g) in codes.items():
-        block = model.transformer_blocks[int(layer.split(".")[1])]
-        out = q.shape[0]
-        if layer.endswith("attn.qkv_proj"):  # [q; k; v]
-            n = out // 3
-            parts = [(block.attn.to_q, slice(0, n)), (block.attn.to_k, slice(n, 2 * n)),
-                     (block.attn.to_v, slice(2 * n, 3 * n))]
-            mods = [(m, torch.arange(out)[s]) for m, s in parts]
-        elif layer.endswith("mlp.fc1"):  # checkpoint [gate; value], SwiGLU's [value; gate]
-            n = out // 2
-            mods = [(block.ff.net[0].proj, torch.cat([torch.arange(n, out), torch.arange(0, n)]))]
-        elif layer.endswith("attn.out_proj"):
-            mods = [(block.attn.to_out[0], torch.arange(out))]
-        else:
-            mods = [(block.ff.net[2], torch.arange(out))]
-        for module, rows in mods:
+        for module, rows in checkpoint_modules(model, layer, q.shape[0]):
             s = scale if scale.numel() == 1 else scale[rows]
             patches.append((layer, module, rows, q[rows].contiguous(), s.contiguous(), g))
     return patches
+
+
+def case_forward(case):
+    """make_h3_fixtures.py's one pass over h3_tiny_case's layout (a first-frame keyframe):
+    forward(model) gives the target video's rows unpatchified and the audio."""
+    assert case["text_tags"].tolist() == h3.TEXT_TAGS
+    c, pt, ph, pw = h3.CONFIG["in_channels"], *h3.CONFIG["patch_size"]
+    _, f, hh, ww = case["video"].shape
+    n_audio = case["audio"].shape[1]
+    position_ids, token_tags, video_idx, audio_idx, text_idx, n_cond, _ = \
+        MiniMaxH3PrepareLayoutStep.build_packed_sequence(
+            torch.tensor(h3.TEXT_TAGS), f, hh, ww, n_audio, (pt, ph, pw), 2, 2, 0, ("first",))
+    position_ids = position_ids.float()
+    t_video, t_audio = float(case["t_video"]), float(case["t_audio"])
+    timesteps, timestep_idx = MiniMaxH3SetTimestepsStep.build_row_timesteps(
+        video_idx, audio_idx, n_cond, 0, len(h3.TEXT_TAGS), t_video, t_audio, max(t_video, h3.KEYFRAME_T), 1.0)
+    rows = torch.cat([patchify_video_latents(case["keyframe"][None], (pt, ph, pw)),
+                      patchify_video_latents(case["video"][None], (pt, ph, pw))])
+    audio_rows = case["audio"].reshape(-1, case["audio"].shape[-1])
+
+    def forward(model):
+        with torch.no_grad():
+            v, a = model(hidden_states=rows[None], audio_hidden_states=audio_rows[None],
+                         encoder_hidden_states=case["text"][None], timestep=timesteps, timestep_indices=timestep_idx,
+                         token_tags=token_tags, position_ids=position_ids, video_indices=video_idx,
+                         audio_indices=audio_idx, text_indices=text_idx, return_dict=False)
+        v = v[0][n_cond:].reshape(f, hh // ph, ww // pw, c, pt, ph, pw).permute(3, 0, 4, 1, 5, 2, 6)
+        return v.reshape(c, f * pt, hh, ww), a[0].reshape(case["audio"].shape)
+
+    return forward
 
 
 def run_int8(x, q, s, g):
@@ -192,36 +232,13 @@ def main():
     ckpt = load_file(os.path.join(OUT, "h3_tiny.safetensors"))
     case = load_file(os.path.join(OUT, "h3_tiny_case.safetensors"))
     lora = load_file(os.path.join(OUT, "h3_tiny_lora.safetensors"))
-    assert case["text_tags"].tolist() == h3.TEXT_TAGS
-
-    c, pt, ph, pw = h3.CONFIG["in_channels"], *h3.CONFIG["patch_size"]
-    _, f, hh, ww = case["video"].shape
-    n_audio = case["audio"].shape[1]
-    position_ids, token_tags, video_idx, audio_idx, text_idx, n_cond, _ = \
-        MiniMaxH3PrepareLayoutStep.build_packed_sequence(
-            torch.tensor(h3.TEXT_TAGS), f, hh, ww, n_audio, (pt, ph, pw), 2, 2, 0, ("first",))
-    position_ids = position_ids.float()
-    t_video, t_audio = float(case["t_video"]), float(case["t_audio"])
-    timesteps, timestep_idx = MiniMaxH3SetTimestepsStep.build_row_timesteps(
-        video_idx, audio_idx, n_cond, 0, len(h3.TEXT_TAGS), t_video, t_audio, max(t_video, h3.KEYFRAME_T), 1.0)
-    rows = torch.cat([patchify_video_latents(case["keyframe"][None], (pt, ph, pw)),
-                      patchify_video_latents(case["video"][None], (pt, ph, pw))])
-    audio_rows = case["audio"].reshape(-1, case["audio"].shape[-1])
-
-    def forward(model):  # make_h3_fixtures.py's one pass, the target video's rows unpatchified
-        with torch.no_grad():
-            v, a = model(hidden_states=rows[None], audio_hidden_states=audio_rows[None],
-                         encoder_hidden_states=case["text"][None], timestep=timesteps, timestep_indices=timestep_idx,
-                         token_tags=token_tags, position_ids=position_ids, video_indices=video_idx,
-                         audio_indices=audio_idx, text_indices=text_idx, return_dict=False)
-        v = v[0][n_cond:].reshape(f, hh // ph, ww // pw, c, pt, ph, pw).permute(3, 0, 4, 1, 5, 2, 6)
-        return v.reshape(c, f * pt, hh, ww), a[0].reshape(case["audio"].shape)
+    forward = case_forward(case)
 
     # The committed file's own weights give the committed outputs: the pass is the same.
     v, a = forward(diffusers_model(ckpt))
     assert (v - case["video_out"]).abs().max() < 1e-5 and (a - case["audio_out"]).abs().max() < 1e-5
 
-    stored, readback, codes = pruned_int8(ckpt, case["adaln_t_table"])
+    stored, readback, codes = pruned(ckpt, case["adaln_t_table"], int8_layer)
     model = diffusers_model(readback)
     out = {}
     out["f32_video_out"], out["f32_audio_out"] = forward(model)

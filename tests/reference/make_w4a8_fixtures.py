@@ -93,17 +93,12 @@ from comfy_kitchen.backends.eager.w4a8_int8 import (
 )
 from comfy_kitchen.tensor.w4a8_int8 import AsymW4A8Int8Layout
 from comfy_kitchen.tensor.w4a8_packed import default_w4a8_codebook
-from diffusers.modular_pipelines.minimax_h3.before_denoise import (
-    MiniMaxH3PrepareLayoutStep,
-    MiniMaxH3SetTimestepsStep,
-    patchify_video_latents,
-)
 from safetensors.torch import load_file, save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_h3_fixtures as h3  # noqa: E402
-from make_h3_int8_fixtures import F16_BIAS, PREFIX, diffusers_model  # noqa: E402
+from make_h3_int8_fixtures import case_forward, checkpoint_modules, diffusers_model, pruned  # noqa: E402
 
 OUT = os.path.join(HERE, "..", "data", "diffusion")
 GROUP = 16
@@ -171,27 +166,13 @@ def make_layers():
     return layers
 
 
-def pruned_w4a8(ckpt, table):
-    """(the file's tensors, the checkpoint read back in float32 with time_embedder kept, ops by layer)."""
-    stored, readback, ops_by_layer = {}, {}, {}
-    for name, w in ckpt.items():
-        readback[name] = w.float()
-        if name.startswith("time_embedder."):
-            continue  # pruned: replaced by adaln_t_table
-        layer = name.removesuffix(".weight")
-        parts = layer.split(".", 2)
-        if name.endswith(".weight") and parts[0] == "blocks" and len(parts) == 3 and parts[2] in H3_W4A8:
-            q, ops = quantize(w, H3_W4A8[parts[2]])
-            stored.update({f"{layer}.{k}": v for k, v in q.items()})
-            readback[name] = dequant(ops)
-            ops_by_layer[layer] = ops
-        elif F16_BIAS.fullmatch(name):
-            stored[name] = w.to(torch.float16)
-            readback[name] = stored[name].float()
-        else:
-            stored[name] = w
-    stored["adaln_t_table"] = table.float().contiguous()
-    return {PREFIX + k: v.contiguous() for k, v in stored.items()}, readback, ops_by_layer
+def w4a8_layer(layer, w):
+    """The blocks' (not the refiner's) H3_W4A8 linears as asym_w4a8_int8; the rest kept."""
+    parts = layer.split(".", 2)
+    if parts[0] != "blocks" or len(parts) != 3 or parts[2] not in H3_W4A8:
+        return None
+    q, ops = quantize(w, H3_W4A8[parts[2]])
+    return q, dequant(ops), ops
 
 
 def rows_of(ops, rows):
@@ -202,56 +183,20 @@ def rows_of(ops, rows):
 
 
 def w4a8_patches(model, ops_by_layer):
-    patches = []
-    for layer, ops in ops_by_layer.items():
-        block = model.transformer_blocks[int(layer.split(".")[1])]
-        out = ops["qdata"].shape[0]
-        if layer.endswith("attn.qkv_proj"):  # [q; k; v]
-            n = out // 3
-            mods = [(block.attn.to_q, torch.arange(0, n)), (block.attn.to_k, torch.arange(n, 2 * n)),
-                    (block.attn.to_v, torch.arange(2 * n, out))]
-        elif layer.endswith("mlp.fc1"):  # checkpoint [gate; value], SwiGLU's [value; gate]
-            n = out // 2
-            mods = [(block.ff.net[0].proj, torch.cat([torch.arange(n, out), torch.arange(0, n)]))]
-        else:
-            mods = [(block.attn.to_out[0], torch.arange(out))]
-        for module, rows in mods:
-            patches.append((layer, module, rows, rows_of(ops, rows)))
-    return patches
+    return [(layer, module, rows, rows_of(ops, rows))
+            for layer, ops in ops_by_layer.items()
+            for module, rows in checkpoint_modules(model, layer, ops["qdata"].shape[0])]
 
 
 def make_h3():
     ckpt = load_file(os.path.join(OUT, "h3_tiny.safetensors"))
     case = load_file(os.path.join(OUT, "h3_tiny_case.safetensors"))
-    assert case["text_tags"].tolist() == h3.TEXT_TAGS
-
-    c, pt, ph, pw = h3.CONFIG["in_channels"], *h3.CONFIG["patch_size"]
-    _, f, hh, ww = case["video"].shape
-    n_audio = case["audio"].shape[1]
-    position_ids, token_tags, video_idx, audio_idx, text_idx, n_cond, _ = \
-        MiniMaxH3PrepareLayoutStep.build_packed_sequence(
-            torch.tensor(h3.TEXT_TAGS), f, hh, ww, n_audio, (pt, ph, pw), 2, 2, 0, ("first",))
-    position_ids = position_ids.float()
-    t_video, t_audio = float(case["t_video"]), float(case["t_audio"])
-    timesteps, timestep_idx = MiniMaxH3SetTimestepsStep.build_row_timesteps(
-        video_idx, audio_idx, n_cond, 0, len(h3.TEXT_TAGS), t_video, t_audio, max(t_video, h3.KEYFRAME_T), 1.0)
-    rows = torch.cat([patchify_video_latents(case["keyframe"][None], (pt, ph, pw)),
-                      patchify_video_latents(case["video"][None], (pt, ph, pw))])
-    audio_rows = case["audio"].reshape(-1, case["audio"].shape[-1])
-
-    def forward(model):  # make_h3_int8_fixtures.py's pass
-        with torch.no_grad():
-            v, a = model(hidden_states=rows[None], audio_hidden_states=audio_rows[None],
-                         encoder_hidden_states=case["text"][None], timestep=timesteps, timestep_indices=timestep_idx,
-                         token_tags=token_tags, position_ids=position_ids, video_indices=video_idx,
-                         audio_indices=audio_idx, text_indices=text_idx, return_dict=False)
-        v = v[0][n_cond:].reshape(f, hh // ph, ww // pw, c, pt, ph, pw).permute(3, 0, 4, 1, 5, 2, 6)
-        return v.reshape(c, f * pt, hh, ww), a[0].reshape(case["audio"].shape)
+    forward = case_forward(case)  # make_h3_int8_fixtures.py's pass
 
     v, a = forward(diffusers_model(ckpt))  # the same pass as the committed outputs
     assert (v - case["video_out"]).abs().max() < 1e-5 and (a - case["audio_out"]).abs().max() < 1e-5
 
-    stored, readback, ops_by_layer = pruned_w4a8(ckpt, case["adaln_t_table"])
+    stored, readback, ops_by_layer = pruned(ckpt, case["adaln_t_table"], w4a8_layer)
     model = diffusers_model(readback)
     out = {}
     out["f32_video_out"], out["f32_audio_out"] = forward(model)
