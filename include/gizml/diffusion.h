@@ -620,6 +620,11 @@ class H3Model {
   H3Latents sample(const H3Latents& noise, const H3Condition& condition,
                    const std::function<void(int64_t step, const H3Latents& x)>& onStep = {}) const;
 
+  /// The same model with its weights (and any prepared tables) on gpu, as tensor ops: forward and
+  /// sample take latents and text on the host or there, and give them there. The rotary tables and
+  /// the row indices are made on the host and copied.
+  H3Model to(const gizhw::gpu::Gpu& gpu) const;
+
   /// The prepared schedule's sigmas (steps + 1 each, the last 0); empty before prepare.
   const std::vector<float>& videoSigmas() const;
   const std::vector<float>& audioSigmas() const;
@@ -685,6 +690,10 @@ struct H3PipelineConfig {
   /// The default canvas: 16:9 with this short edge, its area capped at maxPixels, each side rounded
   /// to sizeMultiple() (diffusers' resolve_canvas_size): 1344 x 768 for the released model.
   int64_t canvasShortEdge = 768, canvasMaxPixels = 768 * 1344;
+  /// Where the transformer runs (H3Model::to, its prepared tables with it): the noise, the passes
+  /// and sample's latents there. The text encoder and the decoders stay on the host (decode reads
+  /// the latents back). None: the host.
+  std::optional<gizhw::gpu::Gpu> gpu;
 };
 
 /// What H3Pipeline::generate makes: the frames [1, 3, frames, height, width] F32 in [0, 1] at
@@ -711,7 +720,8 @@ struct H3Layout {
 /// runs text to video (t2va): condition (H3Text), noise (TorchGenerator(seed): the video latent
 /// [1, channels, latent frames, h, w], then the audio rows [2 x audio latents, channels]), sample
 /// (H3Model::sample on the schedule load prepared) and decode (H3VideoDecoder, H3AudioDecoder).
-/// The calls keep no state; copies share the weights. The GPU is not used yet.
+/// The calls keep no state; copies share the weights. The transformer runs on config().gpu when
+/// set; the text encoder and the decoders on the host.
 class H3Pipeline {
  public:
   /// model: H3Model::load's checkpoint; videoDecoder and audioDecoder: the VAEs' files;

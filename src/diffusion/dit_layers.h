@@ -1,6 +1,6 @@
 #pragma once
 // What the diffusion transformers share on tensor ops: a linear with an optional bias, taken from
-// a WeightFile by name with its sizes checked (the RMSNorm is dit_ops.h's).
+// a WeightFile by name with its sizes checked, or moved to a GPU (the RMSNorm is dit_ops.h's).
 #include <gizml/netops.h>
 #include <gizml/tensor.h>
 
@@ -21,6 +21,11 @@ struct Linear {
 inline T::Tensor linear(const Linear& l, const T::Tensor& x) {
   if (l.b) return netops::affine(x, l.w, *l.b);
   return T::matmul(x, l.w.transpose(0, 1));
+}
+
+// The linear on a GPU.
+inline Linear moved(const Linear& l, const gizhw::gpu::Gpu& g) {
+  return {l.w.on(g), l.b ? std::optional<T::Tensor>(l.b->on(g)) : std::nullopt};
 }
 
 inline Linear takeLinear(WeightFile& f, const std::string& name, int64_t in, int64_t out, bool bias) {

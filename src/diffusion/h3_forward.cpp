@@ -79,7 +79,7 @@ h3::Rope h3::ropeOf(const Weights& w, const Layout& l) {
         cosv.push_back(std::cos(angle));
         sinv.push_back(std::sin(angle));
       }
-  return {T::tensor({l.rows, 1, 3 * f}, cosv), T::tensor({l.rows, 1, 3 * f}, sinv)};
+  return {placed(w, T::tensor({l.rows, 1, 3 * f}, cosv)), placed(w, T::tensor({l.rows, 1, 3 * f}, sinv))};
 }
 
 namespace {
@@ -170,7 +170,7 @@ h3::Mods h3::modulations(const Weights& w, const std::vector<double>& ts) {
       const std::vector<double> s = sinusoid(t, w.freqDim);
       freq.insert(freq.end(), s.begin(), s.end());
     }
-    const T::Tensor hidden = T::lazy(linear(*w.timeIn, T::tensor({n, w.freqDim}, freq))).silu().eval();
+    const T::Tensor hidden = T::lazy(linear(*w.timeIn, placed(w, T::tensor({n, w.freqDim}, freq)))).silu().eval();
     act = T::lazy(linear(*w.timeOut, hidden)).silu().eval();
   }
   Mods m;
@@ -216,7 +216,7 @@ H3Latents h3::pass(const Weights& w, const H3Latents& x, const H3Condition& c, c
   const int64_t hp = height / 2, wp = width / 2, frameRows = hp * wp, audioLatents = audio.size(1);
   const auto patches = [&](const T::Tensor& v) {  // [ch, f, h, w] -> [f h/2 w/2, ch 2 2]
     const int64_t f = v.size(1);
-    return v.cast(DType::F32).reshape({ch, f, hp, 2, wp, 2}).permute({1, 2, 4, 0, 3, 5}).contiguous().reshape(
+    return placed(w, v).cast(DType::F32).reshape({ch, f, hp, 2, wp, 2}).permute({1, 2, 4, 0, 3, 5}).contiguous().reshape(
         {f * frameRows, ch * 4});
   };
   for (const H3Keyframe& k : c.keyframes)
@@ -227,14 +227,14 @@ H3Latents h3::pass(const Weights& w, const H3Latents& x, const H3Condition& c, c
 
   const Layout layout = layoutOf(c, frames, height, width, audioLatents);
   const Rope rope = ropeOf(w, layout);
-  const T::Tensor modRows = T::tensor({layout.rows}, layout.modRows, DType::I64);
-  const T::Tensor timeRows = T::tensor({layout.rows}, layout.timeRows, DType::I64);
+  const T::Tensor modRows = placed(w, T::tensor({layout.rows}, layout.modRows, DType::I64));
+  const T::Tensor timeRows = placed(w, T::tensor({layout.rows}, layout.timeRows, DType::I64));
 
-  T::Tensor text = linear(w.textIn, c.text.cast(DType::F32).contiguous());
+  T::Tensor text = linear(w.textIn, placed(w, c.text.cast(DType::F32).contiguous()));
   for (const Block& b : w.refiner) text = refinerBlock(w, b, text);
   std::vector<T::Tensor> parts = {rmsNorm(text, w.refinerNorm, kEps)};
   for (const H3Keyframe& k : c.keyframes) parts.push_back(linear(w.videoIn, patches(k.latent)));
-  parts.push_back(linear(w.audioIn, audio.cast(DType::F32).contiguous().reshape({kAudioChannels * audioLatents,
+  parts.push_back(linear(w.audioIn, placed(w, audio).cast(DType::F32).contiguous().reshape({kAudioChannels * audioLatents,
                                                                                   w.audioChannels})));
   parts.push_back(linear(w.videoIn, patches(video)));
   T::Tensor h = T::concat(parts, 0);

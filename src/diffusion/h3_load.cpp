@@ -128,6 +128,62 @@ H3Model H3Model::load(const std::string& path, const std::vector<H3Lora>& loras)
   return m;
 }
 
+namespace {
+
+h3::Block moved(const h3::Block& b, const gizhw::gpu::Gpu& g) {
+  h3::Block m;
+  m.norm1 = b.norm1.on(g);
+  m.norm2 = b.norm2.on(g);
+  m.qkv = b.qkv.to(g);
+  m.out = b.out.to(g);
+  m.qNorm = b.qNorm.on(g);
+  m.kNorm = b.kNorm.on(g);
+  m.fc1 = b.fc1.to(g);
+  m.fc2 = b.fc2.to(g);
+  if (b.adaln) m.adaln = moved(*b.adaln, g);
+  return m;
+}
+
+std::vector<h3::Block> moved(const std::vector<h3::Block>& blocks, const gizhw::gpu::Gpu& g) {
+  std::vector<h3::Block> m;
+  for (const h3::Block& b : blocks) m.push_back(moved(b, g));
+  return m;
+}
+
+}  // namespace
+
+H3Model H3Model::to(const gizhw::gpu::Gpu& gpu) const {
+  const Weights& w = *weights_;
+  auto m = std::make_shared<Weights>(w);  // the sizes, and invFreq on the host (ropeOf reads it there)
+  m->gpu = gpu;
+  m->videoIn = moved(w.videoIn, gpu);
+  m->audioIn = moved(w.audioIn, gpu);
+  m->textIn = moved(w.textIn, gpu);
+  if (w.timeIn) m->timeIn = moved(*w.timeIn, gpu);
+  if (w.timeOut) m->timeOut = moved(*w.timeOut, gpu);
+  if (w.adalnTable) m->adalnTable = w.adalnTable->on(gpu);
+  m->refiner = moved(w.refiner, gpu);
+  m->blocks = moved(w.blocks, gpu);
+  m->refinerNorm = w.refinerNorm.on(gpu);
+  m->finalNorm = w.finalNorm.on(gpu);
+  m->finalAdaln = moved(w.finalAdaln, gpu);
+  m->videoOut = moved(w.videoOut, gpu);
+  m->audioOut = moved(w.audioOut, gpu);
+  H3Model out;
+  out.weights_ = std::move(m);
+  if (tables_) {
+    auto t = std::make_shared<Tables>(*tables_);
+    for (h3::Mods& mods : t->steps) {
+      for (auto& block : mods.blocks)
+        for (T::Tensor& part : block) part = part.on(gpu);
+      mods.finalShift = mods.finalShift.on(gpu);
+      mods.finalScale = mods.finalScale.on(gpu);
+    }
+    out.tables_ = std::move(t);
+  }
+  return out;
+}
+
 int64_t H3Model::hidden() const { return weights_->hidden; }
 int64_t H3Model::blocks() const { return static_cast<int64_t>(weights_->blocks.size()); }
 int64_t H3Model::videoChannels() const { return weights_->videoChannels; }

@@ -62,6 +62,7 @@ struct Rope {
 }  // namespace h3
 
 struct H3Model::Weights {
+  std::optional<gizhw::gpu::Gpu> gpu;  // where the tensors are; none: the host
   int64_t hidden = 0, heads = 0, headDim = 0, ffn = 0, videoChannels = 0, audioChannels = 0, textDim = 0;
   int64_t freqDim = 0;  // the timestep sinusoid's width
   Linear videoIn, audioIn, textIn;
@@ -85,6 +86,9 @@ struct H3Model::Tables {
 };
 
 namespace h3 {
+
+// t (made on the host, or the caller's) where the weights are.
+inline T::Tensor placed(const H3Model::Weights& w, const T::Tensor& t) { return w.gpu ? t.on(*w.gpu) : t; }
 
 // The AdaLN rows for timesteps ts (t in [0, 1]).
 Mods modulations(const H3Model::Weights& w, const std::vector<double>& ts);

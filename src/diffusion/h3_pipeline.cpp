@@ -102,6 +102,7 @@ H3Pipeline H3Pipeline::load(const std::string& model, const std::string& videoDe
         audioDecoder + ": decodes " + std::to_string(audio.latentChannels()) + " latent channels, and " + model +
             " makes " + std::to_string(h3.audioChannels()));
   h3.prepare(config.steps, config.shift);
+  if (config.gpu) h3 = h3.to(*config.gpu);
   H3Pipeline out;
   out.parts_ = std::make_shared<const Parts>(
       Parts{std::move(h3), std::move(video), std::move(audio), std::move(text), config});
@@ -170,6 +171,7 @@ H3Latents H3Pipeline::noise(uint64_t seed, const H3Layout& layout) const {
   out.video = generator.randn({1, channels, layout.latentFrames, layout.latentHeight, layout.latentWidth})
                   .reshape({channels, layout.latentFrames, layout.latentHeight, layout.latentWidth});
   out.audio = generator.randn({kAudioStreams, layout.audioLatents, parts_->model.audioChannels()});
+  if (const auto& gpu = parts_->config.gpu) out = {out.video.on(*gpu), out.audio.on(*gpu)};
   return out;
 }
 
@@ -186,9 +188,11 @@ H3Video H3Pipeline::decode(const H3Latents& latents, H3Times* times) const {
   out.sampleRate = parts_->audio.sampleRate();
   const tensor::Shape& v = latents.video.shape();
   check(v.size() == 4, "H3Pipeline::decode: video latents " + tensor::shapeText(v) + " are not [channels, f, h, w]");
-  out.frames = timed(t.video, [&] { return parts_->video.decode(latents.video.reshape({1, v[0], v[1], v[2], v[3]})); });
+  out.frames = timed(t.video, [&] {
+    return parts_->video.decode(latents.video.host().reshape({1, v[0], v[1], v[2], v[3]}));
+  });
   // The audio rows [streams, n, channels] as the decoder reads them: [streams, channels, n].
-  out.sound = timed(t.audio, [&] { return parts_->audio.decode(latents.audio.permute({0, 2, 1}).contiguous()); });
+  out.sound = timed(t.audio, [&] { return parts_->audio.decode(latents.audio.host().permute({0, 2, 1}).contiguous()); });
   return out;
 }
 

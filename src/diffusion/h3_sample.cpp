@@ -63,7 +63,8 @@ H3Latents H3Model::sample(const H3Latents& noise, const H3Condition& condition,
                           const std::function<void(int64_t, const H3Latents&)>& onStep) const {
   if (!tables_) throw Error("H3Model::sample: no schedule prepared (call prepare first)");
   const Tables& s = *tables_;
-  H3Latents x{noise.video.cast(DType::F32).contiguous(), noise.audio.cast(DType::F32).contiguous()};
+  H3Latents x{h3::placed(*weights_, noise.video).cast(DType::F32).contiguous(),
+              h3::placed(*weights_, noise.audio).cast(DType::F32).contiguous()};
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const H3Latents v = h3::pass(*weights_, x, condition, s.steps[i]);
     const float sv = s.videoSigmas[i], sa = s.audioSigmas[i];

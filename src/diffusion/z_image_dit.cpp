@@ -50,10 +50,6 @@ namespace {
 
 using Weights = ZImageDit::Weights;
 
-Linear moved(const Linear& l, const gizhw::gpu::Gpu& g) {
-  return {l.w.on(g), l.b ? std::optional<T::Tensor>(l.b->on(g)) : std::nullopt};
-}
-
 Block moved(const Block& b, const gizhw::gpu::Gpu& g) {
   Block m;
   m.qkv = b.qkv.to(g);

@@ -4,11 +4,13 @@
 // make_h3_decoder_fixtures.py; a t2va request of 120 frames (rounded up to 124), 16 x 8 pixels,
 // seed 42, 2 Euler passes. Each stage and the end result, the noise bit for bit; the layout's
 // rounding and its mistakes. Also the model folder giz video reads (tests/CMakeLists.txt).
+#include <gizhw/gpu.h>
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 #include <gizml/safetensors.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -243,3 +245,23 @@ TEST(H3TinyFolder, Write) {
 }
 
 }  // namespace
+
+// The pipeline with its transformer on a GPU (the emulator in ctest's emulator_test_diffusion): the
+// fixture's request against diffusers' frames and sound, as on the host. Skipped without a GPU.
+TEST(H3PipelineGpu, GeneratesAsDiffusers) {
+  const auto gpu = gizhw::gpu::open();
+  if (!gpu) GTEST_SKIP() << "no GPU found: GPU test skipped";
+  diffusion::H3PipelineConfig c = config();
+  c.gpu = *gpu;
+  const diffusion::H3Pipeline p = diffusion::H3Pipeline::load(
+      test::diffusionData("h3_pipe_tiny.safetensors"), test::diffusionData("h3_video_tiny.safetensors"),
+      test::diffusionData("h3_audio_tiny.safetensors"), textFolder(), c);
+  const diffusion::H3Layout layout = p.layout(120, 16, 8);
+  EXPECT_TRUE(p.noise(42, layout).video.onGpu());
+  const diffusion::H3Video out = p.generate(kPrompt, 42, layout);
+  const double frames = maxAbsDiff(out.frames, at("frames")), sound = maxAbsDiff(out.sound, at("audio"));
+  std::printf("H3 pipeline, transformer on %s: frames %.3g, sound %.3g from diffusers\n", gpu->describe().c_str(),
+              frames, sound);
+  EXPECT_LT(frames, kTolerance);
+  EXPECT_LT(sound, kTolerance);
+}
