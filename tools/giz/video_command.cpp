@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_line.h"
+#include "device_choice.h"
 #include "image_model.h"
 
 namespace fs = std::filesystem;
@@ -22,6 +23,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: giz video [MODEL] PROMPT [--frames 124] [--size WxH] [--steps 6] [--seed 0] [-o video.mp4]\n"
     "                 [--dit FILE] [--text FOLDER] [--vae FILE] [--audio-vae FILE] [--config h3.json]\n"
+    "                 [--device cpu|gpu|auto]\n"
     "  MODEL: a MiniMax H3 folder: diffusion_models/ (one .safetensors, H3's checkpoint), text_encoders/\n"
     "  (one folder of gizml::diffusion::convertTextEncoder of its Qwen3-VL, hidden state 50), vae/ (one\n"
     "  .safetensors, the video decoder), audio_vae/ (one .safetensors, the audio decoder) and optionally\n"
@@ -31,7 +33,9 @@ constexpr const char* kUsage =
     "  --dit, --text, --vae, --audio-vae and --config name a part in its place (all four files: no MODEL).\n"
     "  --frames: at 24 fps, rounded up to 17 n + 5, 5 to 15 seconds (108 to 345); --size: WIDTHxHEIGHT, multiples of 32\n"
     "  (without it 1344x768, H3's 16:9 canvas); --steps: Euler passes, 1 to 1000; --seed: torch's generator's (the\n"
-    "  same seed, the same noise as diffusers' pipeline). A progress bar over the passes on stderr when it\n"
+    "  same seed, the same noise as diffusers' pipeline); --device: where the transformer runs (auto, the\n"
+    "  default: the first GPU when there is one and the model loads there, else the CPU; the text encoder\n"
+    "  and the decoders run on the CPU). A progress bar over the passes on stderr when it\n"
     "  is a terminal; each stage's time on stderr.\n";
 
 std::vector<float> floats(const nlohmann::json& v, const std::string& where) {
@@ -95,7 +99,7 @@ int videoCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   VideoModelFiles files;
   std::vector<std::string> words;
-  std::string size, output = "video.mp4", configFile;
+  std::string size, output = "video.mp4", configFile, device = "auto";
   int64_t frames = 124, steps = 6;
   uint64_t seed = 0;
   for (int i = 2; i < argc; ++i) {
@@ -117,6 +121,7 @@ int videoCommand(int argc, char** argv) {
     else if (arg == "--vae") files.videoVae = argv[++i];
     else if (arg == "--audio-vae") files.audioVae = argv[++i];
     else if (arg == "--config") configFile = argv[++i];
+    else if (arg == "--device") device = argv[++i];
     else return usageReply(kUsage, false);
   }
   if (words.empty() || words.size() > 2) return usageReply(kUsage, false);
@@ -134,9 +139,22 @@ int videoCommand(int argc, char** argv) {
 
   // The request checked before the model loads (minutes for the real one).
   const gizml::diffusion::H3Layout layout = gizml::diffusion::H3Pipeline::layout(config, frames, width, height);
+  config.gpu = deviceFor(device);
   const auto loadStart = std::chrono::steady_clock::now();
-  const gizml::diffusion::H3Pipeline pipeline =
-      gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+  const gizml::diffusion::H3Pipeline pipeline = [&] {
+    if (!config.gpu) return gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+    try {
+      gizml::diffusion::H3Pipeline p =
+          gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+      std::fprintf(stderr, "transformer on %s\n", config.gpu->describe().c_str());
+      return p;
+    } catch (const gizml::Error& e) {
+      if (device != "auto") throw;
+      std::fprintf(stderr, "transformer on the CPU: it did not load on %s (%s)\n", config.gpu->describe().c_str(), e.what());
+      config.gpu.reset();
+      return gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+    }
+  }();
   const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   if (layout.frames != frames)
     std::fprintf(stderr, "%lld frames rounded up to %lld (17 n + 5, what the video decoder makes)\n",
