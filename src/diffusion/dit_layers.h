@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dit_ops.h"
 #include "weight_file.h"
@@ -26,6 +27,14 @@ inline T::Tensor linear(const Linear& l, const T::Tensor& x) {
 // The linear on a GPU.
 inline Linear moved(const Linear& l, const gizhw::gpu::Gpu& g) {
   return {l.w.on(g), l.b ? std::optional<T::Tensor>(l.b->on(g)) : std::nullopt};
+}
+
+// Blocks on a GPU, each by its own moved(block, g).
+template <class Block>
+std::vector<Block> movedAll(const std::vector<Block>& blocks, const gizhw::gpu::Gpu& g) {
+  std::vector<Block> m;
+  for (const Block& b : blocks) m.push_back(moved(b, g));
+  return m;
 }
 
 inline Linear takeLinear(WeightFile& f, const std::string& name, int64_t in, int64_t out, bool bias) {

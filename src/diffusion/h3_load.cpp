@@ -128,10 +128,11 @@ H3Model H3Model::load(const std::string& path, const std::vector<H3Lora>& loras)
   return m;
 }
 
-namespace {
+// In h3, beside Block, for movedAll's lookup by argument.
+namespace h3 {
 
-h3::Block moved(const h3::Block& b, const gizhw::gpu::Gpu& g) {
-  h3::Block m;
+static Block moved(const Block& b, const gizhw::gpu::Gpu& g) {
+  Block m;
   m.norm1 = b.norm1.on(g);
   m.norm2 = b.norm2.on(g);
   m.qkv = b.qkv.to(g);
@@ -144,13 +145,7 @@ h3::Block moved(const h3::Block& b, const gizhw::gpu::Gpu& g) {
   return m;
 }
 
-std::vector<h3::Block> moved(const std::vector<h3::Block>& blocks, const gizhw::gpu::Gpu& g) {
-  std::vector<h3::Block> m;
-  for (const h3::Block& b : blocks) m.push_back(moved(b, g));
-  return m;
-}
-
-}  // namespace
+}  // namespace h3
 
 H3Model H3Model::to(const gizhw::gpu::Gpu& gpu) const {
   const Weights& w = *weights_;
@@ -162,8 +157,8 @@ H3Model H3Model::to(const gizhw::gpu::Gpu& gpu) const {
   if (w.timeIn) m->timeIn = moved(*w.timeIn, gpu);
   if (w.timeOut) m->timeOut = moved(*w.timeOut, gpu);
   if (w.adalnTable) m->adalnTable = w.adalnTable->on(gpu);
-  m->refiner = moved(w.refiner, gpu);
-  m->blocks = moved(w.blocks, gpu);
+  m->refiner = movedAll(w.refiner, gpu);
+  m->blocks = movedAll(w.blocks, gpu);
   m->refinerNorm = w.refinerNorm.on(gpu);
   m->finalNorm = w.finalNorm.on(gpu);
   m->finalAdaln = moved(w.finalAdaln, gpu);

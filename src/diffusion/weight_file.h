@@ -82,14 +82,13 @@ class WeightFile {
   /// The tensor as stored (StoredWeight), its scale and FP8 or INT8 markers taken with it.
   StoredWeight takeStored(const std::string& name, const T::Shape& shape) {
     const llm::SafetensorsTensorInfo& info = find(name);
-    const std::string layerOf = name.size() > 7 && name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
-    if (info.dtype == llm::SafetensorsDType::I8 && !layerOf.empty() && shape.size() == 2) {
-      const nlohmann::json quant = peekQuantConfig(layerOf);
-      if (quant.is_object() && quant["format"] == "asym_w4a8_int8") {
-        StoredWeight w = w4a8Weight(name, layerOf, takeQuantConfig(layerOf), shape);
-        taken_.insert(stored(name));
-        return w;
-      }
+    const std::string layer = name.size() > 7 && name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
+    const nlohmann::json quant = layer.empty() ? nlohmann::json() : takeQuantConfig(layer);
+    const std::string format = quant.is_null() ? "" : quant["format"].get<std::string>();
+    if (info.dtype == llm::SafetensorsDType::I8 && format == "asym_w4a8_int8" && shape.size() == 2) {
+      StoredWeight w = w4a8Weight(name, layer, quant, shape);  // stored packed: not `shape`
+      taken_.insert(stored(name));
+      return w;
     }
     if (info.shape != shape)
       fail(name, "has shape " + T::shapeText(info.shape) + ", expected " + T::shapeText(shape));
@@ -103,9 +102,6 @@ class WeightFile {
     w.values = file_.load(info);  // a copy: FP8 as F32
     file_.releasePages(info);
     taken_.insert(stored(name));
-    const std::string layer = name.size() > 7 && name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
-    const nlohmann::json quant = layer.empty() ? nlohmann::json() : takeQuantConfig(layer);
-    const std::string format = quant.is_null() ? "" : quant["format"].get<std::string>();
     if (int8) return int8Weight(name, layer, quant, std::move(w.values));
     const std::string scaleName = layer.empty() ? "" : has(layer + ".scale_weight") ? layer + ".scale_weight"
                                                    : has(layer + ".weight_scale") ? layer + ".weight_scale" : "";
@@ -164,8 +160,7 @@ class WeightFile {
 
   // layer's comfy_quant (taken): a JSON object with a format ComfyUI's files use, or null when
   // the layer has none.
-  // layer.comfy_quant's JSON, checked, without counting it as taken (null when there is none).
-  nlohmann::json peekQuantConfig(const std::string& layer) const {
+  nlohmann::json takeQuantConfig(const std::string& layer) {
     const std::string name = layer + ".comfy_quant";
     if (!has(name)) return nullptr;
     const llm::SafetensorsTensorInfo& info = find(name);
@@ -180,12 +175,7 @@ class WeightFile {
         format != "asym_w4a8_int8")
       fail(name, "says format " + format +
                      ", which is not read (float8_e4m3fn, float8_e5m2, int8_tensorwise and asym_w4a8_int8 are)");
-    return conf;
-  }
-
-  nlohmann::json takeQuantConfig(const std::string& layer) {
-    nlohmann::json conf = peekQuantConfig(layer);
-    if (!conf.is_null()) taken_.insert(stored(layer + ".comfy_quant"));
+    taken_.insert(stored(name));
     return conf;
   }
 

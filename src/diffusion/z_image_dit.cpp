@@ -67,12 +67,6 @@ Block moved(const Block& b, const gizhw::gpu::Gpu& g) {
   return m;
 }
 
-std::vector<Block> moved(const std::vector<Block>& blocks, const gizhw::gpu::Gpu& g) {
-  std::vector<Block> m;
-  for (const Block& b : blocks) m.push_back(moved(b, g));
-  return m;
-}
-
 // t (made on the host) where the weights are.
 T::Tensor placed(const Weights& w, const T::Tensor& t) { return w.gpu ? t.on(*w.gpu) : t; }
 
@@ -215,9 +209,9 @@ ZImageDit ZImageDit::to(const gizhw::gpu::Gpu& gpu) const {
   m->xEmbed = moved(w.xEmbed, gpu);
   m->xPad = w.xPad.on(gpu);
   m->captionPad = w.captionPad.on(gpu);
-  m->noiseRefiner = moved(w.noiseRefiner, gpu);
-  m->contextRefiner = moved(w.contextRefiner, gpu);
-  m->layers = moved(w.layers, gpu);
+  m->noiseRefiner = movedAll(w.noiseRefiner, gpu);
+  m->contextRefiner = movedAll(w.contextRefiner, gpu);
+  m->layers = movedAll(w.layers, gpu);
   m->finalModulation = moved(w.finalModulation, gpu);
   m->finalLinear = moved(w.finalLinear, gpu);
   ZImageDit dit;

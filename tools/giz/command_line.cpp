@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 int usageReply(const char* usage, bool asked) {
@@ -38,6 +39,11 @@ int64_t parseCount(const std::string& flag, const std::string& text) {
   if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
     throw gizml::Error(flag + ": '" + text + "' is not a whole number");
   return static_cast<int64_t>(v);
+}
+
+void requireOutputFolder(const std::string& flag, const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::absolute(std::filesystem::path(path)).parent_path();
+  if (!std::filesystem::is_directory(parent)) throw gizml::Error(flag + " " + path + ": no folder " + parent.string());
 }
 
 uint64_t parseSeed(const std::string& flag, const std::string& text) {

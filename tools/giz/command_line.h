@@ -17,6 +17,9 @@ double parseNumber(const std::string& flag, const std::string& text);
 /// The whole number `text` given to `flag`; else an error naming both.
 int64_t parseCount(const std::string& flag, const std::string& text);
 
+/// An error naming flag and path unless the folder a file at path would go into exists.
+void requireOutputFolder(const std::string& flag, const std::string& path);
+
 /// A seed given to `flag`: a whole number from 0; else an error naming both.
 uint64_t parseSeed(const std::string& flag, const std::string& text);
 

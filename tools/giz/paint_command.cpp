@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -18,8 +17,6 @@
 
 #include "command_line.h"
 #include "image_model.h"
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -93,8 +90,7 @@ int paintCommand(int argc, char** argv) {
   // No size: 1024x1024, or (0, 0) for an edit, which KleinPipeline::paint reads as editSize.
   const auto [width, height] =
       !size.empty() ? parseImageSize("--size", size) : std::pair<int64_t, int64_t>{edits.empty() ? 1024 : 0, 0};
-  const fs::path parent = fs::absolute(fs::path(output)).parent_path();
-  if (!fs::is_directory(parent)) throw gizml::Error("-o " + output + ": no folder " + parent.string());
+  requireOutputFolder("-o", output);
   std::vector<gizml::image::Image> pictures;
   for (const std::string& path : edits) {
     const std::string bytes = fileBytes("--edit", path);

@@ -126,8 +126,7 @@ int videoCommand(int argc, char** argv) {
   }
   if (words.empty() || words.size() > 2) return usageReply(kUsage, false);
   const auto [width, height] = size.empty() ? std::pair<int64_t, int64_t>{0, 0} : parseImageSize("--size", size);
-  const fs::path parent = fs::absolute(fs::path(output)).parent_path();
-  if (!fs::is_directory(parent)) throw gizml::Error("-o " + output + ": no folder " + parent.string());
+  requireOutputFolder("-o", output);
 
   const std::string folder = words.size() == 2 ? words[0] : "";
   const VideoModelFiles found = findVideoModelFiles(folder, files);
@@ -141,18 +140,20 @@ int videoCommand(int argc, char** argv) {
   const gizml::diffusion::H3Layout layout = gizml::diffusion::H3Pipeline::layout(config, frames, width, height);
   config.gpu = deviceFor(device);
   const auto loadStart = std::chrono::steady_clock::now();
+  const auto load = [&] {
+    return gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+  };
   const gizml::diffusion::H3Pipeline pipeline = [&] {
-    if (!config.gpu) return gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+    if (!config.gpu) return load();
     try {
-      gizml::diffusion::H3Pipeline p =
-          gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+      gizml::diffusion::H3Pipeline p = load();
       std::fprintf(stderr, "transformer on %s\n", config.gpu->describe().c_str());
       return p;
     } catch (const gizml::Error& e) {
       if (device != "auto") throw;
       std::fprintf(stderr, "transformer on the CPU: it did not load on %s (%s)\n", config.gpu->describe().c_str(), e.what());
       config.gpu.reset();
-      return gizml::diffusion::H3Pipeline::load(found.model, found.videoVae, found.audioVae, found.text, config);
+      return load();
     }
   }();
   const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
