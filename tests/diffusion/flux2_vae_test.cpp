@@ -68,7 +68,7 @@ TEST(Flux2Vae, DiffusersNamesMatchTorch) {
 
 TEST(Flux2Vae, DiffusersFolder) {
   // diffusers' layout: the pipeline's folder with vae/diffusion_pytorch_model.safetensors.
-  const auto dir = std::filesystem::temp_directory_path() / "gizml_flux2_vae_folder";
+  const std::filesystem::path dir = test::temporary("flux2_vae_folder");
   std::filesystem::create_directories(dir / "vae");
   std::filesystem::copy_file(test::diffusionData("flux2_vae_tiny_diffusers.safetensors"),
                              dir / "vae" / "diffusion_pytorch_model.safetensors",

@@ -42,7 +42,7 @@ std::vector<int64_t> ints(const std::string& name) {
 // convertTextEncoder's folder of the tiny Qwen3-VL (hidden state 50), made once a process.
 const std::string& textFolder() {
   static const std::string folder = [] {
-    const std::string hf = test::zimage::temporary("h3_text_hf"), out = test::zimage::temporary("h3_text");
+    const std::string hf = test::temporary("h3_text_hf"), out = test::temporary("h3_text");
     test::zimage::writeTextHf(hf, {}, "h3_text_tiny");
     fs::remove_all(out);
     diffusion::convertTextEncoder(hf, out, {diffusion::kH3TextLayer});

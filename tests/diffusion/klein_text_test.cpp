@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using test::zimage::data;
-using test::zimage::temporary;
+using test::temporary;
 
 // make_klein_text_fixtures.py's PROMPTS.
 const std::vector<std::string> kPrompts = {

@@ -34,9 +34,9 @@ inline const std::map<std::string, tensor::Tensor>& fixture() {
 /// convertTextEncoder's folder of the tiny encoder, made once a process.
 inline const std::string& textFolder() {
   static const std::string folder = [] {
-    const std::string hf = zimage::temporary("klein_pipeline_text_hf");
+    const std::string hf = test::temporary("klein_pipeline_text_hf");
     zimage::writeTextHf(hf, {}, "klein_text_tiny");
-    const std::string out = zimage::temporary("klein_pipeline_text");
+    const std::string out = test::temporary("klein_pipeline_text");
     std::filesystem::remove_all(out);
     diffusion::convertTextEncoder(hf, out);
     return out;

@@ -14,7 +14,7 @@ namespace gizml::test::upsampler {
 
 inline const std::string& modelFolder() {
   static const std::string folder = [] {
-    const std::string hf = zimage::temporary("upsampler_hf"), out = zimage::temporary("upsampler");
+    const std::string hf = test::temporary("upsampler_hf"), out = test::temporary("upsampler");
     zimage::writeTextHf(hf, {}, "upsampler_tiny");
     std::filesystem::remove_all(out);
     llm::convert(hf, out, llm::Bits{.layers = 16, .head = 16});

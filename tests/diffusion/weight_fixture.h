@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/temporary.h"
+
 namespace gizml::test {
 
 using Weights = std::map<std::string, T::Tensor>;
@@ -62,7 +64,7 @@ inline std::string editedWeights(const std::string& file, const std::string& tag
                                  const std::function<void(Weights&)>& edit) {
   Weights w = llm::loadSafetensors(diffusionData(file));
   edit(w);
-  const std::string path = (std::filesystem::temp_directory_path() / ("gizml_" + tag + ".safetensors")).string();
+  const std::string path = temporary(tag, ".safetensors");
   llm::saveSafetensors(path, w);
   return path;
 }

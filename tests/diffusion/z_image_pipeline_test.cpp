@@ -76,7 +76,7 @@ TEST(ZImageText, ConvertKeepsAllButTheLastLayer) {
     }
   }
   // Its states are those of the whole model converted at 16 bits and loaded with 2 layers.
-  const std::string whole = (fs::temp_directory_path() / "gizml_zimage_text_whole").string();
+  const std::string whole = test::temporary("zimage_text_whole");
   fs::remove_all(whole);
   llm::convert(textHf("whole"), whole, llm::Bits{.layers = 16, .head = 16});
   const llm::Model text = llm::load(textFolder());
@@ -91,7 +91,7 @@ TEST(ZImageText, ConvertKeepsAllButTheLastLayer) {
 }
 
 TEST(ZImageText, RefusesOtherModels) {
-  const std::string out = (fs::temp_directory_path() / "gizml_zimage_text_refused").string();
+  const std::string out = test::temporary("zimage_text_refused");
   const std::string llama = std::string(GIZML_TEST_DATA) + "/models/llama/hf";
   expectError([&] { diffusion::convertZImageText(llama, out); }, {llama, "qwen3", "llama"});
   const std::string oneLayer = textHf("one_layer", [](nlohmann::json& c) { c["num_hidden_layers"] = 1; });
@@ -249,11 +249,11 @@ TEST(ZImagePipeline, Errors) {
   expectError([&] { p.sampleWith(T::zeros({3, 64}), 42, 64, 64); }, {"[3, 64]", "32"});
   expectError([&] { p.decode(T::zeros({2, 16, 4, 4})); }, {"one latent"});
   // A text encoder 64 wide (the Qwen3 fixture of tests/llm) for a DiT reading 32.
-  const fs::path hf = fs::temp_directory_path() / "gizml_zimage_wide_hf";
+  const fs::path hf = test::temporary("zimage_wide_hf");
   fs::remove_all(hf);
   fs::copy(std::string(GIZML_TEST_DATA) + "/models/qwen3/hf", hf);
   test::zimage::copyTokenizer(hf);
-  const std::string wide = (fs::temp_directory_path() / "gizml_zimage_wide").string();
+  const std::string wide = test::temporary("zimage_wide");
   fs::remove_all(wide);
   diffusion::convertZImageText(hf.string(), wide);
   const std::string dit = data("dit_tiny.safetensors"), vae = data("vae_tiny8.safetensors");

@@ -5,7 +5,6 @@
 // the DiT and the VAE of tests/data/diffusion. Needs GIZML_TEST_DATA and GIZML_SHARED_DATA.
 #include <gizml/diffusion.h>
 #include <gizml/safetensors.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+// Relative: fuzz/fuzz_server.cpp includes this header with src/ alone on its include path.
+#include "../common/temporary.h"
 
 namespace gizml::test::zimage {
 
@@ -57,27 +59,9 @@ inline void writeTextHf(const std::filesystem::path& folder, const std::function
   copyTokenizer(folder);
 }
 
-/// A temporary path named by tag and this process (test programs run side by side), removed with
-/// all it holds when the process exits (ctest runs each test as a process of its own: 8,000 such
-/// folders, 58 GB, had piled up in /tmp before).
-inline std::string temporary(const std::string& tag) {
-  struct Made {
-    std::vector<std::string> paths;
-    ~Made() {
-      std::error_code ignored;
-      for (const std::string& p : paths) std::filesystem::remove_all(p, ignored);
-    }
-  };
-  static Made made;
-  std::string path =
-      (std::filesystem::temp_directory_path() / ("gizml_" + tag + "_" + std::to_string(::getpid()))).string();
-  made.paths.push_back(path);
-  return path;
-}
-
 /// writeTextHf into a temporary folder named by tag; its path.
 inline std::string textHf(const std::string& tag, const std::function<void(nlohmann::json&)>& edit = {}) {
-  const std::filesystem::path folder = temporary("zimage_text_hf_" + tag);
+  const std::filesystem::path folder = test::temporary("zimage_text_hf_" + tag);
   writeTextHf(folder, edit);
   return folder.string();
 }
@@ -85,7 +69,7 @@ inline std::string textHf(const std::string& tag, const std::function<void(nlohm
 /// convertZImageText's folder of the tiny encoder, made once a process.
 inline const std::string& textFolder() {
   static const std::string folder = [] {
-    const std::string out = temporary("zimage_text");
+    const std::string out = test::temporary("zimage_text");
     std::filesystem::remove_all(out);
     diffusion::convertZImageText(textHf("base"), out);
     return out;

@@ -13,8 +13,7 @@
 #include <random>
 #include <string>
 
-#include <unistd.h>
-
+#include "common/temporary.h"
 #include "file_bytes.h"
 #include "llm/formats/safetensors_checkpoint.h"
 
@@ -250,12 +249,11 @@ std::vector<uint8_t> bytesOf(const tensor::Tensor& t) {
   return {p, p + dtypeBytes(c.dtype(), c.numel())};
 }
 
-// A file of the running test alone: ctest runs the tests of this program side by side.
+// A file of the running test alone (ctest runs the tests of this program side by side), removed
+// when the process exits.
 std::string savedPath() {
   const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return (std::filesystem::temp_directory_path() /
-          ("gizml_saved_" + std::to_string(::getpid()) + "_" + name + ".safetensors"))
-      .string();
+  return test::temporary("saved_" + name, ".safetensors");
 }
 
 TEST(Safetensors, SavedFilesReadBackTheSame) {

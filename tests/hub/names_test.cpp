@@ -2,11 +2,11 @@
 // hashes (against hashlib's and git's values) and the cache's links (as huggingface_hub makes them).
 #include <gizml/error.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "common/temporary.h"
 #include "hub/cache.h"
 #include "hub/checksum.h"
 #include "hub/names.h"
@@ -178,7 +178,7 @@ TEST(HubRepoInfo, DiffusersPipelineComponents) {
 }
 
 TEST(HubChecksum, AgreesWithHashlibAndGit) {
-  const fs::path file = fs::temp_directory_path() / ("giz-hub-checksum-" + std::to_string(getpid()));
+  const fs::path file = gizml::test::temporary("hub_checksum");
   std::ofstream(file) << "hello\n";
   // hashlib.sha256(b"hello\n").hexdigest(); `git hash-object` of the same bytes.
   EXPECT_EQ(sha256OfFile(file), "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
@@ -187,7 +187,7 @@ TEST(HubChecksum, AgreesWithHashlibAndGit) {
 }
 
 TEST(HubCache, LinksAsHuggingfaceHubDoes) {
-  const fs::path cache = fs::temp_directory_path() / ("giz-hub-cache-" + std::to_string(getpid()));
+  const fs::path cache = gizml::test::temporary("hub_cache");
   const fs::path folder = repoFolder(cache, "org/name");
   EXPECT_EQ(folder.filename(), "models--org--name");
   const std::string commit(40, 'c'), etag(64, 'e');

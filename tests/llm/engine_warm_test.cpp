@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/temporary.h"
 #include "llm/llm_test_util.h"
 #include "llm/pool_fixture.h"
 
@@ -32,7 +33,7 @@ TEST(EngineWarm, LeavesSlotsPoolAndTokensAsTheyWere) {
 TEST(EngineWarm, SavesTheTuningsAndTheNextEngineReadsThem) {
   namespace fs = std::filesystem;
   // A cache folder of this test's own (the kernel cache's parent, so the tunings' too).
-  const fs::path cache = fs::temp_directory_path() / ("gizml_warm_tunings_" + std::to_string(::getpid()));
+  const fs::path cache = gizml::test::temporary("warm_tunings");
   const char* before = std::getenv("XDG_CACHE_HOME");
   const std::string saved = before ? before : "";
   ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "common/expect_error.h"
+#include "common/temporary.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -13,11 +15,13 @@
 
 inline std::string llmData(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/llm/" + name; }
 
-/// An empty folder under the system's temporary directory, unique to the running test.
+/// An empty temporary folder (gizml::test::temporary: removed when the process exits), unique to
+/// the running test.
 inline std::string freshFolder(const std::string& tag) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path p = std::filesystem::temp_directory_path() /
-                                  ("gizml_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" + tag);
+  std::string name = std::string(info->test_suite_name()) + "_" + info->name() + "_" + tag;
+  std::replace(name.begin(), name.end(), '/', '_');  // parameterized tests' names: one folder, not nested ones
+  const std::filesystem::path p = gizml::test::temporary(name);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p.string();

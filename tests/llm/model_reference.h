@@ -4,7 +4,6 @@
 // (Each test file uses some of the helpers, hence [[maybe_unused]].)
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/temporary.h"
 #include "llm/formats/safetensors.h"
 #include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
@@ -59,9 +59,7 @@ constexpr int kUnquantized = 0;
   static std::map<std::pair<std::string, int>, ConvertedModel> cache;
   const auto key = std::pair{arch, bits};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // One folder per process: CTest runs each test as its own process, several at once.
-  const fs::path out = fs::temp_directory_path() / ("gizml_model_test_" + arch + "_q" + std::to_string(bits) + "_" +
-                                                    std::to_string(::getpid()));
+  const fs::path out = gizml::test::temporary("model_test_" + arch + "_q" + std::to_string(bits));
   fs::remove_all(out);
   const Bits stored = bits == kUnquantized ? Bits{.layers = 8, .head = 8, .group = 256} : Bits{.layers = bits, .head = bits};
   convert(modelData(arch) + "/hf", out.string(), stored);
