@@ -199,6 +199,11 @@ Tensor unary(UnaryOp op, const Tensor& x);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// a [m, k] I8 times b [k, n] I8: [m, n] I32, each the exact sum of its k products (wrapping past
+/// 2^31, as torch._int_mm), on a GPU's INT8 matrix cores or the CPU's integer dot products (VNNI,
+/// AVX2). On the CPU, b is read in place when it is a transposed view of [n, k] rows (a linear's
+/// weight codes as stored).
+Tensor intMatmul(const Tensor& a, const Tensor& b);
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis);
 /// out[i][j] = x[indices[i][j]][j] along axis (torch.gather): indices has x's rank.

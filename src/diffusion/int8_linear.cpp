@@ -107,13 +107,13 @@ Int8Linear::Int8Linear(const T::Tensor& w) : in_(w.size(1)) {
   if (w.ndim() != 2 || w.dtype() != DType::F32 || w.onGpu())
     throw Error("Int8Linear: weight of shape " + T::shapeText(w.shape()) + " is not an [out, in] F32 host matrix");
   const std::vector<T::Tensor> qs = netops::int8Rows(padded(w, paddedWidth(in_)));
-  codes_ = qs[0].cast(DType::I8).transpose(0, 1).contiguous();
+  codes_ = qs[0].cast(DType::I8).contiguous();
   scales_ = qs[1].reshape({1, w.size(0)}).contiguous();
 }
 
 Int8Linear::Int8Linear(const Int8Codes& w) : in_(w.codes.size(1)) {
   checkCodes(w);
-  codes_ = padded(w.codes, paddedWidth(in_)).transpose(0, 1).contiguous();
+  codes_ = padded(w.codes, paddedWidth(in_));
   scales_ = w.scales.reshape({1, w.codes.size(0)}).contiguous();
   if (w.rotation != kGroup) mix_ = firstRotation(w.rotation);
 }
@@ -122,11 +122,11 @@ T::Tensor Int8Linear::operator()(const T::Tensor& x) const {
   if (x.ndim() != 2 || x.size(1) != in_)
     throw Error("Int8Linear: input of shape " + T::shapeText(x.shape()) + " is not [rows, " + std::to_string(in_) +
                 "]");
-  T::Tensor rows = padded(x.cast(DType::F32), codes_.size(0));
-  if (mix_) rows = T::matmul(rows.reshape({-1, kGroup}), *mix_).reshape({x.size(0), codes_.size(0)});
+  T::Tensor rows = padded(x.cast(DType::F32), codes_.size(1));
+  if (mix_) rows = T::matmul(rows.reshape({-1, kGroup}), *mix_).reshape({x.size(0), codes_.size(1)});
   const std::vector<T::Tensor> qs = netops::int8Rows(rows);
-  // Codes of up to 127 times 127, summed over the input: exact in I32 (matmul sums in i64).
-  const T::Tensor sums = T::matmul(qs[0].cast(DType::I32), codes_);
+  // The codes' exact integer product (VNNI / AVX2 on the CPU, the INT8 matrix cores on a GPU).
+  const T::Tensor sums = T::intMatmul(qs[0].cast(DType::I8), codes_.transpose(0, 1));
   // The two scales multiplied first, as comfy_kitchen's int8_linear.
   return (T::lazy(sums).cast(DType::F32) * (T::lazy(qs[1]) * T::lazy(scales_))).eval();
 }

@@ -67,7 +67,7 @@ class Int8Linear {
  private:
   Int8Linear() = default;
   int64_t in_ = 0;
-  tensor::Tensor codes_;               // [padded in, out] I8: the rotated weight's codes, transposed
+  tensor::Tensor codes_;               // [out, padded in] I8: the rotated weight's codes
   tensor::Tensor scales_;              // [1, out] F32: max |rotated row| / 127 per output channel
   std::optional<tensor::Tensor> mix_;  // [256, 256] F32: the first rotation of stored codes' inputs
 };

@@ -3,6 +3,7 @@
 #include <gizml/tensor.h>
 
 #include "cpu/gemm.h"
+#include "cpu/int8_gemm.h"
 #include "tensor/gpu/tensor_ops.h"
 #include "tensor/shape_util.h"
 
@@ -71,6 +72,25 @@ Tensor matmul(const Tensor& aIn, const Tensor& bIn) {
   if (aIn.ndim() == 1) r = r.squeeze(-2);
   if (bIn.ndim() == 1) r = r.squeeze(-1);
   return r;
+}
+
+Tensor intMatmul(const Tensor& a, const Tensor& b) {
+  check(a.ndim() == 2 && b.ndim() == 2 && a.dtype() == DType::I8 && b.dtype() == DType::I8 && a.size(1) == b.size(0),
+        "intMatmul: operands " + shapeText(a.shape()) + " " + dtypeName(a.dtype()) + " and " + shapeText(b.shape()) + " " +
+            dtypeName(b.dtype()) + " are not i8 matrices [m, k] and [k, n]");
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (const auto gpu = gpuops::deviceOf("intMatmul", {&a, &b})) {
+    Tensor out = gpuops::empty({m, n}, DType::I32, gpu);
+    gpuops::intMatmul(a.contiguous(), b.contiguous(), out);
+    return out;
+  }
+  Tensor out = empty({m, n}, DType::I32);
+  // The kernels read rows of a and of bᵀ: a transposed view of [n, k] rows is read in place.
+  const Tensor rows = a.strides()[1] == 1 ? a : a.contiguous();
+  const Tensor weights = b.strides()[0] == 1 && n > 0 ? b.transpose(0, 1) : b.transpose(0, 1).contiguous();
+  cpu::int8Gemm(m, n, k, rows.data<int8_t>(), rows.strides()[0], weights.data<int8_t>(), weights.strides()[0],
+                out.data<int32_t>(), n);
+  return out;
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return tensor::matmul(*this, o); }

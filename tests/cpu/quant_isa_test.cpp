@@ -24,14 +24,11 @@
 #include "cpu/cpu_features.h"
 #include "cpu/cpu_info.h"
 #include "cpu/elementwise.h"
+#include "cpu/isa_param.h"
 #include "cpu/quant_panels.h"
 
 using namespace gizml;
 using namespace gizml::cpu;
-
-namespace gizml::cpu {
-void PrintTo(Isa isa, std::ostream* os) { *os << isaName(isa); }
-}  // namespace gizml::cpu
 
 namespace {
 
@@ -92,17 +89,8 @@ void expectSameBits(Isa isa, const QuantWeights& w, const QuantActs& x) {
         << ": " << got[i] << " != portable " << want[i];
 }
 
-// Each test runs on one ISA, skipped where it cannot.
-class QuantIsa : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isaSupported(GetParam(), detectedCpuFeatures())) GTEST_SKIP() << "this CPU lacks " << isaName(GetParam());
-    if (!isaSupported(GetParam(), cpuFeatures()))
-      GTEST_SKIP() << "GIZML_CPU_ISA holds the kernels below " << isaName(GetParam());
-  }
-};
-
-std::string isaParamName(const ::testing::TestParamInfo<Isa>& info) { return isaName(info.param); }
+using QuantIsa = test::IsaTest;  // each test on one ISA, skipped where it cannot run
+using test::isaParamName;
 
 }  // namespace
 

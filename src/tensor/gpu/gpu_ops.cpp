@@ -248,6 +248,26 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   }
 }
 
+void intMatmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const DevicePtr device = deviceOf("intMatmul", {{"a", &a}, {"b", &b}, {"out", &out}});
+  check(device != nullptr, "intMatmul on the GPU: the operands are on the host");
+  check(a.dtype() == DType::I8 && b.dtype() == DType::I8 && out.dtype() == DType::I32,
+        std::string("intMatmul on the GPU: I8 x I8 to I32, not ") + dtypeName(a.dtype()) + " x " + dtypeName(b.dtype()) +
+            " to " + dtypeName(out.dtype()));
+  check(a.ndim() == 2 && b.ndim() == 2 && out.ndim() == 2 && a.shape()[1] == b.shape()[0] &&
+            out.shape()[0] == a.shape()[0] && out.shape()[1] == b.shape()[1],
+        "intMatmul on the GPU: shapes " + shapeText(a.shape()) + " x " + shapeText(b.shape()) + " to " +
+            shapeText(out.shape()) + " (a [m, k], b [k, n], out [m, n])");
+  check(a.isContiguous() && b.isContiguous() && out.isContiguous(), "intMatmul on the GPU: operands must be contiguous");
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  if (out.numel() == 0) return;
+  const int64_t rowTiles = (m + 127) / 128, colTiles = (n + 127) / 128;
+  check(rowTiles <= 65535,
+        "intMatmul on the GPU: " + std::to_string(m) + " rows exceed 65535 tiles of 128");
+  launch(device, "gz_matmul_s8", {static_cast<unsigned>(colTiles), static_cast<unsigned>(rowTiles)}, {kThreads}, address(a),
+         address(b), address(out), m, n, k);
+}
+
 void copyRows(const Tensor& dst, int64_t dstStart, int64_t dstStride, const Tensor& src, int64_t srcStride, int64_t outer,
               int64_t row) {
   const DevicePtr device = deviceOf("concat", {&dst, &src});

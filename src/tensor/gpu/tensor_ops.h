@@ -52,6 +52,8 @@ void cumsumRows(const Tensor& x, int64_t rows, int64_t n, const Tensor& out);
 void cumsumI64(const Tensor& work, int64_t outer, int64_t n, int64_t inner);
 /// out [batch, m, n] = a [.., m, k] b [.., k, n] for views broadcast to the batch shape.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+/// out [m, n] I32 = a [m, k] I8 times b [k, n] I8 (contiguous), exact, on the INT8 matrix cores.
+void intMatmul(const Tensor& a, const Tensor& b, const Tensor& out);
 /// Copies outer rows of `row` elements from src (row stride srcStride) into dst at element
 /// dstStart (row stride dstStride); both contiguous of one dtype.
 void copyRows(const Tensor& dst, int64_t dstStart, int64_t dstStride, const Tensor& src, int64_t srcStride,

@@ -1,0 +1,21 @@
+// int8_gemm.h's AVX2 kernel (vpmaddwd on bytes widened to i16): int8_gemm_256-inl.h under its target.
+// The headers come before the target, so that their inline functions stay baseline code.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "cpu/int8_gemm.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC target("avx2,fma")
+#endif
+
+#define GIZML_INT8_VNNI 0
+#define GIZML_INT8_ENTRY blockAvx2
+#include "cpu/int8_gemm_256-inl.h"
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
