@@ -92,6 +92,14 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
                            const Tensor& map, double eps, const std::optional<Tensor>& y, const Tensor& q,
                            const Tensor& s, bool centered = false, int64_t bits = 0);
 
+/// The INT8 grid a 4-bit W4A8 weight stands for (ComfyUI's asym_w4a8_int8, as comfy_kitchen's
+/// _dequant_int4_grouped_to_int8): packed [rows, in / 2] I8 holds two codes a byte (the even column
+/// in the low nibble); a code stands for levels[code] ([16] F32) times its group's scale
+/// scales[row, column / group] ([rows, in / group] F32), one f32 product, rounded half to even and
+/// clamped to [-127, 127]: [rows, in] I8, where packed is (on a GPU in one kernel). So a 4-bit
+/// weight can stay at 4 bits and give its INT8 grid to a product when one needs it.
+Tensor w4a8Grid(const Tensor& packed, const Tensor& scales, const Tensor& levels, int64_t group);
+
 /// The patches of x ([c, h, w]) under a kh x kw window (stride 1, pad zeros around) for output
 /// rows r0 to r1: [c kh kw, (r1 - r0) ow] of dtype, entry (ch kh kw + i kw + j, (oy - r0) ow + ox)
 /// = x[ch, oy + i - pad, ox + j - pad], ow = w + 2 pad - kw + 1.

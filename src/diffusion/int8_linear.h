@@ -18,13 +18,33 @@ namespace gizml::diffusion {
 /// INT8 weight codes as ComfyUI stores them: codes [out, in] I8 and scales [out] F32 (a
 /// per-tensor scale repeated), the codes' rows rotated over groups of `rotation` input values (a
 /// power of 4 up to 256) by the regular Hadamard matrix, or 1 when not rotated.
+/// A 4-bit W4A8 weight held as stored, netops::w4a8Grid's operands: packed [out, in / 2] I8,
+/// groupScales [out, in / group] F16 where that holds them exactly (FP8 scales, as stored, do:
+/// 2 bytes a group of 16, not 4) else F32, levels [16] F32 (w4a8Levels).
+struct FourBitCodes {
+  T::Tensor packed, groupScales, levels;
+  int64_t group = 0;
+
+  /// The INT8 grid [out, in] I8, where packed is.
+  T::Tensor grid() const;
+};
+
 struct Int8Codes {
   T::Tensor codes, scales;
   int64_t rotation = 1;
+  /// A 4-bit weight kept at 4 bits instead of `codes` (empty then): its INT8 grid is made when a
+  /// product needs it, one layer at a time.
+  std::optional<FourBitCodes> fourBit = std::nullopt;
+
+  /// The codes [out, in] I8: `codes`, or the 4-bit weight's grid.
+  T::Tensor grid() const;
+  int64_t outputs() const { return fourBit ? fourBit->packed.size(0) : codes.size(0); }
+  int64_t inputs() const { return fourBit ? 2 * fourBit->packed.size(1) : codes.size(1); }
 };
 
-/// An Error naming what is wrong unless w holds codes [out, in] I8, scales [out] F32 and a
-/// rotation of 1 or a power of 4 up to 256 dividing in, on the host.
+/// An Error naming what is wrong unless w holds codes [out, in] I8 (or 4-bit codes and their
+/// group scales and levels), scales [out] F32 and a rotation of 1 or a power of 4 up to 256
+/// dividing in, on the host.
 void checkCodes(const Int8Codes& w);
 
 /// What the codes stand for in F32: codes times their row's scale, rotated back (the rotation is
@@ -34,6 +54,10 @@ T::Tensor dequantized(const Int8Codes& w);
 /// values [out, in] F32 (contiguous, on the host) with each group of `rotation` inputs multiplied
 /// by the regular Hadamard matrix of that size, in place: the rotation undone (1: unchanged).
 void rotateBack(T::Tensor& values, int64_t rotation);
+
+/// The level each W4A8 code stands for ([16] or [64] F32): codebook's ([16]) or, without one, the
+/// uniform code - 8 (code - 32 at 6 bits).
+T::Tensor w4a8Levels(const std::optional<T::Tensor>& codebook, int bits);
 
 /// ComfyUI's 4- or 6-bit W4A8 weight (comfy_kitchen's AsymW4A8Int8Layout, "asym_w4a8_int8") on the
 /// INT8 grid its product runs on, as comfy_kitchen's _dequant_int4_grouped_to_int8: packed [out,
@@ -50,7 +74,8 @@ class Int8Linear {
   /// the rotation and the product leave exact.
   explicit Int8Linear(const T::Tensor& w);
 
-  /// The stored codes as they are, no quantizing again (on the host). Inputs are rotated over
+  /// The stored codes as they are, no quantizing again (on the host; 4-bit ones kept at 4 bits
+  /// and made INT8 at each call). Inputs are rotated over
   /// the codes' groups before they are quantized: int8Rows' rotation over 256 after a first one,
   /// (H over 256 / rotation) (x) (identity over rotation), which together make the codes' own.
   explicit Int8Linear(const Int8Codes& w);
@@ -67,7 +92,8 @@ class Int8Linear {
  private:
   Int8Linear() = default;
   int64_t in_ = 0;
-  tensor::Tensor codes_;               // [out, padded in] I8: the rotated weight's codes
+  tensor::Tensor codes_;               // [out, padded in] I8: the rotated weight's codes (or none:)
+  std::optional<FourBitCodes> fourBit_;  // a 4-bit weight's, decoded at each call
   tensor::Tensor scales_;              // [1, out] F32: max |rotated row| / 127 per output channel
   std::optional<tensor::Tensor> mix_;  // [256, 256] F32: the first rotation of stored codes' inputs
 };

@@ -19,7 +19,8 @@
 // codes' rows rotated over groups of that many inputs (ConvRot) or, without convrot, not rotated.
 // They are kept as codes (StoredWeight::int8) for the INT8 linears, or read in F32 by f32().
 // ComfyUI's 4-bit "asym_w4a8_int8" layers (comfy_kitchen's AsymW4A8Int8Layout) become such codes
-// too: their INT8 grid, the channel scales and the ConvRot (w4a8Weight).
+// too: kept at 4 bits with their group scales (6 bits: their INT8 grid), the channel scales and
+// the ConvRot (w4a8Weight).
 #include <gizml/tensor.h>
 
 #include <cmath>
@@ -238,9 +239,18 @@ class WeightFile {
       if (bits == 6) fail(layer + ".weight_codebook", "is there, but 6-bit W4A8 codes are uniform");
       codebook = companion(layer + ".weight_codebook", {16}, false);
     }
+    // 4 bits stay 4 bits (their grid made at each product); 6 bits are held as their grid.
     StoredWeight w;
-    w.int8 = Int8Codes{w4a8Grid(file_.load(info), sRel, codebook, in, group, bits), sChannel, rotation};
+    T::Tensor packed = file_.load(info);
     file_.releasePages(info);
+    if (bits == 4) {
+      const T::Tensor halves = sRel.cast(DType::F16).contiguous();
+      const bool exact = halves.cast(DType::F32).toFloats() == sRel.toFloats();
+      w.int8 = Int8Codes{{}, sChannel, rotation,
+                         FourBitCodes{std::move(packed), exact ? halves : sRel, w4a8Levels(codebook, 4), group}};
+    } else {
+      w.int8 = Int8Codes{w4a8Grid(packed, sRel, codebook, in, group, bits), sChannel, rotation};
+    }
     try {
       checkCodes(*w.int8);
     } catch (const Error& e) {
@@ -248,7 +258,7 @@ class WeightFile {
     }
     if (has(layer + ".weight_correction")) {
       const T::Tensor correction = companion(layer + ".weight_correction", {groups, out}, false);
-      T::Tensor values = (T::lazy(w.int8->codes).cast(DType::F32) * T::lazy(sChannel.reshape({out, 1}))).eval().contiguous();
+      T::Tensor values = (T::lazy(w.int8->grid()).cast(DType::F32) * T::lazy(sChannel.reshape({out, 1}))).eval().contiguous();
       float* v = values.data<float>();
       const float* c = correction.data<float>();
       for (int64_t n = 0; n < out; ++n)

@@ -54,4 +54,11 @@ const std::string& netopsConvKernelSource() {
   return source;
 }
 
+const std::string& netopsW4a8GridKernelSource() {
+  static const std::string source = gpuops::preludeSource() +
+#include "netops/kernels/netops_w4a8_grid.cu.inc"
+      ;
+  return source;
+}
+
 }  // namespace gizml::netops

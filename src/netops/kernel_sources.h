@@ -17,5 +17,7 @@ const std::string& netopsNormKernelSource();
 const std::string& netopsAttentionRowsKernelSource();
 /// Convolution and pooling (kernels/netops_conv.cu.inc) with the tensor-core wrappers.
 const std::string& netopsConvKernelSource();
+/// The INT8 grid of 4-bit W4A8 weights (kernels/netops_w4a8_grid.cu.inc).
+const std::string& netopsW4a8GridKernelSource();
 
 }  // namespace gizml::netops

@@ -262,14 +262,15 @@ TEST(H3Model, ComfyInt8FilesRunTheirCodes) {
 }
 
 // The model on a GPU (the emulator in ctest's emulator_test_diffusion) against the host: one pass
-// and the prepared 2-pass sample, F32 and the INT8 file's W8A8 linears, host inputs and GPU ones.
+// and the prepared 2-pass sample, F32, the INT8 file's W8A8 linears and the 4-bit W4A8 file's (its
+// codes kept at 4 bits on the GPU, their INT8 grid made there at each product), host inputs and GPU ones.
 // The same ops in another order of sums (measured on the emulator: 7.2e-7 at most); the INT8
 // linears' activation codes could round the other way where the rotation's sums differ (none did).
 // Skipped without a GPU.
 TEST(H3ModelGpu, PassesAndSampleNearTheHost) {
   const auto gpu = gizhw::gpu::open();
   if (!gpu) GTEST_SKIP() << "no GPU found: GPU test skipped";
-  for (const char* file : {"h3_tiny.safetensors", "h3_tiny_int8.safetensors"}) {
+  for (const char* file : {"h3_tiny.safetensors", "h3_tiny_int8.safetensors", "h3_tiny_w4a8.safetensors"}) {
     SCOPED_TRACE(file);
     diffusion::H3Model host = diffusion::H3Model::load(test::diffusionData(file));
     host.prepare(2);
