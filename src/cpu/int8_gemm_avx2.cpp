@@ -13,7 +13,7 @@
 #endif
 
 #define GIZML_INT8_VNNI 0
-#define GIZML_INT8_ENTRY blockAvx2
+#define GIZML_INT8_ENTRY gemmAvx2
 #include "cpu/int8_gemm_256-inl.h"
 
 #if defined(__clang__)

@@ -13,7 +13,7 @@
 #endif
 
 #define GIZML_INT8_VNNI 1
-#define GIZML_INT8_ENTRY blockAvxVnni
+#define GIZML_INT8_ENTRY gemmAvxVnni
 #include "cpu/int8_gemm_256-inl.h"
 
 #if defined(__clang__)

@@ -43,7 +43,8 @@ Tensor w4a8Grid(const Tensor& packed, const Tensor& scales, const Tensor& levels
         const int code = (b[r * (in / 2) + c / 2] >> (4 * (c % 2))) & 0xF;
         // torch: a float32 level times a float32 scale, round() half to even, clamp.
         const float v = std::nearbyint(level[code] * scale[r * (in / group) + c / group]);
-        g[r * in + c] = std::isnan(v) ? int8_t{0} : static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));  // as the GPU's
+        g[r * in + c] =
+            std::isnan(v) ? int8_t{0} : static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));  // as the GPU's
       }
   });
   return out;

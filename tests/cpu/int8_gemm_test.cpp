@@ -1,8 +1,10 @@
 // int8Gemm (cpu/int8_gemm.h): every ISA's kernel gives the exact integer product, bit for bit the
 // portable loop's and the I64 matmul's (wrapped to i32): shapes that leave every micro-tile tail
-// (rows, weight rows, the k left past a whole vector), random bytes with the extremes -128 and 127
-// over-represented, all -128 (the case maddubs' int16 pairs would saturate), sums past 2^31, and
-// T::intMatmul's reading of a transposed view in place.
+// (rows, weight rows, the k left past a whole word, k = 0, k in several of the kernels' pieces),
+// random bytes with the extremes -128 and 127 over-represented, all -128 (the case maddubs' int16
+// pairs would saturate), sums past 2^31, and T::intMatmul's reading of a transposed view in place.
+#include "cpu/int8_gemm.h"
+
 #include <gizml/tensor.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "common/expect_error.h"
-#include "cpu/int8_gemm.h"
 #include "cpu/isa_param.h"
 
 using namespace gizml;
@@ -67,7 +68,7 @@ TEST_P(Int8GemmIsa, EveryTailIsTheExactProduct) {
   uint32_t seed = 1;
   for (int64_t m : {1, 2, 3, 5, 9, 67})
     for (int64_t n : {1, 4, 7, 13, 70})
-      for (int64_t k : {1, 15, 16, 33, 64, 100, 256, 321}) {
+      for (int64_t k : {0, 1, 2, 3, 5, 15, 16, 33, 64, 100, 256, 321}) {
         const auto a = randomBytes(m * k, seed++), w = randomBytes(n * k, seed++);
         expectExact(GetParam(), m, n, k, a, w);
       }
@@ -101,7 +102,8 @@ TEST(Int8Gemm, PortableIsTheExactProductAndStridesAreRowStrides) {
   int8Gemm(m, n, k, wideA.data(), lda, wideW.data(), ldw, got.data(), ldc);
   const auto want = exactProduct(a, w, m, n, k);
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(got[static_cast<size_t>(i * ldc + j)], want[static_cast<size_t>(i * n + j)]);
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_EQ(got[static_cast<size_t>(i * ldc + j)], want[static_cast<size_t>(i * n + j)]);
 }
 
 TEST(IntMatmul, ReadsTransposedWeightsInPlaceAndChecksItsOperands) {

@@ -204,6 +204,15 @@ std::vector<OpRow> normRows() {
                       add(out, "modulated y, " + b, [&] { return my; });
                     }
                   }});
+  rows.push_back({{"netops::w4a8Grid"},
+                  kBits,
+                  [](const Place& place, Outputs& out) {
+                    // Scales up to about 40: levels times them pass 127 (the clamp) and halves.
+                    const auto packed = place(values(48, {13, 48}, DType::I8));
+                    const auto scales = place(finite(49, {13, 6}, 8.0).abs().add(T::scalar(0.5)));
+                    const auto levels = place(finite(50, {16}, 4.0));
+                    add(out, "i8 [13, 48], groups of 16", [&] { return N::w4a8Grid(packed, scales, levels, 16); });
+                  }});
   return rows;
 }
 

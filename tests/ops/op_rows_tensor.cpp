@@ -269,6 +269,16 @@ std::vector<OpRow> matmulRows() {
          }
        },
        true},
+      // Exact integer sums: the INT8 matrix cores on sm_80+, a plain loop below, the CPU's VNNI.
+      {{"tensor::intMatmul"},
+       kBits,
+       [](const Place& place, Outputs& out) {
+         const auto a = place(values(36, {37, 70}, DType::I8)), w = place(values(37, {29, 70}, DType::I8));
+         add(out, "i8 [37, 70] x the rows of [29, 70]", [&] { return T::intMatmul(a, w.transpose(0, 1)); });
+         const auto b = place(values(38, {70, 29}, DType::I8));
+         add(out, "i8 [37, 70] x [70, 29]", [&] { return T::intMatmul(a, b); });
+       },
+       true},
   };
 }
 
