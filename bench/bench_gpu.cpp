@@ -1,6 +1,7 @@
 // GPU benchmarks, each beside its anchor in the same run: an elementwise chain and reductions
 // against a device-to-device copy of the same bytes (the memory-bound ceiling), and BF16 matmul
-// in TFLOP/s (scripts/device-check.sh runs torch.matmul beside it for the ratio). Times are
+// in TFLOP/s and the INT8 product in TOP/s (scripts/device-check.sh runs torch.matmul and
+// torch._int_mm beside them for the ratios). Times are
 // medians of CUDA-event timings after a warm-up. Without a GPU it says so and exits 0.
 #include <gizhw/gpu.h>
 #include <gizml/tensor.h>
@@ -56,6 +57,17 @@ int main(int argc, char** argv) {
     const double tflops = 2.0 * size * size * size / ms / 1e9;
     std::printf("matmul bf16 %-22lld %9.3f ms  %8.1f TFLOP/s\n", static_cast<long long>(size), ms, tflops);
     std::printf("RESULT matmul_bf16_%lld_tflops %.2f\n", static_cast<long long>(size), tflops);
+  }
+  // The INT8 product of the W8A8 linears (T::intMatmul, mma.sync s8) at a DiT linear's shape:
+  // 4096 tokens by 3072 (scripts/device-check.sh runs torch._int_mm beside it).
+  for (int64_t size : quick ? std::vector<int64_t>{256} : std::vector<int64_t>{3072, 8192}) {
+    const auto a = T::uniform(T::Key(5), {4096, size}, -127.0, 127.0).cast(DType::I8).on(*g);
+    const auto b = T::uniform(T::Key(6), {size, size}, -127.0, 127.0).cast(DType::I8).on(*g);
+    T::Tensor c;
+    const double ms = medianMs(*g, 10, [&] { c = T::intMatmul(a, b); });
+    const double tops = 2.0 * 4096 * size * size / ms / 1e9;
+    std::printf("intMatmul i8 4096 x %-14lld %9.3f ms  %8.1f TOP/s\n", static_cast<long long>(size), ms, tops);
+    std::printf("RESULT int_matmul_4096x%lld_tops %.2f\n", static_cast<long long>(size), tops);
   }
   std::printf("RESULT copy_gbs %.1f\nRESULT chain_ratio %.3f\nRESULT sum_ratio %.3f\nRESULT rowsum_ratio %.3f\n", copyGBs,
               chainGBs / copyGBs, sumGBs / copyGBs, rowGBs / copyGBs);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, in one go on a machine with an NVIDIA GPU (here: the lent H200 machine, 16 cores,
 # CUDA 13, driver 580). It runs the GPU tests, the example, and the GPU benchmarks beside their
-# anchors (a device-to-device copy; torch.matmul for BF16 matmul), and writes a log and a results
-# file under $OUT (or ./device-check-out). Budget: under 8 minutes.
+# anchors (a device-to-device copy; torch.matmul for BF16 matmul, torch._int_mm for the INT8
+# one), and writes a log and a results file under $OUT (or ./device-check-out). Budget: under 8 minutes.
 #
 # That machine lacks our Debian packages (Highway, GoogleTest, Google Benchmark), so the build is
 # made here and carried:
@@ -254,6 +254,28 @@ for n in 4096 8192; do
     tile=$(awk -v k="tile_matmul_bf16_${n}_${s}_tflops" '$2 == k {print $3}' "$results")
     [ -n "$tile" ] && [ -n "$theirs" ] && note "RESULT tile_matmul_bf16_${n}_${s}_ratio_to_torch $(awk -v a="$tile" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
   done
+done
+
+echo "== torch._int_mm INT8 anchor"
+timeout 120 python3 - <<'PY' 2>&1 | tee -a "$results"
+import torch
+for n in (3072, 8192):
+    a = torch.randint(-127, 128, (4096, n), device="cuda", dtype=torch.int8)
+    b = torch.randint(-127, 128, (n, n), device="cuda", dtype=torch.int8)
+    for _ in range(3): torch._int_mm(a, b)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); torch._int_mm(a, b); e.record(); e.synchronize()
+        times.append(s.elapsed_time(e))
+    ms = sorted(times)[len(times) // 2]
+    print(f"RESULT torch_int_mm_4096x{n}_tops {2 * 4096 * n * n / ms / 1e9:.2f}")
+PY
+for n in 3072 8192; do
+  ours=$(awk -v k="int_matmul_4096x${n}_tops" '$2 == k {print $3}' "$results")
+  theirs=$(awk -v k="torch_int_mm_4096x${n}_tops" '$2 == k {print $3}' "$results")
+  [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT int_matmul_4096x${n}_ratio_to_torch $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
 done
 
 note "elapsed $(( $(date +%s) - start )) s"
