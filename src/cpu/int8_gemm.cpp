@@ -3,6 +3,7 @@
 
 #include <gizml/error.h>
 
+#include <climits>
 #include <string>
 
 #include "core/thread_pool.h"
@@ -30,7 +31,8 @@ void int8Gemm(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, con
   if (!isaSupported(isa, cpuFeatures()))
     throw Error(std::string("int8Gemm: this CPU cannot run the ") + isaName(isa) + " kernel");
   if (m <= 0 || n <= 0) return;
-  if (isa == Isa::Portable) return portable(m, n, k, a, lda, w, ldw, c, ldc);
+  // The kernels gather a panel's rows by 32-bit offsets: rows further apart take the portable loop.
+  if (isa == Isa::Portable || ldw > INT32_MAX / 16) return portable(m, n, k, a, lda, w, ldw, c, ldc);
   if (isa == Isa::Avx512Vnni) return int8_kernels::gemmAvx512Vnni(m, n, k, a, lda, w, ldw, c, ldc);
   if (isa == Isa::AvxVnni) return int8_kernels::gemmAvxVnni(m, n, k, a, lda, w, ldw, c, ldc);
   int8_kernels::gemmAvx2(m, n, k, a, lda, w, ldw, c, ldc);

@@ -7,14 +7,12 @@
 //  - AVX-VNNI: a word is 4 k, the activations a + 128 as unsigned bytes, vpdpbusd; 128 times each
 //    weight row's sum comes off at the end.
 //  - AVX2: a word is 2 k widened to i16, vpmaddwd (exact: maddubs' i16 pair sums could saturate).
-#include <gizml/error.h>
+// Its includes are in the including files too, before their targets (else the standard headers'
+// inline functions would be compiled for the target and could be the copies the linker keeps).
 #include <immintrin.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
-#include <cstring>
-#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -155,7 +153,6 @@ void GIZML_INT8_ENTRY(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t 
   });
   // A panel's words gathered 8 rows at a time (one 32-byte store each), AVX-VNNI's row sums from
   // the same vectors (vpdpbusd of ones); the words whose 4-byte read would pass k by hand.
-  if (ldw > INT32_MAX / kPanel) throw Error("int8Gemm: weight rows " + std::to_string(ldw) + " bytes apart, over 2^28");
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i offsets = _mm256_mullo_epi32(lane, _mm256_set1_epi32(static_cast<int32_t>(ldw)));
   const int64_t gathered = k >= 4 ? (k - 4) / kPerWord + 1 : 0;  // words whose 4 bytes lie within k

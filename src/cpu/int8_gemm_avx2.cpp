@@ -1,9 +1,13 @@
 // int8_gemm.h's AVX2 kernel (vpmaddwd on bytes widened to i16): int8_gemm_256-inl.h under its target.
-// The headers come before the target, so that their inline functions stay baseline code.
+// The headers (all of the -inl's) come before the target, so that their inline functions stay
+// baseline code.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "core/thread_pool.h"
 #include "cpu/int8_gemm.h"
 
 #if defined(__clang__)

@@ -5,14 +5,11 @@
 // the 32 registers); the activations go in as a + 128, interleaved 12 rows a word so that one
 // pointer reaches a step's 12 words, and 128 times each weight row's sum comes off.
 // The headers come before the target, so that their inline functions stay baseline code.
-#include <gizml/error.h>
 #include <immintrin.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -134,7 +131,6 @@ void gemmAvx512Vnni(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t ld
   // A panel's words gathered 16 rows at a time (one full 64-byte store each), its rows' sums taken
   // from the same vectors (vpdpbusd of ones: each lane's four bytes); the last word, if k leaves
   // one partial, by hand (a gather would read past the rows).
-  if (ldw > INT32_MAX / kPanel) throw Error("int8Gemm: weight rows " + std::to_string(ldw) + " bytes apart, over 2^27");
   const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                              _mm512_set1_epi32(static_cast<int32_t>(ldw)));
   core::parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {

@@ -63,7 +63,7 @@ void checkCodes(const Int8Codes& w) {
                     (2 * f.packed.size(1)) % f.group == 0 &&
                     f.groupScales.shape() == T::Shape{f.packed.size(0), 2 * f.packed.size(1) / f.group} &&
                     (f.groupScales.dtype() == DType::F32 || f.groupScales.dtype() == DType::F16) &&
-                    f.levels.shape() == T::Shape{16} &&
+                    f.levels.shape() == T::Shape{16} && !f.groupScales.onGpu() && !f.levels.onGpu() &&
                     f.levels.dtype() == DType::F32;
     if (!ok)
       throw Error("Int8Codes: 4-bit codes " + T::shapeText(f.packed.shape()) + ", group scales " +
@@ -134,14 +134,14 @@ Int8Linear::Int8Linear(const T::Tensor& w) : in_(w.size(1)) {
   if (w.ndim() != 2 || w.dtype() != DType::F32 || w.onGpu())
     throw Error("Int8Linear: weight of shape " + T::shapeText(w.shape()) + " is not an [out, in] F32 host matrix");
   const std::vector<T::Tensor> qs = netops::int8Rows(padded(w, paddedWidth(in_)));
-  codes_ = qs[0].cast(DType::I8).contiguous();
+  codes_ = qs[0].cast(DType::I8).contiguous().transpose(0, 1);
   scales_ = qs[1].reshape({1, w.size(0)}).contiguous();
 }
 
 Int8Linear::Int8Linear(const Int8Codes& w) : in_(w.inputs()) {
   checkCodes(w);
   if (w.fourBit) fourBit_ = w.fourBit;
-  else codes_ = padded(w.codes, paddedWidth(in_));
+  else codes_ = padded(w.codes, paddedWidth(in_)).transpose(0, 1);
   scales_ = w.scales.reshape({1, w.outputs()}).contiguous();
   if (w.rotation != kGroup) mix_ = firstRotation(w.rotation);
 }
@@ -155,8 +155,8 @@ T::Tensor Int8Linear::operator()(const T::Tensor& x) const {
   if (mix_) rows = T::matmul(rows.reshape({-1, kGroup}), *mix_).reshape({x.size(0), width});
   const std::vector<T::Tensor> qs = netops::int8Rows(rows);
   // The codes' exact integer product (VNNI / AVX2 on the CPU, the INT8 matrix cores on a GPU).
-  const T::Tensor codes = fourBit_ ? padded(fourBit_->grid(), width) : codes_;
-  const T::Tensor sums = T::intMatmul(qs[0].cast(DType::I8), codes.transpose(0, 1));
+  const T::Tensor codes = fourBit_ ? padded(fourBit_->grid(), width).transpose(0, 1) : codes_;
+  const T::Tensor sums = T::intMatmul(qs[0].cast(DType::I8), codes);
   // The two scales multiplied first, as comfy_kitchen's int8_linear.
   return (T::lazy(sums).cast(DType::F32) * (T::lazy(qs[1]) * T::lazy(scales_))).eval();
 }
@@ -168,7 +168,7 @@ Int8Linear Int8Linear::to(const gizhw::gpu::Gpu& gpu) const {
     l.fourBit_ = FourBitCodes{fourBit_->packed.on(gpu), fourBit_->groupScales.on(gpu), fourBit_->levels.on(gpu),
                               fourBit_->group};
   else
-    l.codes_ = codes_.on(gpu);
+    l.codes_ = codes_.contiguous().on(gpu);  // the GPU's product reads [k, n] rows
   l.scales_ = scales_.on(gpu);
   if (mix_) l.mix_ = mix_->on(gpu);
   return l;

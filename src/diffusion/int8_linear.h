@@ -92,7 +92,9 @@ class Int8Linear {
  private:
   Int8Linear() = default;
   int64_t in_ = 0;
-  tensor::Tensor codes_;               // [out, padded in] I8: the rotated weight's codes (or none:)
+  // [padded in, out] I8: the rotated weight's codes, as intMatmul reads them in place: on the host
+  // a transposed view of [out, padded in] rows, on a GPU contiguous. None for a 4-bit weight:
+  tensor::Tensor codes_;
   std::optional<FourBitCodes> fourBit_;  // a 4-bit weight's, decoded at each call
   tensor::Tensor scales_;              // [1, out] F32: max |rotated row| / 127 per output channel
   std::optional<tensor::Tensor> mix_;  // [256, 256] F32: the first rotation of stored codes' inputs
