@@ -6,6 +6,7 @@
 #include <gizml/error.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -37,5 +38,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } catch (const gizml::Error&) {
   }
+  std::remove(path.c_str());  // the file is unmapped by now; nothing is left in /tmp
   return 0;
 }

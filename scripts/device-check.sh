@@ -55,6 +55,14 @@ results=$out/results.txt
 exec > >(tee "$log") 2>&1
 start=$(date +%s)
 note() { echo "$*" | tee -a "$results"; }
+# A RESULT recorded earlier in this run, by its key (nothing if none).
+result() { awk -v k="$1" '$2 == k {print $3}' "$results"; }
+# RESULT $3: result $1 (ours) over result $2 (the anchor's), when both were recorded.
+ratio() {
+  local a b
+  a=$(result "$1") b=$(result "$2")
+  if [ -n "$a" ] && [ -n "$b" ]; then note "RESULT $3 $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", a / b}')"; fi
+}
 
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | head -3
@@ -156,7 +164,7 @@ if timeout 120 python3 bench/make_qwen3_shaped_hf.py "$model-hf" --shape 0.6b &&
       [ -n "$v" ] && note "RESULT qwen3s_4bit_${tag}_${key} $v"
     done
   done
-  decode=$(awk '$2 == "qwen3s_4bit_device_gpu_prefill_512_decode_64_decode_tok_s" {print $3}' "$results")
+  decode=$(result qwen3s_4bit_device_gpu_prefill_512_decode_64_decode_tok_s)
   [ -n "$decode" ] && note "RESULT qwen3s_4bit_decode_hbm_share $(awk -v t="$decode" -v b="$bytes" 'BEGIN {printf "%.4f", t * b / 4.8e12}') (weights $bytes bytes x tok/s / 4.8 TB/s)"
 else
   note "qwen3s model: could not be made or converted"
@@ -195,10 +203,9 @@ for head in (64, 128):
 PY
 for head in 64 128; do
   for n in 1024 4096 16384; do
-    theirs=$(awk -v k="torch_sdpa_h${head}_n${n}_tflops" '$2 == k {print $3}' "$results")
     for kind in bf16 int8; do
-      ours=$(awk -v k="attention_rows_${kind}_h${head}_n${n}_tflops" '$2 == k {print $3}' "$results")
-      [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT attention_rows_${kind}_h${head}_n${n}_ratio_to_sdpa $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+      ratio "attention_rows_${kind}_h${head}_n${n}_tflops" "torch_sdpa_h${head}_n${n}_tflops" \
+        "attention_rows_${kind}_h${head}_n${n}_ratio_to_sdpa"
     done
   done
 done
@@ -225,9 +232,7 @@ for c, h, w in ((512, 64, 64), (512, 128, 128), (256, 256, 256), (128, 512, 512)
     print(f"RESULT torch_conv2d_c{c}_{h}x{w}_tflops {2 * c * c * 9 * h * w / ms / 1e9:.2f}")
 PY
 for shape in c512_64x64 c512_128x128 c256_256x256 c128_512x512; do
-  ours=$(awk -v k="lazyconv_${shape}_tflops" '$2 == k {print $3}' "$results")
-  theirs=$(awk -v k="torch_conv2d_${shape}_tflops" '$2 == k {print $3}' "$results")
-  [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT lazyconv_${shape}_ratio_to_cudnn $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+  ratio "lazyconv_${shape}_tflops" "torch_conv2d_${shape}_tflops" "lazyconv_${shape}_ratio_to_cudnn"
 done
 
 echo "== torch.matmul BF16 anchor"
@@ -247,12 +252,9 @@ for n in (4096, 8192):
     print(f"RESULT torch_matmul_bf16_{n}_tflops {2 * n**3 / ms / 1e9:.2f}")
 PY
 for n in 4096 8192; do
-  ours=$(awk -v k="matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
-  theirs=$(awk -v k="torch_matmul_bf16_${n}_tflops" '$2 == k {print $3}' "$results")
-  [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT matmul_bf16_${n}_ratio_to_torch $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+  ratio "matmul_bf16_${n}_tflops" "torch_matmul_bf16_${n}_tflops" "matmul_bf16_${n}_ratio_to_torch"
   for s in best tuned; do
-    tile=$(awk -v k="tile_matmul_bf16_${n}_${s}_tflops" '$2 == k {print $3}' "$results")
-    [ -n "$tile" ] && [ -n "$theirs" ] && note "RESULT tile_matmul_bf16_${n}_${s}_ratio_to_torch $(awk -v a="$tile" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+    ratio "tile_matmul_bf16_${n}_${s}_tflops" "torch_matmul_bf16_${n}_tflops" "tile_matmul_bf16_${n}_${s}_ratio_to_torch"
   done
 done
 
@@ -273,9 +275,7 @@ for n in (3072, 8192):
     print(f"RESULT torch_int_mm_4096x{n}_tops {2 * 4096 * n * n / ms / 1e9:.2f}")
 PY
 for n in 3072 8192; do
-  ours=$(awk -v k="int_matmul_4096x${n}_tops" '$2 == k {print $3}' "$results")
-  theirs=$(awk -v k="torch_int_mm_4096x${n}_tops" '$2 == k {print $3}' "$results")
-  [ -n "$ours" ] && [ -n "$theirs" ] && note "RESULT int_matmul_4096x${n}_ratio_to_torch $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.3f", a / b}')"
+  ratio "int_matmul_4096x${n}_tops" "torch_int_mm_4096x${n}_tops" "int_matmul_4096x${n}_ratio_to_torch"
 done
 
 note "elapsed $(( $(date +%s) - start )) s"

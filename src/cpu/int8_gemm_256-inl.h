@@ -83,13 +83,11 @@ void tile(const Packed& x, int64_t i, int64_t rows, int64_t panel, int64_t q0, i
   const uint32_t* w0 = x.panels.data() + panel * x.words * kPanel;
   const uint32_t* w1 = w0 + x.words * kPanel;
 #define GIZML_ACC(r) __m256i acc##r##0 = _mm256_setzero_si256(), acc##r##1 = _mm256_setzero_si256();
-  GIZML_ACC(0)
-  GIZML_ACC(1)
-  GIZML_ACC(2) GIZML_ACC(3) GIZML_ACC(4)
+  GIZML_ACC(0) GIZML_ACC(1) GIZML_ACC(2) GIZML_ACC(3) GIZML_ACC(4)
 #if GIZML_INT8_VNNI
-      GIZML_ACC(5)
+  GIZML_ACC(5)
 #endif
-          for (int64_t q = q0; q < q1; ++q, a += kMaxRows) {
+  for (int64_t q = q0; q < q1; ++q, a += kMaxRows) {
     const __m256i wv0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + q * kPanel));
     const __m256i wv1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + q * kPanel));
 #define GIZML_STEP(r)                                                 \
@@ -98,11 +96,9 @@ void tile(const Packed& x, int64_t i, int64_t rows, int64_t panel, int64_t q0, i
     acc##r##0 = multiplyAdd(acc##r##0, av, wv0);                      \
     acc##r##1 = multiplyAdd(acc##r##1, av, wv1);                      \
   }
-    GIZML_STEP(0)
-    GIZML_STEP(1)
-    GIZML_STEP(2) GIZML_STEP(3) GIZML_STEP(4)
+    GIZML_STEP(0) GIZML_STEP(1) GIZML_STEP(2) GIZML_STEP(3) GIZML_STEP(4)
 #if GIZML_INT8_VNNI
-        GIZML_STEP(5)
+    GIZML_STEP(5)
 #endif
   }
   const int64_t j0 = panel * kPanel, j1 = j0 + kPanel;
@@ -123,11 +119,9 @@ void tile(const Packed& x, int64_t i, int64_t rows, int64_t panel, int64_t q0, i
     store(r, j0, _mm256_sub_epi32(acc##r##0, sums0)); \
     store(r, j1, _mm256_sub_epi32(acc##r##1, sums1)); \
   }
-  GIZML_STORE(0)
-  GIZML_STORE(1)
-  GIZML_STORE(2) GIZML_STORE(3) GIZML_STORE(4)
+  GIZML_STORE(0) GIZML_STORE(1) GIZML_STORE(2) GIZML_STORE(3) GIZML_STORE(4)
 #if GIZML_INT8_VNNI
-      GIZML_STORE(5)
+  GIZML_STORE(5)
 #endif
 #undef GIZML_ACC
 #undef GIZML_STEP

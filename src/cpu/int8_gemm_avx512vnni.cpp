@@ -54,23 +54,20 @@ void tile(const Packed& x, int64_t i, int64_t rows, int64_t panel, int64_t q0, i
   const uint8_t* w0 = x.panels.data() + panel * x.k4 * 64;
   const uint8_t* w1 = w0 + x.k4 * 64;
 #define GIZML_ACC(r) __m512i acc##r##0 = _mm512_setzero_si512(), acc##r##1 = _mm512_setzero_si512();
-  GIZML_ACC(0)
-  GIZML_ACC(1)
-  GIZML_ACC(2) GIZML_ACC(3) GIZML_ACC(4) GIZML_ACC(5) GIZML_ACC(6) GIZML_ACC(7) GIZML_ACC(8) GIZML_ACC(9) GIZML_ACC(10)
-      GIZML_ACC(11) for (int64_t q = q0; q < q1; ++q, a += kMaxRows * 4) {
+  GIZML_ACC(0) GIZML_ACC(1) GIZML_ACC(2) GIZML_ACC(3) GIZML_ACC(4) GIZML_ACC(5)
+  GIZML_ACC(6) GIZML_ACC(7) GIZML_ACC(8) GIZML_ACC(9) GIZML_ACC(10) GIZML_ACC(11)
+  for (int64_t q = q0; q < q1; ++q, a += kMaxRows * 4) {
     const __m512i wv0 = _mm512_loadu_si512(w0 + q * 64), wv1 = _mm512_loadu_si512(w1 + q * 64);
 #define GIZML_STEP(r)                           \
   {                                             \
     int32_t word;                               \
-    std::memcpy(&word, a + (r)*4, 4);           \
+    std::memcpy(&word, a + (r) * 4, 4);         \
     const __m512i av = _mm512_set1_epi32(word); \
     multiplyAdd(acc##r##0, av, wv0);            \
     multiplyAdd(acc##r##1, av, wv1);            \
   }
-    GIZML_STEP(0)
-    GIZML_STEP(1)
-    GIZML_STEP(2) GIZML_STEP(3) GIZML_STEP(4) GIZML_STEP(5) GIZML_STEP(6) GIZML_STEP(7) GIZML_STEP(8) GIZML_STEP(9)
-        GIZML_STEP(10) GIZML_STEP(11)
+    GIZML_STEP(0) GIZML_STEP(1) GIZML_STEP(2) GIZML_STEP(3) GIZML_STEP(4) GIZML_STEP(5)
+    GIZML_STEP(6) GIZML_STEP(7) GIZML_STEP(8) GIZML_STEP(9) GIZML_STEP(10) GIZML_STEP(11)
   }
   const int64_t j0 = panel * kPanel, j1 = j0 + kPanel;
   auto keep = [&](int64_t j) {
@@ -91,10 +88,8 @@ void tile(const Packed& x, int64_t i, int64_t rows, int64_t panel, int64_t q0, i
     store(r, j0, keep0, sums0, acc##r##0); \
     store(r, j1, keep1, sums1, acc##r##1); \
   }
-  GIZML_STORE(0)
-  GIZML_STORE(1)
-  GIZML_STORE(2) GIZML_STORE(3) GIZML_STORE(4) GIZML_STORE(5) GIZML_STORE(6) GIZML_STORE(7) GIZML_STORE(8)
-      GIZML_STORE(9) GIZML_STORE(10) GIZML_STORE(11)
+  GIZML_STORE(0) GIZML_STORE(1) GIZML_STORE(2) GIZML_STORE(3) GIZML_STORE(4) GIZML_STORE(5)
+  GIZML_STORE(6) GIZML_STORE(7) GIZML_STORE(8) GIZML_STORE(9) GIZML_STORE(10) GIZML_STORE(11)
 #undef GIZML_ACC
 #undef GIZML_STEP
 #undef GIZML_STORE
