@@ -39,8 +39,14 @@ inline constexpr int64_t kMaxPixels = int64_t{1} << 28;
 /// kMaxPixels, is a gizml::Error naming what is wrong.
 Image decode(std::span<const uint8_t> bytes, int64_t maxPixels = kMaxPixels);
 
-/// Pillow's resize(LANCZOS) of the image to width x height (each at least 1).
-Image resize(const Image& image, int64_t width, int64_t height);
+/// The resampling filters of Pillow's Image.resize that resize reproduces byte for byte: LANCZOS
+/// (a windowed sinc of 3 lobes) and BICUBIC (the cubic convolution with a = -0.5).
+enum class Filter { Lanczos, Bicubic };
+
+/// Pillow's resize(filter) of the image to width x height (each at least 1), the same bytes as
+/// Pillow 13's, whose passes run along y first when the height shrinks by more than twice as many
+/// pixels as the width (earlier Pillows always ran along x first, which can differ by a step).
+Image resize(const Image& image, int64_t width, int64_t height, Filter filter = Filter::Lanczos);
 
 /// The image as an 8-bit RGB PNG file (zlib level 4, ComfyUI's SaveImage's).
 std::vector<uint8_t> encodePng(const Image& image);

@@ -1,8 +1,9 @@
-// Pillow's Image.resize(size, LANCZOS) of 8-bit RGB (libImaging/Resample.c), step for step so that
-// the bytes are the same: a windowed sinc of 3 lobes, widened by the scale when shrinking; the
+// Pillow's Image.resize(size, LANCZOS or BICUBIC) of 8-bit RGB (libImaging/Resample.c), step for
+// step so that the bytes are the same: the filter (a windowed sinc of 3 lobes, or the cubic
+// convolution with a = -0.5 over 2 pixels each side) widened by the scale when shrinking; the
 // weights of each output pixel computed in doubles, normalised to sum 1, then rounded to fixed
-// point with 22 fractional bits; a horizontal pass over the rows the vertical pass needs, stored
-// as bytes, then the vertical pass; each pass skipped when its side does not change.
+// point with 22 fractional bits; two passes, each rounding to bytes, in Pillow 13's order (see
+// resize), each skipped when its side does not change.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -17,7 +18,7 @@ namespace gizml::image {
 namespace {
 
 constexpr int kPrecisionBits = 32 - 8 - 2;
-constexpr double kSupport = 3.0;
+constexpr double kLanczosLobes = 3.0;
 
 double sinc(double x) {
   if (x == 0.0) return 1.0;
@@ -25,7 +26,27 @@ double sinc(double x) {
   return std::sin(x) / x;
 }
 
-double lanczos(double x) { return -kSupport <= x && x < kSupport ? sinc(x) * sinc(x / kSupport) : 0.0; }
+double lanczos(double x) { return -kLanczosLobes <= x && x < kLanczosLobes ? sinc(x) * sinc(x / kLanczosLobes) : 0.0; }
+
+// Keys' cubic convolution with a = -0.5, its products in Pillow's order (the same doubles).
+double bicubic(double x) {
+  constexpr double a = -0.5;
+  x = std::abs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+// A filter and its support: the distance from the centre, in input pixels at scale 1, beyond
+// which it is 0.
+struct Kernel {
+  double (*at)(double);
+  double support;
+};
+
+Kernel kernelOf(Filter filter) {
+  return filter == Filter::Bicubic ? Kernel{bicubic, 2.0} : Kernel{lanczos, kLanczosLobes};
+}
 
 // The input span and fixed-point weights of each output position along one axis.
 struct Weights {
@@ -35,10 +56,10 @@ struct Weights {
   std::vector<int32_t> weights;
 };
 
-Weights weights(int64_t inSize, int64_t outSize) {
+Weights weights(int64_t inSize, int64_t outSize, const Kernel& kernel) {
   const double scale = double(inSize) / double(outSize);
   const double filterScale = std::max(scale, 1.0);
-  const double support = kSupport * filterScale;
+  const double support = kernel.support * filterScale;
   const double inverseScale = 1.0 / filterScale;  // Pillow multiplies by it (not the same as dividing)
   Weights w;
   w.taps = int64_t(std::ceil(support)) * 2 + 1;
@@ -52,7 +73,7 @@ Weights weights(int64_t inSize, int64_t outSize) {
     const int64_t count = std::min<int64_t>(inSize, int64_t(center + support + 0.5)) - first;
     double sum = 0.0;
     for (int64_t i = 0; i < count; ++i) {
-      k[size_t(i)] = lanczos((double(i + first) - center + 0.5) * inverseScale);
+      k[size_t(i)] = kernel.at((double(i + first) - center + 0.5) * inverseScale);
       sum += k[size_t(i)];
     }
     for (int64_t i = 0; i < count; ++i) {
@@ -68,13 +89,13 @@ Weights weights(int64_t inSize, int64_t outSize) {
 
 uint8_t clip8(int32_t sum) { return uint8_t(std::clamp(sum >> kPrecisionBits, 0, 255)); }
 
-// out (outWidth x rows) from the input's rows firstRow.. resampled along x.
-void horizontal(const Image& in, int64_t firstRow, const Weights& w, int64_t outWidth, int64_t rows,
-                std::vector<uint8_t>& out) {
-  core::parallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+// The input's rows [firstRow, endRow) resampled along x to outWidth.
+Image alongX(const Image& in, const Weights& w, int64_t outWidth, int64_t firstRow, int64_t endRow) {
+  Image out{outWidth, endRow - firstRow, std::vector<uint8_t>(size_t(outWidth * (endRow - firstRow) * 3))};
+  core::parallelFor(out.height, 8, [&](int64_t begin, int64_t end) {
     for (int64_t y = begin; y < end; ++y) {
       const uint8_t* src = in.pixels.data() + (firstRow + y) * in.width * 3;
-      uint8_t* dst = out.data() + y * outWidth * 3;
+      uint8_t* dst = out.pixels.data() + y * outWidth * 3;
       for (int64_t x = 0; x < outWidth; ++x) {
         const int32_t* k = w.weights.data() + x * w.taps;
         const uint8_t* p = src + w.first[size_t(x)] * 3;
@@ -90,17 +111,18 @@ void horizontal(const Image& in, int64_t firstRow, const Weights& w, int64_t out
       }
     }
   });
+  return out;
 }
 
-// out (width x outHeight) from in's rows resampled along y; w's first rows count from firstRow.
-void vertical(const uint8_t* in, int64_t width, int64_t firstRow, const Weights& w, int64_t outHeight,
-              std::vector<uint8_t>& out) {
-  const int64_t rowBytes = width * 3;
+// The input resampled along y to outHeight; its first row is row firstRow of the rows w counts.
+Image alongY(const Image& in, const Weights& w, int64_t outHeight, int64_t firstRow) {
+  Image out{in.width, outHeight, std::vector<uint8_t>(size_t(in.width * outHeight * 3))};
+  const int64_t rowBytes = in.width * 3;
   core::parallelFor(outHeight, 4, [&](int64_t begin, int64_t end) {
     for (int64_t y = begin; y < end; ++y) {
       const int32_t* k = w.weights.data() + y * w.taps;
-      const uint8_t* src = in + (w.first[size_t(y)] - firstRow) * rowBytes;
-      uint8_t* dst = out.data() + y * rowBytes;
+      const uint8_t* src = in.pixels.data() + (w.first[size_t(y)] - firstRow) * rowBytes;
+      uint8_t* dst = out.pixels.data() + y * rowBytes;
       for (int64_t x = 0; x < rowBytes; ++x) {
         int32_t sum = 1 << (kPrecisionBits - 1);
         for (int64_t i = 0; i < w.count[size_t(y)]; ++i) sum += src[i * rowBytes + x] * k[i];
@@ -108,11 +130,12 @@ void vertical(const uint8_t* in, int64_t width, int64_t firstRow, const Weights&
       }
     }
   });
+  return out;
 }
 
 }  // namespace
 
-Image resize(const Image& image, int64_t width, int64_t height) {
+Image resize(const Image& image, int64_t width, int64_t height, Filter filter) {
   check(width >= 1 && height >= 1 && width <= kMaxSide && height <= kMaxSide && width * height <= kMaxPixels,
         "image::resize: " + std::to_string(width) + " x " + std::to_string(height) +
             " pixels is not a size gizml makes (each side 1 to " + std::to_string(kMaxSide) + ", at most " +
@@ -121,26 +144,18 @@ Image resize(const Image& image, int64_t width, int64_t height) {
         "image::resize: the image has " + std::to_string(image.pixels.size()) + " bytes of pixels for " +
             std::to_string(image.width) + " x " + std::to_string(image.height) + " RGB pixels");
   if (width == image.width && height == image.height) return image;
-  const Weights across = weights(image.width, width);
-  const Weights down = weights(image.height, height);
-  // The rows the vertical pass reads (all of them when it does not run).
-  const int64_t firstRow = height == image.height ? 0 : down.first.front();
-  const int64_t endRow = height == image.height ? image.height : down.first.back() + down.count.back();
-  Image out{width, height, {}};
-  if (width == image.width) {
-    out.pixels.resize(size_t(width * height * 3));
-    vertical(image.pixels.data() + firstRow * width * 3, width, firstRow, down, height, out.pixels);
-    return out;
-  }
-  std::vector<uint8_t> rows(size_t(width * (endRow - firstRow) * 3));
-  horizontal(image, firstRow, across, width, endRow - firstRow, rows);
-  if (height == image.height) {
-    out.pixels = std::move(rows);
-    return out;
-  }
-  out.pixels.resize(size_t(width * height * 3));
-  vertical(rows.data(), width, firstRow, down, height, out.pixels);
-  return out;
+  const Kernel kernel = kernelOf(filter);
+  const Weights across = weights(image.width, width, kernel);
+  const Weights down = weights(image.height, height, kernel);
+  if (height == image.height) return alongX(image, across, width, 0, image.height);
+  if (width == image.width) return alongY(image, down, height, 0);
+  // Pillow 13 resamples along y first when the height shrinks, by more than twice as many pixels
+  // as the width loses (ImagingResampleInner); the order matters, as each pass rounds to bytes.
+  if (height < image.height && image.height - height > 2 * (image.width - width))
+    return alongX(alongY(image, down, height, 0), across, width, 0, height);
+  // Else along x first, only the rows the vertical pass reads.
+  const int64_t firstRow = down.first.front(), endRow = down.first.back() + down.count.back();
+  return alongY(alongX(image, across, width, firstRow, endRow), down, height, firstRow);
 }
 
 }  // namespace gizml::image

@@ -86,7 +86,8 @@ TEST(Image, DecodesAsPillow) {
   EXPECT_EQ(checked, 26);
 }
 
-// Pillow's resize(LANCZOS) byte for byte: up, down, one side only, down to 1 x 1.
+// Pillow's resize(LANCZOS) byte for byte: up, down, one side only, down to 1 x 1, and a height
+// that shrinks far more than the width (which Pillow 13 resamples along y first).
 TEST(Image, ResizesAsPillowLanczos) {
   int checked = 0;
   for (const Case& c : cases()) {
@@ -94,7 +95,19 @@ TEST(Image, ResizesAsPillowLanczos) {
     expectPixels(resize(decodeFile(c.file), c.width, c.height), c);
     ++checked;
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 5);
+}
+
+// Pillow's resize(BICUBIC) byte for byte (Qwen's image processors resize with it): up, down,
+// height only, width only, and the width up with the height down (along y first).
+TEST(Image, ResizesAsPillowBicubic) {
+  int checked = 0;
+  for (const Case& c : cases()) {
+    if (c.kind != "bicubic") continue;
+    expectPixels(resize(decodeFile(c.file), c.width, c.height, Filter::Bicubic), c);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);
 }
 
 // The spec's budget: at most maxPixels, the aspect kept by diffusers' int(side * scale); a side

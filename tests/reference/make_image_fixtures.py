@@ -10,7 +10,8 @@ written here with zlib. expected.txt lists the cases test_image checks:
       these pixels: Pillow's Image.open(FILE).convert("RGB") (16-bit grey: its values >> 8),
       resized when larger than MAX_PIXELS as diffusers' Flux2ImageProcessor does (LANCZOS);
   resize FILE WIDTH HEIGHT EXPECTED.rgb   image::resize of the decoded FILE: Pillow's
-      resize((WIDTH, HEIGHT), LANCZOS), up and down, one side or both.
+      resize((WIDTH, HEIGHT), LANCZOS), up and down, one side or both;
+  bicubic FILE WIDTH HEIGHT EXPECTED.rgb   the same with Pillow's BICUBIC filter.
 
 Bad files (bad_*) must be refused: truncated PNG and JPEG, and headers declaring absurd sizes.
 The PNG and JPEG files also seed fuzz/corpus/fuzz_image.
@@ -101,9 +102,11 @@ def main() -> None:
         suffix = "" if max_pixels == 1 << 28 else f".max{max_pixels}"
         cases.append(f"decode {name} {max_pixels} {w} {h} {reference(name + suffix, im)}")
 
-    def resize_case(name: str, w: int, h: int) -> None:
-        im = expected_rgb(OUT / name).resize((w, h), Image.Resampling.LANCZOS)
-        cases.append(f"resize {name} {w} {h} {reference(f'{name}.{w}x{h}', im)}")
+    def resize_case(name: str, w: int, h: int, kind: str = "resize") -> None:
+        resampling = Image.Resampling.BICUBIC if kind == "bicubic" else Image.Resampling.LANCZOS
+        im = expected_rgb(OUT / name).resize((w, h), resampling)
+        suffix = ".bicubic" if kind == "bicubic" else ""
+        cases.append(f"{kind} {name} {w} {h} {reference(f'{name}.{w}x{h}{suffix}', im)}")
 
     rgb = bytes8(scene(37, 23, 1))
     Image.fromarray(rgb, "RGB").save(OUT / "rgb.png")
@@ -155,6 +158,12 @@ def main() -> None:
     resize_case("rgb.png", 37, 9)    # down, height only
     resize_case("rgb.png", 12, 23)   # down, width only
     resize_case("big.png", 1, 1)
+    resize_case("big.png", 90, 20)   # down, the height far more: Pillow 13 resamples along y first
+    resize_case("rgb.png", 50, 31, "bicubic")  # up, both sides
+    resize_case("big.png", 40, 27, "bicubic")  # down, both sides
+    resize_case("rgb.png", 37, 9, "bicubic")   # down, height only
+    resize_case("rgb.png", 64, 23, "bicubic")  # up, width only
+    resize_case("rgb.png", 45, 10, "bicubic")  # up across, down the height: along y first
 
     # Bad files.
     png = (OUT / "rgb.png").read_bytes()
