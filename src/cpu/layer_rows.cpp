@@ -17,11 +17,13 @@ void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, i
   core::parallelFor(rows, std::max<int64_t>(1, kFloatsPerPart / std::max<int64_t>(1, width)), body);
 }
 
-// The rotation's cosines and sines at `position`, once for a row's query and key heads (libm's
-// sin and cos in double: their pair per frequency was half of the rotation's cost).
-void angles(const float* invFreq, int64_t half, int64_t position, float* cs) {
+// The rotation's cosines and sines at `position` (or pair i at positions[i]), once for a row's
+// query and key heads (libm's sin and cos in double: their pair per frequency was half of the
+// rotation's cost).
+void angles(const float* invFreq, int64_t half, int64_t position, const int32_t* positions, float* cs) {
   for (int64_t i = 0; i < half; ++i) {
-    const double angle = static_cast<double>(static_cast<float>(position) * invFreq[i]);
+    const auto at = static_cast<float>(positions ? positions[i] : position);
+    const double angle = static_cast<double>(at * invFreq[i]);
     cs[i] = static_cast<float>(std::cos(angle));
     cs[half + i] = static_cast<float>(std::sin(angle));
   }
@@ -53,13 +55,13 @@ void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, floa
 }
 
 void ropeRows(float* q, int64_t qHeads, float* k, int64_t kHeads, int64_t rows, int64_t headDim,
-              const float* invFreq, int64_t half, int64_t start) {
+              const float* invFreq, int64_t half, int64_t start, const int32_t* positions) {
   const int64_t qWidth = qHeads * headDim, kWidth = kHeads * headDim;
   forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
     thread_local std::vector<float> cs;
     cs.resize(static_cast<size_t>(2 * half));
     for (int64_t r = r0; r < r1; ++r) {
-      angles(invFreq, half, start + r, cs.data());
+      angles(invFreq, half, start + r, positions ? positions + r * half : nullptr, cs.data());
       rotate(q + r * qWidth, qHeads, headDim, cs.data(), half);
       rotate(k + r * kWidth, kHeads, headDim, cs.data(), half);
     }

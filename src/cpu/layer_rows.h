@@ -15,9 +15,9 @@ void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, floa
 /// Rotate-half RoPE of `rows` rows of q (qHeads heads each) and k (kHeads heads), row r at
 /// `start + r`: the first `half` pairs (i, i + half) of each head of headDim values turned by
 /// position * invFreq[i] (the angle in f32, as transformers computes it; its cos and sin rounded
-/// once).
+/// once). positions (when not null, [rows, half]): row r's pair i at positions[r half + i] instead.
 void ropeRows(float* q, int64_t qHeads, float* k, int64_t kHeads, int64_t rows, int64_t headDim,
-              const float* invFreq, int64_t half, int64_t start);
+              const float* invFreq, int64_t half, int64_t start, const int32_t* positions = nullptr);
 
 /// x += y over n values.
 void addRows(float* x, const float* y, int64_t n);

@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "llm/ops/weights.h"
@@ -25,6 +26,32 @@ ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& opti
   c.layerTypes.resize(static_cast<size_t>(c.numLayers));
   c.mtpLayers = 0;
   return c;
+}
+
+// How much further the positions after a picture run than its tokens: its rows take max(h, w).
+int64_t shiftOf(const FeedPicture& p) { return std::max(p.h, p.w) - p.t * p.h * p.w; }
+
+// Where a feed's rows are for multimodal RoPE (transformers' get_rope_index): text rows count on
+// from the state's shifted position; a picture's rows lay out its t x h x w grid from the
+// position its first token would have as text, and the text after it counts on from max(h, w)
+// past that. `shift` is the state's, and becomes what the last picture ending in the feed leaves.
+std::vector<std::array<int64_t, 3>> feedPositions(const Feed& feed, int64_t start, int64_t& shift) {
+  const auto n = static_cast<int64_t>(feed.tokens.size());
+  std::vector<std::array<int64_t, 3>> out;
+  const auto text = [&](int64_t end) {
+    for (auto r = static_cast<int64_t>(out.size()); r < end; ++r) out.push_back({start + r + shift, start + r + shift, start + r + shift});
+  };
+  for (const FeedPicture& p : feed.pictures) {
+    text(std::max<int64_t>(0, p.first));
+    const int64_t origin = start + p.first + shift, rows = p.t * p.h * p.w;
+    for (auto r = static_cast<int64_t>(out.size()); r < std::min(n, p.first + rows); ++r) {
+      const int64_t i = r - p.first;
+      out.push_back({origin + i / (p.h * p.w), origin + i / p.w % p.h, origin + i % p.w});
+    }
+    if (p.first + rows <= n) shift += shiftOf(p);
+  }
+  text(n);
+  return out;
 }
 
 }  // namespace
@@ -136,9 +163,38 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
       previous = mark;
     }
     batch.sequences.push_back({cache, batch.rows, n, cache->length(), feed.marks});
+    if (!feed.pictures.empty()) {
+      checkPictures(feed, where);
+      int64_t shift = cache->positionShift();
+      batch.sequences.back().ropePositions =
+          multimodalRopePositions(config_, ropePairs(), feedPositions(feed, cache->length(), shift));
+    }
     batch.rows += n;
   }
   return batch;
+}
+
+int64_t DecoderModel::ropePairs() const {
+  return static_cast<int64_t>(static_cast<double>(config_.headDim) * config_.partialRotaryFactor) / 2;
+}
+
+void DecoderModel::checkPictures(const Feed& feed, const std::string& where) const {
+  const auto n = static_cast<int64_t>(feed.tokens.size());
+  int64_t end = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < feed.pictures.size(); ++i) {
+    const FeedPicture& p = feed.pictures[i];
+    const std::string what = where + "picture " + std::to_string(i) + ": ";
+    check(p.t > 0 && p.h > 0 && p.w > 0 && p.t * p.h * p.w <= (int64_t{1} << 24),
+          what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) + " rows");
+    const int64_t rows = p.t * p.h * p.w;
+    check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, config_.hiddenSize},
+          what + "rows " + tensor::shapeText(p.rows.shape()) + " " + dtypeName(p.rows.dtype()) + ", expected F32 [" +
+              std::to_string(rows) + ", " + std::to_string(config_.hiddenSize) + "]");
+    check(p.first < n && p.first + rows > 0 && p.first >= end,
+          what + "its rows from token " + std::to_string(p.first) + " do not fall in the feed's " + std::to_string(n) +
+              " tokens after the pictures before it");
+    end = p.first + rows;
+  }
 }
 
 Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x,
@@ -148,6 +204,15 @@ Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batc
   for (const Feed& feed : feeds) tokens.insert(tokens.end(), feed.tokens.begin(), feed.tokens.end());
   embed_.rows(tokens, x);
   if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
+  // Pictures' rows in place of their placeholder tokens' embeddings.
+  const std::optional<gizhw::gpu::Gpu>& gpu = placed_.front().gpu();
+  for (size_t f = 0; f < feeds.size(); ++f)
+    for (const FeedPicture& p : feeds[f].pictures) {
+      const int64_t first = std::max<int64_t>(0, p.first), n = batch.sequences[f].rows;
+      const int64_t end = std::min(n, p.first + p.rows.size(0));
+      const Tensor rows = p.rows.slice(0, first - p.first, end - p.first);
+      tensor::assign(rowsOf(x, batch.sequences[f].first + first, end - first), gpu ? rows.on(*gpu) : rows);
+    }
   if (after) after(0, x);
   for (int64_t i = 0; i < config_.numLayers; ++i) {
     // The next stage's first layer: the rows cross to its GPU (through host memory, which every
@@ -226,6 +291,14 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     out.push_back(rowsOf(logits, at, rows));
     at += rows;
     seq.cache->setLength(seq.start + seq.rows);
+    // Positions after the pictures that ended in the feed run on from theirs.
+    int64_t shift = seq.cache->positionShift(), end = -1;
+    for (const FeedPicture& p : feeds[f].pictures)
+      if (p.first + p.rows.size(0) <= seq.rows) {
+        shift += shiftOf(p);
+        end = seq.start + p.first + p.rows.size(0);
+      }
+    if (end >= 0) seq.cache->pictureEnded(end, shift);
   }
   return out;
 }

@@ -57,6 +57,11 @@ class DecoderModel : public LanguageModel {
 
  private:
   Batch plan(const std::vector<Feed>& feeds) const;
+  /// A feed's pictures as plan needs them: grids, rows of the model's width, in order within the
+  /// feed; an Error naming the feed and the picture otherwise.
+  void checkPictures(const Feed& feed, const std::string& where) const;
+  /// Pairs each head's RoPE turns.
+  int64_t ropePairs() const;
   /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale, on the first
   /// stage's device), then every layer, x crossing to each stage's device in turn; the rows after
   /// the last layer (x itself with one stage). after, when set, sees x after the embedding (0)

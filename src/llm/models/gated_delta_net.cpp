@@ -34,7 +34,7 @@ int64_t HybridState::reusable(int64_t n) const {
   int64_t best = 0;
   for (const Kept& k : kept_)
     if (k.length <= n) best = k.length;
-  return best;
+  return KvCache::reusable(best);
 }
 
 void HybridState::forgetKept(int64_t length) {

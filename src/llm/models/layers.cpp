@@ -50,7 +50,37 @@ Rope::Rope(int64_t headDim, double partialFactor, double theta, const RopeScalin
 Rope Rope::placedLike(const ConvertedModel& weights) const {
   Rope placed = *this;
   if (invFreq_.ndim() > 0) placed.invFreq_ = placedValues(weights, invFreq_.toFloats());
+  placed.gpu_ = weights.gpu();
   return placed;
+}
+
+void Rope::apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start,
+                 const Tensor& positions) const {
+  if (positions.ndim() == 0) return ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start);
+  const Tensor placed = gpu_ ? positions.on(*gpu_) : positions;
+  ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start, &placed);
+}
+
+Tensor multimodalRopePositions(const ModelConfig& config, int64_t pairs,
+                               const std::vector<std::array<int64_t, 3>>& positions) {
+  const std::vector<int64_t>& section = config.mropeSection;
+  check(section.size() == 3, "pictures: the model's RoPE is not multimodal (no mrope_section of time, height and width)");
+  // The component that turns each pair.
+  std::vector<int> axis(static_cast<size_t>(pairs), 0);
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (config.mropeInterleaved) {
+      for (int a = 1; a < 3; ++a)
+        if (i % 3 == a && i < 3 * section[static_cast<size_t>(a)]) axis[static_cast<size_t>(i)] = a;
+    } else {
+      axis[static_cast<size_t>(i)] = i < section[0] ? 0 : i < section[0] + section[1] ? 1 : 2;
+    }
+  }
+  const auto rows = static_cast<int64_t>(positions.size());
+  Tensor out = tensor::empty({rows, pairs}, DType::I32);
+  int32_t* o = out.data<int32_t>();
+  for (const std::array<int64_t, 3>& p : positions)
+    for (int64_t i = 0; i < pairs; ++i) *o++ = static_cast<int32_t>(p[static_cast<size_t>(axis[static_cast<size_t>(i)])]);
+  return out;
 }
 
 Attention::Attention(const ConvertedModel& weights, const std::string& prefix, const AttentionShape& shape, bool bias,
@@ -94,7 +124,8 @@ void Attention::forward(const Tensor& x, const Batch& batch, int64_t layer, cons
     kNorm_.apply(k, k);
   }
   for (const Batch::Sequence& seq : batch.sequences) {
-    rope_.apply(rowsOf(q, seq.first, seq.rows), s.heads, rowsOf(k, seq.first, seq.rows), s.kvHeads, seq.start);
+    rope_.apply(rowsOf(q, seq.first, seq.rows), s.heads, rowsOf(k, seq.first, seq.rows), s.kvHeads,
+                seq.start + seq.cache->positionShift(), seq.ropePositions);
     ops::storeKeysValues(*seq.cache, layer, seq.start, rowsOf(k, seq.first, seq.rows), rowsOf(v, seq.first, seq.rows));
   }
 

@@ -5,7 +5,9 @@
 // sequence, one after another (Batch).
 #include <gizml/tensor.h>
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,9 @@ struct Batch {
     int64_t start;
     std::vector<int64_t> marks = {};  // Feed::marks
     int64_t keyEnd = 0;  // > 0: no row attends a key at or past it (ops::AttentionRun)
+    /// Where the feed has pictures: I32 [rows, rotated pairs] in host memory, each row's position
+    /// for each pair (multimodal RoPE). Else row r is at start + r + the cache's positionShift().
+    Tensor ropePositions = {};
   };
   std::vector<Sequence> sequences;
   int64_t rows = 0;
@@ -63,17 +68,27 @@ class Rope {
  public:
   Rope() = default;
   Rope(int64_t headDim, double partialFactor, double theta, const RopeScaling& scaling);
-  /// Rotates the rows of q (qHeads heads) and k (kHeads heads), row r at position start + r.
-  void apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start) const {
-    ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start);
-  }
+  /// Rotates the rows of q (qHeads heads) and k (kHeads heads), row r at position start + r, or
+  /// at `positions` (Batch::Sequence::ropePositions) when it has elements.
+  void apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start,
+             const Tensor& positions = {}) const;
   /// The same, its table where `weights`' layers go (ConvertedModel::gpu).
   Rope placedLike(const ConvertedModel& weights) const;
+  /// Pairs rotated per head.
+  int64_t pairs() const { return invFreq_.numel(); }
 
  private:
   int64_t headDim_ = 0;
   Tensor invFreq_;  // one per rotated pair
+  std::optional<gizhw::gpu::Gpu> gpu_;  // where invFreq_ is
 };
+
+/// Multimodal RoPE's positions of a sequence's rows (Batch::Sequence::ropePositions): for each
+/// row's (time, height, width) position, each of `pairs` pairs at the component that turns it,
+/// as config's mrope_section lays them out (interleaved: pairs 1, 4, 7, ... height and 2, 5, 8,
+/// ... width while their sections last, the rest time; else sections of consecutive pairs).
+Tensor multimodalRopePositions(const ModelConfig& config, int64_t pairs,
+                               const std::vector<std::array<int64_t, 3>>& positions);
 
 /// Self-attention: q, k, v projections (with biases when the model has them), optional RMS norms
 /// per head of q and k, RoPE, causal softmax attention of each query head over its KV head's

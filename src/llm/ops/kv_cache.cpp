@@ -35,6 +35,9 @@ void KvCache::releasePages(size_t from) {
 
 void KvCache::truncate(int64_t n) {
   check(n >= 0 && n <= length_, "truncate: " + std::to_string(n) + " is outside 0.." + std::to_string(length_));
+  check(n == 0 || n >= picturesEnd_, "truncate: " + std::to_string(n) + " cuts into the pictures held, up to token " +
+                                         std::to_string(picturesEnd_));
+  if (n == 0) pictureEnded(0, 0);
   length_ = n;
   releasePages(static_cast<size_t>((n + P - 1) / P));
 }
@@ -115,6 +118,7 @@ bool KvCache::copyKeysValues(const KvCache& other) {
     }
   }
   length_ = from->length_;
+  pictureEnded(from->picturesEnd_, from->positionShift_);
   return true;
 }
 

@@ -41,20 +41,26 @@ void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
 }
 
 void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t headDim, const Tensor& invFreq,
-          int64_t start) {
+          int64_t start, const Tensor* positions) {
   const int64_t rows = q.numel() / (qHeads * headDim);
   require(q.numel() == rows * qHeads * headDim && k.numel() == rows * kHeads * headDim && 2 * invFreq.numel() <= headDim, [&] {
       return "rope: q " + tensor::shapeText(q.shape()) + " and k " + tensor::shapeText(k.shape())
              + " are not rows of " + std::to_string(qHeads) + " and " + std::to_string(kHeads) + " heads of "
              + std::to_string(headDim);
   });
+  require(!positions || (positions->dtype() == DType::I32 && positions->isContiguous() &&
+                         positions->shape() == tensor::Shape{rows, invFreq.numel()}), [&] {
+    return "rope: positions " + tensor::shapeText(positions->shape()) + " " + dtypeName(positions->dtype()) +
+           ", expected I32 [" + std::to_string(rows) + ", " + std::to_string(invFreq.numel()) + "]";
+  });
   if (onGpu("rope", {&q, &k, &invFreq})) {
     for (const Tensor* t : {&q, &k, &invFreq}) checkF32Rows("rope", *t);
-    gpu::rope(q, rows, qHeads, headDim, invFreq, start);
-    return gpu::rope(k, rows, kHeads, headDim, invFreq, start);
+    gpu::rope(q, rows, qHeads, headDim, invFreq, start, positions);
+    return gpu::rope(k, rows, kHeads, headDim, invFreq, start, positions);
   }
+  require(!positions || !positions->onGpu(), [] { return std::string("rope: positions on a GPU, rows on the host"); });
   cpu::ropeRows(hostF32("rope", q), qHeads, hostF32("rope", k), kHeads, rows, headDim, hostF32("rope", invFreq),
-                invFreq.numel(), start);
+                invFreq.numel(), start, positions ? positions->data<int32_t>() : nullptr);
 }
 
 void addInPlace(const Tensor& x, const Tensor& y) {

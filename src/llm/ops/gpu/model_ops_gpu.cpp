@@ -73,12 +73,13 @@ void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int
          width, eps);
 }
 
-void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start) {
+void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start,
+          const Tensor* positions) {
   const int64_t half = invFreq.numel();
   if (rows == 0 || half == 0) return;
   const Gpu g = gpuops::gpuOf(t);
   launch(g, "gz_lm_rope", strideGrid(g, rows * heads * half), kThreads, at(t), rows, heads, headDim, at(invFreq), half,
-         start);
+         start, positions ? at(*positions) : uint64_t{0});
 }
 
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,

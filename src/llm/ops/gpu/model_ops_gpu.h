@@ -19,8 +19,10 @@ int elementKind(const char* op, DType dtype);
 void zero(const Tensor& x);
 
 void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width);
-/// Rotate-half RoPE in place on t ([rows, heads headDim]) with `invFreq` ([half]) from `start`.
-void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start);
+/// Rotate-half RoPE in place on t ([rows, heads headDim]) with `invFreq` ([half]) from `start`,
+/// or at `positions` (I32 [rows, half]) when not null.
+void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start,
+          const Tensor* positions);
 
 /// y [n, out] = x [n, in] W^T (+ bias [out] unless it has no elements) over group-format rows
 /// `weights` (U8, out x rowBytes).
