@@ -79,6 +79,16 @@ struct Sampling {
 Sampling greedy();
 Sampling sample(double temperature, int topK = 0, double topP = 1.0, uint64_t seed = 0);
 
+/// A picture a prompt shows, for models with a vision tower (Qwen3.5, Qwen3-VL): the tower's rows
+/// (vision::Tower::encode, F32 [t h w, hidden]) read in place of as many placeholder tokens from
+/// prompt index `first`, laid out as t x h x w rows (the tower's grid over its merge size) for
+/// the model's multimodal positions.
+struct Picture {
+  int64_t first = 0;
+  tensor::Tensor rows;
+  int64_t t = 1, h = 0, w = 0;
+};
+
 struct Request {
   std::vector<TokenId> prompt;
   int64_t limit = 256;  // the most tokens to generate
@@ -94,6 +104,9 @@ struct Request {
   /// with it read only the rest, every slot reading one copy of its keys and values; requests
   /// that name it while another reads it wait for that one. 0: none.
   size_t head = 0;
+  /// The pictures the prompt shows (ascending, apart; the head ends before the first). A slot
+  /// never shares their rows with another request's.
+  std::vector<Picture> pictures;
 };
 
 /// A token's log probability (log-softmax of its logits after the penalties) and the top ones.

@@ -4,6 +4,7 @@
 // runs forward passes that feed several sequences at once.
 #include <gizhw/gpu.h>
 #include <gizml/kv_format.h>
+#include <gizml/llm.h>
 #include <gizml/tensor.h>
 
 #include <cstdint>
@@ -58,18 +59,6 @@ class StatePool {
   virtual KvFormat format() const = 0;
 };
 
-/// A picture read in a feed (models with multimodal RoPE: Qwen3.5, Qwen3-VL): its rows, a vision
-/// tower's (vision::Tower::encode), read in place of the embeddings of as many placeholder tokens
-/// from index `first` of the feed's tokens, laid out as t x h x w rows (the tower's grid over its
-/// merge size) for their positions. A picture cut across feeds (a long prompt's parts) is given to
-/// each with its rows whole: `first` is negative in a feed after its start, and first + rows may
-/// pass the feed's end.
-struct FeedPicture {
-  int64_t first = 0;
-  tensor::Tensor rows;  // F32 [t h w, hidden]
-  int64_t t = 1, h = 0, w = 0;
-};
-
 /// One sequence's part of a forward pass: tokens appended after what its state holds.
 struct Feed {
   SequenceState* state = nullptr;
@@ -81,8 +70,11 @@ struct Feed {
   /// false: the caller reads no logits of it (a part of a prompt: no token follows it yet), so
   /// the model may skip its rows in the output layer and give [0, vocab].
   bool logits = true;
-  /// Pictures whose rows stand for some of the tokens (ascending, apart).
-  std::vector<FeedPicture> pictures = {};
+  /// Pictures whose rows stand for some of the tokens (ascending, apart), `first` counted from
+  /// the feed's first token. A picture cut across feeds (a long prompt's parts) is given to each
+  /// with its rows whole: `first` is negative in a feed after its start, and its rows may run
+  /// past the feed's end.
+  std::vector<Picture> pictures = {};
 };
 
 class LanguageModel {

@@ -20,8 +20,8 @@ struct PictureReference {
   std::vector<int32_t> greedy = json["greedy"].get<std::vector<int32_t>>();
 
   // Each picture at its run of image tokens, its grid over the tower's merge size (2).
-  std::vector<FeedPicture> pictures() const {
-    std::vector<FeedPicture> out;
+  std::vector<Picture> pictures() const {
+    std::vector<Picture> out;
     const int32_t pad = json["image_token"].get<int32_t>();
     for (size_t i = 0, at = 0; i < json["grids"].size(); ++i) {
       while (prompt[at] != pad) ++at;
@@ -46,7 +46,7 @@ std::vector<float> pictureLogits(LanguageModel& model, const PictureReference& r
   ends.push_back(static_cast<int64_t>(ref.prompt.size()));
   for (int64_t end : ends) {
     Feed feed{&state, std::vector<int32_t>(ref.prompt.begin() + from, ref.prompt.begin() + end), true};
-    for (FeedPicture p : ref.pictures()) {
+    for (Picture p : ref.pictures()) {
       p.first -= from;
       if (p.first < end - from && p.first + p.rows.size(0) > 0) feed.pictures.push_back(p);
     }
@@ -89,7 +89,7 @@ TEST(PictureRows, TextPositionsWouldNotMatch) {
   const std::unique_ptr<SequenceState> state = model->newState(128);
   // Each row a picture of its own: 1 x 1 grids advance the positions by one a row, as text.
   Feed feed{state.get(), ref.prompt, true};
-  for (const FeedPicture& p : ref.pictures())
+  for (const Picture& p : ref.pictures())
     for (int64_t r = 0; r < p.rows.size(0); ++r) feed.pictures.push_back({p.first + r, p.rows.slice(0, r, r + 1), 1, 1, 1});
   const std::vector<float> asText = model->forward({feed})[0].toFloats();
   EXPECT_GT(relativeMaxError(asText, ref.tensors.at("logits").toFloats()), 1e-3);
@@ -126,7 +126,7 @@ TEST(PictureRows, BadPicturesAreErrors) {
   const PictureReference ref;
   const std::unique_ptr<LanguageModel> model = buildLanguageModel(visionModel());
   const std::unique_ptr<SequenceState> state = model->newState(128);
-  FeedPicture p = ref.pictures()[0];
+  Picture p = ref.pictures()[0];
   Feed feed{state.get(), ref.prompt, true, {}, true, {p}};
   feed.pictures[0].h = 2;  // 2 x 2 rows, not the 6 given
   expectError([&] { model->forward({feed}); }, {"picture 0", "rows [6, 64]", "expected F32 [4, 64]"});
@@ -139,9 +139,48 @@ TEST(PictureRows, BadPicturesAreErrors) {
   // A model whose RoPE has no (time, height, width) sections reads no pictures.
   const std::unique_ptr<LanguageModel> qwen3 = buildLanguageModel(converted("qwen3", kUnquantized));
   const std::unique_ptr<SequenceState> textState = qwen3->newState(8);
-  FeedPicture small = {0, tensor::zeros({1, qwen3->config().hiddenSize}), 1, 1, 1};
+  Picture small = {0, tensor::zeros({1, qwen3->config().hiddenSize}), 1, 1, 1};
   expectError([&] { qwen3->forward({{textState.get(), {5, 6}, false, {}, true, {small}}}); },
               {"not multimodal"});
+}
+
+// Through an Engine: Request::pictures read in the prompt's parts, beside other requests.
+Request pictureRequest(const PictureReference& ref, size_t limit) {
+  Request r;
+  r.prompt = ref.prompt;
+  r.limit = static_cast<int64_t>(limit);
+  r.sampling = greedy();
+  r.pictures = ref.pictures();
+  return r;
+}
+
+TEST(PictureRows, AnEngineGivesTransformersGreedyTokens) {
+  const PictureReference ref;
+  Engine engine(buildLanguageModel(visionModel()), nullptr, {}, 2, 128);
+  // Beside a request of the same tokens whose pictures are other rows: no slot shares them.
+  Request other = pictureRequest(ref, ref.greedy.size());
+  for (Picture& p : other.pictures) p.rows = (tensor::lazy(p.rows) * tensor::lazy(tensor::scalar(-1.0f))).eval();
+  const std::vector<Result> both = engine.generate({pictureRequest(ref, ref.greedy.size()), other});
+  EXPECT_EQ(both[0].tokens, ref.greedy);
+  EXPECT_NE(both[1].tokens, ref.greedy);
+  // Again after them (the slots hold their tokens): the same answers, not the other's.
+  const std::vector<Result> again = engine.generate({other, pictureRequest(ref, ref.greedy.size())});
+  EXPECT_EQ(again[0].tokens, both[1].tokens);
+  EXPECT_EQ(again[1].tokens, ref.greedy);
+}
+
+TEST(PictureRows, AnEngineRefusesBadPictures) {
+  const PictureReference ref;
+  Engine engine(buildLanguageModel(visionModel()), nullptr, {}, 1, 128);
+  Request r = pictureRequest(ref, 4);
+  r.pictures[1].first = r.pictures[0].first + 2;  // overlapping the first
+  expectError([&] { engine.generate({r}); }, {"picture 1", "after the pictures before it"});
+  r = pictureRequest(ref, 4);
+  r.pictures[0].rows = tensor::zeros({6, 8});
+  expectError([&] { engine.generate({r}); }, {"picture 0", "expected F32 [6, 64]"});
+  r = pictureRequest(ref, 4);
+  r.head = 10;
+  expectError([&] { engine.generate({r}); }, {"head 10 ends past the first picture's start"});
 }
 
 class GpuPictureRows : public test::GpuTest {};

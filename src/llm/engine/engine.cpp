@@ -47,8 +47,31 @@ void Engine::Impl::validate(const Request& r) const {
     check(r.marks[i] > 0 && r.marks[i] <= r.prompt.size() && (i == 0 || r.marks[i] > r.marks[i - 1]),
           "request: mark " + std::to_string(r.marks[i]) + " is not an ascending length within the prompt's " +
               std::to_string(r.prompt.size()) + " tokens");
+  validatePictures(r);
   check(r.stop.empty() || tokenizer, "request: stop strings need the engine's tokenizer");
   check(!r.sampling.grammar || tokenizer, "request: a grammar needs the engine's tokenizer");
+}
+
+void Engine::Impl::validatePictures(const Request& r) const {
+  int64_t end = 0;
+  const auto n = static_cast<int64_t>(r.prompt.size());
+  for (size_t i = 0; i < r.pictures.size(); ++i) {
+    const Picture& p = r.pictures[i];
+    const std::string what = "request: picture " + std::to_string(i) + ": ";
+    check(p.t > 0 && p.h > 0 && p.w > 0 && p.t * p.h * p.w <= n,
+          what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) +
+              " rows, which the prompt's " + std::to_string(n) + " tokens cannot hold");
+    const int64_t rows = p.t * p.h * p.w;
+    check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, model->config().hiddenSize},
+          what + "rows " + tensor::shapeText(p.rows.shape()) + " " + dtypeName(p.rows.dtype()) + ", expected F32 [" +
+              std::to_string(rows) + ", " + std::to_string(model->config().hiddenSize) + "]");
+    check(p.first >= end && p.first + rows <= n,
+          what + "tokens " + std::to_string(p.first) + " to " + std::to_string(p.first + rows) +
+              " are not within the prompt's " + std::to_string(n) + " tokens after the pictures before it");
+    end = p.first + rows;
+  }
+  check(r.pictures.empty() || static_cast<int64_t>(r.head) <= r.pictures[0].first,
+        "request: head " + std::to_string(r.head) + " ends past the first picture's start");
 }
 
 void Engine::Impl::resetAll() {
@@ -68,6 +91,12 @@ Feed Engine::Impl::feedOf(Running& r, size_t rows) {
   const bool whole = rows == r.toFeed.size();
   Feed feed{slot.state.get(), std::vector<TokenId>(r.toFeed.begin(), r.toFeed.begin() + static_cast<std::ptrdiff_t>(rows))};
   feed.logits = whole;
+  // Pictures' rows: any valid token stands for them (the model reads the pictures' rows there).
+  std::replace(feed.tokens.begin(), feed.tokens.end(), kPictureRow, TokenId{0});
+  for (Picture p : r.request.pictures) {
+    p.first -= length;
+    if (p.first < static_cast<int64_t>(rows) && p.first + p.rows.size(0) > 0) feed.pictures.push_back(std::move(p));
+  }
   const auto past = std::upper_bound(r.marks.begin(), r.marks.end(), length + static_cast<int64_t>(rows));
   feed.marks.assign(r.marks.begin(), past);
   r.marks.erase(r.marks.begin(), past);
@@ -83,9 +112,10 @@ Feed Engine::Impl::feedOf(Running& r, size_t rows) {
   const bool pagesFree = !pool || pool->freePages() >= slot.state->pagesToAppend(1 + guesses);
   if (drafts > 0 && worthIt && whole && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && pagesFree &&
       model->drafts()) {
-    const size_t recent = std::min<size_t>(slot.held.size(), 256);
-    r.drafts = model->draft(*slot.state, r.toFeed[0], guesses,
-                            std::span<const TokenId>(slot.held).last(recent));
+    std::vector<TokenId> recent(slot.held.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(slot.held.size(), 256)),
+                                slot.held.end());
+    std::erase(recent, kPictureRow);
+    r.drafts = model->draft(*slot.state, r.toFeed[0], guesses, recent);
     feed.tokens.insert(feed.tokens.end(), r.drafts.begin(), r.drafts.end());
     feed.allLogits = !r.drafts.empty();
     // Recurrent states are kept after each guess, to go back to the last one accepted.
@@ -345,8 +375,8 @@ std::vector<int> Engine::add(const Request& request, int choices) {
 int Engine::Impl::addOne(const Request& request) {
   Impl& m = *this;
   Running r;
-  r.slot = m.seat(request.prompt);
   r.request = request;
+  r.slot = m.seat(r.sequence());
   const int id = m.nextId++;
   m.takeHead(r, id);
   m.readRest(r);

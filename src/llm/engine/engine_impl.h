@@ -21,6 +21,9 @@
 
 namespace gizml::llm {
 
+/// What a slot's record of its tokens holds for a picture's row (Request::pictures).
+inline constexpr TokenId kPictureRow = -1;
+
 struct Engine::Impl {
   struct Slot {
     std::unique_ptr<SequenceState> state;  // made on first use
@@ -46,9 +49,12 @@ struct Engine::Impl {
     bool preempted = false;       // gave its slot's pages back when the pool ran short: waits, out of the steps
     bool resumed = false;         // started again after a preemption (cached stays its first start's)
 
-    // What its slot must hold before it draws its next token: the prompt and the tokens drawn.
+    // What its slot must hold before it draws its next token: the prompt (its pictures' rows as
+    // kPictureRow, which no other request's rows equal) and the tokens drawn.
     std::vector<TokenId> sequence() const {
       std::vector<TokenId> tokens = request.prompt;
+      for (const Picture& p : request.pictures)
+        std::fill_n(tokens.begin() + p.first, p.rows.size(0), kPictureRow);
       tokens.insert(tokens.end(), generated.begin(), generated.end());
       return tokens;
     }
@@ -108,6 +114,7 @@ struct Engine::Impl {
   PrefillBudget budget;
 
   void validate(const Request& r) const;
+  void validatePictures(const Request& r) const;
 
   // Where a request starts: a free slot, and the slot (busy or not) holding the longest start of
   // its prompt, whose state the free one copies (sharing its pages) when it is another. The free

@@ -29,7 +29,7 @@ ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& opti
 }
 
 // How much further the positions after a picture run than its tokens: its rows take max(h, w).
-int64_t shiftOf(const FeedPicture& p) { return std::max(p.h, p.w) - p.t * p.h * p.w; }
+int64_t shiftOf(const Picture& p) { return std::max(p.h, p.w) - p.t * p.h * p.w; }
 
 // Where a feed's rows are for multimodal RoPE (transformers' get_rope_index): text rows count on
 // from the state's shifted position; a picture's rows lay out its t x h x w grid from the
@@ -41,7 +41,7 @@ std::vector<std::array<int64_t, 3>> feedPositions(const Feed& feed, int64_t star
   const auto text = [&](int64_t end) {
     for (auto r = static_cast<int64_t>(out.size()); r < end; ++r) out.push_back({start + r + shift, start + r + shift, start + r + shift});
   };
-  for (const FeedPicture& p : feed.pictures) {
+  for (const Picture& p : feed.pictures) {
     text(std::max<int64_t>(0, p.first));
     const int64_t origin = start + p.first + shift, rows = p.t * p.h * p.w;
     for (auto r = static_cast<int64_t>(out.size()); r < std::min(n, p.first + rows); ++r) {
@@ -182,7 +182,7 @@ void DecoderModel::checkPictures(const Feed& feed, const std::string& where) con
   const auto n = static_cast<int64_t>(feed.tokens.size());
   int64_t end = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < feed.pictures.size(); ++i) {
-    const FeedPicture& p = feed.pictures[i];
+    const Picture& p = feed.pictures[i];
     const std::string what = where + "picture " + std::to_string(i) + ": ";
     check(p.t > 0 && p.h > 0 && p.w > 0 && p.t * p.h * p.w <= (int64_t{1} << 24),
           what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) + " rows");
@@ -207,7 +207,7 @@ Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batc
   // Pictures' rows in place of their placeholder tokens' embeddings.
   const std::optional<gizhw::gpu::Gpu>& gpu = placed_.front().gpu();
   for (size_t f = 0; f < feeds.size(); ++f)
-    for (const FeedPicture& p : feeds[f].pictures) {
+    for (const Picture& p : feeds[f].pictures) {
       const int64_t first = std::max<int64_t>(0, p.first), n = batch.sequences[f].rows;
       const int64_t end = std::min(n, p.first + p.rows.size(0));
       const Tensor rows = p.rows.slice(0, first - p.first, end - p.first);
@@ -293,11 +293,13 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     seq.cache->setLength(seq.start + seq.rows);
     // Positions after the pictures that ended in the feed run on from theirs.
     int64_t shift = seq.cache->positionShift(), end = -1;
-    for (const FeedPicture& p : feeds[f].pictures)
+    for (const Picture& p : feeds[f].pictures) {
+      if (p.first >= 0) seq.cache->pictureStarted(seq.start + p.first);
       if (p.first + p.rows.size(0) <= seq.rows) {
         shift += shiftOf(p);
         end = seq.start + p.first + p.rows.size(0);
       }
+    }
     if (end >= 0) seq.cache->pictureEnded(end, shift);
   }
   return out;

@@ -31,10 +31,11 @@ void HybridState::keep(int64_t layer, int64_t length) {
 
 int64_t HybridState::reusable(int64_t n) const {
   if (n >= length()) return length();
+  // A kept state that does not cut into the pictures held.
   int64_t best = 0;
   for (const Kept& k : kept_)
-    if (k.length <= n) best = k.length;
-  return KvCache::reusable(best);
+    if (k.length <= n && KvCache::reusable(k.length) == k.length) best = k.length;
+  return best;
 }
 
 void HybridState::forgetKept(int64_t length) {
@@ -96,6 +97,7 @@ int64_t HybridState::memoryBytes() const {
 }
 
 void HybridState::truncate(int64_t n) {
+  check(KvCache::reusable(n) == n, "truncate: " + std::to_string(n) + " cuts into the pictures held");
   if (n != length()) {
     // The MTP entry of position n - 1 read the token at n, which may change now.
     mtpNext = std::min(mtpNext, std::max<int64_t>(0, n - 1));

@@ -35,11 +35,19 @@ void KvCache::releasePages(size_t from) {
 
 void KvCache::truncate(int64_t n) {
   check(n >= 0 && n <= length_, "truncate: " + std::to_string(n) + " is outside 0.." + std::to_string(length_));
-  check(n == 0 || n >= picturesEnd_, "truncate: " + std::to_string(n) + " cuts into the pictures held, up to token " +
-                                         std::to_string(picturesEnd_));
-  if (n == 0) pictureEnded(0, 0);
+  check(reusable(n) == n, "truncate: " + std::to_string(n) + " cuts into the pictures held from token " +
+                              std::to_string(picturesStart_) + " to " + std::to_string(picturesEnd_));
+  if (n <= picturesStart_) {
+    picturesStart_ = picturesEnd_ = -1;
+    positionShift_ = 0;
+  }
   length_ = n;
   releasePages(static_cast<size_t>((n + P - 1) / P));
+}
+
+int64_t KvCache::reusable(int64_t n) const {
+  if (picturesStart_ < 0 || n <= picturesStart_) return n;
+  return picturesEnd_ > picturesStart_ && n >= picturesEnd_ ? n : picturesStart_;
 }
 
 void KvCache::makeWritable(int64_t start, int64_t rows) {
@@ -118,7 +126,9 @@ bool KvCache::copyKeysValues(const KvCache& other) {
     }
   }
   length_ = from->length_;
-  pictureEnded(from->picturesEnd_, from->positionShift_);
+  picturesStart_ = from->picturesStart_;
+  picturesEnd_ = from->picturesEnd_;
+  positionShift_ = from->positionShift_;
   return true;
 }
 

@@ -38,13 +38,17 @@ class KvCache : public SequenceState {
   }
 
   int64_t pagesToAppend(int64_t tokens) const override;
-  /// n, or 0 where n cuts into or before the pictures it holds (their positions moved the later
-  /// tokens' ones).
-  int64_t reusable(int64_t n) const override { return n >= picturesEnd_ ? n : 0; }
+  /// n, or where its first picture starts when n cuts into its pictures (their positions moved
+  /// the later tokens' ones: a prefix keeps all of them or none).
+  int64_t reusable(int64_t n) const override;
 
   /// How far a multimodal RoPE's positions run from the tokens' indices after the pictures held
   /// (transformers' rope_deltas): token i past them is at position i + positionShift().
   int64_t positionShift() const { return positionShift_; }
+  /// A picture starts at token `first` (one after those held: a feed's).
+  void pictureStarted(int64_t first) {
+    if (picturesStart_ < 0) picturesStart_ = first;
+  }
   /// A picture ends at token `end`; the positions from there on run `shift` from the indices.
   void pictureEnded(int64_t end, int64_t shift) {
     picturesEnd_ = end;
@@ -81,7 +85,8 @@ class KvCache : public SequenceState {
 
   std::shared_ptr<KvPool> pool_;
   int64_t capacity_, length_ = 0;
-  int64_t picturesEnd_ = 0, positionShift_ = 0;
+  int64_t picturesStart_ = -1, picturesEnd_ = -1;  // -1: none
+  int64_t positionShift_ = 0;
   std::vector<int32_t> pages_;
   // The page table where the pool's layers are: one a GPU (several for a model in stages).
   struct DeviceTable {
