@@ -379,6 +379,13 @@ class Model {
                          const nlohmann::ordered_json& variables) const;
   ChatTokens chatTokens(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                         const nlohmann::ordered_json& variables) const;
+  /// chatTokens of messages that show pictures: content items {"type": "image"}, which the
+  /// template writes as one <|image_pad|> each, here repeated as many times as that picture has
+  /// rows (transformers' Qwen3-VL processor), and pictures[i].first set where picture i's rows
+  /// start (the rest of each Picture as vision::Tower gave it). An Error when the template's
+  /// placeholders and the pictures differ in number, or the tokenizer has no placeholder.
+  ChatTokens chatTokens(const nlohmann::ordered_json& messages, std::vector<Picture>& pictures,
+                        bool thinking = false) const;
   /// The tokens that end a turn: eos and the template's end of an assistant message.
   const std::vector<TokenId>& endOfTurn() const { return endOfTurn_; }
   /// The longest sequence the model was trained for (config's max positions).
@@ -399,6 +406,11 @@ class Model {
   Model(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Tokenizer> tokenizer, std::string chatTemplate);
 
  private:
+  /// How many of `whole`'s tokens the chat of `prefix` (messages of it) gives too: where its
+  /// last message ends (at least `previous`, the message before's end).
+  size_t agreeingPrefix(const nlohmann::ordered_json& prefix, const nlohmann::ordered_json& tools,
+                        const nlohmann::ordered_json& vars, const std::vector<TokenId>& whole, size_t previous) const;
+
   std::shared_ptr<LanguageModel> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<const ChatTemplate> template_;  // null when the model has none

@@ -77,6 +77,28 @@ nlohmann::ordered_json withVariables(nlohmann::ordered_json vars, const nlohmann
 
 }  // namespace
 
+size_t Model::agreeingPrefix(const nlohmann::ordered_json& prefix, const nlohmann::ordered_json& tools,
+                             const nlohmann::ordered_json& vars, const std::vector<TokenId>& whole,
+                             size_t previous) const {
+  const auto agreeing = [&](const nlohmann::ordered_json& messages) {
+    const std::vector<TokenId> ids = tokenizer_->encode(template_->renderChat(messages, tools, false, vars), false);
+    return static_cast<size_t>(std::mismatch(ids.begin(), ids.end(), whole.begin(), whole.end()).first - ids.begin());
+  };
+  try {
+    return agreeing(prefix);
+  } catch (const Error&) {
+    // Templates that refuse a chat without a user turn (Qwen3.5's: "No user query found") render
+    // the prefix with an empty user turn after it; where that stops agreeing is past its end.
+  }
+  try {
+    nlohmann::ordered_json probed = prefix;
+    probed.push_back({{"role", "user"}, {"content", ""}});
+    return std::max(previous, agreeing(probed));
+  } catch (const Error&) {
+    return previous;  // no end known within it
+  }
+}
+
 std::string Model::chatPrompt(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                               const nlohmann::ordered_json& variables) const {
   check(template_ != nullptr, "model: it has no chat template");
@@ -95,14 +117,43 @@ ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohm
   nlohmann::ordered_json prefix = nlohmann::ordered_json::array();
   for (const auto& message : messages) {
     prefix.push_back(message);
-    const std::vector<TokenId> ids = tokenizer_->encode(template_->renderChat(prefix, tools, false, vars), false);
-    const auto end = std::mismatch(ids.begin(), ids.end(), out.ids.begin(), out.ids.end()).first;
-    out.ends.push_back(static_cast<size_t>(end - ids.begin()));
+    out.ends.push_back(agreeingPrefix(prefix, tools, vars, out.ids, out.ends.empty() ? 0 : out.ends.back()));
   }
   if (!messages.empty() && messages[0].is_object()) {
     const auto role = messages[0].find("role");
     if (role != messages[0].end() && (*role == "system" || *role == "developer")) out.head = out.ends[0];
   }
+  return out;
+}
+
+ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, std::vector<Picture>& pictures,
+                             bool thinking) const {
+  const ChatTokens text = chatTokens(messages, thinking);
+  const TokenId pad = tokenizer_->tokenToId("<|image_pad|>");
+  check(pad >= 0, "chatTokens: the tokenizer has no <|image_pad|> token to place pictures at");
+  const auto placeholders = static_cast<size_t>(std::count(text.ids.begin(), text.ids.end(), pad));
+  check(placeholders == pictures.size(), "chatTokens: the chat shows " + std::to_string(placeholders) +
+                                             " pictures (<|image_pad|> tokens), " + std::to_string(pictures.size()) +
+                                             " were given");
+  // Each placeholder becomes its picture's rows; the message ends after it move with them.
+  ChatTokens out;
+  out.head = text.head;
+  std::vector<size_t> moved(text.ids.size() + 1, 0);  // rows added before each index
+  size_t next = 0;
+  for (size_t i = 0; i < text.ids.size(); ++i) {
+    moved[i + 1] = moved[i];
+    if (text.ids[i] != pad) {
+      out.ids.push_back(text.ids[i]);
+      continue;
+    }
+    Picture& p = pictures[next++];
+    check(p.t > 0 && p.h > 0 && p.w > 0, "chatTokens: picture " + std::to_string(next - 1) + " has no grid of rows");
+    p.first = static_cast<int64_t>(out.ids.size());
+    out.ids.insert(out.ids.end(), static_cast<size_t>(p.t * p.h * p.w), pad);
+    moved[i + 1] += static_cast<size_t>(p.t * p.h * p.w) - 1;
+  }
+  for (size_t end : text.ends) out.ends.push_back(end + moved[end]);
+  out.head += moved[out.head];
   return out;
 }
 
