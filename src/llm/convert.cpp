@@ -1,5 +1,6 @@
 // convert: source weights (LoRA merged) -> our format, one tensor at a time so that memory holds
-// at most one tensor in F32 and its quantized bytes.
+// at most one tensor in F32 and its quantized bytes; a multimodal model's vision tower is copied
+// as stored into a folder of its own.
 #include <gizml/llm.h>
 
 #include <cmath>
@@ -39,6 +40,8 @@ bool keptInFirstLayers(const std::string& name, int64_t layers) {
 }
 
 constexpr int kHalfBits = 16;
+// The vision tower's folder in the destination: a Hugging Face folder for vision::Tower::load.
+constexpr const char* kVisionFolder = "vision";
 
 void checkBits(int bits, int64_t group, const char* what) {
   check(bits == kHalfBits || (bits >= 2 && bits <= 8),
@@ -173,6 +176,11 @@ ConvertReport convert(const std::string& source, const std::string& destination,
 
   std::string chatTemplate;
   const std::vector<std::string> tokenizerFiles = src->exportTokenizer(destination, chatTemplate);
+  // A text encoder (the first layers) reads no pictures. The folder is emptied first, so that
+  // an earlier conversion's tower does not outlive it.
+  const fs::path visionFolder = fs::path(destination) / kVisionFolder;
+  fs::remove_all(visionFolder);
+  const bool visionTower = !firstLayers && !src->exportVisionTower(visionFolder.string()).empty();
   Json manifest = {
       {"format", "gizml-llm"}, {"version", kFormatVersion},
       {"architecture", architectureName(config.architecture)}, {"config", configToJson(config)},
@@ -180,6 +188,7 @@ ConvertReport convert(const std::string& source, const std::string& destination,
       {"bits", {{"layers", bits.layers}, {"head", bits.head}, {"group", bits.group}}},
       {"kept_layers", firstLayers ? layers : 0},
       {"tokenizer_files", tokenizerFiles}, {"chat_template", chatTemplate},
+      {"vision_tower", visionTower ? kVisionFolder : ""},
       {"data_file", kDataName}, {"data_bytes", offset}, {"tensors", table}};
   writeJson(fs::path(destination) / kManifestName, manifest);
 

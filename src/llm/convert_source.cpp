@@ -1,6 +1,7 @@
 #include "llm/convert_source.h"
 
 #include <gizml/error.h>
+#include <gizml/safetensors.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -21,10 +22,14 @@ using Json = nlohmann::json;
 
 bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
+// Qwen's vision tower: the tensors vision::Tower reads.
+bool inVisionTower(const std::string& name) { return startsWith(name, "model.visual.") || startsWith(name, "visual."); }
+
 // The text model's name of a checkpoint tensor; empty for vision towers and projectors.
 std::string textName(const std::string& name) {
-  for (const char* skip : {"model.visual.", "visual.", "model.vision_tower.", "vision_tower.",
-                           "model.multi_modal_projector.", "multi_modal_projector."})
+  if (inVisionTower(name)) return "";
+  for (const char* skip : {"model.vision_tower.", "vision_tower.", "model.multi_modal_projector.",
+                           "multi_modal_projector."})
     if (startsWith(name, skip)) return "";
   for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
            {"model.language_model.", "model."}, {"language_model.model.", "model."},
@@ -38,6 +43,7 @@ class HfSource : public WeightSource {
   explicit HfSource(const std::string& folder)
       : folder_(folder), config_(readHfConfig(folder)), checkpoint_(folder) {
     for (const std::string& n : checkpoint_.names()) {
+      if (inVisionTower(n)) towerNames_.push_back(n);
       const std::string t = textName(n);
       if (!t.empty()) original_[t] = n;
     }
@@ -55,12 +61,8 @@ class HfSource : public WeightSource {
   std::vector<std::string> exportTokenizer(const std::string& dest, std::string& chatTemplate) const override {
     std::vector<std::string> copied;
     for (const char* file : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                             "generation_config.json", "chat_template.jinja", "chat_template.json"}) {
-      const fs::path from = fs::path(folder_) / file;
-      if (!fs::exists(from)) continue;
-      fs::copy_file(from, fs::path(dest) / file, fs::copy_options::overwrite_existing);
-      copied.push_back(file);
-    }
+                             "generation_config.json", "chat_template.jinja", "chat_template.json"})
+      if (copyIfPresent(file, dest)) copied.push_back(file);
     // The template lives in chat_template.jinja in newer checkpoints, else in tokenizer_config.
     const fs::path jinja = fs::path(folder_) / "chat_template.jinja";
     const fs::path tokConfig = fs::path(folder_) / "tokenizer_config.json";
@@ -73,13 +75,40 @@ class HfSource : public WeightSource {
     }
     return copied;
   }
+  // The tower as vision::Tower::load reads it: the config (with its vision_config), the
+  // preprocessor's, and the tower's tensors under their own names in the dtype load() gives (the
+  // stored one for F32, F16 and BF16): the tower is not quantized. It is held whole while written,
+  // a small part of the model.
+  std::vector<std::string> exportVisionTower(const std::string& dest) const override {
+    const std::string configPath = (fs::path(folder_) / "config.json").string();
+    if (towerNames_.empty() || !JsonFields::read(configPath).hasObject("vision_config")) return {};
+    fs::create_directories(dest);
+    std::vector<std::string> written;
+    for (const char* file : {"config.json", "preprocessor_config.json"})
+      if (copyIfPresent(file, dest)) written.push_back(file);
+    std::map<std::string, tensor::Tensor> tower;
+    for (const std::string& name : towerNames_) tower.emplace(name, checkpoint_.load(name));
+    const char* weights = "model.safetensors";
+    saveSafetensors((fs::path(dest) / weights).string(), tower);
+    written.push_back(weights);
+    return written;
+  }
   std::string description() const override { return folder_; }
 
  private:
+  // Copies the source's `file` into folder dest, when the source has it.
+  bool copyIfPresent(const char* file, const std::string& dest) const {
+    const fs::path from = fs::path(folder_) / file;
+    if (!fs::exists(from)) return false;
+    fs::copy_file(from, fs::path(dest) / file, fs::copy_options::overwrite_existing);
+    return true;
+  }
+
   std::string folder_;
   ModelConfig config_;
   SafetensorsCheckpoint checkpoint_;
   std::map<std::string, std::string> original_;  // text name -> checkpoint name
+  std::vector<std::string> towerNames_;          // the vision tower's checkpoint names
 };
 
 class GgufSource : public WeightSource {

@@ -2,7 +2,8 @@
 // Where convert reads a model: a Hugging Face folder (config.json + safetensors) or a GGUF file.
 // Both give Hugging Face's tensor names and layouts in F32 (GGUF tensors dequantized, Llama's
 // q/k rows un-permuted, Gemma's norm offsets removed, Qwen 3.5's layout undone (qwen35_gguf.h),
-// stacked experts split) and the tokenizer files to copy.
+// stacked experts split) and the tokenizer files to copy; a multimodal Hugging Face folder also
+// gives its vision tower as stored.
 #include <gizml/tensor.h>
 
 #include <memory>
@@ -25,6 +26,10 @@ class WeightSource {
   virtual tensor::Tensor load(const std::string& name) const = 0;
   /// Writes the tokenizer into folder; returns the files written and the chat template.
   virtual std::vector<std::string> exportTokenizer(const std::string& folder, std::string& chatTemplate) const = 0;
+  /// Writes the vision tower into folder (created) as a Hugging Face folder that
+  /// vision::Tower::load reads; returns the files written, none when the source has no tower (a
+  /// GGUF's is in llama.cpp's separate mmproj file).
+  virtual std::vector<std::string> exportVisionTower(const std::string& /*folder*/) const { return {}; }
   virtual std::string description() const = 0;
 };
 
