@@ -7,6 +7,7 @@
 #include <gizml/image.h>
 #include <gizml/llm.h>
 #include <gizml/tensor.h>
+#include <gizml/vision.h>
 
 #include <array>
 #include <cstdint>
@@ -895,15 +896,19 @@ struct UpsamplerConfig {
 /// diffusers' Flux2Pipeline.upsample_prompt): a chat model asked, under BFL's system prompt, to
 /// rewrite a short prompt as a fuller one, or, for an edit, as one editing instruction. The
 /// spec's model for klein is Qwen3.5-9B; any model llm::convert made with a chat template works.
-/// The model reads text only (gizml::llm has no vision encoder yet): an edit's pictures choose
-/// the editing prompt but are not shown to the model.
+/// A model with a vision tower (convert keeps Qwen3.5's and Qwen3-VL's) is shown an edit's
+/// pictures, as diffusers shows them; a model without one writes the instruction from the
+/// request alone.
 class Upsampler {
  public:
-  /// A converted chat model's folder (llm::convert's), loaded whole. A folder that does not load
-  /// is a gizml::Error naming it; a model without a chat template, or a text encoder's first
-  /// layers only, one at caption.
+  /// A converted chat model's folder (llm::convert's), loaded whole, with its vision tower
+  /// (FOLDER/vision) when it has one. A folder that does not load is a gizml::Error naming it; a
+  /// model without a chat template, or a text encoder's first layers only, one at caption.
   static Upsampler load(const std::string& folder, const UpsamplerConfig& config = {});
-  explicit Upsampler(llm::Model model, const UpsamplerConfig& config = {});
+  /// tower: the model's vision tower (none: pictures are not shown); its rows must be the
+  /// model's width (an Error naming both).
+  explicit Upsampler(llm::Model model, const UpsamplerConfig& config = {},
+                     std::shared_ptr<const vision::Tower> tower = nullptr);
 
   /// The fuller prompt (the model's answer, thinking off, whitespace trimmed from both ends).
   /// pictures: an edit's pictures (none: text to image). An empty prompt is a gizml::Error.
@@ -912,12 +917,19 @@ class Upsampler {
   std::string caption(const std::string& prompt, const std::vector<image::Image>& pictures, uint64_t seed) const;
 
   /// The chat caption sends: BFL's system prompt for text to image, or for edits when `edit`,
-  /// then the prompt as the user's message.
-  static nlohmann::ordered_json messages(const std::string& prompt, bool edit);
+  /// then, when `showsPicture`, a user turn showing the picture ({"type": "image"}), then the
+  /// prompt as the user's message (diffusers' format_input).
+  static nlohmann::ordered_json messages(const std::string& prompt, bool edit, bool showsPicture = false);
+  /// The one picture a model is shown for an edit's pictures (diffusers'
+  /// _validate_and_process_images): several side by side, left to right, each centred
+  /// vertically on white (Flux2ImageProcessor.concatenate_images), then within 768 x 768 pixels
+  /// (image::fitArea). No pictures, or an empty one, is a gizml::Error.
+  static image::Image shownPicture(const std::vector<image::Image>& pictures);
 
  private:
   llm::Model model_;
   UpsamplerConfig config_;
+  std::shared_ptr<const vision::Tower> tower_;
 };
 
 /// What the DiT reads besides the latent: the text rows and the reference pictures' latents.

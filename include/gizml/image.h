@@ -39,6 +39,10 @@ inline constexpr int64_t kMaxPixels = int64_t{1} << 28;
 /// kMaxPixels, is a gizml::Error naming what is wrong.
 Image decode(std::span<const uint8_t> bytes, int64_t maxPixels = kMaxPixels);
 
+/// The image itself when it holds at most maxPixels pixels, else scaled down as decode does
+/// (diffusers' Flux2ImageProcessor._resize_if_exceeds_area).
+Image fitArea(const Image& image, int64_t maxPixels);
+
 /// The resampling filters of Pillow's Image.resize that resize reproduces byte for byte: LANCZOS
 /// (a windowed sinc of 3 lobes) and BICUBIC (the cubic convolution with a = -0.5).
 enum class Filter { Lanczos, Bicubic };

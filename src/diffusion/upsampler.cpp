@@ -3,6 +3,9 @@
 #include <gizml/diffusion.h>
 #include <gizml/error.h>
 
+#include <algorithm>
+#include <filesystem>
+
 namespace gizml::diffusion {
 
 namespace {
@@ -35,6 +38,9 @@ Rules:
 
 Output only the final instruction in plain text and nothing else.)";
 
+// The most pixels of the picture shown (diffusers' UPSAMPLING_MAX_IMAGE_SIZE).
+constexpr int64_t kShownPixels = int64_t{768} * 768;
+
 std::string trimmed(const std::string& s) {
   const char* space = " \t\n\r\f\v";
   const size_t first = s.find_first_not_of(space);
@@ -45,19 +51,52 @@ std::string trimmed(const std::string& s) {
 }  // namespace
 
 Upsampler Upsampler::load(const std::string& folder, const UpsamplerConfig& config) {
-  return Upsampler(llm::load(folder), config);
+  const std::filesystem::path tower = std::filesystem::path(folder) / "vision";
+  return Upsampler(llm::load(folder), config,
+                   std::filesystem::exists(tower / "config.json")
+                       ? std::make_shared<const vision::Tower>(vision::Tower::load(tower.string()))
+                       : nullptr);
 }
 
-Upsampler::Upsampler(llm::Model model, const UpsamplerConfig& config) : model_(std::move(model)), config_(config) {
+Upsampler::Upsampler(llm::Model model, const UpsamplerConfig& config, std::shared_ptr<const vision::Tower> tower)
+    : model_(std::move(model)), config_(config), tower_(std::move(tower)) {
   if (!(config.temperature >= 0) || config.limit < 1)
     throw Error("Upsampler: temperature " + std::to_string(config.temperature) + " and limit " +
                 std::to_string(config.limit) + ": expected a temperature of at least 0 and a limit of at least 1");
+  if (tower_ && tower_->config().outHidden != model_.hiddenSize())
+    throw Error("Upsampler: the vision tower gives rows of " + std::to_string(tower_->config().outHidden) +
+                " values, the language model reads " + std::to_string(model_.hiddenSize()));
 }
 
-nlohmann::ordered_json Upsampler::messages(const std::string& prompt, bool edit) {
-  nlohmann::ordered_json system = {{"role", "system"}, {"content", edit ? kEdit : kTextToImage}};
-  nlohmann::ordered_json user = {{"role", "user"}, {"content", prompt}};
-  return nlohmann::ordered_json::array({system, user});
+nlohmann::ordered_json Upsampler::messages(const std::string& prompt, bool edit, bool showsPicture) {
+  nlohmann::ordered_json chat = nlohmann::ordered_json::array();
+  chat.push_back({{"role", "system"}, {"content", edit ? kEdit : kTextToImage}});
+  if (showsPicture)
+    chat.push_back({{"role", "user"}, {"content", nlohmann::ordered_json::array({{{"type", "image"}}})}});
+  chat.push_back({{"role", "user"}, {"content", prompt}});
+  return chat;
+}
+
+image::Image Upsampler::shownPicture(const std::vector<image::Image>& pictures) {
+  if (pictures.empty()) throw Error("Upsampler::shownPicture: no pictures");
+  int64_t width = 0, height = 0;
+  for (const image::Image& p : pictures) {
+    if (p.width < 1 || p.height < 1 || static_cast<int64_t>(p.pixels.size()) != p.width * p.height * 3)
+      throw Error("Upsampler: a picture of " + std::to_string(p.width) + " x " + std::to_string(p.height) +
+                  " pixels holds " + std::to_string(p.pixels.size()) + " bytes");
+    width += p.width;
+    height = std::max(height, p.height);
+  }
+  if (pictures.size() == 1) return image::fitArea(pictures[0], kShownPixels);
+  image::Image side{width, height, std::vector<uint8_t>(static_cast<size_t>(width * height * 3), 255)};
+  int64_t left = 0;
+  for (const image::Image& p : pictures) {
+    const int64_t top = (height - p.height) / 2;
+    for (int64_t y = 0; y < p.height; ++y)
+      std::copy_n(p.pixels.begin() + y * p.width * 3, p.width * 3, side.pixels.begin() + ((top + y) * width + left) * 3);
+    left += p.width;
+  }
+  return image::fitArea(side, kShownPixels);
 }
 
 std::string Upsampler::caption(const std::string& prompt, const std::vector<image::Image>& pictures) const {
@@ -68,7 +107,16 @@ std::string Upsampler::caption(const std::string& prompt, const std::vector<imag
                                uint64_t seed) const {
   if (trimmed(prompt).empty()) throw Error("Upsampler::caption: the prompt is empty");
   llm::Request request;
-  request.prompt = model_.chatTokens(messages(prompt, !pictures.empty())).ids;
+  const bool shows = tower_ && !pictures.empty();
+  const nlohmann::ordered_json chat = messages(prompt, !pictures.empty(), shows);
+  if (shows) {
+    const vision::Patches patches = vision::patches(shownPicture(pictures), tower_->config().patches);
+    const int64_t merge = tower_->config().patches.mergeSize;
+    request.pictures = {{0, tower_->encode(patches), patches.grid.t, patches.grid.h / merge, patches.grid.w / merge}};
+    request.prompt = model_.chatTokens(chat, request.pictures).ids;
+  } else {
+    request.prompt = model_.chatTokens(chat).ids;
+  }
   request.limit = config_.limit;
   request.sampling = config_.temperature > 0 ? llm::sample(config_.temperature, 0, 1.0, seed) : llm::greedy();
   llm::Engine engine = model_.engine(1, static_cast<int64_t>(request.prompt.size()) + request.limit);

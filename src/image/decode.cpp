@@ -30,6 +30,11 @@ Image decode(std::span<const uint8_t> bytes, int64_t maxPixels) {
     throw Error("image::decode: the " + std::to_string(bytes.size()) +
                 " bytes are neither PNG nor JPEG (their first bytes are not those formats' signatures)");
   }
+  return fitArea(image, maxPixels);
+}
+
+Image fitArea(const Image& image, int64_t maxPixels) {
+  check(maxPixels >= 1, "image::fitArea: maxPixels must be at least 1, not " + std::to_string(maxPixels));
   if (image.width * image.height <= maxPixels) return image;
   // diffusers' Flux2ImageProcessor._resize_to_target_area, in doubles as Python computes it.
   const double scale = std::sqrt(double(maxPixels) / (double(image.width) * double(image.height)));
