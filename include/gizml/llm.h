@@ -41,7 +41,8 @@ struct ConvertReport {
 };
 
 /// Converts source (a Hugging Face folder or a .gguf file) into the folder destination:
-/// manifest.json, weights.bin, the tokenizer files and report.json. loraFolder, when not empty,
+/// manifest.json, weights.bin, the tokenizer files and report.json, and a multimodal source's
+/// vision tower as stored in vision/ (vision::Tower::load's folder). loraFolder, when not empty,
 /// is a PEFT LoRA adapter merged into the weights before they are quantized. layers, when not 0,
 /// keeps only the model's first `layers` layers and the embedding (not the final norm, the output
 /// layer or the MTP layer): a text encoder's folder, which load() reads with those layers alone
