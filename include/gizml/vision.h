@@ -3,6 +3,7 @@
 /// a picture to the rows a language model reads in place of its picture's placeholder tokens, as
 /// transformers' Qwen2-VL image processor and Qwen3_5VisionModel compute them.
 #include <gizml/image.h>
+#include <gizml/llm.h>
 #include <gizml/tensor.h>
 
 #include <array>
@@ -89,6 +90,9 @@ class Tower {
   tensor::Tensor encode(const Patches& patches) const;
   /// encode(vision::patches(picture, config().patches)).
   tensor::Tensor encode(const image::Image& picture) const;
+  /// The picture as a language model's prompt reads it: its rows and their grid (the patches'
+  /// over mergeSize), `first` 0 (Model::chatTokens places it).
+  llm::Picture picture(const image::Image& picture) const;
 
  private:
   struct Block {

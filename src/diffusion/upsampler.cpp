@@ -110,9 +110,7 @@ std::string Upsampler::caption(const std::string& prompt, const std::vector<imag
   const bool shows = tower_ && !pictures.empty();
   const nlohmann::ordered_json chat = messages(prompt, !pictures.empty(), shows);
   if (shows) {
-    const vision::Patches patches = vision::patches(shownPicture(pictures), tower_->config().patches);
-    const int64_t merge = tower_->config().patches.mergeSize;
-    request.pictures = {{0, tower_->encode(patches), patches.grid.t, patches.grid.h / merge, patches.grid.w / merge}};
+    request.pictures = {tower_->picture(shownPicture(pictures))};
     request.prompt = model_.chatTokens(chat, request.pictures).ids;
   } else {
     request.prompt = model_.chatTokens(chat).ids;

@@ -231,6 +231,12 @@ Tower Tower::load(const std::string& folder) {
 
 tensor::Tensor Tower::encode(const image::Image& picture) const { return encode(patches(picture, config_.patches)); }
 
+llm::Picture Tower::picture(const image::Image& picture) const {
+  const Patches p = patches(picture, config_.patches);
+  const int64_t merge = config_.patches.mergeSize;
+  return {0, encode(p), p.grid.t, p.grid.h / merge, p.grid.w / merge};
+}
+
 tensor::Tensor Tower::encode(const Patches& in) const {
   const TowerConfig& c = config_;
   const PatchConfig& p = c.patches;
