@@ -88,6 +88,9 @@ struct Picture {
   int64_t first = 0;
   tensor::Tensor rows;
   int64_t t = 1, h = 0, w = 0;
+  /// Qwen3-VL's deepstack rows (the tower's earlier blocks, merged): deepstack[l] (rows' shape)
+  /// is added to the picture's rows of the residual stream after the language model's layer l.
+  std::vector<tensor::Tensor> deepstack = {};
 };
 
 struct Request {

@@ -57,7 +57,7 @@ std::pair<int64_t, int64_t> smartResize(int64_t height, int64_t width, int64_t f
 Patches patches(const image::Image& picture, const PatchConfig& config);
 
 /// A vision tower's sizes: a Hugging Face config.json's vision_config (Qwen3.5's qwen3_5_vision,
-/// Qwen3-VL's qwen3_vl without deepstack layers), and its preprocessor_config.json's patches.
+/// Qwen3-VL's qwen3_vl), and its preprocessor_config.json's patches.
 struct TowerConfig {
   int64_t depth = 0;            // blocks
   int64_t hidden = 0;           // hidden_size
@@ -67,6 +67,9 @@ struct TowerConfig {
   int64_t positions = 0;        // num_position_embeddings: a square table, interpolated to each grid
   double ropeTheta = 10000.0;   // the 2-D rotary embedding's base
   bool tanhGelu = true;         // hidden_act gelu_pytorch_tanh (else the erf form)
+  /// deepstack_visual_indexes (Qwen3-VL): the blocks whose output, merged, the language model
+  /// adds after its first layers (llm::Picture::deepstack).
+  std::vector<int64_t> deepstack;
   PatchConfig patches;
 };
 
@@ -74,13 +77,13 @@ struct TowerConfig {
 /// patches' linear embedding plus the learned positions interpolated (bilinear, corners aligned)
 /// to the grid; blocks of LayerNorm, attention over each frame's patches with a 2-D rotary
 /// embedding (height and width) and LayerNorm, MLP; then the merger: LayerNorm, each block of
-/// mergeSize² patches as one row, two linears with GELU between. On the host in F32.
+/// mergeSize² patches as one row, two linears with GELU between. Qwen3-VL's deepstack blocks'
+/// outputs go through mergers of their own (LayerNorm after the merge). On the host in F32.
 class Tower {
  public:
   /// A Hugging Face folder of a multimodal model (config.json with vision_config, the
   /// model.visual.* tensors in its safetensors, preprocessor_config.json when present). A missing
-  /// or misshapen tensor, or a config this tower does not run (deepstack layers), is a
-  /// gizml::Error naming it.
+  /// or misshapen tensor, or a config this tower does not run, is a gizml::Error naming it.
   static Tower load(const std::string& folder);
 
   const TowerConfig& config() const { return config_; }
@@ -90,19 +93,27 @@ class Tower {
   tensor::Tensor encode(const Patches& patches) const;
   /// encode(vision::patches(picture, config().patches)).
   tensor::Tensor encode(const image::Image& picture) const;
-  /// The picture as a language model's prompt reads it: its rows and their grid (the patches'
-  /// over mergeSize), `first` 0 (Model::chatTokens places it).
+  /// The picture as a language model's prompt reads it: its rows, their grid (the patches' over
+  /// mergeSize) and deepstack rows, `first` 0 (Model::chatTokens places it).
   llm::Picture picture(const image::Image& picture) const;
+  /// The same for patches.
+  llm::Picture picture(const Patches& patches) const;
 
  private:
   struct Block {
     tensor::Tensor norm1w, norm1b, norm2w, norm2b, qkvw, qkvb, projw, projb, fc1w, fc1b, fc2w, fc2b;
   };
+  struct Merger {
+    tensor::Tensor normW, normB, fc1W, fc1B, fc2W, fc2B;
+    bool normAfterMerge = false;  // deepstack's: LayerNorm over the merged rows
+  };
+  tensor::Tensor merged(const Merger& m, const tensor::Tensor& x) const;
   TowerConfig config_;
   tensor::Tensor patchW_, patchB_;  // [hidden, 3 T P P], [hidden]
   tensor::Tensor positions_;        // [positions, hidden]
   std::vector<Block> blocks_;
-  tensor::Tensor mergeNormW_, mergeNormB_, merge1W_, merge1B_, merge2W_, merge2B_;
+  Merger merger_;
+  std::vector<Merger> deepstackMergers_;  // one per config_.deepstack block
 };
 
 }  // namespace gizml::vision

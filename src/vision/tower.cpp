@@ -72,9 +72,11 @@ TowerConfig readConfig(const std::string& folder) {
     throw Error(v.where("hidden_act") + " is \"" + act + "\": expected gelu_pytorch_tanh or gelu");
   c.tanhGelu = act == "gelu_pytorch_tanh";
   if (v.hasObject("rope_parameters")) c.ropeTheta = v.child("rope_parameters").getFloat("rope_theta", c.ropeTheta);
-  if (v.isArray("deepstack_visual_indexes") && !v.getInts("deepstack_visual_indexes").empty())
-    throw Error(v.where("deepstack_visual_indexes") +
-                ": Qwen3-VL's deepstack layers (rows added to the language model's first layers) are not supported");
+  if (v.isArray("deepstack_visual_indexes")) c.deepstack = v.getInts("deepstack_visual_indexes");
+  for (int64_t block : c.deepstack)
+    if (block < 0 || block >= c.depth)
+      throw Error(v.where("deepstack_visual_indexes") + ": block " + std::to_string(block) + " is not one of the " +
+                  std::to_string(c.depth) + " blocks");
   const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(c.positions))));
   if (side * side != c.positions || side < 2)
     throw Error(v.where("num_position_embeddings") + " is " + std::to_string(c.positions) +
@@ -220,24 +222,34 @@ Tower Tower::load(const std::string& folder) {
                          r.take(b + "mlp.linear_fc2.weight", {c.hidden, c.intermediate}),
                          r.take(b + "mlp.linear_fc2.bias", {c.hidden})});
   }
-  t.mergeNormW_ = r.take("merger.norm.weight", {c.hidden});
-  t.mergeNormB_ = r.take("merger.norm.bias", {c.hidden});
-  t.merge1W_ = r.take("merger.linear_fc1.weight", {merged, merged});
-  t.merge1B_ = r.take("merger.linear_fc1.bias", {merged});
-  t.merge2W_ = r.take("merger.linear_fc2.weight", {c.outHidden, merged});
-  t.merge2B_ = r.take("merger.linear_fc2.bias", {c.outHidden});
+  const auto merger = [&](const std::string& name, bool normAfterMerge) {
+    const int64_t normed = normAfterMerge ? merged : c.hidden;
+    return Merger{r.take(name + "norm.weight", {normed}), r.take(name + "norm.bias", {normed}),
+                  r.take(name + "linear_fc1.weight", {merged, merged}), r.take(name + "linear_fc1.bias", {merged}),
+                  r.take(name + "linear_fc2.weight", {c.outHidden, merged}),
+                  r.take(name + "linear_fc2.bias", {c.outHidden}), normAfterMerge};
+  };
+  t.merger_ = merger("merger.", false);
+  for (size_t i = 0; i < c.deepstack.size(); ++i)
+    t.deepstackMergers_.push_back(merger("deepstack_merger_list." + std::to_string(i) + ".", true));
   return t;
+}
+
+tensor::Tensor Tower::merged(const Merger& m, const tensor::Tensor& x) const {
+  const int64_t group = config_.patches.mergeSize * config_.patches.mergeSize;
+  const auto rows = [&](const tensor::Tensor& t) { return t.reshape({x.size(0) / group, config_.hidden * group}); };
+  const tensor::Tensor normed = m.normAfterMerge ? netops::layerNorm(rows(x), m.normW, m.normB, 1e-6)[0]
+                                                 : rows(netops::layerNorm(x, m.normW, m.normB, 1e-6)[0]);
+  return netops::affine(netops::affine(normed, m.fc1W, m.fc1B).gelu(), m.fc2W, m.fc2B);
 }
 
 tensor::Tensor Tower::encode(const image::Image& picture) const { return encode(patches(picture, config_.patches)); }
 
-llm::Picture Tower::picture(const image::Image& picture) const {
-  const Patches p = patches(picture, config_.patches);
-  const int64_t merge = config_.patches.mergeSize;
-  return {0, encode(p), p.grid.t, p.grid.h / merge, p.grid.w / merge};
-}
+tensor::Tensor Tower::encode(const Patches& in) const { return picture(in).rows; }
 
-tensor::Tensor Tower::encode(const Patches& in) const {
+llm::Picture Tower::picture(const image::Image& picture) const { return this->picture(patches(picture, config_.patches)); }
+
+llm::Picture Tower::picture(const Patches& in) const {
   const TowerConfig& c = config_;
   const PatchConfig& p = c.patches;
   const Grid& g = in.grid;
@@ -258,7 +270,9 @@ tensor::Tensor Tower::encode(const Patches& in) const {
                          .eval();
   const auto [cos, sin] = rotaryTables(coordinates, head, c.ropeTheta);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head));
-  for (const Block& b : blocks_) {
+  llm::Picture out{0, {}, g.t, g.h / merge, g.w / merge};
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const Block& b = blocks_[i];
     const tensor::Tensor qkv = netops::affine(netops::layerNorm(x, b.norm1w, b.norm1b, 1e-6)[0], b.qkvw, b.qkvb);
     const auto part = [&](int64_t i) { return qkv.slice(1, i * c.hidden, (i + 1) * c.hidden).reshape({n, c.heads, head}); };
     const tensor::Tensor q = rotated(part(0), cos, sin), k = rotated(part(1), cos, sin), v = part(2);
@@ -275,10 +289,11 @@ tensor::Tensor Tower::encode(const Patches& in) const {
     const tensor::Tensor inner = netops::affine(netops::layerNorm(x, b.norm2w, b.norm2b, 1e-6)[0], b.fc1w, b.fc1b);
     const tensor::Tensor act = c.tanhGelu ? inner.geluTanh() : inner.gelu();
     x = (tensor::lazy(x) + tensor::lazy(netops::affine(act, b.fc2w, b.fc2b))).eval();
+    for (size_t d = 0; d < c.deepstack.size(); ++d)
+      if (c.deepstack[d] == static_cast<int64_t>(i)) out.deepstack.push_back(merged(deepstackMergers_[d], x));
   }
-  const tensor::Tensor normed =
-      netops::layerNorm(x, mergeNormW_, mergeNormB_, 1e-6)[0].reshape({n / (merge * merge), c.hidden * merge * merge});
-  return netops::affine(netops::affine(normed, merge1W_, merge1B_).gelu(), merge2W_, merge2B_);
+  out.rows = merged(merger_, x);
+  return out;
 }
 
 }  // namespace gizml::vision

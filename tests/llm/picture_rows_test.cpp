@@ -14,8 +14,10 @@
 namespace {
 
 struct PictureReference {
-  nlohmann::json json = nlohmann::json::parse(std::ifstream(modelData("qwen3_5_vl") + "/vision.json"));
-  std::map<std::string, tensor::Tensor> tensors = loadSafetensors(modelData("qwen3_5_vl") + "/vision.safetensors");
+  explicit PictureReference(std::string arch = "qwen3_5_vl") : arch(std::move(arch)) {}
+  std::string arch;
+  nlohmann::json json = nlohmann::json::parse(std::ifstream(modelData(arch) + "/vision.json"));
+  std::map<std::string, tensor::Tensor> tensors = loadSafetensors(modelData(arch) + "/vision.safetensors");
   std::vector<int32_t> prompt = json["prompt"].get<std::vector<int32_t>>();
   std::vector<int32_t> greedy = json["greedy"].get<std::vector<int32_t>>();
 
@@ -28,9 +30,13 @@ struct PictureReference {
       const auto& g = json["grids"][i];
       out.push_back({static_cast<int64_t>(at), tensors.at("rows_" + std::to_string(i)), g[0].get<int64_t>(),
                      g[1].get<int64_t>() / 2, g[2].get<int64_t>() / 2});
+      for (size_t l = 0; tensors.count(deepstackName(i, l)); ++l) out.back().deepstack.push_back(tensors.at(deepstackName(i, l)));
       at += static_cast<size_t>(out.back().rows.size(0));
     }
     return out;
+  }
+  static std::string deepstackName(size_t picture, size_t layer) {
+    return "deepstack_" + std::to_string(picture) + "_" + std::to_string(layer);
   }
 };
 
@@ -69,16 +75,32 @@ std::vector<int32_t> greedyAfter(LanguageModel& model, SequenceState& state, con
   return got;
 }
 
-TEST(PictureRows, LogitsAndGreedyMatchTransformers) {
-  const PictureReference ref;
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(visionModel());
+class PictureRowsOf : public ::testing::TestWithParam<std::string> {};
+
+// Qwen 3.5 and Qwen3-VL with deepstack rows (added after the first two layers).
+TEST_P(PictureRowsOf, LogitsAndGreedyMatchTransformers) {
+  const PictureReference ref(GetParam());
+  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(GetParam(), kUnquantized));
   const std::unique_ptr<SequenceState> state = model->newState(128);
   const std::vector<float> logits = pictureLogits(*model, ref, *state);
   const std::vector<float> expected = ref.tensors.at("logits").toFloats();
   const double error = relativeMaxError(logits, expected);
-  std::printf("pictures in the feed: max logit error %.2e of the range\n", error);
+  std::printf("%s, pictures in the feed: max logit error %.2e of the range\n", GetParam().c_str(), error);
   EXPECT_LT(error, 1e-5);
   EXPECT_EQ(greedyAfter(*model, *state, logits, ref.greedy.size()), ref.greedy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Qwen, PictureRowsOf, ::testing::Values("qwen3_5_vl", "qwen3_vl_deepstack"));
+
+// Without its deepstack rows the Qwen3-VL model answers otherwise: they are read.
+TEST(PictureRows, DeepstackRowsAreRead) {
+  const PictureReference ref("qwen3_vl_deepstack");
+  const std::unique_ptr<LanguageModel> model = buildLanguageModel(converted(ref.arch, kUnquantized));
+  Feed feed{model->newState(128).release(), ref.prompt, true};
+  const std::unique_ptr<SequenceState> owned(feed.state);
+  feed.pictures = ref.pictures();
+  for (Picture& p : feed.pictures) p.deepstack.clear();
+  EXPECT_GT(relativeMaxError(model->forward({feed})[0].toFloats(), ref.tensors.at("logits").toFloats()), 1e-3);
 }
 
 // Without the pictures' positions (their rows as text, one after another) the logits differ:
@@ -183,17 +205,21 @@ TEST(PictureRows, AnEngineRefusesBadPictures) {
   expectError([&] { engine.generate({r}); }, {"head 10 ends past the first picture's start"});
 }
 
-class GpuPictureRows : public test::GpuTest {};
+class GpuPictureRows : public test::GpuTest, public ::testing::WithParamInterface<std::string> {};
 
-TEST_F(GpuPictureRows, LogitsAndGreedyMatchTransformers) {
-  const PictureReference ref;
-  const std::unique_ptr<LanguageModel> model = buildLanguageModel(visionModel(), {.kvCache = DType::F32, .gpu = gpu()});
+TEST_P(GpuPictureRows, LogitsAndGreedyMatchTransformers) {
+  const PictureReference ref(GetParam());
+  const std::unique_ptr<LanguageModel> model =
+      buildLanguageModel(converted(GetParam(), kUnquantized), {.kvCache = DType::F32, .gpu = gpu()});
   const std::unique_ptr<SequenceState> state = model->newState(128);
   const std::vector<float> logits = pictureLogits(*model, ref, *state, {20});
   const double error = relativeMaxError(logits, ref.tensors.at("logits").toFloats());
-  std::printf("pictures in the feed on %s: max logit error %.2e of the range\n", gpu().describe().c_str(), error);
+  std::printf("%s, pictures in the feed on %s: max logit error %.2e of the range\n", GetParam().c_str(),
+              gpu().describe().c_str(), error);
   EXPECT_LT(error, 1e-4);
   EXPECT_EQ(greedyAfter(*model, *state, logits, ref.greedy.size()), ref.greedy);
 }
+
+INSTANTIATE_TEST_SUITE_P(Qwen, GpuPictureRows, ::testing::Values("qwen3_5_vl", "qwen3_vl_deepstack"));
 
 }  // namespace

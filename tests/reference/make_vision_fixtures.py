@@ -1,10 +1,16 @@
-"""A tiny random Qwen 3.5 with its vision tower, and what transformers computes from pictures, for
-tests/vision/tower_test.cpp (gizml::vision::Tower) and the language model's picture rows.
+"""Tiny random multimodal models with their vision towers, and what transformers computes from
+pictures, for tests/vision/tower_test.cpp (gizml::vision::Tower) and the language models' picture
+rows (tests/llm/picture_rows_test.cpp).
 
 Run with a Python that has torch and transformers 5 (here /work/venv-torch/bin/python):
-    python tests/reference/make_vision_fixtures.py
+    python tests/reference/make_vision_fixtures.py [qwen3_5_vl] [qwen3_vl_deepstack]   (both by default)
 
-tests/data/models/qwen3_5_vl/ gets
+qwen3_5_vl: Qwen3_5ForConditionalGeneration. qwen3_vl_deepstack: Qwen3VLForConditionalGeneration
+(make_model_fixtures.py's qwen3_vl text model) whose tower's blocks 0 and 1 also give deepstack
+rows, added to the language model's residual stream after its layers 0 and 1; its
+vision.safetensors holds them too (deepstack_<i>_<l>).
+
+tests/data/models/<name>/ gets
   hf/config.json, hf/model.safetensors  Qwen3_5ForConditionalGeneration (bf16 values, as
                                         make_model_fixtures.py's): make_model_fixtures' qwen3_5
                                         text model and a 2-block vision tower of width 32 whose
@@ -25,6 +31,7 @@ on the other) and 1 x 8 x 10. The tower's attention runs per picture (transforme
 """
 import json
 import os
+import sys
 
 import torch
 from safetensors.torch import save_file
@@ -32,19 +39,30 @@ import transformers as tf
 
 import make_model_fixtures as lm
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "models", "qwen3_5_vl")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "models")
 IMAGE, START, END = 500, 501, 502
 GRIDS = [[1, 6, 4], [1, 8, 10]]
 GREEDY_TOKENS = 16
 VISION = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=lm.COMMON["hidden_size"],
               patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16,
               in_channels=3, hidden_act="gelu_pytorch_tanh")
+TOKENS = dict(image_token_id=IMAGE, vision_start_token_id=START, vision_end_token_id=END, tie_word_embeddings=False)
 
 
-def model():
-    config = tf.Qwen3_5Config(text_config=lm.QWEN35, vision_config=VISION, image_token_id=IMAGE,
-                              vision_start_token_id=START, vision_end_token_id=END, tie_word_embeddings=False)
+def qwen3_5_vl():
+    config = tf.Qwen3_5Config(text_config=lm.QWEN35, vision_config=VISION, **TOKENS)
     return tf.Qwen3_5ForConditionalGeneration(config)
+
+
+def qwen3_vl_deepstack():
+    text = dict(lm.COMMON, num_hidden_layers=2, head_dim=16,
+                rope_parameters=dict(rope_type="default", rope_theta=5000.0, mrope_section=[2, 3, 3],
+                                     mrope_interleaved=True))
+    config = tf.Qwen3VLConfig(text_config=text, vision_config=dict(VISION, deepstack_visual_indexes=[0, 1]), **TOKENS)
+    return tf.Qwen3VLForConditionalGeneration(config)
+
+
+MODELS = {"qwen3_5_vl": qwen3_5_vl, "qwen3_vl_deepstack": qwen3_vl_deepstack}
 
 
 def prompt(g):
@@ -55,13 +73,11 @@ def prompt(g):
     return ids
 
 
-def main():
-    torch.set_num_threads(1)
+def build(name):
     torch.manual_seed(0)
-    m = model().eval()
-    m.config._attn_implementation = "eager"
-    m.config.vision_config._attn_implementation = "eager"
-    m.config.text_config._attn_implementation = "eager"
+    m = MODELS[name]().eval()
+    for config in (m.config, m.config.vision_config, m.config.text_config):
+        config._attn_implementation = "eager"
     lm.randomize(m, 0)
     g = torch.Generator().manual_seed(0)
     grid = torch.tensor(GRIDS)
@@ -74,6 +90,8 @@ def main():
             tensors[f"pixels_{i}"] = p.contiguous()
             tensors[f"rows_{i}"] = out.pooler_output.float().contiguous()
             tensors[f"blocks_{i}"] = out.last_hidden_state.float().contiguous()
+            for layer, rows in enumerate(getattr(out, "deepstack_features", None) or []):
+                tensors[f"deepstack_{i}_{layer}"] = rows.float().contiguous()
         # mm_token_type_ids marks the picture rows (1), without which transformers gives text positions.
         input_ids = torch.tensor([ids])
         types = (input_ids == IMAGE).int()
@@ -83,14 +101,21 @@ def main():
         tensors["positions"] = positions[:, 0].to(torch.int64).contiguous()
         out = m.generate(**inputs, max_new_tokens=GREEDY_TOKENS, do_sample=False)
     greedy = out[0, len(ids):].tolist()
-    os.makedirs(OUT, exist_ok=True)
-    save_file(tensors, os.path.join(OUT, "vision.safetensors"))
-    m.to(torch.bfloat16).save_pretrained(os.path.join(OUT, "hf"))
-    with open(os.path.join(OUT, "vision.json"), "w") as f:
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    save_file(tensors, os.path.join(folder, "vision.safetensors"))
+    m.to(torch.bfloat16).save_pretrained(os.path.join(folder, "hf"))
+    with open(os.path.join(folder, "vision.json"), "w") as f:
         json.dump({"grids": GRIDS, "prompt": ids, "image_token": IMAGE, "vision_start": START, "vision_end": END,
                    "greedy": greedy}, f)
         f.write("\n")
-    print(f"{len(ids)} prompt tokens, greedy {greedy}")
+    print(f"{name}: {len(ids)} prompt tokens, greedy {greedy}")
+
+
+def main():
+    torch.set_num_threads(1)
+    for name in sys.argv[1:] or MODELS:
+        build(name)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-// vision::Tower against transformers' Qwen3_5VisionModel on a tiny random model
-// (tests/reference/make_vision_fixtures.py): the rows of two pictures of different grids.
+// vision::Tower against transformers' Qwen3_5VisionModel and Qwen3VLVisionModel (with deepstack
+// blocks) on tiny random models (tests/reference/make_vision_fixtures.py): the rows of two
+// pictures of different grids, and their deepstack rows.
 #include <gizml/error.h>
 #include <gizml/safetensors.h>
 #include <gizml/vision.h>
@@ -13,11 +14,14 @@
 namespace gizml::vision {
 namespace {
 
-const std::string kModel = std::string(GIZML_TEST_DATA) + "/models/qwen3_5_vl";
+const std::string kModels = std::string(GIZML_TEST_DATA) + "/models/";
+const std::string kModel = kModels + "qwen3_5_vl";
 
 struct Reference {
-  std::map<std::string, tensor::Tensor> tensors = llm::loadSafetensors(kModel + "/vision.safetensors");
-  nlohmann::json json = nlohmann::json::parse(std::ifstream(kModel + "/vision.json"));
+  explicit Reference(std::string folder = kModel) : folder(std::move(folder)) {}
+  std::string folder;
+  std::map<std::string, tensor::Tensor> tensors = llm::loadSafetensors(folder + "/vision.safetensors");
+  nlohmann::json json = nlohmann::json::parse(std::ifstream(folder + "/vision.json"));
 
   Patches picture(size_t i) const {
     const auto& g = json["grids"][i];
@@ -50,17 +54,33 @@ TEST(VisionTower, ReadsTheConfig) {
   EXPECT_TRUE(c.tanhGelu);
 }
 
-TEST(VisionTower, RowsOfEachPictureAreTransformers) {
-  const Reference ref;
-  const Tower tower = Tower::load(kModel + "/hf");
+class VisionTowers : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VisionTowers, RowsOfEachPictureAreTransformers) {
+  const Reference ref(kModels + GetParam());
+  const Tower tower = Tower::load(ref.folder + "/hf");
   for (size_t i = 0; i < ref.json["grids"].size(); ++i) {
     SCOPED_TRACE("picture " + std::to_string(i));
     const Patches p = ref.picture(i);
-    const tensor::Tensor rows = tower.encode(p);
-    ASSERT_EQ(rows.shape(), (tensor::Shape{p.grid.patches() / 4, 64}));
+    const llm::Picture picture = tower.picture(p);
+    ASSERT_EQ(picture.rows.shape(), (tensor::Shape{p.grid.patches() / 4, 64}));
+    EXPECT_EQ((std::vector<int64_t>{picture.t, picture.h, picture.w}),
+              (std::vector<int64_t>{p.grid.t, p.grid.h / 2, p.grid.w / 2}));
     // F32 throughout on both sides; the sums run in other orders.
-    EXPECT_LT(relativeError(rows, ref.tensors.at("rows_" + std::to_string(i))), 1e-5);
+    EXPECT_LT(relativeError(picture.rows, ref.tensors.at("rows_" + std::to_string(i))), 1e-5);
+    EXPECT_EQ(picture.deepstack.size(), tower.config().deepstack.size());
+    for (size_t l = 0; l < picture.deepstack.size(); ++l)
+      EXPECT_LT(relativeError(picture.deepstack[l],
+                              ref.tensors.at("deepstack_" + std::to_string(i) + "_" + std::to_string(l))),
+                1e-5);
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Qwen, VisionTowers, ::testing::Values("qwen3_5_vl", "qwen3_vl_deepstack"));
+
+TEST(VisionTower, ReadsQwen3VLsDeepstackBlocks) {
+  EXPECT_EQ(Tower::load(kModels + "qwen3_vl_deepstack/hf").config().deepstack, (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(Tower::load(kModel + "/hf").config().deepstack.empty());
 }
 
 TEST(VisionTower, BadPatchesAreErrors) {

@@ -65,6 +65,13 @@ void Engine::Impl::validatePictures(const Request& r) const {
     check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, model->config().hiddenSize},
           what + "rows " + tensor::shapeText(p.rows.shape()) + " " + dtypeName(p.rows.dtype()) + ", expected F32 [" +
               std::to_string(rows) + ", " + std::to_string(model->config().hiddenSize) + "]");
+    check(static_cast<int64_t>(p.deepstack.size()) <= model->config().numLayers,
+          what + std::to_string(p.deepstack.size()) + " deepstack rows for the model's " +
+              std::to_string(model->config().numLayers) + " layers");
+    for (const tensor::Tensor& d : p.deepstack)
+      check(d.dtype() == DType::F32 && d.shape() == p.rows.shape(),
+            what + "deepstack rows " + tensor::shapeText(d.shape()) + ", expected its rows' F32 " +
+                tensor::shapeText(p.rows.shape()));
     check(p.first >= end && p.first + rows <= n,
           what + "tokens " + std::to_string(p.first) + " to " + std::to_string(p.first + rows) +
               " are not within the prompt's " + std::to_string(n) + " tokens after the pictures before it");

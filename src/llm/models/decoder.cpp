@@ -190,6 +190,12 @@ void DecoderModel::checkPictures(const Feed& feed, const std::string& where) con
     check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, config_.hiddenSize},
           what + "rows " + tensor::shapeText(p.rows.shape()) + " " + dtypeName(p.rows.dtype()) + ", expected F32 [" +
               std::to_string(rows) + ", " + std::to_string(config_.hiddenSize) + "]");
+    check(static_cast<int64_t>(p.deepstack.size()) <= config_.numLayers,
+          what + std::to_string(p.deepstack.size()) + " deepstack rows for " + std::to_string(config_.numLayers) + " layers");
+    for (const Tensor& d : p.deepstack)
+      check(d.dtype() == DType::F32 && d.shape() == p.rows.shape(),
+            what + "deepstack rows " + tensor::shapeText(d.shape()) + ", expected its rows' F32 " +
+                tensor::shapeText(p.rows.shape()));
     check(p.first < n && p.first + rows > 0 && p.first >= end,
           what + "its rows from token " + std::to_string(p.first) + " do not fall in the feed's " + std::to_string(n) +
               " tokens after the pictures before it");
@@ -205,23 +211,36 @@ Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batc
   embed_.rows(tokens, x);
   if (decoder_.embedScale != 1.0f) ops::scaleInPlace(x, decoder_.embedScale);
   // Pictures' rows in place of their placeholder tokens' embeddings.
-  const std::optional<gizhw::gpu::Gpu>& gpu = placed_.front().gpu();
-  for (size_t f = 0; f < feeds.size(); ++f)
-    for (const Picture& p : feeds[f].pictures) {
-      const int64_t first = std::max<int64_t>(0, p.first), n = batch.sequences[f].rows;
-      const int64_t end = std::min(n, p.first + p.rows.size(0));
-      const Tensor rows = p.rows.slice(0, first - p.first, end - p.first);
-      tensor::assign(rowsOf(x, batch.sequences[f].first + first, end - first), gpu ? rows.on(*gpu) : rows);
-    }
+  forPictureRows(feeds, batch, x, placed_.front().gpu(), [](const Picture& p) { return p.rows; },
+                 [](const Tensor& at, const Tensor& rows) { tensor::assign(at, rows); });
   if (after) after(0, x);
   for (int64_t i = 0; i < config_.numLayers; ++i) {
     // The next stage's first layer: the rows cross to its GPU (through host memory, which every
     // pair of GPUs can reach; a step moves rows x hidden floats, small beside its weights).
     if (i > 0 && stageOf(i) != stageOf(i - 1)) x = x.on(*layerWeights(i).gpu());
     layer(i, x, batch);
+    // Qwen3-VL's deepstack: the pictures' rows of the tower's earlier blocks added after layer i.
+    forPictureRows(feeds, batch, x, layerWeights(i).gpu(),
+                   [i](const Picture& p) { return i < static_cast<int64_t>(p.deepstack.size()) ? p.deepstack[i] : Tensor(); },
+                   [](const Tensor& at, const Tensor& rows) { ops::addInPlace(at, rows); });
     if (after) after(i + 1, x);
   }
   return x;
+}
+
+void DecoderModel::forPictureRows(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x,
+                                  const std::optional<gizhw::gpu::Gpu>& gpu,
+                                  const std::function<Tensor(const Picture&)>& rowsOfPicture,
+                                  const std::function<void(const Tensor&, const Tensor&)>& apply) const {
+  for (size_t f = 0; f < feeds.size(); ++f)
+    for (const Picture& p : feeds[f].pictures) {
+      const Tensor all = rowsOfPicture(p);
+      if (all.ndim() == 0) continue;
+      const int64_t first = std::max<int64_t>(0, p.first), end = std::min(batch.sequences[f].rows, p.first + all.size(0));
+      const Tensor rows = all.slice(0, first - p.first, end - p.first);
+      const Tensor at = rowsOf(x, batch.sequences[f].first + first, end - first);
+      apply(at, gpu ? rows.contiguous().on(*gpu) : rows.contiguous());
+    }
 }
 
 tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens, const std::vector<int64_t>& layers,

@@ -62,6 +62,12 @@ class DecoderModel : public LanguageModel {
   void checkPictures(const Feed& feed, const std::string& where) const;
   /// Pairs each head's RoPE turns.
   int64_t ropePairs() const;
+  /// apply(x's rows of each picture in the feeds, those of rowsOfPicture's rows that the feed
+  /// holds, moved to `gpu` when set); pictures whose rowsOfPicture has no axes are left out.
+  void forPictureRows(const std::vector<Feed>& feeds, const Batch& batch, const Tensor& x,
+                      const std::optional<gizhw::gpu::Gpu>& gpu,
+                      const std::function<Tensor(const Picture&)>& rowsOfPicture,
+                      const std::function<void(const Tensor&, const Tensor&)>& apply) const;
   /// The feeds' token embeddings into x [rows, hidden] (scaled by embedScale, on the first
   /// stage's device), then every layer, x crossing to each stage's device in turn; the rows after
   /// the last layer (x itself with one stage). after, when set, sees x after the embedding (0)
