@@ -251,9 +251,24 @@ TEST(KleinTinyFolder, Write) {
   fs::copy_file(test::klein::vaePath(), folder / "model" / "vae" / "flux2-vae.safetensors");
   fs::copy(textFolder(), folder / "model" / "text_encoders" / "qwen3_tiny", fs::copy_options::recursive);
   fs::copy(test::upsampler::modelFolder(), folder / "upsampler", fs::copy_options::recursive);
+  test::upsampler::writeVisionHf(folder / "vl_hf");  // giz convert's and giz run --picture's
   const std::vector<uint8_t> png = image::encodePng(picture());
   std::ofstream(folder / "picture.png", std::ios::binary)
       .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+}
+
+// giz run --picture's answer ($GIZML_KLEIN_FOLDER/run_answer.txt: tests/CMakeLists.txt converts
+// vl_hf with giz convert and asks it about a picture with --system, greedy, 12 tokens) against
+// transformers' on the same chat (tests/reference/make_upsampler_vision_fixtures.py's run).
+TEST(KleinTinyFolder, GizRanThePicture) {
+  const char* root = std::getenv("GIZML_KLEIN_FOLDER");
+  if (!root) GTEST_SKIP() << "GIZML_KLEIN_FOLDER is not set";
+  std::ifstream in(fs::path(root) / "run_answer.txt");
+  ASSERT_TRUE(in);
+  std::string answer((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!answer.empty() && std::isspace(static_cast<unsigned char>(answer.back()))) answer.pop_back();
+  const nlohmann::json run = nlohmann::json::parse(std::ifstream(test::zimage::data("upsampler_vl_run.json")));
+  EXPECT_EQ(answer, run["answer"].get<std::string>());
 }
 
 // giz paint's pictures from the folder above (tests/CMakeLists.txt: $GIZML_KLEIN_FOLDER/t2i.png,

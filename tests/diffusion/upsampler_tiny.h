@@ -23,14 +23,18 @@ inline const std::string& modelFolder() {
   return folder;
 }
 
-/// The tiny Qwen 3.5 with its vision tower of tests/reference/make_upsampler_vision_fixtures.py,
-/// the same way, with Qwen3.5's chat template; convert keeps the tower (FOLDER/vision).
+/// The tiny Qwen 3.5 with its vision tower of tests/reference/make_upsampler_vision_fixtures.py
+/// as a Hugging Face folder at `hf` (made afresh), with Qwen3.5's chat template.
+inline void writeVisionHf(const std::filesystem::path& hf) {
+  zimage::writeTextHf(hf, {}, "upsampler_vl_tiny");
+  std::filesystem::copy_file(std::string(GIZML_SHARED_DATA) + "/templates/Qwen3.5-4B.jinja", hf / "chat_template.jinja");
+}
+
+/// That model converted as modelFolder's; convert keeps the tower (FOLDER/vision).
 inline const std::string& visionModelFolder() {
   static const std::string folder = [] {
     const std::string hf = test::temporary("upsampler_vl_hf"), out = test::temporary("upsampler_vl");
-    zimage::writeTextHf(hf, {}, "upsampler_vl_tiny");
-    std::filesystem::copy_file(std::string(GIZML_SHARED_DATA) + "/templates/Qwen3.5-4B.jinja",
-                               std::filesystem::path(hf) / "chat_template.jinja");
+    writeVisionHf(hf);
     std::filesystem::remove_all(out);
     llm::convert(hf, out, llm::Bits{.layers = 16, .head = 16});
     return out;

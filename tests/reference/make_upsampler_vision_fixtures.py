@@ -26,6 +26,9 @@ Writes into tests/data/diffusion/:
   rows: embed_ids, embed_rows; zimage_tiny.h's writeTextHf writes the folder back).
 - upsampler_vl_case.json: per case {"prompt", "pictures" (files of tests/data/vision/), "grid"
   (t, h, w patches of the picture shown), "tokens", "generated", "answer"}.
+- upsampler_vl_run.json: the same for giz run's chat with --picture and --system (RUN: the
+  system prompt, then one user turn of the picture and the prompt; the picture as the file holds
+  it), which tests/CMakeLists.txt's giz_run_picture runs on this model converted by giz convert.
 """
 import json
 import os
@@ -47,6 +50,7 @@ SHARED = os.path.join(HERE, "..", "..", "..", "shared", "data")
 OUT = os.path.join(HERE, "..", "data", "diffusion")
 PICTURES = os.path.join(HERE, "..", "data", "vision")
 CASES = [("make it night", ["small_97x61.png"]), ("swap the two", ["up_23x19.png", "small_40x30.png"])]
+RUN = dict(system="Be brief.", prompt="make it night", pictures=["small_97x61.png"])
 NEW_TOKENS = 12
 MARGIN = 0.05
 MERGE = 2
@@ -64,6 +68,21 @@ def prepared(tok, processor, template, prompt, files):
     text = text.replace("<|image_pad|>", "<|image_pad|>" * (t * h * w // MERGE ** 2))
     ids = tok(text, add_special_tokens=False)["input_ids"]
     return ids, pixels, [t, h, w]
+
+
+def run_chat(tok, processor, template):
+    """giz run's chat: the system prompt, then the pictures and the prompt in one user turn."""
+    messages = [{"role": "system", "content": RUN["system"]},
+                {"role": "user", "content": [{"type": "image"}] * len(RUN["pictures"]) +
+                                            [{"type": "text", "text": RUN["prompt"]}]}]
+    text = tok.apply_chat_template(messages, chat_template=template, tokenize=False, add_generation_prompt=True,
+                                   enable_thinking=False)
+    images = [Image.open(os.path.join(PICTURES, f)).convert("RGB") for f in RUN["pictures"]]
+    pixels = processor(images=images, return_tensors="pt")
+    for t, h, w in pixels["image_grid_thw"].tolist():
+        text = text.replace("<|image_pad|>", "<|placeholder|>" * (t * h * w // MERGE ** 2), 1)
+    ids = tok(text.replace("<|placeholder|>", "<|image_pad|>"), add_special_tokens=False)["input_ids"]
+    return ids, pixels, pixels["image_grid_thw"].tolist()
 
 
 def model_of(tok, used, seed):
@@ -126,7 +145,7 @@ def main():
     processor = Qwen2VLImageProcessorPil(patch_size=16, temporal_patch_size=2, merge_size=MERGE,
                                          image_mean=[0.5] * 3, image_std=[0.5] * 3,
                                          size={"shortest_edge": 65536, "longest_edge": 16777216})
-    cases = [prepared(tok, processor, template, p, f) for p, f in CASES]
+    cases = [prepared(tok, processor, template, p, f) for p, f in CASES] + [run_chat(tok, processor, template)]
     used = sorted({t for ids, _, _ in cases for t in ids})
     special = set(tok.all_special_ids) | {t for t in used if t >= 151643}
     for seed in range(1, 200):
@@ -149,7 +168,12 @@ def main():
     with open(os.path.join(OUT, "upsampler_vl_case.json"), "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")
-    print(f"seed {seed}:", [c["answer"] for c in out])
+    ids, _, grids = cases[-1]
+    run = dict(RUN, grids=grids, tokens=ids, generated=generated[-1], answer=answers[-1].strip())
+    with open(os.path.join(OUT, "upsampler_vl_run.json"), "w") as f:
+        json.dump(run, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"seed {seed}:", [c["answer"] for c in out], run["answer"])
 
 
 if __name__ == "__main__":

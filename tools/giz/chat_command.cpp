@@ -22,7 +22,9 @@ int chatCommand(int argc, char** argv) {
   if (asksHelp(argc, argv, 2)) return usageReply(kUsage, true);
   GenerationOptions options;
   std::vector<std::string> words;
-  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() > 1) return usageReply(kUsage, false);
+  // Pictures are giz run's (--picture): a chat's turns are text.
+  if (!parseGenerationFlags(argc, argv, 2, options, words) || words.size() > 1 || !options.pictures.empty())
+    return usageReply(kUsage, false);
   const std::string folder = words.empty() ? defaultConvertedFolder(options.bits) : convertedFolder(words[0], options.bits);
   const gizml::llm::Model model = loadOn(options.device, folder, options.load);
   gizml::llm::Engine engine = model.engine(1, options.context);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 int usageReply(const char* usage, bool asked) {
@@ -61,4 +62,19 @@ void drawProgress(const char* label, int64_t done, int64_t total, double seconds
                static_cast<long long>(total), seconds);
   if (done == total) std::fputc('\n', stderr);
   std::fflush(stderr);
+}
+
+std::string fileBytes(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw gizml::Error(flag + " " + path + ": cannot be read");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+gizml::image::Image readPicture(const std::string& flag, const std::string& path) {
+  const std::string bytes = fileBytes(flag, path);
+  try {
+    return gizml::image::decode({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  } catch (const gizml::Error& e) {
+    throw gizml::Error(flag + " " + path + ": " + e.what());
+  }
 }

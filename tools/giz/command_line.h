@@ -1,6 +1,8 @@
 #pragma once
 // What every giz command shares on its command line: asking for help, the usage reply, numbers,
-// the progress bar.
+// the progress bar, pictures named by a flag.
+#include <gizml/image.h>
+
 #include <cstdint>
 #include <string>
 
@@ -25,3 +27,9 @@ uint64_t parseSeed(const std::string& flag, const std::string& text);
 
 /// "label [#####...] 3/8  0.52 s/step" redrawn in place on stderr; a new line once done == total.
 void drawProgress(const char* label, int64_t done, int64_t total, double seconds);
+
+/// The bytes of the file a flag names, or an Error naming both.
+std::string fileBytes(const std::string& flag, const std::string& path);
+
+/// The picture (PNG or JPEG) of the file `flag` names, or an Error naming both and what is wrong.
+gizml::image::Image readPicture(const std::string& flag, const std::string& path);

@@ -25,6 +25,7 @@ bool parseGenerationFlags(int argc, char** argv, int first, GenerationOptions& o
     else if (arg == "--bits") o.bits = parseBits(argv[++i]);
     else if (arg == "--kv") o.load.kv = gizml::llm::KvFormat::parseSetting(argv[++i]);
     else if (arg == "--device") o.device = argv[++i];
+    else if (arg == "--picture") o.pictures.push_back(argv[++i]);
     else return false;
   }
   return true;

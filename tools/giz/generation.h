@@ -19,6 +19,7 @@ struct GenerationOptions {
   gizml::llm::LoadOptions load;  // --kv: how the engine keeps keys and values
   std::string device = "auto";   // --device (device_choice.h)
   gizml::llm::Sampling sampling;
+  std::vector<std::string> pictures;  // --picture FILE (giz run): shown to a model with a vision tower
 };
 
 /// Parses the shared flags from argv[first..]; the words that are no flag go to `words`.

@@ -43,13 +43,6 @@ constexpr const char* kUsage =
     "  the prompt citing them as <id>; appended to the (upsampled) prompt as gizml::diffusion::fluxLayout does.\n"
     "  A progress bar over the steps on stderr when it is a terminal; each stage's time on stderr.\n";
 
-// The bytes of the file a flag names, or an Error naming both.
-std::string fileBytes(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw gizml::Error(flag + " " + path + ": cannot be read");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace
 
 int paintCommand(int argc, char** argv) {
@@ -92,14 +85,7 @@ int paintCommand(int argc, char** argv) {
       !size.empty() ? parseImageSize("--size", size) : std::pair<int64_t, int64_t>{edits.empty() ? 1024 : 0, 0};
   requireOutputFolder("-o", output);
   std::vector<gizml::image::Image> pictures;
-  for (const std::string& path : edits) {
-    const std::string bytes = fileBytes("--edit", path);
-    try {
-      pictures.push_back(gizml::image::decode({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}));
-    } catch (const gizml::Error& e) {
-      throw gizml::Error("--edit " + path + ": " + e.what());
-    }
-  }
+  for (const std::string& path : edits) pictures.push_back(readPicture("--edit", path));
 
   std::vector<gizml::diffusion::FluxElement> layout;
   if (!layoutFile.empty()) {
