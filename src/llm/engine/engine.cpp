@@ -58,7 +58,8 @@ void Engine::Impl::validatePictures(const Request& r) const {
   for (size_t i = 0; i < r.pictures.size(); ++i) {
     const Picture& p = r.pictures[i];
     const std::string what = "request: picture " + std::to_string(i) + ": ";
-    check(p.t > 0 && p.h > 0 && p.w > 0 && p.t * p.h * p.w <= n,
+    // (Divisions: the product of sides from outside could overflow.)
+    check(p.t > 0 && p.h > 0 && p.w > 0 && p.t <= n && p.h <= n / p.t && p.w <= n / (p.t * p.h),
           what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) +
               " rows, which the prompt's " + std::to_string(n) + " tokens cannot hold");
     const int64_t rows = p.t * p.h * p.w;

@@ -184,7 +184,8 @@ void DecoderModel::checkPictures(const Feed& feed, const std::string& where) con
   for (size_t i = 0; i < feed.pictures.size(); ++i) {
     const Picture& p = feed.pictures[i];
     const std::string what = where + "picture " + std::to_string(i) + ": ";
-    check(p.t > 0 && p.h > 0 && p.w > 0 && p.t * p.h * p.w <= (int64_t{1} << 24),
+    const auto side = [](int64_t v) { return v > 0 && v <= (int64_t{1} << 20); };
+    check(side(p.t) && side(p.h) && side(p.w) && p.t * p.h * p.w <= (int64_t{1} << 24),
           what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) + " rows");
     const int64_t rows = p.t * p.h * p.w;
     check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, config_.hiddenSize},
