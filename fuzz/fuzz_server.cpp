@@ -1,7 +1,10 @@
 // The whole request path on arbitrary bytes: a real gizml::ai::Server, started once in process on
 // 127.0.0.1 (an ephemeral port) with a scripted model on the Qwen3 tokenizer and template, gets
 // each input on a fresh connection: HTTP -> JSON -> OpenAI request -> schema/grammar -> template
-// -> the model's answer (a reasoning section and a tool call, parsed back); and the images routes
+// -> the model's answer (a reasoning section and a tool call, parsed back); chats with pictures
+// (image_url data URLs) on "seeing", the scripted model on Qwen3.5's template with the tiny Qwen 3.5
+// vision tower of tests/data/models/qwen3_5_vl (data URL, base64, decoding, the tower, the
+// placeholders; the model ignores the rows); and the images routes
 // on the tiny Z-Image and the tiny klein of tests/data/diffusion (pictures up to 32 x 32, so that
 // a valid request paints in milliseconds): POST /v1/images/edits' multipart forms come as raw
 // bytes (seeds in fuzz/corpus/fuzz_server whose first byte is 0). Driven through the socket, so that whatever the transport becomes
@@ -15,6 +18,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #define GIZML_SHARED_DATA "../shared/data"
@@ -35,6 +40,16 @@ void require(bool condition, const std::string& answer) {
   std::abort();
 }
 
+// The scripted model with a vision tower, on a template that writes a placeholder for each picture.
+ai::Served seeing(const TestModel& test) {
+  auto tower = std::make_shared<const vision::Tower>(vision::Tower::load(GIZML_TEST_DATA "/models/qwen3_5_vl/hf"));
+  auto fake = std::make_shared<ScriptModel>(static_cast<int64_t>(test.tokenizer->vocabSize()),
+                                            test.tokenizer->tokenToId("<|im_end|>"), tower->config().outHidden);
+  std::ifstream file(GIZML_SHARED_DATA "/templates/Qwen3.5-4B.jinja");
+  const llm::Model model(fake, test.tokenizer, std::string(std::istreambuf_iterator<char>(file), {}));
+  return {"seeing", model, model.engine(1, 256), tower};
+}
+
 struct Fixture {
   TestModel test;
   std::unique_ptr<ai::Server> server;
@@ -44,8 +59,10 @@ struct Fixture {
     ai::ServeOptions options;
     options.port = 0;
     options.requestTimeoutMs = 2000;
+    options.picturePixels = 65536;  // the tower's least: every picture reads in milliseconds
     std::vector<ai::Served> served;
     served.push_back(test.served("fake", 1, 96));  // a small context bounds each answer's length
+    served.push_back(seeing(test));
     std::vector<ai::ServedPainter> painters;
     painters.push_back({"tiny", test::zimage::pipeline(), 32});
     painters.push_back({"klein", test::klein::pipeline(), 32});

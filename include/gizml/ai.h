@@ -5,9 +5,10 @@
 // whole or streamed as Server-Sent Events. One scheduler thread per engine owns it: requests
 // from the connections queue, join the engine's slots as they free up and decode together.
 // POST /v1/images/generations and /v1/images/edits paint on image models (diffusion::ZImagePipeline,
-// diffusion::KleinPipeline), one thread each.
+// diffusion::KleinPipeline), one thread each. Chats show pictures to models with a vision tower.
 #include <gizml/diffusion.h>
 #include <gizml/llm.h>
+#include <gizml/vision.h>
 
 #include <cstddef>
 #include <memory>
@@ -19,11 +20,13 @@
 namespace gizml::ai {
 
 /// A model the server offers: the name requests give as "model", the model (tokenizer, chat
-/// template) and the engine that runs its requests (its slots and context).
+/// template) and the engine that runs its requests (its slots and context), and its vision tower
+/// when it has one (chats may then show pictures: image_url parts; else they are refused with 400).
 struct Served {
   std::string name;
   llm::Model model;
   llm::Engine engine;
+  std::shared_ptr<const vision::Tower> tower = nullptr;
 };
 
 /// A served image model's pipeline: Z-Image Turbo (text to image) or klein (text to image and
@@ -88,6 +91,8 @@ struct ServeOptions {
   std::vector<std::string> corsOrigins; // CORS: origins allowed to read answers ("*": any)
   std::string apiKey;                   // not empty: routes but /health need "Authorization: Bearer KEY"
   bool thinking = false;                // enable_thinking for requests without reasoning_effort
+  int64_t picturePixels = 1 << 20;      // a chat's pictures above this many pixels are scaled down
+                                        // to it (image::decode) before the vision tower sees them
 };
 
 /// The OpenAI API on engines: the first is the default model (the first painter the default image
@@ -96,7 +101,8 @@ struct ServeOptions {
 class Server {
  public:
   /// Takes connections on listener (options.host and port are not read). Throws gizml::Error
-  /// when there is no model or two share a name.
+  /// when there is no model, two share a name, a tower's rows are not its model's width, or
+  /// options.picturePixels is below 1.
   Server(std::vector<Served> models, std::vector<ServedPainter> painters, Listener listener, ServeOptions options = {});
   Server(std::vector<Served> models, Listener listener, ServeOptions options = {});
   /// On Listener(options.host, options.port): throws gizml::Error too when it cannot be bound.

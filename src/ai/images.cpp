@@ -194,19 +194,4 @@ ImageRequest parseEditRequest(const std::string& contentType, const std::string&
   return readRequest(body, targets, chatModels, true, std::move(pictures));
 }
 
-std::string base64(std::span<const uint8_t> bytes) {
-  static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t left = bytes.size() - i;
-    const uint32_t v = uint32_t{bytes[i]} << 16 | (left > 1 ? uint32_t{bytes[i + 1]} << 8 : 0) | (left > 2 ? bytes[i + 2] : 0);
-    out += digits[v >> 18 & 63];
-    out += digits[v >> 12 & 63];
-    out += left > 1 ? digits[v >> 6 & 63] : '=';
-    out += left > 2 ? digits[v & 63] : '=';
-  }
-  return out;
-}
-
 }  // namespace gizml::ai

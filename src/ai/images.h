@@ -2,13 +2,12 @@
 // POST /v1/images/generations and /v1/images/edits: OpenAI's requests read (prompt, model, size, n,
 // response_format, and as our extensions seed, upsample (BFL's prompt upsampler first) and layout,
 // FLUX 3's bounding boxes appended to the prompt by diffusion::fluxLayout; an edit's pictures from
-// its multipart form), and the answer's base64.
+// its multipart form).
 #include <gizml/diffusion.h>
 #include <gizml/image.h>
 
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -55,8 +54,5 @@ ImageRequest parseImageRequest(const std::string& body, const std::vector<ImageT
 /// pictures is refused (400, naming it). Throws ApiError.
 ImageRequest parseEditRequest(const std::string& contentType, const std::string& body,
                               const std::vector<ImageTarget>& targets, const std::vector<std::string>& chatModels);
-
-/// RFC 4648 base64 with padding.
-std::string base64(std::span<const uint8_t> bytes);
 
 }  // namespace gizml::ai

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "ai/message_content.h"
 #include "ai/request_fields.h"
 #include "core/json_input.h"
 
@@ -14,31 +15,6 @@ namespace gizml::ai {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// The text of a message's content: a string, or a list of {"type": "text", "text": ...} parts.
-std::string contentText(const Json& content, const std::string& param) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) bad(param, "expected a string or a list of text parts, got " + typeName(content));
-  std::string text;
-  for (size_t j = 0; j < content.size(); ++j) {
-    const Json& part = content[j];
-    const std::string at = param + "[" + std::to_string(j) + "]";
-    if (part.is_string()) {
-      if (!text.empty()) text += '\n';
-      text += part.get<std::string>();
-      continue;
-    }
-    if (!part.is_object()) bad(at, "expected a content part object, got " + typeName(part));
-    const auto type = part.find("type");
-    if (type == part.end() || !type->is_string()) bad(at + ".type", "is missing");
-    if (*type != "text") bad(at + ".type", "'" + type->get<std::string>() + "' parts are not supported (text only)");
-    const auto t = part.find("text");
-    if (t == part.end() || !t->is_string()) bad(at + ".text", "expected a string");
-    if (!text.empty()) text += '\n';
-    text += t->get<std::string>();
-  }
-  return text;
-}
 
 Json toolCallsOf(const Json& calls, const std::string& param) {
   if (!calls.is_array()) bad(param, "expected a list, got " + typeName(calls));
@@ -312,7 +288,8 @@ void readToolChoice(const Json& body, Generation& g) {
   }
 }
 
-Json normalizeMessages(const Json& messages) {
+// The messages as the template reads them; the pictures they show appended to `pictures`.
+Json normalizeMessages(const Json& messages, std::vector<PictureFile>& pictures) {
   if (!messages.is_array()) bad("messages", "expected a list of messages, got " + typeName(messages));
   if (messages.empty()) bad("messages", "is empty");
   Json out = Json::array();
@@ -334,7 +311,7 @@ Json normalizeMessages(const Json& messages) {
       if (r != "assistant") bad(at + ".content", "is required");
       message["content"] = "";
     } else {
-      message["content"] = contentText(*content, at + ".content");
+      message["content"] = messageContent(*content, at + ".content", r == "user", pictures);
     }
     if (r == "assistant") {
       if (hasCalls) message["tool_calls"] = toolCallsOf(m["tool_calls"], at + ".tool_calls");
@@ -359,6 +336,59 @@ Json normalizeMessages(const Json& messages) {
   return out;
 }
 
+// The chat template's variables: enable_thinking (the server's default, or reasoning_effort's),
+// reasoning_effort, and chat_template_kwargs.
+Json templateVariables(const Json& body, bool thinking) {
+  Json variables = {{"enable_thinking", thinking}};
+  if (const Json* kwargs = field(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) bad("chat_template_kwargs", "expected an object, got " + typeName(*kwargs));
+    for (const auto& [k, v] : kwargs->items()) variables[k] = v;
+  }
+  if (const Json* effort = field(body, "reasoning_effort")) {
+    if (!effort->is_string()) bad("reasoning_effort", "expected a string, got " + typeName(*effort));
+    const std::string e = effort->get<std::string>();
+    if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high")
+      bad("reasoning_effort", "'" + e + "' is not none, minimal, low, medium or high");
+    variables["enable_thinking"] = e != "none" && e != "minimal";
+    variables["reasoning_effort"] = e;
+  }
+  return variables;
+}
+
+llm::ChatTokens textChatTokens(const Target& target, const Json& messages, const Json& tools, const Json& variables) {
+  try {
+    return target.model->chatTokens(messages, tools, variables);
+  } catch (const Error&) {
+    // A template may refuse the prefixes chatTokens renders for its marks: the whole alone.
+  }
+  try {
+    return {target.model->tokenizer().encode(target.model->chatPrompt(messages, tools, variables), false), {}, 0};
+  } catch (const Error& e) {
+    bad("messages", std::string("the chat template of '") + target.name + "' failed: " + e.what());
+  }
+}
+
+// A chat that shows pictures: each through the model's vision tower, its rows in place of the
+// placeholder the template writes for it. Model::chatTokens takes no tools and no template
+// variables but enable_thinking with pictures: a request that needs them is refused, not cut short.
+llm::ChatTokens pictureChatTokens(const Target& target, const Json& messages, const std::vector<PictureFile>& files,
+                                  const Json& variables, bool tools, std::vector<llm::Picture>& pictures) {
+  if (!target.tower)
+    bad(files[0].param, "'" + target.name + "' reads no pictures (it was served without a vision tower)");
+  if (tools) bad("tools", "tools cannot be combined with pictures yet");
+  for (const auto& [key, value] : variables.items())
+    if (key != "enable_thinking" && key != "reasoning_effort")
+      bad("chat_template_kwargs", "'" + key + "': with pictures the template takes enable_thinking only");
+  const Json& thinking = variables["enable_thinking"];
+  if (!thinking.is_boolean()) bad("chat_template_kwargs", "enable_thinking: expected a boolean, got " + typeName(thinking));
+  pictures = towerPictures(files, *target.tower, target.picturePixels);
+  try {
+    return target.model->chatTokens(messages, pictures, thinking.get<bool>());
+  } catch (const Error& e) {
+    bad("messages", std::string("the chat template of '") + target.name + "' failed: " + e.what());
+  }
+}
+
 bool endsInThink(const Tokenizer& tokenizer, const std::vector<TokenId>& ids) {
   const size_t n = std::min<size_t>(ids.size(), 6);
   std::string tail = tokenizer.decode(std::span<const TokenId>(ids).last(n), false);
@@ -380,38 +410,17 @@ Generation parseGeneration(const std::string& text, bool chat, const std::vector
   if (chat) {
     if (!field(body, "messages")) bad("messages", "is required");
     if (field(body, "prompt")) bad("prompt", "is not a field of chat completions (use messages)");
-    const Json messages = normalizeMessages(body["messages"]);
-    Json variables = {{"enable_thinking", thinking}};
-    if (const Json* kwargs = field(body, "chat_template_kwargs")) {
-      if (!kwargs->is_object()) bad("chat_template_kwargs", "expected an object, got " + typeName(*kwargs));
-      for (const auto& [k, v] : kwargs->items()) variables[k] = v;
-    }
-    if (const Json* effort = field(body, "reasoning_effort")) {
-      if (!effort->is_string()) bad("reasoning_effort", "expected a string, got " + typeName(*effort));
-      const std::string e = effort->get<std::string>();
-      if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high")
-        bad("reasoning_effort", "'" + e + "' is not none, minimal, low, medium or high");
-      variables["enable_thinking"] = e != "none" && e != "minimal";
-      variables["reasoning_effort"] = e;
-    }
+    std::vector<PictureFile> pictures;
+    const Json messages = normalizeMessages(body["messages"], pictures);
+    const Json variables = templateVariables(body, thinking);
     if (const Json* tools = field(body, "tools")) g.tools = toolsOf(*tools);
     readToolChoice(body, g);
     // A template that writes no tools gets them (and earlier calls and results) as text.
     const bool generic = !target.writesTools;
     const Json prompted = generic ? genericToolMessages(messages, g.tools, g.toolChoice) : messages;
-    const Json templateTools = generic ? Json::array() : g.tools;
-    llm::ChatTokens tokens;
-    try {
-      tokens = target.model->chatTokens(prompted, templateTools, variables);
-    } catch (const Error&) {
-      // A template may refuse the prefixes chatTokens renders for its marks: the whole alone.
-      try {
-        tokens.ids = target.model->tokenizer().encode(target.model->chatPrompt(prompted, templateTools, variables), false);
-        tokens.ends.clear();
-      } catch (const Error& e2) {
-        bad("messages", std::string("the chat template of '") + target.name + "' failed: " + e2.what());
-      }
-    }
+    llm::ChatTokens tokens =
+        pictures.empty() ? textChatTokens(target, prompted, generic ? Json::array() : g.tools, variables)
+                         : pictureChatTokens(target, prompted, pictures, variables, !g.tools.empty(), g.request.pictures);
     g.request.prompt = std::move(tokens.ids);
     for (size_t end : tokens.ends)
       if (end > 0 && end <= g.request.prompt.size() && (g.request.marks.empty() || end > g.request.marks.back()))

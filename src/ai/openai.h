@@ -3,6 +3,7 @@
 // fault as OpenAI's do ({"error": {"message", "type", "param", "code"}}).
 #include <gizml/error.h>
 #include <gizml/llm.h>
+#include <gizml/vision.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,6 +38,8 @@ struct Target {
   int64_t context = 0;  // the engine's tokens per slot
   bool writesTools = true;  // its chat template takes tools (templateTakesTools; else: the generic prompt)
   int slots = 1;            // the engine's: at most this many choices (n) at once
+  const vision::Tower* tower = nullptr;  // shows a chat's pictures to the model; null: it reads none
+  int64_t picturePixels = 0;             // pictures above this many pixels are scaled down to it
 };
 
 /// The most choices a request may ask for (n).

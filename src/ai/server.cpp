@@ -14,6 +14,7 @@
 #include <random>
 
 #include "ai/access.h"
+#include "ai/base64.h"
 #include "ai/completion.h"
 #include "ai/error_response.h"
 #include "ai/fingerprint.h"
@@ -65,6 +66,7 @@ struct Server::Impl {
     int64_t context = 0;
     int slots = 1;
     std::string fingerprint;  // system_fingerprint
+    std::shared_ptr<const vision::Tower> tower;  // null: the chats show no pictures
   };
   ServeOptions options;
   std::string host;  // the listener's, for url()
@@ -218,8 +220,16 @@ Server::Server(std::vector<Served> served, Listener listener, ServeOptions optio
 Server::Server(std::vector<Served> served, std::vector<ServedPainter> painters, Listener listener, ServeOptions options)
     : impl_(std::make_unique<Impl>()) {
   check(!served.empty() || !painters.empty(), "serve: no models to serve");
+  check(options.picturePixels >= 1,
+        "serve: picturePixels is " + std::to_string(options.picturePixels) + ", below 1 (the pictures' pixel budget)");
   std::vector<std::string> names;
-  for (const Served& s : served) names.push_back(s.name);
+  for (const Served& s : served) {
+    if (s.tower && s.tower->config().outHidden != s.model.hiddenSize())
+      throw Error("serve: the vision tower of '" + s.name + "' gives rows of " +
+                  std::to_string(s.tower->config().outHidden) + " values, its model reads " +
+                  std::to_string(s.model.hiddenSize()));
+    names.push_back(s.name);
+  }
   for (const ServedPainter& p : painters) {
     check(p.maxSide >= 16, "serve: image model '" + p.name + "' has a largest side below 16");
     names.push_back(p.name);
@@ -241,12 +251,13 @@ Server::Server(std::vector<Served> served, std::vector<ServedPainter> painters, 
   t.maxPerClient = options.maxPerClient;
   Access access({options.corsOrigins, options.apiKey});
   for (Served& s : served) {
-    Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens(), s.engine.slots(), systemFingerprint(s.model)};
+    Impl::Entry e{s.name, s.model, nullptr, s.engine.maxTokens(), s.engine.slots(), systemFingerprint(s.model), s.tower};
     e.scheduler = std::make_unique<Scheduler>(std::move(s.engine));
     m.models.push_back(std::move(e));
   }
   for (const Impl::Entry& e : m.models) {
-    m.targets.push_back({e.name, &e.model, e.context, templateTakesTools(e.model), e.slots});
+    m.targets.push_back({e.name, &e.model, e.context, templateTakesTools(e.model), e.slots, e.tower.get(),
+                         options.picturePixels});
     m.chatNames.push_back(e.name);
   }
   for (ServedPainter& p : painters) {

@@ -54,12 +54,14 @@ class ScriptState : public llm::SequenceState {
 /// A model on a real tokenizer's vocabulary whose answers tests can predict. Without a script,
 /// it writes only ids 0..31 (Qwen3 spells them '!'..'@'), chosen by a wave over the tokens read
 /// (as tests/llm/fake_model.h), and ends its turn after endAfter tokens (never when negative).
-/// With a script, it writes the script's tokens and then ends its turn.
+/// With a script, it writes the script's tokens and then ends its turn. hidden: the width it
+/// claims (a vision tower's rows must have it); it reads no picture rows.
 class ScriptModel : public llm::LanguageModel {
  public:
-  ScriptModel(int64_t vocab, TokenId endOfTurn) : endOfTurn_(endOfTurn) {
+  ScriptModel(int64_t vocab, TokenId endOfTurn, int64_t hidden = 0) : endOfTurn_(endOfTurn) {
     config_.vocabSize = vocab;
     config_.maxPositions = 4096;
+    config_.hiddenSize = hidden;
   }
   const llm::ModelConfig& config() const override { return config_; }
   std::unique_ptr<llm::SequenceState> newState(int64_t maxTokens) const override {

@@ -362,7 +362,7 @@ TEST_F(ServerTest, BadRequestsNameWhatIsWrong) {
   EXPECT_EQ(role.param, "messages[0].role");
   const ApiFailure image = failure(post(port, "/v1/chat/completions",
       {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}}}}));
-  EXPECT_EQ(image.param, "messages[0].content[0].type");
+  EXPECT_EQ(image.param, "messages[0].content[0].image_url.url");  // tests/ai/pictures_test.cpp: pictures
   EXPECT_EQ(failure(post(port, "/v1/chat/completions", json::object())).param, "messages");
   EXPECT_EQ(failure(post(port, "/v1/completions", json::object())).param, "prompt");
 

@@ -3,6 +3,7 @@
 usage: openai_client_check.py GIZ BUILD_DIR REPO_ROOT
        openai_client_check.py GIZ BUILD_DIR REPO_ROOT --images MODEL_FOLDER
        openai_client_check.py GIZ BUILD_DIR REPO_ROOT --klein MODEL_FOLDER PICTURE
+       openai_client_check.py GIZ BUILD_DIR REPO_ROOT --vision FOLDER
 
 Converts scripts/default-model.sh's GGUF once into BUILD_DIR/real_models/smollm2_4bits (into a
 folder of its own, renamed into place, as tests/slow/real_model_test.cpp does), serves it on a
@@ -17,6 +18,12 @@ With --klein: serves the klein folder (the tiny one tests/CMakeLists.txt writes)
 checks images.generate and images.edit (one picture, and image[] of two) against `giz paint`'s
 pictures (--edit) for the same prompt and seed, and the client's error for an edit without
 a picture.
+With --vision: serves FOLDER/model (the tiny Qwen 3.5 with its vision tower, which test_ai's
+VisionServeFolder.Write puts there with picture.png and chat.json) and checks that
+chat.completions.create showing picture.png as an image_url data URL, in diffusers' upsampler chat,
+gives transformers' greedy answer (tests/reference/make_upsampler_vision_fixtures.py; its first
+4 tokens: giz serve's slot keeps to the model's trained 256 positions, the prompt takes 252) and
+prompt length, and the client's error for an https URL (the server fetches nothing).
 Exits 77 (CTest's skip) when the `openai` package or the model is not installed.
 """
 import json
@@ -275,7 +282,49 @@ def klein(giz, folder, picture):
         stop(server)
 
 
+def vision(giz, folder):
+    """chat.completions.create showing a picture as an image_url data URL: transformers' answer."""
+    import base64
+    try:
+        import openai
+    except ImportError:
+        skip("the openai package is not installed (pip install -r tests/reference/requirements.txt)")
+    with open(os.path.join(folder, "chat.json")) as f:
+        chat = json.load(f)
+    with open(os.path.join(folder, "picture.png"), "rb") as f:
+        picture = "data:image/png;base64," + base64.b64encode(f.read()).decode()
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    server = subprocess.Popen([giz, "serve", os.path.join(folder, "model"), "--name", "vl", "--port", "0",
+                               "--slots", "1", "--context", "512"], stdout=subprocess.PIPE, text=True)
+    try:
+        url, serving = served_url(server)
+        assert "pictures" in serving, serving
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        messages = [{"role": "system", "content": chat["system"]},
+                    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": picture}}]},
+                    {"role": "user", "content": chat["prompt"]}]
+        # The slot holds the model's trained 256 positions: the answer runs to their end.
+        answer = client.chat.completions.create(model="vl", messages=messages, max_tokens=12, temperature=0)
+        assert answer.choices[0].message.content == chat["answer"], (answer.choices[0].message.content, chat)
+        assert answer.usage.prompt_tokens == chat["prompt_tokens"], answer.usage
+        assert answer.choices[0].finish_reason == "length", answer.choices[0]
+        fetched = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                                                {"type": "text", "text": "What is it?"}]}]
+        try:
+            client.chat.completions.create(model="vl", messages=fetched, max_tokens=4)
+            raise AssertionError("an https picture was taken")
+        except openai.BadRequestError as e:
+            assert e.param == "messages[0].content[0].image_url.url" and "fetches no URLs" in str(e), e
+        print("openai client: a picture as an image_url data URL gives transformers' answer", repr(chat["answer"]),
+              "; an https URL refused")
+    finally:
+        stop(server)
+
+
 def main():
+    if len(sys.argv) == 6 and sys.argv[4] == "--vision":
+        vision(sys.argv[1], sys.argv[5])
+        return
     if len(sys.argv) == 7 and sys.argv[4] == "--klein":
         klein(sys.argv[1], sys.argv[5], sys.argv[6])
         return

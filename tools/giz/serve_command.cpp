@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "                 [--head-timeout 5] [--body-timeout 10] [--request-timeout 30] [--idle-timeout 60]\n"
     "                 [--max-connections 4096] [--max-per-client 256] [--bits 4] [--kv auto] [--pool TOKENS]\n"
     "                 [--prefill-budget on] [--device auto] [--image NAME=FOLDER ...] [--image-max-side 2048]\n"
-    "                 [--upsampler FOLDER]\n"
+    "                 [--upsampler FOLDER] [--picture-pixels 1048576]\n"
     "  MODEL: as for giz run (giz run --help), converted on first use;\n"
     "  each is served under its folder's name (or the --name given in its place); the first is the\n"
     "  default. --port 0 takes a free port. --think: thinking on unless a request's reasoning_effort\n"
@@ -40,6 +40,8 @@ constexpr const char* kUsage =
     "  /v1/images/generations, klein's on POST /v1/images/edits too (the first the default image model);\n"
     "  no MODEL is needed then. --image-max-side: larger sizes get 400. --upsampler: BFL's prompt\n"
     "  upsampler (a chat model of giz convert, as giz paint --upsample) for requests with \"upsample\": true.\n"
+    "  A MODEL with a vision tower (FOLDER/vision, kept by giz convert) reads pictures in chats (image_url\n"
+    "  parts, data: URLs); --picture-pixels: larger pictures are scaled down to this many pixels first.\n"
     "  Serves until SIGINT or SIGTERM.\n";
 
 int connectionCount(const std::string& flag, const std::string& text) {
@@ -84,6 +86,14 @@ std::string nameOf(const std::string& model) {
   return path.extension() == ".gguf" ? path.stem().string() : path.filename().string();
 }
 
+// The converted folder's vision tower (FOLDER/vision, kept by giz convert from a multimodal
+// source), or null when it has none.
+std::shared_ptr<const gizml::vision::Tower> towerOf(const std::string& folder) {
+  const fs::path vision = fs::path(folder) / "vision";
+  if (!fs::exists(vision / "config.json")) return nullptr;
+  return std::make_shared<const gizml::vision::Tower>(gizml::vision::Tower::load(vision.string()));
+}
+
 }  // namespace
 
 // ", KV pool of N tokens in M MiB" where the engine keeps one.
@@ -122,6 +132,7 @@ int serveCommand(int argc, char** argv) {
     else if (arg == "--image") images.push_back(argv[++i]);
     else if (arg == "--image-max-side") imageMaxSide = parseCount(arg, argv[++i]);
     else if (arg == "--upsampler") upsamplerFolder = argv[++i];
+    else if (arg == "--picture-pixels") options.picturePixels = parseCount(arg, argv[++i]);
     else if (arg == "--bits") bits = parseBits(argv[++i]);
     else if (arg == "--kv") load.kv = gizml::llm::KvFormat::parseSetting(argv[++i]);
     else if (arg == "--device") device = argv[++i];
@@ -151,6 +162,8 @@ int serveCommand(int argc, char** argv) {
   if (slots < 1) throw gizml::Error("--slots: " + std::to_string(slots) + " must be at least 1");
   if (context < 2) throw gizml::Error("--context: " + std::to_string(context) + " must be at least 2");
   if (maxBodyMb < 1) throw gizml::Error("--max-body-mb: " + std::to_string(maxBodyMb) + " must be at least 1");
+  if (options.picturePixels < 1)
+    throw gizml::Error("--picture-pixels: " + std::to_string(options.picturePixels) + " must be at least 1");
   options.maxBody = static_cast<size_t>(maxBodyMb) * 1024 * 1024;
   for (const std::string& origin : options.corsOrigins)
     if (origin.empty() || origin.find_first_of(" \t\r\n,") != std::string::npos)
@@ -159,7 +172,8 @@ int serveCommand(int argc, char** argv) {
 
   std::vector<gizml::ai::Served> served;
   for (size_t i = 0; i < models.size(); ++i) {
-    gizml::llm::Model model = loadOn(device, convertedFolder(models[i], bits), load);
+    const std::string folder = convertedFolder(models[i], bits);
+    gizml::llm::Model model = loadOn(device, folder, load);
     const int64_t trained = model.contextLength();
     const int64_t tokens = trained > 0 ? std::min(context, trained) : context;
     gizml::llm::Engine engine = model.engine(slots, tokens, pool);
@@ -168,7 +182,8 @@ int serveCommand(int argc, char** argv) {
     char took[32];
     std::snprintf(took, sizeof took, "%.2f s", warmed);
     std::cerr << "giz: " << (i < names.size() ? names[i] : nameOf(models[i])) << " warmed in " << took << "\n";
-    served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine)});
+    served.push_back({i < names.size() ? names[i] : nameOf(models[i]), std::move(model), std::move(engine),
+                      towerOf(folder)});
   }
 
   if (!upsamplerFolder.empty() && imageFolders.empty())
@@ -190,7 +205,7 @@ int serveCommand(int argc, char** argv) {
   std::vector<std::string> servedNames;
   for (const auto& s : served) servedNames.push_back(s.name + " (" + std::to_string(s.engine.slots()) + " slots of " +
                                                      std::to_string(s.engine.maxTokens()) + " tokens" +
-                                                     poolText(s.engine) + ")");
+                                                     poolText(s.engine) + (s.tower ? ", pictures" : "") + ")");
   for (const auto& p : painters) servedNames.push_back(p.name + " (images up to " + std::to_string(p.maxSide) + " a side)");
   gizml::ai::Server server =
       gizml::ai::serve(std::move(served), std::move(painters), gizml::ai::Listener(options.host, options.port), options);
