@@ -113,7 +113,9 @@ Patches patches(const image::Image& picture, const PatchConfig& config) {
             std::to_string(image::kMaxSide) + " pixels a side and 3 bytes a pixel");
   checkConfig(config);
   const int64_t p = config.patchSize, m = config.mergeSize, frames = config.temporalPatchSize;
-  const auto [height, width] = smartResize(picture.height, picture.width, p * m, config.minPixels, config.maxPixels);
+  // (Not a structured binding: clang 14 refuses to capture one in the lambda below.)
+  const std::pair<int64_t, int64_t> size = smartResize(picture.height, picture.width, p * m, config.minPixels, config.maxPixels);
+  const int64_t height = size.first, width = size.second;
   const image::Image resized = image::resize(picture, width, height, image::Filter::Bicubic);
   const std::vector<float> values = planes(resized, config);
 

@@ -268,7 +268,8 @@ llm::Picture Tower::picture(const Patches& in) const {
   tensor::Tensor x = (tensor::lazy(embedded) +
                       tensor::lazy(interpolatedPositions(positions_.data<float>(), side, c.hidden, g, coordinates)))
                          .eval();
-  const auto [cos, sin] = rotaryTables(coordinates, head, c.ropeTheta);
+  const std::pair<tensor::Tensor, tensor::Tensor> rotary = rotaryTables(coordinates, head, c.ropeTheta);
+  const tensor::Tensor &cos = rotary.first, &sin = rotary.second;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head));
   llm::Picture out{0, {}, g.t, g.h / merge, g.w / merge};
   for (size_t i = 0; i < blocks_.size(); ++i) {
