@@ -390,6 +390,9 @@ class Model {
   /// placeholders and the pictures differ in number, or the tokenizer has no placeholder.
   ChatTokens chatTokens(const nlohmann::ordered_json& messages, std::vector<Picture>& pictures,
                         bool thinking = false) const;
+  /// The same with the request's tools and template variables (as chatTokens above).
+  ChatTokens chatTokens(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                        const nlohmann::ordered_json& variables, std::vector<Picture>& pictures) const;
   /// The tokens that end a turn: eos and the template's end of an assistant message.
   const std::vector<TokenId>& endOfTurn() const { return endOfTurn_; }
   /// The longest sequence the model was trained for (config's max positions).

@@ -369,21 +369,14 @@ llm::ChatTokens textChatTokens(const Target& target, const Json& messages, const
 }
 
 // A chat that shows pictures: each through the model's vision tower, its rows in place of the
-// placeholder the template writes for it. Model::chatTokens takes no tools and no template
-// variables but enable_thinking with pictures: a request that needs them is refused, not cut short.
+// placeholder the template writes for it.
 llm::ChatTokens pictureChatTokens(const Target& target, const Json& messages, const std::vector<PictureFile>& files,
-                                  const Json& variables, bool tools, std::vector<llm::Picture>& pictures) {
+                                  const Json& tools, const Json& variables, std::vector<llm::Picture>& pictures) {
   if (!target.tower)
     bad(files[0].param, "'" + target.name + "' reads no pictures (it was served without a vision tower)");
-  if (tools) bad("tools", "tools cannot be combined with pictures yet");
-  for (const auto& [key, value] : variables.items())
-    if (key != "enable_thinking" && key != "reasoning_effort")
-      bad("chat_template_kwargs", "'" + key + "': with pictures the template takes enable_thinking only");
-  const Json& thinking = variables["enable_thinking"];
-  if (!thinking.is_boolean()) bad("chat_template_kwargs", "enable_thinking: expected a boolean, got " + typeName(thinking));
   pictures = towerPictures(files, *target.tower, target.picturePixels);
   try {
-    return target.model->chatTokens(messages, pictures, thinking.get<bool>());
+    return target.model->chatTokens(messages, tools, variables, pictures);
   } catch (const Error& e) {
     bad("messages", std::string("the chat template of '") + target.name + "' failed: " + e.what());
   }
@@ -420,7 +413,8 @@ Generation parseGeneration(const std::string& text, bool chat, const std::vector
     const Json prompted = generic ? genericToolMessages(messages, g.tools, g.toolChoice) : messages;
     llm::ChatTokens tokens =
         pictures.empty() ? textChatTokens(target, prompted, generic ? Json::array() : g.tools, variables)
-                         : pictureChatTokens(target, prompted, pictures, variables, !g.tools.empty(), g.request.pictures);
+                         : pictureChatTokens(target, prompted, pictures, generic ? Json::array() : g.tools, variables,
+                                             g.request.pictures);
     g.request.prompt = std::move(tokens.ids);
     for (size_t end : tokens.ends)
       if (end > 0 && end <= g.request.prompt.size() && (g.request.marks.empty() || end > g.request.marks.back()))

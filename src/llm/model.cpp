@@ -128,7 +128,12 @@ ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohm
 
 ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, std::vector<Picture>& pictures,
                              bool thinking) const {
-  const ChatTokens text = chatTokens(messages, thinking);
+  return chatTokens(messages, nlohmann::ordered_json::array(), {{"enable_thinking", thinking}}, pictures);
+}
+
+ChatTokens Model::chatTokens(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                             const nlohmann::ordered_json& variables, std::vector<Picture>& pictures) const {
+  const ChatTokens text = chatTokens(messages, tools, variables);
   const TokenId pad = tokenizer_->tokenToId("<|image_pad|>");
   check(pad >= 0, "chatTokens: the tokenizer has no <|image_pad|> token to place pictures at");
   const auto placeholders = static_cast<size_t>(std::count(text.ids.begin(), text.ids.end(), pad));

@@ -117,6 +117,24 @@ TEST_F(PicturesTest, AnswersAsTransformers) {
   for (const json& choice : both.json()["choices"]) EXPECT_EQ(choice["message"]["content"], visionCase()["answer"]);
 }
 
+// Tools and template variables go to the template with the pictures: Qwen3.5's add_vision_id
+// writes "Picture 1: " before the picture, its tools a system block.
+TEST_F(PicturesTest, ToolsAndTemplateVariablesWithPictures) {
+  const std::string png = dataUrl(casePictureFile());
+  const int64_t plain = post(port, "/v1/chat/completions", upsamplerChat(png)).json()["usage"]["prompt_tokens"];
+  json named = upsamplerChat(png);
+  named["chat_template_kwargs"] = {{"add_vision_id", true}};
+  const Response r = post(port, "/v1/chat/completions", named);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto picture1 = static_cast<int64_t>(model->tokenizer().encode("Picture 1: ", false).size());
+  EXPECT_EQ(r.json()["usage"]["prompt_tokens"], plain + picture1);
+  json tools = upsamplerChat(png);
+  tools["tools"] = {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}};
+  const Response withTools = post(port, "/v1/chat/completions", tools);
+  ASSERT_EQ(withTools.status, 200) << withTools.body;
+  EXPECT_GT(withTools.json()["usage"]["prompt_tokens"], plain);
+}
+
 // Above the pixel budget a picture is scaled down as image::decode does before the tower sees it.
 TEST_F(PicturesTest, ScalesPicturesToThePixelBudget) {
   ai::ServeOptions options;
@@ -194,14 +212,6 @@ TEST_F(PicturesTest, NamesEachBadPart) {
   for (int i = 0; i < 16; ++i) many["messages"][1]["content"].push_back(pictureItem(png));
   expectRefused(many, "messages[1].content[16]", "more than 16 pictures");
 
-  json tools = upsamplerChat(png);
-  tools["tools"] = {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}};
-  expectRefused(tools, "tools", "cannot be combined with pictures");
-  json kwargs = upsamplerChat(png);
-  kwargs["chat_template_kwargs"] = {{"add_vision_id", true}};
-  expectRefused(kwargs, "chat_template_kwargs", "'add_vision_id'");
-  kwargs["chat_template_kwargs"] = {{"enable_thinking", "yes"}};
-  expectRefused(kwargs, "chat_template_kwargs", "expected a boolean");
 
   // A user typing the placeholder makes the template's count of pictures disagree.
   json typed = upsamplerChat(png);
