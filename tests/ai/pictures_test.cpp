@@ -114,7 +114,9 @@ TEST_F(PicturesTest, AnswersAsTransformers) {
   two["messages"][1]["content"][0]["image_url"]["detail"] = "low";
   const Response both = post(port, "/v1/chat/completions", two);
   ASSERT_EQ(both.status, 200) << both.body;
-  for (const json& choice : both.json()["choices"]) EXPECT_EQ(choice["message"]["content"], visionCase()["answer"]);
+  const json choices = both.json()["choices"];  // (a copy: the loop would outlive the parsed body)
+  ASSERT_EQ(choices.size(), 2u);
+  for (const json& choice : choices) EXPECT_EQ(choice["message"]["content"], visionCase()["answer"]);
 }
 
 // Tools and template variables go to the template with the pictures: Qwen3.5's add_vision_id
