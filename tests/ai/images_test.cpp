@@ -45,12 +45,7 @@ struct ImagesTest : ::testing::Test {
   // A 400 whose OpenAI error names param and says `says`.
   void expectRefused(const json& body, const std::string& param, const std::string& says, int status = 400,
                      const std::string& path = "/v1/images/generations") {
-    const Response r = post(port, path, body);
-    EXPECT_EQ(r.status, status) << body.dump() << " -> " << r.body;
-    const json error = json::parse(r.body, nullptr, false)["error"];
-    EXPECT_EQ(error["type"], "invalid_request_error") << r.body;
-    EXPECT_EQ(error["param"], param) << r.body;
-    EXPECT_NE(error["message"].get<std::string>().find(says), std::string::npos) << r.body;
+    expectOpenAiError(port, path, body, param, says, status);
   }
 };
 

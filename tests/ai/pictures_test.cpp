@@ -79,12 +79,7 @@ struct PicturesTest : ::testing::Test {
 
   // A 400 with OpenAI's error shape whose param is `param` and whose message says `says`.
   void expectRefused(const json& body, const std::string& param, const std::string& says) {
-    const Response r = post(port, "/v1/chat/completions", body);
-    EXPECT_EQ(r.status, 400) << r.body;
-    const json error = json::parse(r.body, nullptr, false)["error"];
-    EXPECT_EQ(error["type"], "invalid_request_error") << r.body;
-    EXPECT_EQ(error["param"], param) << r.body;
-    EXPECT_NE(error["message"].get<std::string>().find(says), std::string::npos) << r.body;
+    expectOpenAiError(port, "/v1/chat/completions", body, param, says);
   }
 };
 

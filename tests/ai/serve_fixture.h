@@ -5,6 +5,7 @@
 #include <gizml/ai.h>
 #include <gizml/llm.h>
 #include <gizml/tensor.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -238,6 +239,18 @@ inline Response call(int port, const std::string& method, const std::string& pat
 
 inline Response post(int port, const std::string& path, const nlohmann::json& body) {
   return call(port, "POST", path, body.dump());
+}
+
+/// Expects POST path with body to give `status` with OpenAI's error object: an
+/// invalid_request_error whose param is `param` and whose message says `says`.
+inline void expectOpenAiError(int port, const std::string& path, const nlohmann::json& body, const std::string& param,
+                              const std::string& says, int status = 400) {
+  const Response r = post(port, path, body);
+  EXPECT_EQ(r.status, status) << body.dump() << " -> " << r.body;
+  const nlohmann::json error = nlohmann::json::parse(r.body, nullptr, false)["error"];
+  EXPECT_EQ(error["type"], "invalid_request_error") << r.body;
+  EXPECT_EQ(error["param"], param) << r.body;
+  EXPECT_NE(error["message"].get<std::string>().find(says), std::string::npos) << r.body;
 }
 
 /// Raw bytes to the server; what it answers before closing.

@@ -35,7 +35,6 @@ import os
 
 from PIL import Image
 import torch
-from safetensors.torch import save_file
 import transformers as tf
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 from diffusers.pipelines.flux2.image_processor import Flux2ImageProcessor
@@ -43,6 +42,7 @@ from diffusers.pipelines.flux2.pipeline_flux2 import UPSAMPLING_MAX_IMAGE_SIZE, 
 from diffusers.pipelines.flux2.system_messages import SYSTEM_MESSAGE_UPSAMPLING_I2I
 
 import make_model_fixtures as lm
+import make_zimage_pipeline_fixtures as zimage
 import make_vision_fixtures as vision
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -123,21 +123,6 @@ def greedy(model, ids, pixels, used, special):
     return out
 
 
-def save(model, used, folder):
-    os.makedirs(folder, exist_ok=True)
-    config = model.config.to_dict()
-    config["architectures"] = ["Qwen3_5ForConditionalGeneration"]
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
-    embed_name = "model.language_model.embed_tokens.weight"
-    state = model.state_dict()
-    tensors = {k: v.to(torch.bfloat16).contiguous() for k, v in state.items() if k not in (embed_name, "lm_head.weight")}
-    tensors["embed_ids"] = torch.tensor(used, dtype=torch.int64)
-    tensors["embed_rows"] = state[embed_name][used].to(torch.bfloat16).contiguous()
-    save_file(tensors, os.path.join(folder, "weights.safetensors"))
-
-
 def main():
     torch.set_num_threads(1)
     tok = tf.AutoTokenizer.from_pretrained(os.path.join(SHARED, "tokenizers", "qwen3"))
@@ -162,7 +147,8 @@ def main():
         with torch.no_grad():
             full = model.generate(**inputs_of(model, ids, pixels), max_new_tokens=NEW_TOKENS, do_sample=False)
         assert full[0, len(ids):].tolist() == g, (full[0, len(ids):].tolist(), g)
-    save(model, used, os.path.join(OUT, "upsampler_vl_tiny"))
+    zimage.save_text_encoder(model, used, os.path.join(OUT, "upsampler_vl_tiny"), "Qwen3_5ForConditionalGeneration",
+                             "model.language_model.embed_tokens.weight")
     out = [{"prompt": p, "pictures": f, "grid": grid, "tokens": ids, "generated": g, "answer": a.strip()}
            for (p, f), (ids, _, grid), g, a in zip(CASES, cases, generated, answers)]
     with open(os.path.join(OUT, "upsampler_vl_case.json"), "w") as f:

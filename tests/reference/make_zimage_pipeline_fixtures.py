@@ -86,18 +86,18 @@ def text_encoder(used_ids, gen, config=TEXT_CONFIG):
     return model
 
 
-def save_text_encoder(encoder, used, folder):
-    """folder/config.json and folder/weights.safetensors: the tensors, BF16, the embedding as its
-    used rows (embed_ids, embed_rows)."""
+def save_text_encoder(encoder, used, folder, architecture="Qwen3ForCausalLM", embed_name="model.embed_tokens.weight"):
+    """folder/config.json and folder/weights.safetensors: the tensors, BF16, the embedding
+    (embed_name) as its used rows (embed_ids, embed_rows); no lm_head (the tests tie it)."""
     os.makedirs(folder, exist_ok=True)
     config = encoder.config.to_dict()
-    config["architectures"] = ["Qwen3ForCausalLM"]
+    config["architectures"] = [architecture]
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")
     tensors = {k: v.to(torch.bfloat16).contiguous() for k, v in encoder.state_dict().items()
-               if k not in ("model.embed_tokens.weight", "lm_head.weight")}
-    embed = encoder.state_dict()["model.embed_tokens.weight"]
+               if k not in (embed_name, "lm_head.weight")}
+    embed = encoder.state_dict()[embed_name]
     tensors["embed_ids"] = torch.tensor(used, dtype=torch.int64)
     tensors["embed_rows"] = embed[used].to(torch.bfloat16).contiguous()
     save_file(tensors, os.path.join(folder, "weights.safetensors"))
