@@ -91,8 +91,6 @@ class Tower {
   /// of its placeholder tokens. Patches of another width, or a grid whose sides are not
   /// multiples of mergeSize, are a gizml::Error.
   tensor::Tensor encode(const Patches& patches) const;
-  /// encode(vision::patches(picture, config().patches)).
-  tensor::Tensor encode(const image::Image& picture) const;
   /// The picture as a language model's prompt reads it: its rows, their grid (the patches' over
   /// mergeSize) and deepstack rows, `first` 0 (Model::chatTokens places it).
   llm::Picture picture(const image::Image& picture) const;

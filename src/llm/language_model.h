@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "llm/model_config.h"
@@ -165,5 +166,11 @@ std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& weights,
 std::vector<int64_t> stageCounts(int64_t layers, const std::vector<uint64_t>& freeBytes);
 /// The bytes of a converted model's stored tensors (what a GPU's copy of its layers is bounded by).
 uint64_t weightBytes(const ConvertedModel& weights);
+
+/// A picture's grid, rows and deepstack rows as a model of this config reads them: each side
+/// 1 .. 2^20 and at most 2^24 rows (bounds before any product, so outside values cannot
+/// overflow), rows F32 [t h w, hidden], at most one deepstack tensor a layer, each of the rows'
+/// shape; an Error starting with `what` otherwise. Where the rows go is the caller's to check.
+void checkPicture(const Picture& p, const ModelConfig& config, const std::string& what);
 
 }  // namespace gizml::llm

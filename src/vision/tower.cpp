@@ -243,8 +243,6 @@ tensor::Tensor Tower::merged(const Merger& m, const tensor::Tensor& x) const {
   return netops::affine(netops::affine(normed, m.fc1W, m.fc1B).gelu(), m.fc2W, m.fc2B);
 }
 
-tensor::Tensor Tower::encode(const image::Image& picture) const { return encode(patches(picture, config_.patches)); }
-
 tensor::Tensor Tower::encode(const Patches& in) const { return picture(in).rows; }
 
 llm::Picture Tower::picture(const image::Image& picture) const { return this->picture(patches(picture, config_.patches)); }

@@ -58,22 +58,9 @@ void Engine::Impl::validatePictures(const Request& r) const {
   for (size_t i = 0; i < r.pictures.size(); ++i) {
     const Picture& p = r.pictures[i];
     const std::string what = "request: picture " + std::to_string(i) + ": ";
-    // (Divisions: the product of sides from outside could overflow.)
-    check(p.t > 0 && p.h > 0 && p.w > 0 && p.t <= n && p.h <= n / p.t && p.w <= n / (p.t * p.h),
-          what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) +
-              " rows, which the prompt's " + std::to_string(n) + " tokens cannot hold");
+    checkPicture(p, model->config(), what);
     const int64_t rows = p.t * p.h * p.w;
-    check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, model->config().hiddenSize},
-          what + "rows " + tensor::shapeText(p.rows.shape()) + " " + dtypeName(p.rows.dtype()) + ", expected F32 [" +
-              std::to_string(rows) + ", " + std::to_string(model->config().hiddenSize) + "]");
-    check(static_cast<int64_t>(p.deepstack.size()) <= model->config().numLayers,
-          what + std::to_string(p.deepstack.size()) + " deepstack rows for the model's " +
-              std::to_string(model->config().numLayers) + " layers");
-    for (const tensor::Tensor& d : p.deepstack)
-      check(d.dtype() == DType::F32 && d.shape() == p.rows.shape(),
-            what + "deepstack rows " + tensor::shapeText(d.shape()) + ", expected its rows' F32 " +
-                tensor::shapeText(p.rows.shape()));
-    check(p.first >= end && p.first + rows <= n,
+    check(p.first >= end && p.first <= n - rows,
           what + "tokens " + std::to_string(p.first) + " to " + std::to_string(p.first + rows) +
               " are not within the prompt's " + std::to_string(n) + " tokens after the pictures before it");
     end = p.first + rows;

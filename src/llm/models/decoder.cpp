@@ -184,19 +184,8 @@ void DecoderModel::checkPictures(const Feed& feed, const std::string& where) con
   for (size_t i = 0; i < feed.pictures.size(); ++i) {
     const Picture& p = feed.pictures[i];
     const std::string what = where + "picture " + std::to_string(i) + ": ";
-    const auto side = [](int64_t v) { return v > 0 && v <= (int64_t{1} << 20); };
-    check(side(p.t) && side(p.h) && side(p.w) && p.t * p.h * p.w <= (int64_t{1} << 24),
-          what + "a grid of " + std::to_string(p.t) + " x " + std::to_string(p.h) + " x " + std::to_string(p.w) + " rows");
+    checkPicture(p, config_, what);
     const int64_t rows = p.t * p.h * p.w;
-    check(p.rows.dtype() == DType::F32 && p.rows.shape() == tensor::Shape{rows, config_.hiddenSize},
-          what + "rows " + tensor::shapeText(p.rows.shape()) + " " + dtypeName(p.rows.dtype()) + ", expected F32 [" +
-              std::to_string(rows) + ", " + std::to_string(config_.hiddenSize) + "]");
-    check(static_cast<int64_t>(p.deepstack.size()) <= config_.numLayers,
-          what + std::to_string(p.deepstack.size()) + " deepstack rows for " + std::to_string(config_.numLayers) + " layers");
-    for (const Tensor& d : p.deepstack)
-      check(d.dtype() == DType::F32 && d.shape() == p.rows.shape(),
-            what + "deepstack rows " + tensor::shapeText(d.shape()) + ", expected its rows' F32 " +
-                tensor::shapeText(p.rows.shape()));
     check(p.first < n && p.first + rows > 0 && p.first >= end,
           what + "its rows from token " + std::to_string(p.first) + " do not fall in the feed's " + std::to_string(n) +
               " tokens after the pictures before it");
