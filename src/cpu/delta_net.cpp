@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
 #include "cpu/gemm.h"
+#include "cpu/layer_rows.h"
 
 namespace gizml::cpu::delta {
 namespace {
@@ -37,17 +38,21 @@ void mix(const Heads& h, int64_t kernel, const float* qkv, const float* b, const
   }
 
   const float queryScale = 1.0f / std::sqrt(static_cast<float>(h.keyDim));
-  for (int64_t t = 0; t < rows; ++t) {
-    l2normalize(mixed.data() + t * channels, h.keyHeads, h.keyDim, h.keyDim, queryScale);
-    l2normalize(mixed.data() + t * channels + keyWidth, h.keyHeads, h.keyDim, h.keyDim, 1.0f);
-  }
   beta.resize(static_cast<size_t>(rows * h.valueHeads));
   g.resize(beta.size());
-  for (int64_t i = 0; i < rows * h.valueHeads; ++i) {
-    const int64_t head = i % h.valueHeads;
-    beta[static_cast<size_t>(i)] = sigmoid(b[i]);
-    g[static_cast<size_t>(i)] = decayRate[head] * softplus(a[i] + dtBias[head]);
-  }
+  // Pointers, not the thread_local vectors: inside the workers those names are the workers' own.
+  float *rowsOut = mixed.data(), *betas = beta.data(), *decays = g.data();
+  forEachRow(rows, channels, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      l2normalize(rowsOut + t * channels, h.keyHeads, h.keyDim, h.keyDim, queryScale);
+      l2normalize(rowsOut + t * channels + keyWidth, h.keyHeads, h.keyDim, h.keyDim, 1.0f);
+      for (int64_t head = 0; head < h.valueHeads; ++head) {
+        const int64_t i = t * h.valueHeads + head;
+        betas[i] = sigmoid(b[i]);
+        decays[i] = decayRate[head] * softplus(a[i] + dtBias[head]);
+      }
+    }
+  });
   if (rows == 1)
     recurrent(h, mixed.data(), beta.data(), g.data(), rows, memory, o);
   else

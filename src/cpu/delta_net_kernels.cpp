@@ -10,6 +10,7 @@
 
 #include "cpu/elementwise-inl.h"
 #include "cpu/delta_net.h"
+#include "cpu/layer_rows.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gizml::cpu::delta {
@@ -37,13 +38,14 @@ float Dot(const float* HWY_RESTRICT x, const float* HWY_RESTRICT y, int64_t n) {
   return sum;
 }
 
-void ConvSilu(const float* HWY_RESTRICT held, const float* HWY_RESTRICT x, const float* HWY_RESTRICT taps,
-              int64_t rows, int64_t channels, int64_t kernel, float* HWY_RESTRICT out) {
+// Output rows [t0, t1) of convSilu.
+void ConvSilu(const float* HWY_RESTRICT held, const float* HWY_RESTRICT x, const float* HWY_RESTRICT taps, int64_t t0,
+              int64_t t1, int64_t channels, int64_t kernel, float* HWY_RESTRICT out) {
   const D d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t nHeld = kernel - 1;
   auto input = [&](int64_t r) { return r < nHeld ? held + r * channels : x + (r - nHeld) * channels; };
-  for (int64_t t = 0; t < rows; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     float* o = out + t * channels;
     int64_t c = 0;
     for (; c + lanes <= channels; c += lanes) {
@@ -147,7 +149,9 @@ HWY_EXPORT(GatedNorm);
 
 void convSilu(const float* held, const float* x, const float* taps, int64_t rows, int64_t channels, int64_t kernel,
               float* out) {
-  HWY_DYNAMIC_DISPATCH(ConvSilu)(held, x, taps, rows, channels, kernel, out);
+  forEachRow(rows, channels * kernel, [&](int64_t t0, int64_t t1) {
+    HWY_DYNAMIC_DISPATCH(ConvSilu)(held, x, taps, t0, t1, channels, kernel, out);
+  });
 }
 void l2normalize(float* x, int64_t count, int64_t stride, int64_t n, float scale) {
   HWY_DYNAMIC_DISPATCH(L2Normalize)(x, count, stride, n, scale);
@@ -157,7 +161,9 @@ void step(float* s, const float* q, const float* k, const float* v, float decay,
   HWY_DYNAMIC_DISPATCH(Step)(s, q, k, v, decay, beta, dk, dv, o);
 }
 void gatedNorm(float* o, const float* z, const float* w, int64_t count, int64_t n, float eps) {
-  HWY_DYNAMIC_DISPATCH(GatedNorm)(o, z, w, count, n, eps);
+  forEachRow(count, n, [&](int64_t r0, int64_t r1) {
+    HWY_DYNAMIC_DISPATCH(GatedNorm)(o + r0 * n, z + r0 * n, w, r1 - r0, n, eps);
+  });
 }
 }  // namespace gizml::cpu::delta
 #endif

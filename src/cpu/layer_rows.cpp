@@ -9,13 +9,12 @@
 #include "cpu/elementwise.h"
 
 namespace gizml::cpu {
-namespace {
-
-// `rows` items of `width` floats each over the pool, about kFloatsPerPart floats a part.
 void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& body) {
   constexpr int64_t kFloatsPerPart = 16384;
   core::parallelFor(rows, std::max<int64_t>(1, kFloatsPerPart / std::max<int64_t>(1, width)), body);
 }
+
+namespace {
 
 // The rotation's cosines and sines at `position` (or pair i at positions[i]), once for a row's
 // query and key heads (libm's sin and cos in double: their pair per frequency was half of the
@@ -84,23 +83,31 @@ void gatedActivation(float* gate, const float* up, int64_t n, GateActivation act
 }
 
 void sigmoidGate(float* x, const float* gate, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+  forEachRow(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+  });
 }
 
 void softcap(float* x, int64_t n, float cap) {
-  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+  forEachRow(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] = cap * std::tanh(x[i] / cap);
+  });
 }
 
 void scaleRows(float* x, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+  forEachRow(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] *= s;
+  });
 }
 
 void splitRuns(const float* both, int64_t runs, int64_t width, float* first, float* second) {
-  for (int64_t r = 0; r < runs; ++r) {
-    const float* from = both + r * 2 * width;
-    std::copy(from, from + width, first + r * width);
-    std::copy(from + width, from + 2 * width, second + r * width);
-  }
+  forEachRow(runs, 2 * width, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* from = both + r * 2 * width;
+      std::copy(from, from + width, first + r * width);
+      std::copy(from + width, from + 2 * width, second + r * width);
+    }
+  });
 }
 
 void gatherRows(const float* x, const int64_t* ids, int64_t count, int64_t width, float* out) {

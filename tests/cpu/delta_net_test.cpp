@@ -56,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, DeltaStepTest,
                                            std::pair<int64_t, int64_t>{33, 77}, std::pair<int64_t, int64_t>{5, 3}));
 
 TEST(DeltaKernels, ConvSiluReadsTheHeldRowsThenTheNewOnes) {
-  const int64_t rows = 5, channels = 37, kernel = 4, held = kernel - 1;
+  // 300 rows: parts of about 16,384 floats' work go to the pool's threads (110 rows each here).
+  const int64_t rows = 300, channels = 37, kernel = 4, held = kernel - 1;
   const std::vector<float> before = randomValues(static_cast<size_t>(held * channels), 5);
   const std::vector<float> x = randomValues(static_cast<size_t>(rows * channels), 6);
   const std::vector<float> taps = randomValues(static_cast<size_t>(kernel * channels), 7, 0.5f);
@@ -89,7 +90,7 @@ TEST(DeltaKernels, L2NormalizeScalesEachRunToTheGivenLength) {
 }
 
 TEST(DeltaKernels, GatedNormIsRmsNormTimesWeightTimesSiluOfTheGate) {
-  const int64_t count = 4, n = 27;
+  const int64_t count = 1500, n = 27;  // parts of 606 runs over the pool's threads
   const float eps = 1e-6f;
   std::vector<float> o = randomValues(static_cast<size_t>(count * n), 9);
   const std::vector<float> before = o, z = randomValues(o.size(), 10), w = randomValues(static_cast<size_t>(n), 11);
