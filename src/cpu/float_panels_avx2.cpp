@@ -39,6 +39,7 @@ void product(const void* panel, int64_t panelElems, int64_t k, const float* x, i
       for (int g = 0; g < G; ++g) acc[r][g][0] = acc[r][g][1] = _mm256_setzero_ps();
     const int64_t k1 = k0 + kGemmKc < k ? k0 + kGemmKc : k;
     for (int64_t p = k0; p < k1; ++p) {
+      for (int g = 0; g < G; ++g) prefetchAhead<T == DType::F32 ? 4 : 2>(panel, g, panelElems, p);
       __m256 w[G][2];
       for (int g = 0; g < G; ++g) {
         w[g][0] = load8<T>(panel, g * panelElems + p * kFloatPanelRows);

@@ -45,6 +45,7 @@ void product(const void* panel, int64_t k, const float* x, int64_t ldx, float* o
       for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
     const int64_t k1 = k0 + kGemmKc < k ? k0 + kGemmKc : k;
     for (int64_t p = k0; p < k1; ++p) {
+      for (int g = 0; g < G; ++g) prefetchAhead<T == DType::F32 ? 4 : 2>(panel, g, panelElems, p);
       __m512 w[G];
       for (int g = 0; g < G; ++g) w[g] = load16<T>(panel, g * panelElems + p * kFloatPanelRows);
       for (int r = 0; r < M; ++r) {
