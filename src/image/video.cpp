@@ -1,5 +1,5 @@
-// image::writeVideo's checks and its two outputs: an MP4 through FFmpeg's libraries (mp4.cpp),
-// or, in a build without them, PNG frames and a WAV file.
+// image::writeVideo's checks and its two outputs: an MP4 through FFmpeg's libraries (the MP4
+// module, mp4_module.cpp), or, in a build without them, PNG frames and a WAV file.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>

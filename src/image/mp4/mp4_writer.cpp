@@ -1,7 +1,10 @@
 // MP4 files through FFmpeg's libraries (libavcodec's encoders, libavformat's muxer, libswscale's
 // RGB to YUV): H.264 by libx264, or libavcodec's own MPEG-4 Part 2 where it lacks libx264, and
 // AAC by libavcodec's own encoder. docs/architecture.md, "Dependencies", says why.
-#if GIZML_HAVE_FFMPEG
+//
+// Built as its own module (libgizml_mp4.so), which image::writeVideo loads at its first video
+// (mp4_module.cpp): linked into every program, FFmpeg's libraries and the 100 they need came to
+// 18 MiB of resident memory at the start of each (`giz --version`: 30 MiB against 11).
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -17,7 +20,9 @@ extern "C" {
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 
+#include "image/mp4_module.h"
 #include "image/video.h"
 
 namespace gizml::image {
@@ -263,15 +268,13 @@ void encode(AVFormatContext* file, std::span<const Image> frames, double fps, co
   checkAv(av_write_trailer(file), "finishing " + std::string(file->url));
 }
 
-}  // namespace
-
-std::string mp4Contents() {
+std::string contents() {
   const AVCodec* codec = videoEncoder();
   return codec != nullptr && std::string(codec->name) == "libx264" ? "MP4 (H.264 by libx264, AAC)"
                                                                    : "MP4 (MPEG-4 Part 2 by libavcodec, AAC)";
 }
 
-void writeMp4(const std::string& path, std::span<const Image> frames, double fps, const Audio& audio) {
+void write(const std::string& path, std::span<const Image> frames, double fps, const Audio& audio) {
   quietFfmpeg();
   AVFormatContext* raw = nullptr;
   checkAv(avformat_alloc_output_context2(&raw, nullptr, "mp4", path.c_str()), "libavformat's MP4 writer");
@@ -287,5 +290,33 @@ void writeMp4(const std::string& path, std::span<const Image> frames, double fps
   }
 }
 
+}  // namespace
+
+// The module's entry points (mp4_module.h): no exception crosses into the program.
+extern "C" __attribute__((visibility("default"))) bool gizml_mp4_write(const std::string& path,
+                                                                      std::span<const Image> frames, double fps,
+                                                                      const Audio& audio, std::string& error) noexcept {
+  try {
+    write(path, frames, fps, audio);
+    return true;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) bool gizml_mp4_contents(std::string& contents,
+                                                                         std::string& error) noexcept {
+  try {
+    contents = gizml::image::contents();
+    return true;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+}
+
+static_assert(std::is_same_v<decltype(gizml_mp4_write), Mp4Write> &&
+              std::is_same_v<decltype(gizml_mp4_contents), Mp4Contents>);
+
 }  // namespace gizml::image
-#endif
