@@ -217,4 +217,34 @@ void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
   });
 }
 
+void parallelSpans(int64_t tasks, const std::function<void(int64_t)>& body) {
+  const int64_t spans = std::min<int64_t>(threadCount(), tasks);
+  if (spans <= 1 || insideWorker || tasks > 0xffffffff) {  // (a span's ends are 32-bit halves of a word)
+    for (int64_t t = 0; t < tasks; ++t) body(t);
+    return;
+  }
+  // Each span's tasks not yet taken, [front, back), in one word: taken from the front by the
+  // span's own thread and from the back by the others.
+  struct alignas(64) Span {
+    std::atomic<uint64_t> open;
+  };
+  std::vector<Span> open(static_cast<size_t>(spans));
+  for (int64_t s = 0; s < spans; ++s)
+    open[static_cast<size_t>(s)].open.store(uint64_t(tasks * s / spans) << 32 | uint64_t(tasks * (s + 1) / spans));
+  const auto take = [](Span& span, bool fromFront) -> int64_t {
+    uint64_t range = span.open.load();
+    for (;;) {
+      const uint64_t front = range >> 32, back = range & 0xffffffffu;
+      if (front >= back) return -1;
+      const uint64_t next = fromFront ? (front + 1) << 32 | back : front << 32 | (back - 1);
+      if (span.open.compare_exchange_weak(range, next)) return static_cast<int64_t>(fromFront ? front : back - 1);
+    }
+  };
+  parallelTasks(spans, [&](int64_t mine) {
+    for (int64_t t; (t = take(open[static_cast<size_t>(mine)], true)) >= 0;) body(t);
+    for (int64_t k = 1; k < spans; ++k)
+      for (int64_t t; (t = take(open[static_cast<size_t>((mine + k) % spans)], false)) >= 0;) body(t);
+  });
+}
+
 }  // namespace gizml::core

@@ -1,4 +1,4 @@
-// core/thread_pool.h: every task runs exactly once, on whichever thread takes it, through many
+// core/thread_pool.h: every task runs exactly once (parallelTasks and parallelSpans), on whichever thread takes it, through many
 // jobs in a row (workers then spinning), after pauses long enough for them to sleep, from two
 // calling threads at once, with errors rethrown to the caller and nested calls run inline.
 #include "core/thread_pool.h"
@@ -30,6 +30,33 @@ void expectEachTaskOnce(int64_t tasks) {
 
 TEST(ThreadPool, EveryTaskRunsOnce) {
   for (int64_t tasks : {0, 1, 2, 3, 7, 64, 1000}) expectEachTaskOnce(tasks);
+}
+
+TEST(ThreadPool, ParallelSpansRunsEveryTaskOnce) {
+  for (int64_t tasks : {0, 1, 2, 3, 7, 64, 1000}) {
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(tasks));
+    core::parallelSpans(tasks, [&](int64_t t) { runs[static_cast<size_t>(t)].fetch_add(1); });
+    for (int64_t t = 0; t < tasks; ++t) ASSERT_EQ(runs[static_cast<size_t>(t)].load(), 1) << "task " << t << " of " << tasks;
+  }
+}
+
+TEST(ThreadPool, ParallelSpansLeaveASlowThreadsLastTasksToTheOthers) {
+  if (core::threadCount() < 2) GTEST_SKIP() << "one thread";
+  // Task 0 (the first of the first span) waits until another thread has run that span's last
+  // task, which only a thread taking the others' tasks from the back can do.
+  const int64_t tasks = 64, lastOfFirst = tasks / core::threadCount() - 1;
+  std::atomic<bool> stolen{false};
+  std::vector<std::atomic<int>> runs(static_cast<size_t>(tasks));
+  core::parallelSpans(tasks, [&](int64_t t) {
+    if (t == 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!stolen.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (t == lastOfFirst && t != 0) stolen.store(true);
+    runs[static_cast<size_t>(t)].fetch_add(1);
+  });
+  EXPECT_TRUE(stolen.load()) << "no thread took task " << lastOfFirst << " while task 0 waited";
+  for (int64_t t = 0; t < tasks; ++t) ASSERT_EQ(runs[static_cast<size_t>(t)].load(), 1) << "task " << t;
 }
 
 TEST(ThreadPool, ParallelForCoversTheRangeInPiecesOfAtLeastTheGrain) {
