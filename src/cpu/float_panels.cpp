@@ -135,12 +135,12 @@ void floatPanelsMatmul(DType t, const uint8_t* packed, int64_t out, int64_t in, 
   if (rows <= kFewRows) {
     const int64_t groups = (panels + kFloatPanelGroup - 1) / kFloatPanelGroup;
     const FloatPanelKernel kernel = bestFloatPanelKernel();
-    core::parallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t p = g * kFloatPanelGroup, first = p * width;
-        productBy(kernel, t, packed + p * panelBytes, std::min(kFloatPanelGroup, panels - p), in, x, in, rows, y + first,
-                  out, std::min(kFloatPanelGroup * width, out - first));
-      }
+    // Each thread a contiguous span of groups first (neighbouring panels on one thread), then the
+    // others' last ones: a thread slowed by the rest of the machine leaves its share to the others.
+    core::parallelSpans(groups, [&](int64_t g) {
+      const int64_t p = g * kFloatPanelGroup, first = p * width;
+      productBy(kernel, t, packed + p * panelBytes, std::min(kFloatPanelGroup, panels - p), in, x, in, rows, y + first,
+                out, std::min(kFloatPanelGroup * width, out - first));
     });
     return;
   }
