@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 #include "ai/base64.h"
 #include "ai/request_fields.h"
@@ -106,6 +107,11 @@ Json messageContent(const Json& content, const std::string& param, bool user, st
 
 std::vector<llm::Picture> towerPictures(const std::vector<PictureFile>& files, const vision::Tower& tower,
                                         int64_t maxPixels) {
+  // One request's pictures at a time: a picture is decoded whole before it is scaled down (up to
+  // image::kMaxPixels, 768 MiB of RGB), so requests decoding at once would add those up; the
+  // tower runs on the shared thread pool either way.
+  static std::mutex oneAtATime;
+  const std::lock_guard lock(oneAtATime);
   std::vector<llm::Picture> out;
   for (const PictureFile& file : files) {
     const std::string param = file.param + ".image_url.url";

@@ -32,7 +32,8 @@ nlohmann::ordered_json messageContent(const nlohmann::ordered_json& content, con
 
 /// The pictures as the tower's rows, in order: each file decoded by image::decode (PNG or JPEG,
 /// told by its bytes; one above maxPixels scaled down as decode does), then tower.picture.
-/// A file that is no picture the tower reads is an ApiError naming its URL.
+/// A file that is no picture the tower reads is an ApiError naming its URL. One call at a time
+/// in a process (the others wait), which bounds the memory of the pictures being decoded.
 std::vector<llm::Picture> towerPictures(const std::vector<PictureFile>& files, const vision::Tower& tower,
                                         int64_t maxPixels);
 

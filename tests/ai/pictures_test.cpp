@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
+#include <vector>
 
 #include "ai/base64.h"
 #include "diffusion/upsampler_tiny.h"
@@ -112,6 +114,20 @@ TEST_F(PicturesTest, AnswersAsTransformers) {
   const json choices = both.json()["choices"];  // (a copy: the loop would outlive the parsed body)
   ASSERT_EQ(choices.size(), 2u);
   for (const json& choice : choices) EXPECT_EQ(choice["message"]["content"], visionCase()["answer"]);
+}
+
+// Requests with pictures at once: each decodes its pictures in turn (towerPictures takes one call
+// at a time) and answers as alone.
+TEST_F(PicturesTest, RequestsWithPicturesAtOnce) {
+  const json chat = upsamplerChat(dataUrl(casePictureFile()));
+  std::vector<Response> answers(4);
+  std::vector<std::thread> clients;
+  for (Response& answer : answers) clients.emplace_back([&] { answer = post(port, "/v1/chat/completions", chat); });
+  for (std::thread& client : clients) client.join();
+  for (const Response& r : answers) {
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["choices"][0]["message"]["content"], visionCase()["answer"]);
+  }
 }
 
 // Tools and template variables go to the template with the pictures: Qwen3.5's add_vision_id
