@@ -49,12 +49,12 @@ Module load() {
     m.write = reinterpret_cast<Mp4Write*>(dlsym(handle, "gizml_mp4_write"));
     m.contents = reinterpret_cast<Mp4Contents*>(dlsym(handle, "gizml_mp4_contents"));
     if (m.write != nullptr && m.contents != nullptr) return m;
+    m.write = nullptr;
+    m.contents = nullptr;
     m.failure = file.string() + " lacks the module's entry points";
     dlclose(handle);
   }
   if (m.failure.empty()) m.failure = std::string(kMp4ModuleFile) + " is neither beside the program nor in " + GIZML_MP4_MODULE_DIR;
-  m.write = nullptr;
-  m.contents = nullptr;
   return m;
 }
 
