@@ -82,6 +82,22 @@ HWY_INLINE void PrefetchBytes(const void* at, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(at) + b);
 }
 
+// Calls tile.template operator()<N>(at) over the whole vectors of [0, n): tiles of Nv vectors
+// while they fit, then of 4, 2 and 1, so that a row narrower than Nv vectors still takes wide
+// tiles (SmolLM2's 64 dimensions against AVX-512's 3-row tile of 6 x 16 lanes ran as four 1-vector
+// passes). A lane's sum does not depend on its tile. Returns where the whole vectors end.
+template <int Nv, class Tile>
+HWY_INLINE int64_t ForEachTile(int64_t lanes, int64_t n, const Tile& tile) {
+  int64_t at = 0;
+  for (; at + Nv * lanes <= n; at += Nv * lanes) tile.template operator()<Nv>(at);
+  if constexpr (Nv > 4)
+    if (at + 4 * lanes <= n) tile.template operator()<4>(at), at += 4 * lanes;
+  if constexpr (Nv > 2)
+    if (at + 2 * lanes <= n) tile.template operator()<2>(at), at += 2 * lanes;
+  for (; at + lanes <= n; at += lanes) tile.template operator()<1>(at);
+  return at;
+}
+
 // Stores v's first `valid` lanes (all where valid >= lanes).
 HWY_INLINE void StoreFirst(D d, V v, float* to, int64_t valid) {
   if (valid >= static_cast<int64_t>(hn::Lanes(d))) hn::StoreU(v, d, to);
@@ -128,12 +144,11 @@ void ScoreRows(D d, const float* q, int64_t ldq, const E* x, int64_t stride, int
       for (int64_t k = 0; k < depth; ++k) sums[r] += q[r * ldq + k];
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   const auto rowBytes = [&](int64_t t) { return prefetch && t == 0 ? count * static_cast<int64_t>(sizeof(E)) : 0; };
-  int64_t t = 0;
-  constexpr int Nv = kTileVectors<R>;
-  for (; t + Nv * lanes <= count; t += Nv * lanes)
+  const auto tile = [&]<int Nv>(int64_t t) {
     ScoreTile<E, R, Nv>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo, rowBytes(t));
-  for (; t < count; t += lanes)  // the last positions: whole vectors read, their first lanes stored
-    ScoreTile<E, R, 1>(d, q, ldq, sums, x, stride, depth, t, count, scales, offsets, out, ldo, rowBytes(t));
+  };
+  const int64_t t = ForEachTile<kTileVectors<R>>(lanes, count, tile);
+  if (t < count) tile.template operator()<1>(t);  // the last positions: a whole vector read, its first lanes stored
 }
 
 template <class E>
@@ -214,14 +229,10 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
   const auto restBytes = [&](int64_t d0, int64_t n) {
     return d0 == 0 ? (width - n * lanes) * static_cast<int64_t>(sizeof(E)) : 0;
   };
-  int64_t d0 = 0;
-  constexpr int Nv = kTileVectors<R>;
-  for (; d0 + Nv * lanes <= width; d0 += Nv * lanes)
-    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate, prefetch,
-                          restBytes(d0, Nv));
-  for (; d0 + lanes <= width; d0 += lanes)
-    ContextTile<E, R, 1>(d, p, ldp, x, stride, count, scales, bias, d0, out, ldo, accumulate, prefetch,
-                         restBytes(d0, 1));
+  int64_t d0 = ForEachTile<kTileVectors<R>>(lanes, width, [&]<int Nv>(int64_t at) {
+    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, at, out, ldo, accumulate, prefetch,
+                          restBytes(at, Nv));
+  });
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
