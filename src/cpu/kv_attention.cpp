@@ -38,33 +38,17 @@ int64_t firstKeyRead(const AttentionShape& s, int64_t position) {
 }
 
 // Each row's probabilities over its own keys (causal, in its window, before keyEnd when that is
-// set) from its scores, in place; zeros elsewhere. The exponentials are expShifted's (SIMD, the
-// same bits on every target) and the sum runs in kSumLanes chains over the row's own keys, so a
-// row's bits do not depend on the block it is in; one chain through libm's expf was a quarter of
-// a 2k-token context's decode step.
+// set) from its scores, in place; zeros elsewhere. scaledSoftmax's bits do not depend on the
+// block a row is in (one chain through libm's expf was a quarter of a 2k-token context's decode
+// step; a scalar loop for the maximum and sums, a sixth).
 void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys, int64_t first, int64_t step,
                  int64_t k0, int64_t keyEnd) {
-  constexpr int64_t kSumLanes = 16;
   for (int64_t i = 0; i < m; ++i) {
     float* p = scores + i * keys;
     const int64_t position = first + i * step, lo = windowStart(s, position) - k0;
     const int64_t hi = (keyEnd > 0 ? std::min(position + 1, keyEnd) : position + 1) - k0;
-    float top = -std::numeric_limits<float>::infinity();
-    for (int64_t j = lo; j < hi; ++j) {
-      p[j] *= s.scale;
-      top = std::max(top, p[j]);
-    }
-    expShifted(p + lo, hi - lo, top);
-    float lanes[kSumLanes] = {};
-    int64_t j = lo;
-    for (; j + kSumLanes <= hi; j += kSumLanes)
-      for (int64_t l = 0; l < kSumLanes; ++l) lanes[l] += p[j + l];
-    for (; j < hi; ++j) lanes[(j - lo) % kSumLanes] += p[j];
-    float sum = 0.0f;
-    for (float lane : lanes) sum += lane;
-    const float inv = 1.0f / sum;
+    scaledSoftmax(p + lo, hi - lo, s.scale);
     std::fill(p, p + lo, 0.0f);
-    for (j = lo; j < hi; ++j) p[j] *= inv;
     std::fill(p + hi, p + keys, 0.0f);
   }
 }

@@ -1,4 +1,4 @@
-// expShifted and weightedRows (cpu/softmax_rows.h), written once with Highway and compiled for each x86
+// expShifted, scaledSoftmax and weightedRows (cpu/softmax_rows.h), written once with Highway and compiled for each x86
 // target; the dispatcher picks the best one the CPU supports at run time.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/softmax_rows_simd.cpp"
@@ -7,7 +7,9 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 
 #include "cpu/gz_exp-inl.h"
 #include "cpu/softmax_rows.h"
@@ -27,6 +29,40 @@ void ExpShifted(float* w, int64_t n, float m) {
   std::copy(w + i, w + n, rest);
   hn::Store(GzExp(d, hn::Sub(hn::Load(d, rest), shift)), d, rest);
   std::copy(rest, rest + (n - i), w + i);
+}
+
+void ScaledSoftmax(float* p, int64_t n, float scale) {
+  // Registers of at most kSumChains lanes, so that the chains are the same on every target.
+  const hn::CappedTag<float, kSumChains> d;
+  constexpr size_t kRegisters = kSumChains / hn::MaxLanes(hn::CappedTag<float, kSumChains>());
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  static_assert(kSumChains % hn::MaxLanes(hn::CappedTag<float, kSumChains>()) == 0);
+  const auto s = hn::Set(d, scale);
+  auto top = hn::Set(d, -std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    const auto x = hn::Mul(hn::LoadU(d, p + j), s);
+    hn::StoreU(x, d, p + j);
+    top = hn::Max(top, x);
+  }
+  float highest = hn::GetLane(hn::MaxOfLanes(d, top));
+  for (; j < n; ++j) highest = std::max(highest, p[j] *= scale);
+  ExpShifted(p, n, highest);
+  // Chain c adds p[c], p[c + kSumChains], ...: kSumChains whole lanes at a time, then the rest
+  // (the lanes past it add zeros, exact).
+  std::array<decltype(top), kRegisters> sums;
+  for (auto& sum : sums) sum = hn::Zero(d);
+  for (j = 0; j + kSumChains <= n; j += kSumChains)
+    for (size_t r = 0; r < kRegisters; ++r) sums[r] = hn::Add(sums[r], hn::LoadU(d, p + j + r * lanes));
+  HWY_ALIGN float chains[kSumChains] = {};
+  std::copy(p + j, p + n, chains);
+  for (size_t r = 0; r < kRegisters; ++r)
+    hn::Store(hn::Add(sums[r], hn::Load(d, chains + r * lanes)), d, chains + r * lanes);
+  float total = 0.0f;
+  for (const float chain : chains) total += chain;
+  const float inv = 1.0f / total;
+  for (j = 0; j + lanes <= n; j += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, p + j), hn::Set(d, inv)), d, p + j);
+  for (; j < n; ++j) p[j] *= inv;
 }
 
 void WeightedRows(float* acc, int64_t e, float c, const float* w, int64_t n, const float* v, int64_t ldv) {
@@ -72,9 +108,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace gizml::cpu {
 HWY_EXPORT(ExpShifted);
+HWY_EXPORT(ScaledSoftmax);
 HWY_EXPORT(WeightedRows);
 
 void expShifted(float* w, int64_t n, float m) { HWY_DYNAMIC_DISPATCH(ExpShifted)(w, n, m); }
+
+void scaledSoftmax(float* p, int64_t n, float scale) { HWY_DYNAMIC_DISPATCH(ScaledSoftmax)(p, n, scale); }
 
 void weightedRows(float* acc, int64_t e, float c, const float* w, int64_t n, const float* v, int64_t ldv) {
   HWY_DYNAMIC_DISPATCH(WeightedRows)(acc, e, c, w, n, v, ldv);

@@ -1,7 +1,7 @@
 // netops' attention and GroupNorm steps as SIMD kernels (cpu/softmax_rows.h, cpu/norm_act.h) on
 // every target this CPU runs, bit for bit against the scalar steps they stand for: gz_exp
-// (netops/exp_log.h) over its whole range and its edges, the chains of fmas of the weighted value
-// rows, the normalised channel's affine and SiLU.
+// (netops/exp_log.h) over its whole range and its edges, the cached attention's softmax, the
+// chains of fmas of the weighted value rows, the normalised channel's affine and SiLU.
 #include "cpu/norm_act.h"
 #include "cpu/softmax_rows.h"
 
@@ -86,6 +86,41 @@ TEST_F(SoftmaxTargets, WeightedRowsAreTheChainsOfFmas) {
           expectSame(want[static_cast<size_t>(x)], acc[static_cast<size_t>(x)],
                      std::string(hwy::TargetName(target)) + " e " + std::to_string(e) + " column " + std::to_string(x));
       }
+  }
+}
+
+TEST_F(SoftmaxTargets, ScaledSoftmaxIsTheScalarSteps) {
+  std::mt19937 gen(21);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const int64_t n : {1, 5, 15, 16, 17, 40, 100, 257}) {
+      std::vector<float> scores(static_cast<size_t>(n) + 1);
+      for (float& a : scores) a = normal(gen);
+      scores[static_cast<size_t>(n / 2)] = 30.0f;  // one far above the others
+      const float scale = 0.125f;
+      // As the header says: scaled, the maximum, gz_exp of the difference, 16 chains of the sum
+      // added in order, then the inverse of the sum times each.
+      std::vector<float> want(scores.begin(), scores.begin() + n);
+      float top = -std::numeric_limits<float>::infinity();
+      for (float& a : want) top = std::max(top, a *= scale);
+      float chains[kSumChains] = {};
+      for (int64_t j = 0; j < n; ++j) {
+        float& a = want[static_cast<size_t>(j)];
+        a = gz_exp(a - top);
+        chains[j % kSumChains] += a;
+      }
+      float sum = 0.0f;
+      for (const float chain : chains) sum += chain;
+      const float inv = 1.0f / sum;
+      for (float& a : want) a *= inv;
+      std::vector<float> got(scores);
+      scaledSoftmax(got.data(), n, scale);
+      EXPECT_EQ(got.back(), scores.back()) << "wrote past n";
+      for (int64_t j = 0; j < n; ++j)
+        expectSame(want[static_cast<size_t>(j)], got[static_cast<size_t>(j)],
+                   std::string(hwy::TargetName(target)) + " n " + std::to_string(n) + " at " + std::to_string(j));
+    }
   }
 }
 
