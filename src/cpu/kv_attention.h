@@ -2,10 +2,12 @@
 // A sequence's keys and values on the CPU, and causal attention over them.
 //
 // Layout of one layer, a page of positions at a time (llm/ops/kv_pool.h owns the memory): values
-// are rows, [positions, kvHeads, headDim]; keys are columns, [kvHeads, headDim, positions]: the
+// are rows, [kvHeads, positions, headDim]; keys are columns, [kvHeads, headDim, positions]: the
 // scores q K^T then read K^T as a row-major matrix, streamed in place for a decode step (keys as
 // rows had to be transposed into sgemm's panels on every step, a quarter of a long context's
-// decode time), page by page. Each in
+// decode time), page by page. A head's keys and its values are each one run of memory in a page,
+// which a head's attention reads front to back (values as [positions, kvHeads, headDim] left a
+// head's rows apart: SmolLM2's 128 bytes out of every 384). Each in
 // F32, F16 or BF16 elements, or in codes of 8, 4 or 2 bits (cpu/kv_codes.h: a scale and an
 // offset per head and token), packed along the rows (a key column's positions, a value row's
 // dimensions), low bits first. Attention reads them as stored, elements and codes alike, by the
@@ -59,7 +61,7 @@ inline constexpr int64_t kKvPageTokens = 256;
 
 /// One layer of one sequence's cache, laid out as above page by page: a page of keys is
 /// [kvHeads, headDim, kKvPageTokens] (ranges [kvHeads, kKvPageTokens, 2]), a page of values
-/// [kKvPageTokens, kvHeads, headDim] (ranges [kKvPageTokens, kvHeads, 2]); the sides hold the
+/// [kvHeads, kKvPageTokens, headDim] (ranges the same as the keys'); the sides hold the
 /// pool's pages one after another, and the sequence's page table says which are its own.
 struct KvLayer {
   KvSide keys, values;

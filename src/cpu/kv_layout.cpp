@@ -47,7 +47,7 @@ Page keyPage(const KvLayer& l, int64_t page) {
 }
 
 Page valuePage(const KvLayer& l, int64_t page) {
-  const int64_t bytes = P * l.kvHeads * kvRowBytes(l.values, l.headDim), ranges = P * l.kvHeads * 2;
+  const int64_t bytes = l.kvHeads * P * kvRowBytes(l.values, l.headDim), ranges = l.kvHeads * P * 2;
   return {l.values.data + page * bytes, l.values.ranges ? l.values.ranges + page * ranges : nullptr};
 }
 
@@ -111,12 +111,12 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
         const auto size = static_cast<int64_t>(dtypeSize(layer.keys.dtype));
         writeElements(columns + offset * size, keyRow / size, layer.keys.dtype, k, dim);
       }
-      // Values: the head's row at (offset, h) of the page.
+      // Values: the head's row at (h, offset) of the page.
       const float* v = values + r * stride + h * dim;
-      uint8_t* row = vp.data + (offset * heads + h) * valueRow;
+      uint8_t* row = vp.data + (h * P + offset) * valueRow;
       if (layer.values.bits > 0) {
         const CodeRange range = codeValues(prepared(layer.values, v), dim, layer.values.bits, codes.data());
-        uint16_t* at = vp.ranges + (offset * heads + h) * 2;
+        uint16_t* at = vp.ranges + (h * P + offset) * 2;
         at[0] = range.scale, at[1] = range.offset;
         for (int64_t d = 0; d < dim; ++d) writeCode(row, d, layer.values.bits, codes[d]);
       } else {
@@ -140,18 +140,18 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
 
 namespace {
 
-// The scales and offsets of `count` stored pairs `step` pairs apart, as floats, zeros after them up
-// to kKvLanes (the score kernel reads whole vectors). The halves widened together (F16C where
-// the CPU has it), then taken apart.
-void widenRanges(const uint16_t* pairs, int64_t step, int64_t count, KvScratch& scratch) {
+// The scales and offsets of `count` consecutive stored pairs as floats, zeros after them up to
+// kKvLanes (the score kernel reads whole vectors). The halves widened together (F16C where the
+// CPU has it), then taken apart.
+void widenRanges(const uint16_t* pairs, int64_t count, KvScratch& scratch) {
   const auto padded = static_cast<size_t>((count + kKvLanes - 1) / kKvLanes * kKvLanes);
-  scratch.halves.resize(static_cast<size_t>(((count - 1) * step + 1) * 2));
-  loadF32(DType::F16, pairs, 1, static_cast<int64_t>(scratch.halves.size()), scratch.halves.data());
+  scratch.halves.resize(static_cast<size_t>(count * 2));
+  loadF32(DType::F16, pairs, 1, count * 2, scratch.halves.data());
   scratch.scales.assign(padded, 0.0f);
   scratch.offsets.assign(padded, 0.0f);
-  for (int64_t j = 0; j < count; ++j) {
-    scratch.scales[static_cast<size_t>(j)] = scratch.halves[static_cast<size_t>(j * step * 2)];
-    scratch.offsets[static_cast<size_t>(j)] = scratch.halves[static_cast<size_t>(j * step * 2 + 1)];
+  for (size_t j = 0; j < static_cast<size_t>(count); ++j) {
+    scratch.scales[j] = scratch.halves[j * 2];
+    scratch.offsets[j] = scratch.halves[j * 2 + 1];
   }
 }
 
@@ -174,7 +174,7 @@ HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t c
     return {{columns + offset * size, P, elementsOf(side)}, nullptr, nullptr};
   }
   check(side.bits > 0, "keyBlock: keys as elements are read from a page's start");
-  widenRanges(page.ranges + (kvHead * P + offset) * 2, 1, count, scratch);
+  widenRanges(page.ranges + (kvHead * P + offset) * 2, count, scratch);
   if (side.bits == 8 && offset + padded <= P)
     return {{columns + offset, row, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
   scratch.codes.assign(static_cast<size_t>(dim * padded), 0);
@@ -184,17 +184,17 @@ HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t c
 
 HeadRows valueBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch) {
   const KvSide& side = layer.values;
-  const int64_t heads = layer.kvHeads, dim = layer.headDim, row = kvRowBytes(side, dim), at = (first % P) * heads + kvHead;
+  const int64_t dim = layer.headDim, row = kvRowBytes(side, dim), at = kvHead * P + first % P;
   const Page page = valuePage(layer, layer.pages[first / P]);
   if (side.bits == 0) {
     const int64_t size = static_cast<int64_t>(dtypeSize(side.dtype));
-    return {{page.data + at * row, heads * row / size, elementsOf(side)}, nullptr, nullptr};
+    return {{page.data + at * row, row / size, elementsOf(side)}, nullptr, nullptr};
   }
-  widenRanges(page.ranges + at * 2, heads, count, scratch);
-  if (side.bits == 8) return {{page.data + at * row, heads * row, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
+  widenRanges(page.ranges + at * 2, count, scratch);
+  if (side.bits == 8) return {{page.data + at * row, row, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
   scratch.codes.resize(static_cast<size_t>(count * dim));
   for (int64_t j = 0; j < count; ++j)
-    unpackCodes(page.data + (at + j * heads) * row, side.bits, 0, dim, scratch.codes.data() + j * dim);
+    unpackCodes(page.data + (at + j) * row, side.bits, 0, dim, scratch.codes.data() + j * dim);
   return {{scratch.codes.data(), dim, KvElements::Codes}, scratch.scales.data(), scratch.offsets.data()};
 }
 

@@ -32,7 +32,7 @@ void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
 void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in);
 
-/// One layer's pages on the GPU: keys [pages, kvHeads, headDim, P] and values [pages, P, kvHeads,
+/// One layer's pages on the GPU: keys [pages, kvHeads, headDim, P] and values [pages, kvHeads, P,
 /// headDim] of F32, F16 or BF16, and a sequence's page table (its device address: int32 pages).
 struct KvPages {
   Tensor keys, values;
