@@ -67,15 +67,18 @@ HWY_INLINE float Scalar(E x) {
 template <class E>
 constexpr bool kCoded = std::is_same_v<E, uint8_t>;
 
-// Rows a tile's loop asks for ahead of its loads. A page's rows are 256 positions (keys) or a
-// token's heads (values) apart, and a tile reads a few cache lines of each: strides the hardware's
-// prefetchers follow late. The first tile over a row asks for all of it, so that the tiles after
-// it (narrower ones: more rows) find it near; only the first group of rows asks (a prefill's
-// blocks of 32 rows find the page near for the groups after it). On a Zen 5 thread, an ad-hoc
-// loop over 28 layers' F16 caches of 512 positions: scores and context of 2 rows read 15-18 and
-// 17-22 GB/s with no prefetch, 31-33 and 20-21 with these; of 4 rows 11 and 9 -> 23 and 12
-// (docs/benchmarks.md).
+// Rows a tile's loop asks for ahead of its loads, at least. A page's key rows are 256 positions
+// apart and a tile reads a few cache lines of each: strides the hardware's prefetchers follow
+// late. The first tile over a row asks for all of it, so that the tiles after it (narrower ones:
+// more rows) find it near; only the first group of rows asks (a prefill's blocks of 32 rows find
+// the page near for the groups after it). On a Zen 5 thread, an ad-hoc loop over 28 layers' F16
+// caches of 512 positions: scores and context of 2 rows read 15-18 and 17-22 GB/s with no
+// prefetch, 31-33 and 20-21 with these; of 4 rows 11 and 9 -> 23 and 12 (docs/benchmarks.md).
 constexpr int64_t kPrefetchRows = 8;
+// The context's rows (a head's values, one run of memory) are asked for at least this many
+// bytes ahead: 8 of SmolLM2's 128-byte rows were 1 KiB, too near (one thread's decode at depth
+// 2,048: 188-197 tok/s, 208-211 with 4 KiB, 197-209 with 8).
+constexpr int64_t kContextAheadBytes = 4096;
 
 // Asks for the `bytes` from `at` (whole cache lines) to be brought in; no architectural effect.
 HWY_INLINE void PrefetchBytes(const void* at, int64_t bytes) {
@@ -183,7 +186,7 @@ void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, i
 template <class E, int R, int Nv>
 HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, const float* scales,
                             const float* bias, int64_t d0, float* out, int64_t ldo, bool accumulate,
-                            bool prefetch, int64_t restBytes) {
+                            int64_t ahead, int64_t restBytes) {
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][Nv];
   for (int r = 0; r < R; ++r)
@@ -195,9 +198,9 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
     if (!any) continue;  // masked for every row: it would add exact zeros
     const E* row = x + t * stride + d0;
     // The tile's own bytes (a constant count: its loop unrolled), then the rest of the row.
-    if (prefetch) {
-      PrefetchBytes(row + kPrefetchRows * stride, Nv * lanes * static_cast<int64_t>(sizeof(E)));
-      if (restBytes > 0) PrefetchBytes(row + kPrefetchRows * stride + Nv * lanes, restBytes);
+    if (ahead > 0) {
+      PrefetchBytes(row + ahead, Nv * lanes * static_cast<int64_t>(sizeof(E)));
+      if (restBytes > 0) PrefetchBytes(row + ahead + Nv * lanes, restBytes);
     }
     V c[Nv];
     for (int j = 0; j < Nv; ++j) c[j] = LoadAsFloats(d, row + j * lanes);
@@ -225,12 +228,15 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
       bias[r] = sum;
     }
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  // Elements from a row to the one its tile asks for (none: no prefetch).
+  const int64_t rowBytes = stride * static_cast<int64_t>(sizeof(E));
+  const int64_t ahead = prefetch ? std::max(kPrefetchRows, kContextAheadBytes / rowBytes) * stride : 0;
   // Bytes of the row past a first tile of n vectors.
   const auto restBytes = [&](int64_t d0, int64_t n) {
     return d0 == 0 ? (width - n * lanes) * static_cast<int64_t>(sizeof(E)) : 0;
   };
   int64_t d0 = ForEachTile<kTileVectors<R>>(lanes, width, [&]<int Nv>(int64_t at) {
-    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, at, out, ldo, accumulate, prefetch,
+    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, at, out, ldo, accumulate, ahead,
                           restBytes(at, Nv));
   });
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
