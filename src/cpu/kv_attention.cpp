@@ -53,6 +53,13 @@ void softmaxRows(const AttentionShape& s, float* scores, int64_t m, int64_t keys
   }
 }
 
+// Asks for the first bytes of a page's rows before they are read (the page after the one being
+// read: pages lie apart, so the prefetch ahead within a page's rows starts late on each).
+void prefetchStart(const HeadRows& rows) {
+  constexpr int kBytes = 4096;
+  for (int b = 0; b < kBytes; b += 64) __builtin_prefetch(static_cast<const char*>(rows.rows.data) + b);
+}
+
 // Attention of m query rows of A (lda apart; row i at position first + i * step) over the keys
 // and values from k0 on (keys of them) into C's rows. A page's scores are its own columns of one
 // product's; its part of the context is added after those before it.
@@ -62,12 +69,14 @@ void attendRows(const AttentionShape& s, const float* a, int64_t m, int64_t lda,
   float* scores = w.scores.data();
   size_t page = 0;
   forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
+    if (page + 1 < w.keys.pages.size()) prefetchStart(w.keys.pages[page + 1]);
     const HeadRows& k = w.keys.pages[page++];
     kvScores(a, m, lda, k.rows, s.headDim, count, k.scales, k.offsets, scores + (from - k0), keys);
   });
   softmaxRows(s, scores, m, keys, first, step, k0, keyEnd);
   page = 0;
   forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
+    if (page + 1 < w.values.pages.size()) prefetchStart(w.values.pages[page + 1]);
     const HeadRows& v = w.values.pages[page];
     kvContext(scores + (from - k0), m, keys, v.rows, count, s.headDim, v.scales, v.offsets, c, ldc, page++ > 0);
   });
