@@ -17,14 +17,18 @@
 // kGemmKc are a page's.
 //
 // Attention runs over runs of consecutive query rows (each run one sequence's rows of a pass: a
-// prefill, a decode step, drafts), by blocks of query rows: a block's scores against every key it
-// may see are one product over stored values per page (cpu/kv_products.h), the softmax runs over
-// each row's own keys (causal, and the sliding window if any), and the context is another product
-// per page, the pages' parts added in order. Every row, alone or in a block of 32, goes through
-// this one path, so its context is the same bits whatever the rows beside it
-// (docs/architecture.md, "Batch invariance"): the products' sums per element do not depend on
-// their shape, masked keys add exact zeros, and a block's keys start at a page's first position,
-// so that a row's sums over keys break into the same pages in any block of rows.
+// prefill, a decode step, drafts) page by page, as flash attention does by blocks of keys: a row's
+// part of a page is the largest of its scaled scores there (one product over stored values per
+// page, cpu/kv_products.h), the sum of its weights e^(score - that) over its own keys (causal,
+// and the sliding window if any) and their weighted sum of value rows (another product); the
+// parts of a row's pages are merged in page order, each rescaled to the larger maximum. Blocks of
+// 32 rows merge as they go; a decode step's row splits its pages over the threads and the last to
+// finish merges them, so that a model with one KV head still uses both threads. Every row, alone
+// or in a block, makes the same parts and the same merges, so its context is the same bits
+// whatever the rows beside it and the threads (docs/architecture.md, "Batch invariance"): the
+// products' sums per element do not depend on their shape, masked keys add exact zeros, and a
+// block's keys start at a page's first position, so that a row's keys break into the same pages
+// in any block of rows.
 #include <gizml/dtype.h>
 
 #include <algorithm>
@@ -107,6 +111,11 @@ HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t c
 /// Its values for those positions, [count, headDim], likewise.
 HeadRows valueBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch);
 
+/// Asks for the first bytes of head kvHead's keys and of its values in the page holding
+/// `position`, to be read soon (pages lie apart: the prefetch within a page's rows starts late on
+/// each); no architectural effect.
+void prefetchPageStart(const KvLayer& layer, int64_t kvHead, int64_t position);
+
 struct AttentionShape {
   int64_t heads, kvHeads, headDim;
   float scale;         // of the scores: 1/sqrt(headDim), or Gemma's query_pre_attn_scalar
@@ -125,7 +134,8 @@ struct AttentionRun {
   int64_t keyEnd = 0;
 };
 
-/// The context rows of every run, in parallel over the runs' KV heads and blocks of rows.
+/// The context rows of every run, in parallel over the runs' KV heads and blocks of rows (a
+/// decode step's: its pages).
 void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape& s);
 
 }  // namespace gizml::cpu

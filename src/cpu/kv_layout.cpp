@@ -162,6 +162,17 @@ KvElements elementsOf(const KvSide& side) {
 
 }  // namespace
 
+void prefetchPageStart(const KvLayer& layer, int64_t kvHead, int64_t position) {
+  constexpr int64_t kBytes = 4096;
+  const int64_t page = layer.pages[position / P];
+  const uint8_t* keys = keyPage(layer, page).data + kvHead * layer.headDim * kvRowBytes(layer.keys, P);
+  const uint8_t* values = valuePage(layer, page).data + kvHead * P * kvRowBytes(layer.values, layer.headDim);
+  for (int64_t b = 0; b < kBytes; b += 64) {
+    __builtin_prefetch(keys + b);
+    __builtin_prefetch(values + b);
+  }
+}
+
 HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch) {
   const KvSide& side = layer.keys;
   const int64_t dim = layer.headDim, row = kvRowBytes(side, P), offset = first % P;

@@ -1,4 +1,4 @@
-// expShifted, scaledSoftmax and weightedRows (cpu/softmax_rows.h), written once with Highway and compiled for each x86
+// expShifted, scaledExp and weightedRows (cpu/softmax_rows.h), written once with Highway and compiled for each x86
 // target; the dispatcher picks the best one the CPU supports at run time.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/softmax_rows_simd.cpp"
@@ -31,7 +31,7 @@ void ExpShifted(float* w, int64_t n, float m) {
   std::copy(rest, rest + (n - i), w + i);
 }
 
-void ScaledSoftmax(float* p, int64_t n, float scale) {
+ExpSum ScaledExp(float* p, int64_t n, float scale) {
   // Registers of at most kSumChains lanes, so that the chains are the same on every target.
   const hn::CappedTag<float, kSumChains> d;
   constexpr size_t kRegisters = kSumChains / hn::MaxLanes(hn::CappedTag<float, kSumChains>());
@@ -60,9 +60,7 @@ void ScaledSoftmax(float* p, int64_t n, float scale) {
     hn::Store(hn::Add(sums[r], hn::Load(d, chains + r * lanes)), d, chains + r * lanes);
   float total = 0.0f;
   for (const float chain : chains) total += chain;
-  const float inv = 1.0f / total;
-  for (j = 0; j + lanes <= n; j += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, p + j), hn::Set(d, inv)), d, p + j);
-  for (; j < n; ++j) p[j] *= inv;
+  return {highest, total};
 }
 
 void WeightedRows(float* acc, int64_t e, float c, const float* w, int64_t n, const float* v, int64_t ldv) {
@@ -108,12 +106,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace gizml::cpu {
 HWY_EXPORT(ExpShifted);
-HWY_EXPORT(ScaledSoftmax);
+HWY_EXPORT(ScaledExp);
 HWY_EXPORT(WeightedRows);
 
 void expShifted(float* w, int64_t n, float m) { HWY_DYNAMIC_DISPATCH(ExpShifted)(w, n, m); }
 
-void scaledSoftmax(float* p, int64_t n, float scale) { HWY_DYNAMIC_DISPATCH(ScaledSoftmax)(p, n, scale); }
+ExpSum scaledExp(float* p, int64_t n, float scale) { return HWY_DYNAMIC_DISPATCH(ScaledExp)(p, n, scale); }
 
 void weightedRows(float* acc, int64_t e, float c, const float* w, int64_t n, const float* v, int64_t ldv) {
   HWY_DYNAMIC_DISPATCH(WeightedRows)(acc, e, c, w, n, v, ldv);

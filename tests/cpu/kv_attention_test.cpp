@@ -5,12 +5,15 @@
 // run give the bits of the same rows run one at a time, in other splits, beside other runs, for
 // every kind of cache, also where a sliding window starts past sgemm's first k block.
 #include "cpu/kv_attention.h"
+
+#include "core/thread_pool.h"
 #include "cpu/kv_codes.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -132,13 +135,14 @@ void expectMatchesReference(int64_t window, int64_t start, DType dtype = DType::
 
 }  // namespace
 
-// From position 5 (one page) and from 240 (rows and keys across two pages).
+// From position 5 (one page), from 240 (rows and keys across two pages) and from 700 (three).
 TEST(CachedAttention, CausalMatchesDoubleReference) {
-  for (int64_t start : {5, 240}) expectMatchesReference(0, start);
+  for (int64_t start : {5, 240, 700}) expectMatchesReference(0, start);
 }
 
 TEST(CachedAttention, SlidingWindowMatchesDoubleReference) {
-  for (int64_t start : {5, 240}) expectMatchesReference(7, start);
+  for (int64_t start : {5, 240, 700}) expectMatchesReference(7, start);
+  expectMatchesReference(300, 700);  // a window over two pages
 }
 
 // Keys and values in 16 bits or in codes: attention over what the cache gives back (the products
@@ -151,24 +155,31 @@ TEST(CachedAttention, StoredKeysAndValuesMatchDoubleReference) {
 }
 
 TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
-  // start 300 with a window of 70: the blocks' first keys fall on both sides of position 256.
-  // Elements of each dtype, and codes of 8, 4 and 2 bits.
+  // From 300 with a window of 70: the blocks' first keys fall on both sides of position 256; from
+  // 600 the rows see three pages (a decode step's row is split by pages over the threads), with a
+  // window of 300 two. Elements of each dtype, and codes of 8, 4 and 2 bits. Each split with the
+  // pool's threads and on one.
   for (auto [dtype, bits] : {std::pair{DType::F32, 0}, {DType::F16, 0}, {DType::BF16, 0}, {DType::F32, 8},
                              {DType::F32, 4}, {DType::F32, 2}})
-    for (int64_t window : {0, 70}) {
-      const Fixture f(window, 300, 75, dtype, bits);
-      std::vector<float> once(f.q.size()), single(f.q.size()), parts(f.q.size());
+    for (auto [start, window] : {std::pair<int64_t, int64_t>{300, 0}, {300, 70}, {600, 0}, {600, 300}}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + ", " + std::to_string(bits) + " bits, from " +
+                   std::to_string(start) + ", window " + std::to_string(window));
+      const Fixture f(window, start, 75, dtype, bits);
+      std::vector<float> once(f.q.size());
       cachedAttention({f.run(0, f.rows, once)}, f.s);
-      std::vector<AttentionRun> rows, split;
-      for (int64_t r = 0; r < f.rows; ++r) rows.push_back(f.run(r, 1, single));
-      const std::vector<int64_t> bounds{0, 3, 20, 41, f.rows};  // parts of 3, 17, 21 and 34 rows, in one call
-      for (size_t i = 0; i + 1 < bounds.size(); ++i) split.push_back(f.run(bounds[i], bounds[i + 1] - bounds[i], parts));
-      cachedAttention(rows, f.s);
-      cachedAttention(split, f.s);
-      EXPECT_EQ(std::memcmp(once.data(), single.data(), once.size() * sizeof(float)), 0)
-          << dtypeName(dtype) << ", " << bits << " bits, window " << window;
-      EXPECT_EQ(std::memcmp(once.data(), parts.data(), once.size() * sizeof(float)), 0)
-          << dtypeName(dtype) << ", " << bits << " bits, window " << window;
+      for (const bool oneThread : {false, true}) {
+        std::optional<gizml::core::SingleThreadScope> alone;
+        if (oneThread) alone.emplace();
+        std::vector<float> single(f.q.size()), parts(f.q.size());
+        std::vector<AttentionRun> rows, split;
+        for (int64_t r = 0; r < f.rows; ++r) rows.push_back(f.run(r, 1, single));
+        const std::vector<int64_t> bounds{0, 3, 20, 41, f.rows};  // parts of 3, 17, 21 and 34 rows, in one call
+        for (size_t i = 0; i + 1 < bounds.size(); ++i) split.push_back(f.run(bounds[i], bounds[i + 1] - bounds[i], parts));
+        cachedAttention(rows, f.s);
+        cachedAttention(split, f.s);
+        EXPECT_EQ(std::memcmp(once.data(), single.data(), once.size() * sizeof(float)), 0) << "rows alone, one thread " << oneThread;
+        EXPECT_EQ(std::memcmp(once.data(), parts.data(), once.size() * sizeof(float)), 0) << "parts, one thread " << oneThread;
+      }
     }
 }
 

@@ -89,7 +89,7 @@ TEST_F(SoftmaxTargets, WeightedRowsAreTheChainsOfFmas) {
   }
 }
 
-TEST_F(SoftmaxTargets, ScaledSoftmaxIsTheScalarSteps) {
+TEST_F(SoftmaxTargets, ScaledExpIsTheScalarSteps) {
   std::mt19937 gen(21);
   std::normal_distribution<float> normal(0.0f, 4.0f);
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
@@ -99,8 +99,8 @@ TEST_F(SoftmaxTargets, ScaledSoftmaxIsTheScalarSteps) {
       for (float& a : scores) a = normal(gen);
       scores[static_cast<size_t>(n / 2)] = 30.0f;  // one far above the others
       const float scale = 0.125f;
-      // As the header says: scaled, the maximum, gz_exp of the difference, 16 chains of the sum
-      // added in order, then the inverse of the sum times each.
+      // As the header says: scaled, the largest, gz_exp of the difference, 16 chains of the sum
+      // added in order.
       std::vector<float> want(scores.begin(), scores.begin() + n);
       float top = -std::numeric_limits<float>::infinity();
       for (float& a : want) top = std::max(top, a *= scale);
@@ -112,14 +112,14 @@ TEST_F(SoftmaxTargets, ScaledSoftmaxIsTheScalarSteps) {
       }
       float sum = 0.0f;
       for (const float chain : chains) sum += chain;
-      const float inv = 1.0f / sum;
-      for (float& a : want) a *= inv;
       std::vector<float> got(scores);
-      scaledSoftmax(got.data(), n, scale);
+      const ExpSum result = scaledExp(got.data(), n, scale);
+      const std::string where = std::string(hwy::TargetName(target)) + " n " + std::to_string(n);
       EXPECT_EQ(got.back(), scores.back()) << "wrote past n";
+      expectSame(top, result.top, where + " top");
+      expectSame(sum, result.sum, where + " sum");
       for (int64_t j = 0; j < n; ++j)
-        expectSame(want[static_cast<size_t>(j)], got[static_cast<size_t>(j)],
-                   std::string(hwy::TargetName(target)) + " n " + std::to_string(n) + " at " + std::to_string(j));
+        expectSame(want[static_cast<size_t>(j)], got[static_cast<size_t>(j)], where + " at " + std::to_string(j));
     }
   }
 }
