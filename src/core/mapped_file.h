@@ -21,9 +21,16 @@ class MappedFile {
   /// needs them soon: they leave the process's memory and are read from the file again if
   /// touched. Ranges outside the map are ignored.
   void releasePages(const uint8_t* p, size_t n) const;
+  /// Copies the n bytes at p (a range of this map) into `into` from the file, without mapping
+  /// their pages into the process: where the page cache holds the file in large folios (2 MiB on
+  /// kernel 6.18), a read through the map maps each folio whole, and a table read a few rows at a
+  /// time comes to hold most of its pages. Throws gizml::Error naming the path if the range is not
+  /// the map's or the file cannot be read.
+  void copyOut(const uint8_t* p, size_t n, uint8_t* into) const;
 
  private:
   std::string path_;
+  int fd_ = -1;  // kept open for copyOut
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -38,6 +38,7 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     : out_(out), in_(in) {
   const StoredTensor& t = storedTensor(weights, name, {out, in});
   data_ = weights.raw(t).data();
+  file_ = &weights.file();
   quantized_ = t.quantized;
   dtype_ = t.dtype;
   if (use == Use::Multiply && weights.gpu()) {
@@ -71,8 +72,15 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
 }
 
 void Linear::decodeRows(int64_t first, int64_t count, float* dst) const {
-  if (quantized_) dequantizeGroups(format_, scaleBase_, data_ + first * rowBytes_, count, in_, dst);
-  else cpu::loadF32(dtype_, data_ + first * in_ * static_cast<int64_t>(dtypeSize(dtype_)), 1, count * in_, dst);
+  // The rows' bytes copied from the file, not read through the map: a lookup's few rows of a
+  // table would map whole 2 MiB folios (the 16-bit Qwen3-shaped model's embedding held 271 MiB
+  // after a 512-token prompt; core::MappedFile::copyOut).
+  const int64_t rowBytes = quantized_ ? rowBytes_ : in_ * static_cast<int64_t>(dtypeSize(dtype_));
+  thread_local std::vector<uint8_t> stored;
+  stored.resize(static_cast<size_t>(count * rowBytes));
+  file_->copyOut(data_ + first * rowBytes, stored.size(), stored.data());
+  if (quantized_) dequantizeGroups(format_, scaleBase_, stored.data(), count, in_, dst);
+  else cpu::loadF32(dtype_, stored.data(), 1, count * in_, dst);
 }
 
 void Linear::row(int64_t r, const Tensor& dst) const {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/page_memory.h"
 #include "llm/quant/group_quant.h"
 
@@ -62,6 +63,7 @@ class Linear {
 
   int64_t out_ = 0, in_ = 0;
   const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open
+  const core::MappedFile* file_ = nullptr;  // that map, which reads rows without mapping them
   bool quantized_ = false;
   DType dtype_ = DType::F32;  // unquantized only
   GroupFormat format_;

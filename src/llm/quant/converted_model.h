@@ -67,6 +67,8 @@ class ConvertedModel {
   /// Lets the system drop t's pages from memory (after a copy of them was made); raw(t) stays
   /// valid and reads them from the file again.
   void releasePages(const StoredTensor& t) const;
+  /// The mapped file the stored tensors are read from (kept open while this lives).
+  const core::MappedFile& file() const { return *data_; }
   /// The values as a new F32 tensor of the stored shape.
   tensor::Tensor dequantize(const std::string& name) const;
 
