@@ -7,29 +7,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "common/smaps.h"
 
 namespace {
 
 using gizml::core::kMappedBytes;
 using gizml::core::PageVector;
 
-// The VmFlags of the mapping that holds address p, from /proc/self/smaps ("" if none is found).
-std::string vmFlagsOf(const void* p) {
-  const auto address = reinterpret_cast<uintptr_t>(p);
-  std::ifstream smaps("/proc/self/smaps");
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream range(line);
-    if (range >> std::hex >> begin >> dash >> end && dash == '-') inside = begin <= address && address < end;
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
+// The VmFlags of the mapping that holds address p ("" if none is found).
+std::string vmFlagsOf(const void* p) { return gizml::test::smapsLine(p, "VmFlags:"); }
 
 TEST(PageMemory, LargeArraysAreZeroedPagesAdvisedAsHugePages) {
   const size_t bytes = 4 * kMappedBytes + 123;
