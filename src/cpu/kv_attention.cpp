@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <limits>
-#include <utility>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "cpu/softmax_rows.h"
@@ -94,9 +92,12 @@ void finishRow(const float* state, int64_t d, bool rotated, float* c) {
 
 // The queries of n rows of head kvHead's group from row r0 (row r's group of heads at q + r
 // qWidth): in place, or a rotated copy ([n, group, d]) where the keys are rotated (q.k is kept).
-// Returns them and the distance between rows.
-std::pair<const float*, int64_t> groupQueries(const AttentionRun& run, const AttentionShape& s, int64_t kvHead,
-                                              int64_t r0, int64_t n, Scratch& w) {
+struct Queries {
+  const float* rows;
+  int64_t ld;  // between rows
+};
+Queries groupQueries(const AttentionRun& run, const AttentionShape& s, int64_t kvHead, int64_t r0, int64_t n,
+                     Scratch& w) {
   const int64_t qWidth = s.heads * s.headDim, group = s.heads / s.kvHeads, d = s.headDim;
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   if (!rotatesHeads(run.cache.keys, d)) return {q, qWidth};
@@ -128,7 +129,7 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
   const int64_t k0 = firstKeyRead(s, position), keys = position + n - k0, ld = partWidth(s);
   readSide(run.cache, true, kvHead, k0, keys, w.keys);
   readSide(run.cache, false, kvHead, k0, keys, w.values);
-  const auto [q, ldq] = groupQueries(run, s, kvHead, r0, n, w);
+  const Queries q = groupQueries(run, s, kvHead, r0, n, w);
   const bool rotated = rotatesHeads(run.cache.values, d);
   w.parts.resize(static_cast<size_t>(n * ld));
   w.states.resize(static_cast<size_t>(n * ld));
@@ -138,7 +139,7 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
     size_t page = 0;
     forEachPagePart(k0, keys, [&](int64_t from, int64_t count) {
       if (from + count < k0 + keys) prefetchPageStart(run.cache, kvHead, from + count);
-      pageParts(s, q + h * d, n, ldq, position, 1, from, count, run.keyEnd, w.keys.pages[page], w.values.pages[page],
+      pageParts(s, q.rows + h * d, n, q.ld, position, 1, from, count, run.keyEnd, w.keys.pages[page], w.values.pages[page],
                 w.parts.data(), ld, w);
       ++page;
       for (int64_t r = 0; r < n; ++r) mergePart(w.states.data() + r * ld, w.parts.data() + r * ld, d);
@@ -166,7 +167,7 @@ void attendPage(const AttentionRun& run, const AttentionShape& s, const DecodeRo
   const HeadRows v = valueBlock(run.cache, kvHead, from, count, w.values.scratch[0]);
   if (page + 1 < row.pages) prefetchPageStart(run.cache, kvHead, from + kKvPageTokens);  // this thread's next task
   // The group's query heads (d apart, in place or rotated) are the rows of one product.
-  const float* q = groupQueries(run, s, kvHead, 0, 1, w).first;
+  const float* q = groupQueries(run, s, kvHead, 0, 1, w).rows;
   float* headParts = row.parts + kvHead * row.pages * group * ld;
   pageParts(s, q, group, d, position, 0, from, count, run.keyEnd, k, v, headParts + page * group * ld, ld, w);
   if (row.pending[kvHead].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
