@@ -154,6 +154,7 @@ void attendBlock(const AttentionRun& run, const AttentionShape& s, int64_t kvHea
 // page merges them in order. The same merges as a block's, so the same bits.
 struct DecodeRow {
   int64_t k0, pages;
+  const float* q;                  // the row's queries, rotated once where the keys are
   float* parts;                    // kvHeads x pages x group x partWidth
   std::atomic<int64_t>* pending;   // a KV head's pages not yet done
 };
@@ -166,8 +167,8 @@ void attendPage(const AttentionRun& run, const AttentionShape& s, const DecodeRo
   const HeadRows k = keyBlock(run.cache, kvHead, from, count, w.keys.scratch[0]);
   const HeadRows v = valueBlock(run.cache, kvHead, from, count, w.values.scratch[0]);
   if (page + 1 < row.pages) prefetchPageStart(run.cache, kvHead, from + kKvPageTokens);  // this thread's next task
-  // The group's query heads (d apart, in place or rotated) are the rows of one product.
-  const float* q = groupQueries(run, s, kvHead, 0, 1, w).rows;
+  // The group's query heads (d apart) are the rows of one product.
+  const float* q = row.q + kvHead * group * d;
   float* headParts = row.parts + kvHead * row.pages * group * ld;
   pageParts(s, q, group, d, position, 0, from, count, run.keyEnd, k, v, headParts + page * group * ld, ld, w);
   if (row.pending[kvHead].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -192,8 +193,8 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
   // heads.
   const int64_t group = s.heads / s.kvHeads, ld = partWidth(s);
   std::vector<int64_t> firstTask{0};
-  std::vector<DecodeRow> decode(runs.size(), DecodeRow{0, 0, nullptr, nullptr});
-  int64_t partFloats = 0, pendingCount = 0;
+  std::vector<DecodeRow> decode(runs.size(), DecodeRow{0, 0, nullptr, nullptr, nullptr});
+  int64_t partFloats = 0, pendingCount = 0, rotatedFloats = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
     const AttentionRun& run = runs[r];
     if (run.rows == 1) {
@@ -202,19 +203,29 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
       row.pages = (run.start + 1 - row.k0 + kKvPageTokens - 1) / kKvPageTokens;
       partFloats += s.kvHeads * row.pages * group * ld;
       pendingCount += s.kvHeads;
+      if (rotatesHeads(run.cache.keys, s.headDim)) rotatedFloats += s.heads * s.headDim;
       firstTask.push_back(firstTask.back() + s.kvHeads * row.pages);
     } else {
       firstTask.push_back(firstTask.back() + (run.rows + kBlockRows - 1) / kBlockRows * s.kvHeads);
     }
   }
   // The caller's, kept from call to call (a decode step's layers need the same sizes).
-  thread_local std::vector<float> parts;
+  thread_local std::vector<float> parts, rotated;
   thread_local std::vector<std::atomic<int64_t>> pending;
   parts.resize(static_cast<size_t>(partFloats));
+  rotated.resize(static_cast<size_t>(rotatedFloats));
   if (pending.size() < static_cast<size_t>(pendingCount)) pending = std::vector<std::atomic<int64_t>>(static_cast<size_t>(pendingCount));
-  for (size_t r = 0, p = 0, q = 0; r < runs.size(); ++r) {
+  for (size_t r = 0, p = 0, q = 0, rq = 0; r < runs.size(); ++r) {
     DecodeRow& row = decode[r];
     if (row.pages == 0) continue;
+    row.q = runs[r].q;
+    if (rotatesHeads(runs[r].cache.keys, s.headDim)) {
+      // The keys are rotated: so are the queries (q.k is kept), once for all of the row's pages.
+      float* to = rotated.data() + rq;
+      std::copy(row.q, row.q + s.heads * s.headDim, to);
+      for (int64_t h = 0; h < s.heads; ++h) rotateHead(to + h * s.headDim, s.headDim);
+      row.q = to, rq += static_cast<size_t>(s.heads * s.headDim);
+    }
     row.parts = parts.data() + p, row.pending = pending.data() + q;
     for (int64_t h = 0; h < s.kvHeads; ++h) row.pending[h].store(row.pages, std::memory_order_relaxed);
     p += static_cast<size_t>(s.kvHeads * row.pages * group * ld), q += static_cast<size_t>(s.kvHeads);

@@ -111,9 +111,9 @@ HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t c
 /// Its values for those positions, [count, headDim], likewise.
 HeadRows valueBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch);
 
-/// Asks for the first bytes of head kvHead's keys and of its values in the page holding
-/// `position`, to be read soon (pages lie apart: the prefetch within a page's rows starts late on
-/// each); no architectural effect.
+/// Asks for the first bytes of head kvHead's keys and of its values (and their ranges, for codes)
+/// in the page holding `position`, to be read soon (pages lie apart: the prefetch within a page's
+/// rows starts late on each); no architectural effect.
 void prefetchPageStart(const KvLayer& layer, int64_t kvHead, int64_t position);
 
 struct AttentionShape {

@@ -163,14 +163,18 @@ KvElements elementsOf(const KvSide& side) {
 }  // namespace
 
 void prefetchPageStart(const KvLayer& layer, int64_t kvHead, int64_t position) {
-  constexpr int64_t kBytes = 4096;
+  constexpr int64_t kBytes = 4096, kRangeBytes = P * 2 * 2;  // a head's ranges in a page: all of them
   const int64_t page = layer.pages[position / P];
-  const uint8_t* keys = keyPage(layer, page).data + kvHead * layer.headDim * kvRowBytes(layer.keys, P);
-  const uint8_t* values = valuePage(layer, page).data + kvHead * P * kvRowBytes(layer.values, layer.headDim);
+  const Page kp = keyPage(layer, page), vp = valuePage(layer, page);
+  const uint8_t* keys = kp.data + kvHead * layer.headDim * kvRowBytes(layer.keys, P);
+  const uint8_t* values = vp.data + kvHead * P * kvRowBytes(layer.values, layer.headDim);
   for (int64_t b = 0; b < kBytes; b += 64) {
     __builtin_prefetch(keys + b);
     __builtin_prefetch(values + b);
   }
+  for (const uint16_t* ranges : {kp.ranges, vp.ranges})
+    if (ranges)
+      for (int64_t b = 0; b < kRangeBytes; b += 64) __builtin_prefetch(reinterpret_cast<const uint8_t*>(ranges + kvHead * P * 2) + b);
 }
 
 HeadRows keyBlock(const KvLayer& layer, int64_t kvHead, int64_t first, int64_t count, KvScratch& scratch) {
