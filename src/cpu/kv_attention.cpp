@@ -90,6 +90,12 @@ void finishRow(const float* state, int64_t d, bool rotated, float* c) {
   if (rotated) rotateHead(c, d);
 }
 
+// `heads` query heads of d from q, each rotated, into `to` (the keys are rotated: q.k is kept).
+void rotatedCopy(const float* q, int64_t heads, int64_t d, float* to) {
+  std::copy(q, q + heads * d, to);
+  for (int64_t h = 0; h < heads; ++h) rotateHead(to + h * d, d);
+}
+
 // The queries of n rows of head kvHead's group from row r0 (row r's group of heads at q + r
 // qWidth): in place, or a rotated copy ([n, group, d]) where the keys are rotated (q.k is kept).
 struct Queries {
@@ -102,12 +108,7 @@ Queries groupQueries(const AttentionRun& run, const AttentionShape& s, int64_t k
   const float* q = run.q + r0 * qWidth + kvHead * group * d;
   if (!rotatesHeads(run.cache.keys, d)) return {q, qWidth};
   w.queries.resize(static_cast<size_t>(n * group * d));
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t h = 0; h < group; ++h) {
-      float* to = w.queries.data() + (r * group + h) * d;
-      std::copy(q + r * qWidth + h * d, q + r * qWidth + (h + 1) * d, to);
-      rotateHead(to, d);
-    }
+  for (int64_t r = 0; r < n; ++r) rotatedCopy(q + r * qWidth, group, d, w.queries.data() + r * group * d);
   return {w.queries.data(), group * d};
 }
 
@@ -220,11 +221,9 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
     if (row.pages == 0) continue;
     row.q = runs[r].q;
     if (rotatesHeads(runs[r].cache.keys, s.headDim)) {
-      // The keys are rotated: so are the queries (q.k is kept), once for all of the row's pages.
-      float* to = rotated.data() + rq;
-      std::copy(row.q, row.q + s.heads * s.headDim, to);
-      for (int64_t h = 0; h < s.heads; ++h) rotateHead(to + h * s.headDim, s.headDim);
-      row.q = to, rq += static_cast<size_t>(s.heads * s.headDim);
+      // Once for all of the row's pages.
+      rotatedCopy(row.q, s.heads, s.headDim, rotated.data() + rq);
+      row.q = rotated.data() + rq, rq += static_cast<size_t>(s.heads * s.headDim);
     }
     row.parts = parts.data() + p, row.pending = pending.data() + q;
     for (int64_t h = 0; h < s.kvHeads; ++h) row.pending[h].store(row.pages, std::memory_order_relaxed);

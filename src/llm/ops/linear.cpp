@@ -71,16 +71,13 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
   if (!bias.empty()) bias_ = loadVector(weights, bias, out);
 }
 
-void Linear::decodeRows(int64_t first, int64_t count, float* dst) const {
-  // The rows' bytes copied from the file, not read through the map: a lookup's few rows of a
-  // table would map whole 2 MiB folios (the 16-bit Qwen3-shaped model's embedding held 271 MiB
-  // after a 512-token prompt; core::MappedFile::copyOut).
-  const int64_t rowBytes = quantized_ ? rowBytes_ : in_ * static_cast<int64_t>(dtypeSize(dtype_));
-  thread_local std::vector<uint8_t> stored;
-  stored.resize(static_cast<size_t>(count * rowBytes));
-  file_->copyOut(data_ + first * rowBytes, stored.size(), stored.data());
-  if (quantized_) dequantizeGroups(format_, scaleBase_, stored.data(), count, in_, dst);
-  else cpu::loadF32(dtype_, stored.data(), 1, count * in_, dst);
+int64_t Linear::storedRowBytes() const {
+  return quantized_ ? rowBytes_ : in_ * static_cast<int64_t>(dtypeSize(dtype_));
+}
+
+void Linear::decodeRow(const uint8_t* stored, float* dst) const {
+  if (quantized_) dequantizeGroups(format_, scaleBase_, stored, 1, in_, dst);
+  else cpu::loadF32(dtype_, stored, 1, in_, dst);
 }
 
 void Linear::row(int64_t r, const Tensor& dst) const {
@@ -97,7 +94,15 @@ void Linear::rows(const std::vector<int32_t>& ids, const Tensor& dst) const {
   checkRows("rows", dst, n, in_);
   const Tensor host = dst.onGpu() ? tensor::empty({n, in_}) : dst;
   float* out = hostF32("rows", host);
-  for (int64_t i = 0; i < n; ++i) decodeRows(ids[static_cast<size_t>(i)], 1, out + i * in_);
+  // A lookup's rows copied from the file, not read through the map: a few rows of a table would
+  // map whole 2 MiB folios (the 16-bit Qwen3-shaped model's embedding held 271 MiB after a
+  // 512-token prompt; core::MappedFile::copyOut).
+  const int64_t bytes = storedRowBytes();
+  std::vector<uint8_t> stored(static_cast<size_t>(bytes));
+  for (int64_t i = 0; i < n; ++i) {
+    file_->copyOut(data_ + ids[static_cast<size_t>(i)] * bytes, stored.size(), stored.data());
+    decodeRow(stored.data(), out + i * in_);
+  }
   if (!dst.onGpu()) return;
   // Read from the file in host memory, then one copy up: straight into dst where it is plain
   // F32 rows (from pageable memory the driver stages the bytes before returning).
@@ -119,7 +124,8 @@ int32_t Linear::largestDot(const std::vector<int32_t>& ids, const Tensor& h) con
     require(id >= 0 && id < out_, [&] {
         return "largestDot: row " + std::to_string(id) + " is outside 0.." + std::to_string(out_ - 1);
     });
-    decodeRows(id, 1, row.data());
+    // In place: a draft's candidates are the same rows every draft (an eighth of the table).
+    decodeRow(data_ + id * storedRowBytes(), row.data());
     float dot = 0.0f;
     for (int64_t j = 0; j < in_; ++j) dot += row[static_cast<size_t>(j)] * x[j];
     if (dot > best) best = dot, found = id;

@@ -57,13 +57,15 @@ class Linear {
   int32_t largestDot(const std::vector<int32_t>& ids, const Tensor& h) const;
 
  private:
-  /// Rows first .. first + count - 1 as floats, whatever the stored format.
-  void decodeRows(int64_t first, int64_t count, float* dst) const;
+  /// Bytes of one stored row.
+  int64_t storedRowBytes() const;
+  /// The stored row at `stored` as floats, whatever the stored format.
+  void decodeRow(const uint8_t* stored, float* dst) const;
   void addBias(float* y, int64_t rows) const;
 
   int64_t out_ = 0, in_ = 0;
   const uint8_t* data_ = nullptr;  // in the mapped weights, which the model keeps open
-  const core::MappedFile* file_ = nullptr;  // that map, which reads rows without mapping them
+  const core::MappedFile* file_ = nullptr;  // that map, which reads a lookup's rows without mapping them
   bool quantized_ = false;
   DType dtype_ = DType::F32;  // unquantized only
   GroupFormat format_;
