@@ -222,7 +222,11 @@ TEST(PrefillBudgetModel, TokensAndLogprobsAreTheSameBitsWithTheBudgetOnAndOff) {
 
 // Qwen 3.5's Gated DeltaNet layers read a prefill by the chunked delta rule, which agrees with
 // another split of the same tokens to rounding only (batch_invariance_test.cpp): the tokens are
-// the same, the log probabilities within rounding (measured: up to 1.5e-6 apart).
+// the same, the log probabilities within rounding. The split follows the measured step times, so
+// it changes from run to run: under the sanitizers the largest difference measured 6.2e-6 to
+// 8.1e-6 over runs with the attention of 0cf686d and 6.2e-6 to 1.0e-5 with the page-by-page one
+// (log probabilities near -4.5, where a float's step is 4.8e-7: about 20 steps); 2e-5 allows that
+// rounding, where a wrong token or a wrong attention moves them by 1e-2 and more.
 TEST(PrefillBudgetModel, QwenRecurrentLayersGiveTheSameTokensWithTheBudgetOnAndOff) {
   const std::shared_ptr<LanguageModel> model = buildLanguageModel(converted("qwen3_5", kUnquantized));
   const Schedule on = runSchedule(model, true), off = runSchedule(model, false);
@@ -232,7 +236,7 @@ TEST(PrefillBudgetModel, QwenRecurrentLayersGiveTheSameTokensWithTheBudgetOnAndO
     const std::vector<TokenLogprob>& x = on.got.logprobs.at(id);
     const std::vector<TokenLogprob>& y = off.got.logprobs.at(id);
     ASSERT_EQ(x.size(), y.size());
-    for (size_t t = 0; t < x.size(); ++t) EXPECT_NEAR(x[t].logprob, y[t].logprob, 1e-5) << "request " << id << ", token " << t;
+    for (size_t t = 0; t < x.size(); ++t) EXPECT_NEAR(x[t].logprob, y[t].logprob, 2e-5) << "request " << id << ", token " << t;
   }
 }
 
