@@ -77,6 +77,8 @@ void storeF32(DType dst, const float* in, int64_t n, void* out) {
     case DType::F32: if (n > 0) std::memcpy(out, in, static_cast<size_t>(n) * 4); return;
     case DType::F16: {
       auto* o = static_cast<uint16_t*>(out);
+      static const bool f16c = cpuFeatures().f16c;
+      if (f16c) return convert_kernels::narrowHalfF16c(in, n, o);
       for (int64_t i = 0; i < n; ++i) o[i] = floatToHalf(in[i]);
       return;
     }

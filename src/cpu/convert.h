@@ -28,6 +28,8 @@ void storeI4(void* base, int64_t first, const int64_t* in, int64_t n);
 namespace convert_kernels {
 /// out[i] = in[i] (F16 bits) widened, by F16C: only on CPUs that have it (cpuFeatures().f16c).
 void widenHalfF16c(const uint16_t* in, int64_t n, float* out);
+/// out[i] = in[i] rounded to F16 (nearest even, floatToHalf's bits, NaN payloads included), by F16C.
+void narrowHalfF16c(const float* in, int64_t n, uint16_t* out);
 }  // namespace convert_kernels
 
 /// Rounds f32 values in place to what dst holds: F16/BF16 round to nearest even, Bool to 0/1.

@@ -22,14 +22,23 @@ void writeCode(uint8_t* row, int64_t index, int bits, uint8_t code) {
   row[bit / 8] = static_cast<uint8_t>((row[bit / 8] & ~mask) | (code << (bit % 8)));
 }
 
-// n values of x as `dtype` elements `stride` elements apart from `at`: one loop per dtype.
+template <class T>
+void placeRun(uint8_t* at, int64_t stride, const void* run, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) reinterpret_cast<T*>(at)[i * stride] = static_cast<const T*>(run)[i];
+}
+
+// n values of x as `dtype` elements `stride` elements apart from `at`: converted a run at a time
+// (by F16C for F16 where the CPU has it), then placed.
 void writeElements(uint8_t* at, int64_t stride, DType dtype, const float* x, int64_t n) {
-  if (dtype == DType::F32) {
-    for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(at)[i * stride] = x[i];
-  } else if (dtype == DType::F16) {
-    for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(at)[i * stride] = floatToHalf(x[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(at)[i * stride] = floatToBf16(x[i]);
+  if (stride == 1) return storeF32(dtype, x, n, at);
+  const auto size = static_cast<int64_t>(dtypeSize(dtype));
+  std::array<float, 64> run;  // room for 64 elements of up to 4 bytes
+  for (int64_t i0 = 0; i0 < n; i0 += 64) {
+    const int64_t count = std::min<int64_t>(64, n - i0);
+    storeF32(dtype, x + i0, count, run.data());
+    uint8_t* first = at + i0 * stride * size;
+    if (size == 4) placeRun<float>(first, stride, run.data(), count);
+    else placeRun<uint16_t>(first, stride, run.data(), count);
   }
 }
 
