@@ -141,10 +141,10 @@ HWY_INLINE void ScoreTile(D d, const float* q, int64_t ldq, const float* sums, c
 template <class E, int R>
 void ScoreRows(D d, const float* q, int64_t ldq, const E* x, int64_t stride, int64_t depth, int64_t count,
                const float* scales, const float* offsets, float* out, int64_t ldo, bool prefetch) {
-  float sums[R] = {};  // each row's sum, for the codes' offsets
+  float sums[R] = {};  // each row's sum, for the codes' offsets: R chains side by side
   if constexpr (kCoded<E>)
-    for (int r = 0; r < R; ++r)
-      for (int64_t k = 0; k < depth; ++k) sums[r] += q[r * ldq + k];
+    for (int64_t k = 0; k < depth; ++k)
+      for (int r = 0; r < R; ++r) sums[r] += q[r * ldq + k];
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   const auto rowBytes = [&](int64_t t) { return prefetch && t == 0 ? count * static_cast<int64_t>(sizeof(E)) : 0; };
   const auto tile = [&]<int Nv>(int64_t t) {
@@ -220,13 +220,13 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
 template <class E, int R>
 void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
                  const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate, bool prefetch) {
+  // Each row's sum of p o, one chain a row in position order, the R chains side by side (one
+  // after another they waited on each fma: 40 % of this function's time in an 8-bit cache's
+  // 2,048-token prefill).
   float bias[R] = {};
   if constexpr (kCoded<E>)
-    for (int r = 0; r < R; ++r) {
-      float sum = 0.0f;
-      for (int64_t t = 0; t < count; ++t) sum = std::fma(p[r * ldp + t], offsets[t], sum);
-      bias[r] = sum;
-    }
+    for (int64_t t = 0; t < count; ++t)
+      for (int r = 0; r < R; ++r) bias[r] = std::fma(p[r * ldp + t], offsets[t], bias[r]);
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   // Elements from a row to the one its tile asks for (none: no prefetch).
   const int64_t rowBytes = stride * static_cast<int64_t>(sizeof(E));
