@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 
 #include "core/thread_pool.h"
 #include "cpu/convert.h"
@@ -70,18 +69,6 @@ void forEachPage(const KvLayer& l, int64_t k0, int64_t count, F f) {
 
 bool rotatesHeads(const KvSide& side, int64_t headDim) {
   return side.bits > 0 && headDim > 1 && (headDim & (headDim - 1)) == 0;
-}
-
-void rotateHead(float* x, int64_t n) {
-  for (int64_t half = 1; half < n; half *= 2)
-    for (int64_t i = 0; i < n; i += 2 * half)
-      for (int64_t j = i; j < i + half; ++j) {
-        const float a = x[j], b = x[j + half];
-        x[j] = a + b;
-        x[j + half] = a - b;
-      }
-  const float norm = 1.0f / std::sqrt(static_cast<float>(n));
-  for (int64_t i = 0; i < n; ++i) x[i] *= norm;
 }
 
 int64_t kvRowBytes(const KvSide& side, int64_t count) {

@@ -10,7 +10,9 @@
 #include "cpu/kv_codes.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -213,6 +215,35 @@ TEST(KvLayout, CodedKeysAndValuesReadBackAsTheirCodes) {
         }
     }
   }
+}
+
+// The rotation's SIMD kernel on every target this CPU runs gives the scalar butterflies' bits: each
+// stage's a + b and a - b, then the multiply by 1 / sqrt(n), at every power of two up to 512.
+TEST(KvLayout, TheRotationIsTheScalarButterfliesOnEveryTarget) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n = 1; n <= kMaxCodedHead; n *= 2) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = normal(gen);
+      std::vector<float> want = x;
+      for (int64_t half = 1; half < n; half *= 2)
+        for (int64_t i = 0; i < n; i += 2 * half)
+          for (int64_t j = i; j < i + half; ++j) {
+            const float a = want[static_cast<size_t>(j)], b = want[static_cast<size_t>(j + half)];
+            want[static_cast<size_t>(j)] = a + b;
+            want[static_cast<size_t>(j + half)] = a - b;
+          }
+      const float norm = 1.0f / std::sqrt(static_cast<float>(n));
+      for (float& v : want) v *= norm;
+      rotateHead(x.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(x[static_cast<size_t>(i)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(i)]))
+            << hwy::TargetName(target) << ", n " << n << ", entry " << i;
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(KvLayout, TheRotationIsTheOrthonormalHadamardMatrix) {
