@@ -6,9 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
 
 #include "common/gpu_checks.h"
 #include "netops/kernel_sources.h"
@@ -144,12 +141,7 @@ TEST(KernelsCompile, NetopsRowsKernels) {
 namespace {
 
 void requireHiprtc() {
-#if defined(__SANITIZE_ADDRESS__)
-  // LeakSanitizer's exit-time check crashes in its own tracer ("Tracer caught signal 11") while
-  // ROCm's compiler threads live, after the test passed. So this process checks for leaks now,
-  // before hipRTC is loaded (a leak so far still fails the test), and skips the exit-time check.
-  __lsan_do_leak_check();
-#endif
+  test::checkLeaksBeforeGpuCompiler();
   std::string version, why;
   if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
 }
