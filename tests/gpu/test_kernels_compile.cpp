@@ -19,6 +19,7 @@ namespace {
 const char* kArchs[] = {"sm_80", "sm_90a"};
 
 void requireNvrtc() {
+  test::checkLeaksBeforeGpuCompiler();
   std::string version, why;
   if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
 }

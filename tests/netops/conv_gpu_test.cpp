@@ -262,6 +262,7 @@ std::string entryPtx(const std::string& ptx, const std::string& name) {
 }  // namespace
 
 TEST(NetopsConvGpuCompile, NvrtcAndPtxasForSm80AndSm90a) {
+  test::checkLeaksBeforeGpuCompiler();
   std::string version, why;
   if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
   for (const char* arch : kArchs) {
@@ -288,6 +289,7 @@ TEST(NetopsConvGpuCompile, NvrtcAndPtxasForSm80AndSm90a) {
 }
 
 TEST(NetopsConvGpuCompile, HiprtcForGfx90aAndGfx1030) {
+  test::checkLeaksBeforeGpuCompiler();
   std::string version, why;
   if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
   for (const char* arch : {"gfx90a", "gfx1030"}) {

@@ -117,6 +117,7 @@ TEST(TileCuda, LaunchShapes) {
 }
 
 TEST(TileCuda, CompilesForSm80AndSm90a) {
+  test::checkLeaksBeforeGpuCompiler();
   std::string version, why;
   if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
   const auto k = programs();
