@@ -6,6 +6,9 @@
 # llama-cpp-python itself (bench_llm.py kl reads every position's logits through its C API).
 # Safe to run again: each step is skipped when its result is there.
 #   scripts/bench-setup.sh [--kl]      LLAMA_CPP_DIR (default ~/.cache/gizml-bench) holds the build
+# LLAMA_ISA=avx2 builds the anchor for AVX2/FMA/F16C only (a Zen 3's level), to set beside our own
+# kernels capped the same way (GIZML_CPU_ISA=avx2) on a machine with AVX-512; give it its own
+# LLAMA_CPP_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +23,12 @@ tools=(llama-bench llama-batched-bench llama-quantize)
 # dies in ldtilecfg on our Intel machines (SIGSEGV in ggml_backend_amx_mul_mat on every model;
 # llama.cpp issue 20824), so the anchor gets every other ISA this CPU shows, named one by one.
 isa=(-DGGML_NATIVE=ON)
-if grep -qw amx_int8 /proc/cpuinfo; then
+if [ "${LLAMA_ISA:-native}" = avx2 ]; then
+  isa=(-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+       -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+elif [ "${LLAMA_ISA:-native}" != native ]; then
+  echo "bench-setup: LLAMA_ISA is native or avx2, not '$LLAMA_ISA'" >&2; exit 2
+elif grep -qw amx_int8 /proc/cpuinfo; then
   flags=" $(grep -m1 -w flags /proc/cpuinfo | cut -d: -f2) "
   has() { [[ "$flags" == *" $1 "* ]] && echo ON || echo OFF; }
   isa=(-DGGML_NATIVE=OFF -DGGML_SSE42="$(has sse4_2)" -DGGML_AVX="$(has avx)" -DGGML_AVX2="$(has avx2)"

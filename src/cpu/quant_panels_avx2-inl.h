@@ -99,11 +99,14 @@ void panelScales(const QuantMatrix& m, int64_t p, float* out) {
 template <int Bits, int R>
 inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const ActRows& a, __m256i isum[R]) {
   using S = Step<Bits>;
-  __m256i second[R];  // the second halves' sums (two chains halve the latency)
-  for (int r = 0; r < R; ++r) isum[r] = second[r] = _mm256_setzero_si256();
 #if GIZML_PANELS_VNNI
+  __m256i second[R];  // the second halves' sums (two chains halve vpdpbusd's latency)
+  for (int r = 0; r < R; ++r) isum[r] = second[r] = _mm256_setzero_si256();
   constexpr int64_t kPerWiden = 1;  // vpdpbusd sums into int32 directly
 #else
+  // One int32 chain a row: an add a step, off maddubs' path (a second chain a row spilled the
+  // 8-bit sums of 4 rows to the stack: 16 ymm registers).
+  for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
   constexpr int64_t kPerWiden = std::max(1, S::kProductsPerWiden / 2);
   const __m256i ones = _mm256_set1_epi16(1);
 #endif
@@ -132,8 +135,7 @@ inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const A
         if constexpr (S::kProductsPerWiden >= 2) {
           part[r] = _mm256_add_epi16(part[r], _mm256_add_epi16(p0, p1));
         } else {
-          isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p0, ones));
-          second[r] = _mm256_add_epi32(second[r], _mm256_madd_epi16(p1, ones));
+          isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
         }
 #endif
       }
@@ -143,7 +145,9 @@ inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const A
       for (int r = 0; r < R; ++r) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(part[r], ones));
 #endif
   }
+#if GIZML_PANELS_VNNI
   for (int r = 0; r < R; ++r) isum[r] = _mm256_add_epi32(isum[r], second[r]);
+#endif
 }
 
 // The panel's outputs for R activation rows, with each group's scales from `scales` (panelScales)
