@@ -6,7 +6,7 @@
 // alternately the nearest codes for the pair and the least-squares pair for the codes (Lloyd's
 // iteration on a uniform grid; each half-step can only lower the error), from the min/max range,
 // until the codes stop changing. Scale and offset are stored in F16, and the codes are the
-// nearest ones for the stored pair.
+// nearest ones for the stored pair. A vector with a value that is not finite decodes to NaN.
 #include <cstdint>
 
 namespace gizml::cpu {

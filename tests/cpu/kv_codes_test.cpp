@@ -6,9 +6,12 @@
 
 #include <gizml/dtype.h>
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -102,4 +105,48 @@ TEST(KvCodes, ValuesOnTheGridComeBackExactly) {
   std::vector<uint8_t> q(64);
   const CodeRange range = codeValues(same.data(), 64, 4, q.data());
   EXPECT_EQ(codingError(same.data(), q.data(), 64, range), 0.0);
+}
+
+TEST(KvCodes, TheSameCodesAndPairOnEveryTarget) {
+  // Every length up to 2 heads of 128 (every vector tail), the three widths, and vectors with
+  // both zeros as their least value; the first target's codes are the reference for the others.
+  std::vector<std::vector<float>> inputs;
+  for (int64_t n = 1; n <= 256; n += n < 40 ? 1 : 37) inputs.push_back(normalValues(n, static_cast<unsigned>(n)));
+  inputs.push_back({0.0f, -0.0f, 1.0f, 2.0f, -0.0f, 0.0f, 3.0f, 0.5f, 0.25f});
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  std::vector<std::vector<uint8_t>> want;
+  std::vector<CodeRange> wantRange;
+  for (const int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    size_t k = 0;
+    for (int bits : {8, 4, 2})
+      for (const std::vector<float>& x : inputs) {
+        std::vector<uint8_t> q(x.size(), 99);
+        const CodeRange range = codeValues(x.data(), static_cast<int64_t>(x.size()), bits, q.data());
+        if (target == targets.front()) {
+          want.push_back(q), wantRange.push_back(range);
+        } else {
+          ASSERT_EQ(q, want[k]) << hwy::TargetName(target) << ", " << bits << " bits, n " << x.size();
+          ASSERT_EQ(range.scale, wantRange[k].scale) << hwy::TargetName(target) << ", n " << x.size();
+          ASSERT_EQ(range.offset, wantRange[k].offset) << hwy::TargetName(target) << ", n " << x.size();
+        }
+        ++k;
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  std::printf("  %zu targets, %zu vectors each\n", targets.size(), want.size());
+  EXPECT_GE(targets.size(), 2u) << "one target only: nothing compared";
+}
+
+TEST(KvCodes, AVectorWithAValueThatIsNotFiniteDecodesToNaN) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()})
+    for (int64_t at : {0, 5, 63}) {
+      std::vector<float> x = normalValues(64, 3);
+      x[static_cast<size_t>(at)] = bad;
+      std::vector<uint8_t> q(64, 7);
+      const CodeRange range = codeValues(x.data(), 64, 8, q.data());
+      EXPECT_TRUE(std::isnan(halfToFloat(range.scale) * q[1] + halfToFloat(range.offset))) << bad << " at " << at;
+      EXPECT_EQ(q, std::vector<uint8_t>(64, 0));
+    }
 }
