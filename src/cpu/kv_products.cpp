@@ -181,17 +181,28 @@ void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, i
     Scores(q, m, ldq, static_cast<const hwy::bfloat16_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
 }
 
+// Each row's sum of p o over positions [0, count) (a coded cache's offsets), one chain a row in
+// position order.
+template <int R>
+HWY_INLINE void AddBias(const float* p, int64_t ldp, const float* offsets, int64_t t, float (&bias)[R]) {
+  for (int r = 0; r < R; ++r) bias[r] = std::fma(p[r * ldp + t], offsets[t], bias[r]);
+}
+
 // The context of R rows for Nv vectors of dimensions from d0; `bias` is each row's sum of p o
-// (zeros for elements).
+// (zeros for elements), summed here when sumBias (by the first tile: its chains then wait behind
+// the tile's fmas, where on their own the rows' chains, side by side, waited on each fma's latency
+// and took a sixth of a coded cache's context).
 template <class E, int R, int Nv>
 HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, const float* scales,
-                            const float* bias, int64_t d0, float* out, int64_t ldo, bool accumulate,
-                            int64_t ahead, int64_t restBytes) {
+                            const float* offsets, float (&bias)[R], bool sumBias, int64_t d0, float* out, int64_t ldo,
+                            bool accumulate, int64_t ahead, int64_t restBytes) {
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][Nv];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
   for (int64_t t = 0; t < count; ++t) {
+    if constexpr (kCoded<E>)
+      if (sumBias) AddBias<R>(p, ldp, offsets, t, bias);
     float w[R];
     bool any = false;
     for (int r = 0; r < R; ++r) any |= (w[r] = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t]) != 0.0f;
@@ -220,13 +231,7 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
 template <class E, int R>
 void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
                  const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate, bool prefetch) {
-  // Each row's sum of p o, one chain a row in position order, the R chains side by side (one
-  // after another they waited on each fma: 40 % of this function's time in an 8-bit cache's
-  // 2,048-token prefill).
-  float bias[R] = {};
-  if constexpr (kCoded<E>)
-    for (int64_t t = 0; t < count; ++t)
-      for (int r = 0; r < R; ++r) bias[r] = std::fma(p[r * ldp + t], offsets[t], bias[r]);
+  float bias[R] = {};  // summed by the first tile
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   // Elements from a row to the one its tile asks for (none: no prefetch).
   const int64_t rowBytes = stride * static_cast<int64_t>(sizeof(E));
@@ -236,9 +241,12 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     return d0 == 0 ? (width - n * lanes) * static_cast<int64_t>(sizeof(E)) : 0;
   };
   int64_t d0 = ForEachTile<kTileVectors<R>>(lanes, width, [&]<int Nv>(int64_t at) {
-    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, bias, at, out, ldo, accumulate, ahead,
-                          restBytes(at, Nv));
+    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, offsets, bias, at == 0, at, out, ldo, accumulate,
+                          ahead, restBytes(at, Nv));
   });
+  if constexpr (kCoded<E>)
+    if (d0 == 0)  // a row narrower than a vector: no tile summed it
+      for (int64_t t = 0; t < count; ++t) AddBias<R>(p, ldp, offsets, t, bias);
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
