@@ -19,7 +19,10 @@ CpuFeatures probe() {
   CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.family = ((a >> 8) & 0xF) == 0xF ? 0xF + ((a >> 20) & 0xFF) : (a >> 8) & 0xF;
   const bool fma = bit(c, 12), f16c = bit(c, 29);
   if (!bit(c, 27)) return f;  // no OSXSAVE: XGETBV would fault, and AVX state is not saved
   unsigned xcr0 = 0, xcr0High = 0;

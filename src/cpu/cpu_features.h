@@ -22,6 +22,9 @@ struct CpuFeatures {
   // cpuid's AMX-TILE and AMX-INT8 with the OS's tile state in XCR0: advertised, not proven (no
   // kernel uses AMX; amxTilesWork in cpu_info.h tries a tile).
   bool amxAdvertised = false;
+  // Who made it and its family (cpuid leaf 1's base plus extended family): tuning, not features.
+  bool amd = false;
+  unsigned family = 0;
 };
 
 /// The features of the CPU this runs on, capped by GIZML_CPU_ISA (throws gizml::Error on a value

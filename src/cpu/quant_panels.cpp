@@ -26,6 +26,14 @@ void panelsOf(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, 
 
 }  // namespace
 
+int64_t quant_kernels::codePrefetchBytes() {
+  static const int64_t bytes = [] {
+    const CpuFeatures& f = detectedCpuFeatures();
+    return f.amd && f.family >= 0x1A ? int64_t{4096} : int64_t{2048};
+  }();
+  return bytes;
+}
+
 bool QuantMatrix::panelsSupported(int bits, int64_t group) { return bestIsa() != Isa::Portable && formatPacks(bits, group); }
 
 QuantMatrix::QuantMatrix(const QuantWeights& w, Isa isa) : rows_(w.rows), cols_(w.cols), group_(w.group), bits_(w.bits) {

@@ -88,19 +88,22 @@ namespace quant_kernels {
 /// Activation rows in flight in a 256-bit kernel (each keeps a float and two integer accumulators
 /// in its 16 registers; the AVX-512 kernel, with 32, keeps 8).
 inline constexpr int kMaxRows = 4;
-/// How far ahead of its reads a kernel prefetches the stream of codes: a page of 4 KiB, about a
-/// hundred nanoseconds of one thread's reading. One Zen 5 thread's decode, 2 KiB -> 4 KiB ahead
+/// How far ahead of its reads a kernel prefetches the stream of codes, by the machine: about what
+/// one thread reads in the memory's latency. One Zen 5 thread's decode, 2 KiB -> 4 KiB ahead
 /// (`giz bench MODEL --prefill 16 --decode 256 --kv f16`, two rounds): Qwen3-0.6B-shaped 4-bit
 /// 70.5-75.1 -> 82.9-84.6 tok/s, Qwen3.5-shaped 60.2-61.1 -> 66.8-70.0, Gemma 3 8-bit
-/// 121.1-122.8 -> 126.8-131.0, SmolLM2 361-362 -> 380-396 (3 and 6 KiB: 73.7-81.2 and 80.3-81.2
-/// for the Qwen3-shaped model; prefill the same).
-inline constexpr int64_t kPrefetchBytes = 4096;
-/// Asks for the codes kPrefetchBytes ahead of the `bytes` about to be read. A piece's panels are
-/// one sequential stream that a decode step reads from memory once, and the hardware's own
-/// prefetchers stop at every 4 KiB page: without this, a decode step's profile showed the kernel
-/// waiting on its loads of codes for about a third of its samples.
-inline void prefetchCodes(const uint8_t* codes, int64_t bytes) {
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(codes + kPrefetchBytes + b, 0, 3);
+/// 121.1-122.8 -> 126.8-131.0, SmolLM2 361-362 -> 380-396. On the Intel Xeon (model 167), whose
+/// thread reads a third of a Zen 5's, 4 KiB -> 2 KiB: Qwen3-shaped one thread 22.6-23.2 ->
+/// 24.2-24.2, two threads 40.9-42.0 -> 44.0-44.6, Gemma 3 8-bit two threads 59.6-62.1 ->
+/// 67.7-70.4 (`--prefill 256 --decode 128`, alternating; prefill the same). On Zen 3 the two
+/// were alike. So 4 KiB on AMD's family 1Ah (Zen 5) and later, 2 KiB elsewhere.
+int64_t codePrefetchBytes();
+/// Asks for the codes `ahead` (codePrefetchBytes) bytes past the `bytes` about to be read. A
+/// piece's panels are one sequential stream that a decode step reads from memory once, and the
+/// hardware's own prefetchers stop at every 4 KiB page: without this, a decode step's profile
+/// showed the kernel waiting on its loads of codes for about a third of its samples.
+inline void prefetchCodes(const uint8_t* codes, int64_t bytes, int64_t ahead) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(codes + ahead + b, 0, 3);
 }
 /// Activation rows per pass over a thread's panels (their codes stay in L2 while every panel
 /// passes over them).

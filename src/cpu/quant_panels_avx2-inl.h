@@ -160,10 +160,11 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
   const uint8_t* exponents = m.panelExponents(p);
   const float* fractions = exponentScaleFractions();
   const __m256 base = _mm256_set1_ps(m.scaleTable()[255]);
+  const int64_t ahead = codePrefetchBytes();
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
-    prefetchCodes(codes, steps * Step<Bits>::kBytes);
+    prefetchCodes(codes, steps * Step<Bits>::kBytes, ahead);
     __m256i isum[R];
     groupSums<Bits, R>(codes, steps, g * group, a, isum);
     __m256 s, offset;

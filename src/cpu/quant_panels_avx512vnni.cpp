@@ -117,10 +117,11 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows&
   const uint8_t* exponents = m.panelExponents(p);
   const int64_t group = m.group(), groups = m.cols() / group, steps = group / 8;
   const uint8_t* codes = m.panelCodes(p);
+  const int64_t ahead = codePrefetchBytes();
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
-    prefetchCodes(codes, steps * S::kBytes);
+    prefetchCodes(codes, steps * S::kBytes, ahead);
     __m512i isum[R], second[kTwoChains ? R : 1];
     for (int r = 0; r < R; ++r) isum[r] = _mm512_setzero_si512();
     if constexpr (kTwoChains)

@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -174,6 +175,27 @@ TEST(CpuIsa, TheAmxProbeLeavesThisProcessWithoutTheTileState) {
   uint64_t permitted = 0;
   ASSERT_EQ(syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted), 0);
   EXPECT_EQ(permitted & (uint64_t{1} << 18), 0u) << "XTILEDATA was granted to the process itself";
+}
+#endif
+
+#if defined(__x86_64__)
+TEST(CpuIsa, VendorAndFamilyAreTheKernelsOnes) {
+  // Against /proc/cpuinfo's "vendor_id" and "cpu family" (the kernel's reading of cpuid), and the
+  // codes' prefetch distance that follows from them (quant_panels.h).
+  std::ifstream info("/proc/cpuinfo");
+  std::string line, vendor;
+  unsigned family = 0;
+  bool haveFamily = false;
+  while (std::getline(info, line) && !(haveFamily && !vendor.empty())) {
+    const auto value = [&] { return line.substr(line.find(':') + 2); };
+    if (line.rfind("vendor_id", 0) == 0) vendor = value();
+    if (line.rfind("cpu family", 0) == 0) family = static_cast<unsigned>(std::stoul(value())), haveFamily = true;
+  }
+  if (vendor.empty() || !haveFamily) GTEST_SKIP() << "/proc/cpuinfo names no vendor or family here";
+  const CpuFeatures& f = detectedCpuFeatures();
+  EXPECT_EQ(f.amd, vendor == "AuthenticAMD") << vendor;
+  EXPECT_EQ(f.family, family);
+  EXPECT_EQ(quant_kernels::codePrefetchBytes(), vendor == "AuthenticAMD" && family >= 0x1A ? 4096 : 2048);
 }
 #endif
 
