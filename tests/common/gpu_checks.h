@@ -43,6 +43,18 @@ inline void checkLeaksBeforeGpuCompiler() {
 #endif
 }
 
+/// Opens a test that runs a GPU compiler: the leak check above, then a skip naming why where the
+/// compiler (NVRTC or hipRTC) is absent. A macro because GTEST_SKIP must return from the test body.
+#define GIZML_SKIP_WITHOUT_GPU_COMPILER(available, name)                        \
+  do {                                                                          \
+    ::gizml::test::checkLeaksBeforeGpuCompiler();                              \
+    std::string gpuCompilerWhy;                                                 \
+    if (!(available)(nullptr, &gpuCompilerWhy))                                 \
+      GTEST_SKIP() << name " not found: " << gpuCompilerWhy;                    \
+  } while (0)
+#define GIZML_SKIP_WITHOUT_NVRTC() GIZML_SKIP_WITHOUT_GPU_COMPILER(::gizhw::gpu::nvrtcAvailable, "NVRTC")
+#define GIZML_SKIP_WITHOUT_HIPRTC() GIZML_SKIP_WITHOUT_GPU_COMPILER(::gizhw::gpu::hiprtcAvailable, "hipRTC")
+
 inline const char* kPtxas = "/usr/local/cuda/bin/ptxas";
 
 /// Whether the CUDA toolkit's ptxas is installed.

@@ -18,12 +18,6 @@ namespace {
 
 const char* kArchs[] = {"sm_80", "sm_90a"};
 
-void requireNvrtc() {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
-}
-
 void compileEverywhere(const std::string& source, const std::string& what) {
   for (const char* arch : kArchs) {
     gpu::Compiled c;
@@ -68,7 +62,7 @@ std::vector<std::pair<std::string, T::Lazy>> elementwiseChains() {
 }  // namespace
 
 TEST(KernelsCompile, FixedKernels) {
-  requireNvrtc();
+  GIZML_SKIP_WITHOUT_NVRTC();
   compileEverywhere(gpuops::fixedKernelSource(), "the fixed kernels (reduce, softmax, cumsum, matmul, copies)");
   // The tensor-core path is really there on sm_90a (not the fallback).
   const auto c = gpu::compileCuda(gpuops::fixedKernelSource(), "sm_90a", false);
@@ -79,7 +73,7 @@ TEST(KernelsCompile, FixedKernels) {
 // The TMA and mbarrier wrappers (sm_90a only): a kernel using each one assembles, and the
 // instructions are really in its PTX.
 TEST(KernelsCompile, TmaWrappers) {
-  requireNvrtc();
+  GIZML_SKIP_WITHOUT_NVRTC();
   const std::string source = gpuops::mmaSource() + R"(
 extern "C" __global__ void tma_check(const void* map, float* out) {
 #ifdef GIZML_HAVE_TMA
@@ -112,12 +106,12 @@ extern "C" __global__ void tma_check(const void* map, float* out) {
 }
 
 TEST(KernelsCompile, NetopsKernels) {
-  requireNvrtc();
+  GIZML_SKIP_WITHOUT_NVRTC();
   compileEverywhere(netops::netopsKernelSource(), "netops' kernels (attention, cross entropy rows)");
 }
 
 TEST(KernelsCompile, ElementwiseChains) {
-  requireNvrtc();
+  GIZML_SKIP_WITHOUT_NVRTC();
   for (const auto& [name, chain] : elementwiseChains()) compileEverywhere(gpuops::planElementwise(*chain.node()).source, name);
 }
 
@@ -131,7 +125,7 @@ TEST(KernelsCompile, ElementwiseSourceDependsOnPatternNotData) {
 }
 
 TEST(KernelsCompile, NetopsRowsKernels) {
-  requireNvrtc();
+  GIZML_SKIP_WITHOUT_NVRTC();
   compileEverywhere(netops::netopsRowsKernelSource(),
                     "netops rows kernels (argmax, candidates, split sums, norms, SwiGLU, Hadamard)");
 }
@@ -140,12 +134,6 @@ TEST(KernelsCompile, NetopsRowsKernels) {
 // RDNA (gfx1030, wave 32) GPU, where hipRTC is installed (Debian's ROCm 5: libamdhip64.so.5, whose
 // compiler knows neither gfx1100 nor gfx942); never run here.
 namespace {
-
-void requireHiprtc() {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
-}
 
 void compileForAmd(const std::string& source, const std::string& what) {
   for (const char* arch : {"gfx90a", "gfx1030"}) {
@@ -160,13 +148,13 @@ void compileForAmd(const std::string& source, const std::string& what) {
 }  // namespace
 
 TEST(KernelsCompileHip, FixedAndNetopsKernels) {
-  requireHiprtc();
+  GIZML_SKIP_WITHOUT_HIPRTC();
   compileForAmd(gpuops::fixedKernelSource(), "the fixed kernels");
   compileForAmd(netops::netopsKernelSource(), "netops' kernels");
   compileForAmd(netops::netopsRowsKernelSource(), "netops rows kernels");
 }
 
 TEST(KernelsCompileHip, ElementwiseChains) {
-  requireHiprtc();
+  GIZML_SKIP_WITHOUT_HIPRTC();
   for (const auto& [name, chain] : elementwiseChains()) compileForAmd(gpuops::planElementwise(*chain.node()).source, name);
 }

@@ -278,9 +278,7 @@ TEST(NetopsAttentionRowsGpuChoice, TensorCoresForHeadsOf64And128OnSm80AndLater) 
 // The kernels compile where CI can: NVRTC for sm_80 and sm_90a with the tensor-core path really
 // in the PTX (and ptxas assembling it), hipRTC for gfx90a and gfx1030 (the plain kernels only).
 TEST(NetopsAttentionRowsGpuCompile, NvrtcAndPtxas) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_NVRTC();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     gpu::Compiled c;
     try {
@@ -306,9 +304,7 @@ TEST(NetopsAttentionRowsGpuCompile, NvrtcAndPtxas) {
 }
 
 TEST(NetopsAttentionRowsGpuCompile, Hiprtc) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_HIPRTC();
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
       EXPECT_FALSE(gpu::compileHip(N::netopsAttentionRowsKernelSource(), arch).empty()) << arch;

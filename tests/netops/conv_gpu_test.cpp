@@ -262,9 +262,7 @@ std::string entryPtx(const std::string& ptx, const std::string& name) {
 }  // namespace
 
 TEST(NetopsConvGpuCompile, NvrtcAndPtxasForSm80AndSm90a) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_NVRTC();
   for (const char* arch : kArchs) {
     gpu::Compiled c;
     try {
@@ -289,9 +287,7 @@ TEST(NetopsConvGpuCompile, NvrtcAndPtxasForSm80AndSm90a) {
 }
 
 TEST(NetopsConvGpuCompile, HiprtcForGfx90aAndGfx1030) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_HIPRTC();
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
       EXPECT_FALSE(gpu::compileHip(N::netopsConvKernelSource(), arch).empty()) << arch;

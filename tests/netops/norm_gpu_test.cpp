@@ -297,9 +297,7 @@ TEST_F(NetopsNormGpu, BadInputNamesTheArgument) {
 // The kernel source compiles for NVIDIA (NVRTC, then ptxas) and AMD (hipRTC); skipped where
 // the compiler is absent.
 TEST(NetopsNormGpuCompile, NvrtcAndPtxas) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_NVRTC();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     gpu::Compiled c;
     try {
@@ -315,9 +313,7 @@ TEST(NetopsNormGpuCompile, NvrtcAndPtxas) {
 }
 
 TEST(NetopsNormGpuCompile, HipRtc) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_HIPRTC();
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
       EXPECT_FALSE(gpu::compileHip(N::netopsNormKernelSource(), arch).empty()) << arch;

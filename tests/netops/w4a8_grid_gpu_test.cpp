@@ -276,9 +276,7 @@ TEST_F(NetopsW4a8GridGpu, RejectsBadOperandsWithClearMessages) {
 // The kernel source compiles for NVIDIA (NVRTC, then ptxas) and AMD (hipRTC); skipped where the
 // compiler is absent.
 TEST(NetopsW4a8GridGpuCompile, NvrtcAndPtxas) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_NVRTC();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     gpu::Compiled c;
     try {
@@ -297,9 +295,7 @@ TEST(NetopsW4a8GridGpuCompile, NvrtcAndPtxas) {
 }
 
 TEST(NetopsW4a8GridGpuCompile, HipRtc) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::hiprtcAvailable(&version, &why)) GTEST_SKIP() << "hipRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_HIPRTC();
   for (const char* arch : {"gfx90a", "gfx1030"}) {
     try {
       EXPECT_FALSE(gpu::compileHip(N::netopsW4a8GridKernelSource(), arch).empty()) << arch;

@@ -117,9 +117,7 @@ TEST(TileCuda, LaunchShapes) {
 }
 
 TEST(TileCuda, CompilesForSm80AndSm90a) {
-  test::checkLeaksBeforeGpuCompiler();
-  std::string version, why;
-  if (!gpu::nvrtcAvailable(&version, &why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  GIZML_SKIP_WITHOUT_NVRTC();
   const auto k = programs();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     const bool hopper = std::string(arch) == "sm_90a";
@@ -165,9 +163,10 @@ TEST(TileCuda, CompilesForSm80AndSm90a) {
       if (p.what == k[1].what || p.what == k[4].what) {
         // Aligned rows move as vectors: the f32 product's 4-wide loads, both products' stores
         // (4-wide from the blocked layout, column pairs from the mma fragments).
-        if (p.what == k[1].what)
+        if (p.what == k[1].what) {
           EXPECT_TRUE(entry.find("ld.global.nc.v4") != std::string::npos || entry.find("ld.global.v4") != std::string::npos)
               << arch << ": " << p.what;
+        }
         EXPECT_NE(entry.find("st.global.v"), std::string::npos) << arch << ": " << p.what;
       }
       EXPECT_EQ(entry.find("cp.async.cg.shared.global") != std::string::npos, p.copies) << arch << ": " << p.what;
