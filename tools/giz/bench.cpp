@@ -7,6 +7,7 @@
 // time), as a server with B requests does; tok/s are totals. --logits writes the prefill's logits
 // of every position ([N, vocab] little-endian f32) for the driver's KL divergences.
 #include <gizml/llm.h>
+#include <gizml/netops.h>
 #include <gizml/threads.h>
 
 #include <algorithm>
@@ -39,7 +40,6 @@ double peakRssMiB() {
   return 0;
 }
 
-int32_t argmax(const float* v, int64_t n) { return static_cast<int32_t>(std::max_element(v, v + n) - v); }
 
 }  // namespace
 
@@ -133,9 +133,8 @@ int benchCommand(int argc, char** argv) {
   // Each sequence's next token: the argmax of its last row.
   auto pickNext = [&] {
     for (size_t s = 0; s < next.size(); ++s) {
-      const gizml::tensor::Tensor last = logits[s].slice(0, logits[s].shape()[0] - 1, logits[s].shape()[0]);
-      const std::vector<float> row = last.toFloats();
-      next[s] = {argmax(row.data(), vocab)};
+      const int64_t rows = logits[s].shape()[0];
+      next[s] = {static_cast<gizml::llm::TokenId>(gizml::netops::argmax(logits[s].slice(0, rows - 1, rows))[0])};
     }
   };
   pickNext();
