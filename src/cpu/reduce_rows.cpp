@@ -103,4 +103,16 @@ void reduceRowsI64(ReduceOp op, const int64_t* x, int64_t rows, int64_t n, int64
   });
 }
 
+int64_t argmaxF32(const float* x, int64_t n) {
+  int64_t at = -1;  // the first index of the largest value so far
+  for (int64_t c0 = 0; c0 < n; c0 += kReduceChunk) {
+    const int64_t c1 = std::min(n, c0 + kReduceChunk);
+    const float m = reduceChunkF32(ReduceOp::Max, x + c0, c1 - c0, 0.0f);
+    if (at >= 0 && !std::isnan(m) && !(m > x[at])) continue;
+    for (int64_t j = c0; j < c1; ++j)
+      if (!std::isnan(x[j]) && (at < 0 || x[j] > x[at])) at = j;
+  }
+  return std::max<int64_t>(at, 0);
+}
+
 }  // namespace gizml::cpu

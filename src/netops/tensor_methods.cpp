@@ -1,5 +1,4 @@
 // The spec's Tensor.argmax and Tensor.dropout as free functions.
-#include <algorithm>
 #include <cmath>
 
 #include "core/thread_pool.h"
@@ -11,26 +10,6 @@
 
 namespace gizml::netops {
 
-namespace {
-
-// The first index of the row's largest value, NaN passed over (a row of NaNs: 0). Each chunk's
-// maximum by the vector reduction first; only a chunk that may hold a larger value (or a NaN) is
-// searched value by value. A language model's step takes the argmax of a 151,936-value row: one
-// compare-and-move chain over it was about 100 us, a step's 1 % at two threads.
-int64_t rowArgmax(const float* row, int64_t n) {
-  int64_t at = -1;  // the first index of the largest value so far
-  for (int64_t c0 = 0; c0 < n; c0 += cpu::kReduceChunk) {
-    const int64_t c1 = std::min(n, c0 + cpu::kReduceChunk);
-    const float m = cpu::reduceChunkF32(cpu::ReduceOp::Max, row + c0, c1 - c0, 0.0f);
-    if (at >= 0 && !std::isnan(m) && !(m > row[at])) continue;
-    for (int64_t j = c0; j < c1; ++j)
-      if (!std::isnan(row[j]) && (at < 0 || row[j] > row[at])) at = j;
-  }
-  return std::max<int64_t>(at, 0);
-}
-
-}  // namespace
-
 std::vector<int64_t> argmax(const Tensor& xIn) {
   // On a GPU: argmaxInto's kernel (gz_nr_argmax: the same rule), a block a row.
   const Tensor x = (xIn.onGpu() ? detail::floatOperand : detail::hostF32)("argmax", "x", xIn);
@@ -41,7 +20,7 @@ std::vector<int64_t> argmax(const Tensor& xIn) {
   std::vector<int64_t> best(static_cast<size_t>(rows));
   const float* px = x.data<float>();
   core::parallelFor(rows, 16, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) best[static_cast<size_t>(r)] = rowArgmax(px + r * width, width);
+    for (int64_t r = r0; r < r1; ++r) best[static_cast<size_t>(r)] = cpu::argmaxF32(px + r * width, width);
   });
   return best;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "llm/engine/sampling.h"
 #include "llm_test_util.h"
@@ -145,4 +146,30 @@ TEST(Sampling, OutOfRangeSettingsAreNamed) {
   s = {};
   s.logprobs = -3;
   expectError([&] { validateSampling(s); }, {"logprobs"});
+}
+
+// A draw with no topK reads the whole row without sorting it all (RowDraw): the same tokens as the
+// row's full head through candidates (the sorted path), draft checks too, on vocabulary-sized
+// rows with ties and every cut.
+TEST(Sampling, WholeRowDrawsAsTheSortedHead) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> row(20000);
+  for (float& v : row) v = std::round(normal(rng) * 8.0f) / 8.0f;  // many equal logits
+  row[777] = row[12345] = 14.0f;                                     // tied at the top
+  const RowHead full = headOf(row, row.size());
+  for (double t : {0.5, 1.0, 1.7})
+    for (double p : {1.0, 0.9, 0.3})
+      for (double minP : {0.0, 0.05}) {
+        SCOPED_TRACE(::testing::Message() << "t " << t << " p " << p << " minP " << minP);
+        Sampling s = sample(t, 0, p, 11);
+        s.minP = minP;
+        for (uint64_t i = 0; i < 60; ++i) {
+          ASSERT_EQ(chooseToken(row, s, i), chooseToken(full, s, i)) << i;
+          const TokenId draft = static_cast<TokenId>((i * 7919) % row.size());
+          ASSERT_EQ(verifyDraft(row, s, i, draft), verifyDraft(full, s, i, draft)) << i;
+          ASSERT_EQ(verifyDraft(row, s, i, 777), verifyDraft(full, s, i, 777)) << i;
+        }
+      }
+  EXPECT_EQ(chooseToken(row, greedy(), 0), 777);
 }

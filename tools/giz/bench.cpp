@@ -40,7 +40,6 @@ double peakRssMiB() {
   return 0;
 }
 
-
 }  // namespace
 
 int benchCommand(int argc, char** argv) {

@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <unordered_map>
+
+#include "cpu/reduce.h"
 
 namespace gizml::llm {
 
@@ -65,19 +69,114 @@ void applyLogitBias(std::span<float> logits, const Sampling& s) {
 
 namespace {
 
-// Ids sorted by logit, highest first, ties by id (so the order, and every draw, is deterministic).
+// Ids sorted by logit, highest first, ties by id (so the order, and every draw, is deterministic);
+// a NaN logit counts as the lowest (the order stays a strict weak order).
+struct Higher {
+  std::span<const float> logits;
+  static float key(float l) { return std::isnan(l) ? -std::numeric_limits<float>::infinity() : l; }
+  bool operator()(TokenId a, TokenId b) const {
+    const float la = key(logits[static_cast<size_t>(a)]), lb = key(logits[static_cast<size_t>(b)]);
+    return la != lb ? la > lb : a < b;
+  }
+};
+
 std::vector<TokenId> byLogit(std::span<const float> logits, size_t keep) {
   std::vector<TokenId> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  const auto higher = [&](TokenId a, TokenId b) {
-    const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
-    return la != lb ? la > lb : a < b;
-  };
   keep = std::min(keep, ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(), higher);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(), Higher{logits});
   ids.resize(keep);
   return ids;
 }
+
+// A row's ids in byLogit's order, sorted only as far as they are read: a draw with no topK
+// sorted the whole vocabulary (151,936 ids) for every token, a third of a SmolLM2 `giz run` at
+// temperature 1, where a draw seldom reads past its first few hundred.
+class LazyOrder {
+ public:
+  explicit LazyOrder(std::span<const float> logits) : higher_{logits}, ids_(logits.size()) {
+    std::iota(ids_.begin(), ids_.end(), 0);
+  }
+  size_t size() const { return ids_.size(); }
+  TokenId operator[](size_t i) {
+    if (i >= sorted_) sortTo(i + 1);
+    return ids_[i];
+  }
+
+ private:
+  // Sorts at least the first n, doubling what is sorted each time.
+  void sortTo(size_t n) {
+    const size_t end = std::min(ids_.size(), std::max({n, 2 * sorted_, size_t{256}}));
+    const auto first = ids_.begin() + static_cast<std::ptrdiff_t>(sorted_), last = ids_.begin() + static_cast<std::ptrdiff_t>(end);
+    if (end < ids_.size()) std::nth_element(first, last, ids_.end(), higher_);
+    std::sort(first, last, higher_);
+    sorted_ = end;
+  }
+
+  Higher higher_;
+  std::vector<TokenId> ids_;
+  size_t sorted_ = 0;
+};
+
+// candidates(row, s) for a row with no topK, without materializing it: the probabilities of the
+// whole row, the count the topP and minP cuts keep and their mass, and the ids in order as far as
+// a draw reads them. The same distribution; its sums in another order (the last bits).
+class RowDraw {
+ public:
+  RowDraw(std::span<const float> logits, const Sampling& s) : higher_{logits}, order_(logits), p_(logits.size()) {
+    const float top = logits[static_cast<size_t>(order_[0])];
+    double sum = 0;
+    for (size_t i = 0; i < p_.size(); ++i) sum += p_[i] = std::exp((logits[i] - top) / s.temperature);
+    for (double& p : p_) p /= sum;
+    keep_ = p_.size();
+    if (s.topP < 1.0) {  // the smallest most-likely set whose mass reaches topP
+      double mass = 0;
+      size_t n = 0;
+      while (n < keep_ && (n == 0 || mass < s.topP)) mass += p_[static_cast<size_t>(order_[n++])];
+      keep_ = n;
+    }
+    const double floor = s.minP * p_[static_cast<size_t>(order_[0])];
+    const auto above = static_cast<size_t>(std::count_if(p_.begin(), p_.end(), [&](double p) { return p >= floor; }));
+    keep_ = std::max<size_t>(1, std::min(keep_, above));
+    if (keep_ == above) {  // the kept set is every token at or above the floor
+      for (double p : p_) kept_ += p >= floor ? p : 0.0;
+    } else {
+      for (size_t k = 0; k < keep_; ++k) kept_ += p_[static_cast<size_t>(order_[k])];
+    }
+  }
+
+  // The kept probability of token t (0 where a cut left it out).
+  double probability(TokenId t) {
+    const double p = p_[static_cast<size_t>(t)];
+    if (keep_ == p_.size()) return p / kept_;
+    size_t rank = 0;  // tokens before t in the order
+    for (size_t i = 0; i < p_.size(); ++i) rank += higher_(static_cast<TokenId>(i), t);
+    return rank < keep_ ? p / kept_ : 0.0;
+  }
+
+  // The kept token u falls on with the probabilities end to end, `skip`'s left out and the rest
+  // scaled by 1 / (1 - skipped) (a rejected draft's).
+  TokenId pick(double u, std::optional<TokenId> skip = std::nullopt, double skipped = 0.0) {
+    const double scale = 1.0 / (kept_ * (1.0 - skipped));
+    double mass = 0;
+    TokenId last = order_[0];
+    for (size_t k = 0; k < keep_; ++k) {
+      const TokenId t = order_[k];
+      if (t == skip) continue;
+      last = t;
+      mass += p_[static_cast<size_t>(t)] * scale;
+      if (u < mass) return t;
+    }
+    return last;  // u beyond the rounded total
+  }
+
+ private:
+  Higher higher_;
+  LazyOrder order_;
+  std::vector<double> p_;  // each token's probability over the whole row
+  size_t keep_ = 0;        // the first keep_ in order survive topP and minP
+  double kept_ = 0;        // their mass
+};
 
 }  // namespace
 
@@ -131,8 +230,24 @@ double drawUniform(uint64_t seed, uint64_t index) {
   return tensor::uniform(tensor::Key(seed).split(index), {1}).toFloats()[0];
 }
 
+namespace {
+
+// Greedy's token: the highest logit's, the lowest id among equals.
+TokenId highest(std::span<const float> logits) {
+  check(!logits.empty(), "sampling: no logits");
+  return static_cast<TokenId>(cpu::argmaxF32(logits.data(), static_cast<int64_t>(logits.size())));
+}
+
+// Whether a draw reads the whole row (no topK below its size): RowDraw's case.
+bool wholeRow(std::span<const float> logits, const Sampling& s) {
+  return s.topK <= 0 || static_cast<size_t>(s.topK) >= logits.size();
+}
+
+}  // namespace
+
 TokenId chooseToken(std::span<const float> logits, const Sampling& s, uint64_t index) {
-  if (s.temperature == 0.0) return byLogit(logits, 1)[0];
+  if (s.temperature == 0.0) return highest(logits);
+  if (wholeRow(logits, s)) return RowDraw(logits, s).pick(drawUniform(s.seed, index));
   return pick(candidates(logits, s), drawUniform(s.seed, index));
 }
 
@@ -159,8 +274,16 @@ TokenId verifyWith(std::vector<std::pair<TokenId, double>> c, const Sampling& s,
 }  // namespace
 
 TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t index, TokenId draft) {
-  if (s.temperature == 0.0) return byLogit(logits, 1)[0];
-  return verifyWith(candidates(logits, s), s, index, draft);
+  if (s.temperature == 0.0) return highest(logits);
+  if (!wholeRow(logits, s)) return verifyWith(candidates(logits, s), s, index, draft);
+  // verifyWith's steps on the whole row's RowDraw.
+  RowDraw row(logits, s);
+  const std::vector<float> u = tensor::uniform(tensor::Key(s.seed).split(index), {2}).toFloats();
+  const bool known = draft >= 0 && static_cast<size_t>(draft) < logits.size();
+  const double p = known ? row.probability(draft) : 0.0;
+  if (p == 0.0) return row.pick(u[1]);
+  if (u[0] < p || p >= 1.0) return draft;
+  return row.pick(u[1], draft, p);
 }
 
 TokenId verifyDraft(const RowHead& head, const Sampling& s, uint64_t index, TokenId draft) {
