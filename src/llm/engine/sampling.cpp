@@ -4,6 +4,9 @@
 #include <gizml/tensor.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -91,30 +94,37 @@ std::vector<TokenId> byLogit(std::span<const float> logits, size_t keep) {
 
 // A row's ids in byLogit's order, sorted only as far as they are read: a draw with no topK
 // sorted the whole vocabulary (151,936 ids) for every token, a third of a SmolLM2 `giz run` at
-// temperature 1, where a draw seldom reads past its first few hundred.
+// temperature 1, where a draw seldom reads past its first few hundred. Each id sorts as one
+// 64-bit key, larger first: its logit's bits in an order that compares as the floats do (NaN
+// lowest, -0 as +0) above the id's complement (the lower id first among equals), so the partial
+// sorts compare integers instead of reading the logits through the ids.
 class LazyOrder {
  public:
-  explicit LazyOrder(std::span<const float> logits) : higher_{logits}, ids_(logits.size()) {
-    std::iota(ids_.begin(), ids_.end(), 0);
+  explicit LazyOrder(std::span<const float> logits) : keys_(logits.size()) {
+    for (size_t i = 0; i < keys_.size(); ++i)
+      keys_[i] = uint64_t{orderedBits(Higher::key(logits[i]) + 0.0f)} << 32 | (0xffffffffu - static_cast<uint32_t>(i));
   }
-  size_t size() const { return ids_.size(); }
   TokenId operator[](size_t i) {
     if (i >= sorted_) sortTo(i + 1);
-    return ids_[i];
+    return static_cast<TokenId>(0xffffffffu - static_cast<uint32_t>(keys_[i]));
   }
 
  private:
+  // Bits of f that compare as unsigned integers as the floats compare.
+  static uint32_t orderedBits(float f) {
+    const auto u = std::bit_cast<uint32_t>(f);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+  }
   // Sorts at least the first n, doubling what is sorted each time.
   void sortTo(size_t n) {
-    const size_t end = std::min(ids_.size(), std::max({n, 2 * sorted_, size_t{256}}));
-    const auto first = ids_.begin() + static_cast<std::ptrdiff_t>(sorted_), last = ids_.begin() + static_cast<std::ptrdiff_t>(end);
-    if (end < ids_.size()) std::nth_element(first, last, ids_.end(), higher_);
-    std::sort(first, last, higher_);
+    const size_t end = std::min(keys_.size(), std::max({n, 2 * sorted_, size_t{256}}));
+    const auto first = keys_.begin() + static_cast<std::ptrdiff_t>(sorted_), last = keys_.begin() + static_cast<std::ptrdiff_t>(end);
+    if (end < keys_.size()) std::nth_element(first, last, keys_.end(), std::greater<>());
+    std::sort(first, last, std::greater<>());
     sorted_ = end;
   }
 
-  Higher higher_;
-  std::vector<TokenId> ids_;
+  std::vector<uint64_t> keys_;
   size_t sorted_ = 0;
 };
 
