@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "cpu/reduce.h"
+
 namespace gizml::llm {
 
 GrammarTokens::GrammarTokens(const Tokenizer& tokenizer, std::vector<TokenId> endOfTurn)
@@ -38,7 +40,7 @@ void GrammarConstraint::constrain(std::span<float> logits, GrammarTokens& tokens
   if (!matcher_) return;
   if (argmaxOnly) {
     // The lowest id among equal maxima, as chooseToken picks.
-    const auto top = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto top = static_cast<TokenId>(cpu::argmaxF32(logits.data(), static_cast<int64_t>(logits.size())));
     if (allows(top, tokens)) return;
   }
   const std::vector<bool>& allowed = tokens.mask().allowed(*matcher_);
