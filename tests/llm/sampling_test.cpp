@@ -172,4 +172,12 @@ TEST(Sampling, WholeRowDrawsAsTheSortedHead) {
         }
       }
   EXPECT_EQ(chooseToken(row, greedy(), 0), 777);
+  // The head's order: highest logit first, the lower id first among equals (a stable sort).
+  std::vector<TokenId> ids(row.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<TokenId>(i);
+  std::stable_sort(ids.begin(), ids.end(), [&](TokenId a, TokenId b) { return row[size_t(a)] > row[size_t(b)]; });
+  ASSERT_EQ(full.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(full[i].first, ids[i]) << i;
+  const RowHead few = headOf(row, 40);
+  EXPECT_EQ(RowHead(full.begin(), full.begin() + 40), few);
 }
