@@ -6,6 +6,7 @@
 
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
+#include "cpu/flush_denormals.h"
 #include "cpu/gemm.h"
 #include "cpu/layer_rows.h"
 
@@ -65,6 +66,7 @@ void recurrent(const Heads& heads, const float* mixed, const float* beta, const 
   const int64_t perKey = valueHeads / heads.keyHeads, keyWidth = heads.keyHeads * dk;
   const int64_t channels = 2 * keyWidth + valueHeads * dv;
   core::parallelFor(valueHeads, 1, [&](int64_t h0, int64_t h1) {
+    const FlushDenormals flush;  // a state decaying through 1e-38 stays fast
     for (int64_t h = h0; h < h1; ++h)
       for (int64_t t = 0; t < rows; ++t) {
         const float* q = mixed + t * channels + h / perKey * dk;
@@ -86,6 +88,9 @@ void chunked(const Heads& heads, const float* mixed, const float* beta, const fl
   const int64_t perKey = valueHeads / heads.keyHeads, keyWidth = heads.keyHeads * dk;
   const int64_t channels = 2 * keyWidth + valueHeads * dv, oStride = valueHeads * dv, uwWidth = dv + dk;
   core::parallelFor(valueHeads, 1, [&](int64_t h0, int64_t h1) {
+    // The decays within a chunk, the products with them and the state fall through the
+    // denormal range: with their assists the rule took a third of a 512-token prefill.
+    const FlushDenormals flush;
     std::vector<float> c(kChunk), growth(kChunk), decay(kChunk * kChunk), kk(decay.size()), qk(decay.size()),
         tri(decay.size()), rhs(static_cast<size_t>(kChunk * uwWidth)), uw(rhs.size()),
         keysT(static_cast<size_t>(dk * kChunk));

@@ -3,11 +3,14 @@
 // (the tiny Qwen 3.5 fixtures have heads of 16 and so reach only some of them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "cpu/delta_net.h"
+#include "cpu/flush_denormals.h"
 
 using namespace gizml::cpu;
 
@@ -107,3 +110,44 @@ TEST(DeltaKernels, GatedNormIsRmsNormTimesWeightTimesSiluOfTheGate) {
 }
 
 }  // namespace
+
+// The chunked rule (a prefill's) against the token-by-token one (a decode's, checked against
+// double above) where one head's decays take its state and the chunk's decay products through
+// the denormal range, which both flush to zero (FlushDenormals), and another's stay near 1.
+TEST(DeltaRule, ChunkedAsTokenByTokenThroughTheDenormalRange) {
+  const delta::Heads h{1, 2, 128, 128};
+  const int64_t rows = 150, channels = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
+  const std::vector<float> mixed = randomValues(static_cast<size_t>(rows * channels), 21, 0.1f);
+  std::vector<float> beta(static_cast<size_t>(rows * h.valueHeads)), g(beta.size());
+  for (int64_t t = 0; t < rows; ++t) {
+    beta[static_cast<size_t>(t * 2)] = beta[static_cast<size_t>(t * 2 + 1)] = 0.5f;
+    g[static_cast<size_t>(t * 2)] = -3.0f;   // e^-3 a token: e^-192 over a chunk
+    g[static_cast<size_t>(t * 2 + 1)] = -0.02f;
+  }
+  const std::vector<float> start = randomValues(static_cast<size_t>(h.valueHeads * h.keyDim * h.valueDim), 22);
+  std::vector<float> memoryA = start, memoryB = start, oA(static_cast<size_t>(rows * h.valueHeads * h.valueDim)), oB(oA.size());
+  delta::recurrent(h, mixed.data(), beta.data(), g.data(), rows, memoryA.data(), oA.data());
+  delta::chunked(h, mixed.data(), beta.data(), g.data(), rows, memoryB.data(), oB.data());
+  double range = 0, worst = 0;
+  for (size_t i = 0; i < oA.size(); ++i) {
+    range = std::max(range, std::fabs(static_cast<double>(oA[i])));
+    worst = std::max(worst, std::fabs(static_cast<double>(oA[i]) - oB[i]));
+  }
+  EXPECT_GT(range, 1e-3);
+  EXPECT_LT(worst, 1e-5 * range);
+  for (size_t i = 0; i < memoryA.size(); ++i) ASSERT_NEAR(memoryA[i], memoryB[i], 1e-5) << i;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+TEST(FlushDenormals, FlushesInItsScopeOnly) {
+  volatile float tiny = 1e-30f, small = 1e-10f;  // their product, 1e-40, is denormal
+  volatile float denormal = std::numeric_limits<float>::denorm_min();
+  {
+    const FlushDenormals flush;
+    EXPECT_EQ(tiny * small, 0.0f);
+    EXPECT_EQ(denormal * 2.0f, 0.0f);  // a denormal input reads as zero
+  }
+  EXPECT_GT(tiny * small, 0.0f);
+  EXPECT_GT(denormal * 2.0f, 0.0f);
+}
+#endif
