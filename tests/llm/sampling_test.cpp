@@ -133,6 +133,10 @@ TEST(Sampling, LogprobsAreLogSoftmax) {
 
 TEST(Sampling, OutOfRangeSettingsAreNamed) {
   expectError([] { validateSampling(sample(-1.0)); }, {"temperature -1"});
+  for (const Sampling& s : {greedy(), sample(1.0), sample(1.0, 5)}) {
+    expectError([&] { chooseToken(std::vector<float>{}, s, 0); }, {"no logits"});
+    expectError([&] { verifyDraft(std::vector<float>{}, s, 0, 0); }, {"no logits"});
+  }
   expectError([] { validateSampling(sample(1.0, 0, 1.01)); }, {"topP", "(0, 1]"});
   expectError([] { validateSampling(sample(1.0, 0, 0.0)); }, {"topP"});
   expectError([] { validateSampling(sample(1.0, -1)); }, {"topK -1"});

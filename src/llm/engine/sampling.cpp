@@ -138,6 +138,7 @@ std::vector<TokenId> byLogit(std::span<const float> logits, size_t keep) {
 class RowDraw {
  public:
   RowDraw(std::span<const float> logits, const Sampling& s) : logits_(logits), order_(logits), p_(logits.size()) {
+    check(!logits.empty(), "sampling: no logits");
     const float top = logits[static_cast<size_t>(order_[0])];
     double sum = 0;
     for (size_t i = 0; i < p_.size(); ++i) sum += p_[i] = std::exp((logits[i] - top) / s.temperature);
