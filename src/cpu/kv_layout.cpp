@@ -148,8 +148,10 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t block = firstBlock + t / heads;
       const int64_t r0 = std::max<int64_t>(0, block * kBlock - start), r1 = std::min(rows, (block + 1) * kBlock - start);
-      if (few)
-        for (const int64_t position : {start + r0, start + r1 - 1}) prefetchHeadLines(layer, t % heads, position);
+      if (few) {  // the first row's lines, and the last row's where it is another row
+        prefetchHeadLines(layer, t % heads, start + r0);
+        if (r1 - r0 > 1) prefetchHeadLines(layer, t % heads, start + r1 - 1);
+      }
       storeHead(r0, r1, t % heads);
     }
   });
