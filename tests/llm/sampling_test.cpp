@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -184,4 +185,60 @@ TEST(Sampling, WholeRowDrawsAsTheSortedHead) {
   for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(full[i].first, ids[i]) << i;
   const RowHead few = headOf(row, 40);
   EXPECT_EQ(RowHead(full.begin(), full.begin() + 40), few);
+}
+
+// Draws far down the order (uniforms above 0.995) walk past many of the row's buckets at once:
+// they land where the sorted head's walk, token by token, lands.
+TEST(Sampling, WholeRowDrawsReachTheTail) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> row(30000);
+  for (float& v : row) v = std::round(normal(rng) * 16.0f) / 16.0f;  // ties, and a mass spread wide
+  const RowHead full = headOf(row, row.size());
+  std::vector<uint64_t> deep;
+  for (uint64_t i = 0; deep.size() < 40; ++i)
+    if (drawUniform(3, i) > 0.995) deep.push_back(i);
+  for (double t : {0.6, 1.0, 2.5})
+    for (double p : {1.0, 0.999}) {
+      SCOPED_TRACE(::testing::Message() << "t " << t << " p " << p);
+      const Sampling s = sample(t, 0, p, 3);
+      std::vector<TokenId> drawn;
+      for (const uint64_t i : deep) {
+        drawn.push_back(chooseToken(row, s, i));
+        ASSERT_EQ(drawn.back(), chooseToken(full, s, i)) << i;
+      }
+      // Past the first few hundred of the order (the head a shallow draw reads).
+      const auto rankOf = [&](TokenId id) {
+        return std::find_if(full.begin(), full.end(), [&](const auto& e) { return e.first == id; }) - full.begin();
+      };
+      EXPECT_GT(rankOf(*std::max_element(drawn.begin(), drawn.end(), [&](TokenId a, TokenId b) {
+                  return rankOf(a) < rankOf(b);
+                })),
+                300);
+    }
+}
+
+// A NaN logit weighs nothing (as -inf would); a row with no finite highest logit, or a temperature
+// so small that 1 / t overflows, draws greedy's token instead of an undefined one.
+TEST(Sampling, DrawsPassOverNaNAndInfiniteLogits) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> withNaN = kLogits, withInf = kLogits;
+  for (size_t i : {1, 5, 8}) {
+    withNaN[i] = nan;
+    withInf[i] = -inf;
+  }
+  withNaN[6] = withInf[6] = -inf;
+  const RowHead head = headOf(withInf, withInf.size());
+  for (const Sampling& s : {cut(1.0, 0, 1.0, 0.0), cut(0.7, 0, 0.8, 0.05)})
+    for (uint64_t i = 0; i < 200; ++i) {
+      const TokenId t = chooseToken(withNaN, s, i);
+      ASSERT_EQ(t, chooseToken(head, s, i)) << i;
+      ASSERT_TRUE(t != 1 && t != 5 && t != 6 && t != 8) << t;
+      ASSERT_EQ(verifyDraft(withNaN, s, i, 5), verifyDraft(head, s, i, 5)) << i;
+    }
+  const Sampling s = cut(1.0, 0, 1.0, 0.0);
+  EXPECT_EQ(chooseToken(std::vector<float>{nan, nan, nan}, s, 0), 0);
+  EXPECT_EQ(chooseToken(std::vector<float>{nan, -inf, -inf}, s, 0), 1);
+  EXPECT_EQ(chooseToken(std::vector<float>{1.0f, inf, 2.0f, inf}, s, 0), 1);
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(chooseToken(kLogits, cut(1e-40, 0, 1.0, 0.0), i), 5);
 }
