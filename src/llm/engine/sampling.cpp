@@ -207,6 +207,7 @@ class RowDraw {
 
   // The kept probability of token t (0 where a cut left it out).
   double probability(TokenId t) {
+    if (t < 0 || static_cast<size_t>(t) >= w_.size()) return 0.0;
     const double p = w_[static_cast<size_t>(t)] / kept_;
     const size_t b = bucket_[static_cast<size_t>(t)];
     if (start_[b + 1] <= keep_) return p;
@@ -315,13 +316,41 @@ std::vector<std::pair<TokenId, double>> candidates(const RowHead& head, const Sa
   return out;
 }
 
-TokenId pick(const std::vector<std::pair<TokenId, double>>& candidates, double u) {
-  double mass = 0;
-  for (const auto& [id, p] : candidates) {
-    mass += p;
-    if (u < mass) return id;
+namespace {
+
+// A candidate list read as RowDraw reads a row, so that verifyDraft's steps serve both (it reads
+// the list it is given, which must outlive it).
+class CandidateDraw {
+ public:
+  explicit CandidateDraw(const std::vector<std::pair<TokenId, double>>& c) : c_(c) {}
+
+  double probability(TokenId t) const {
+    const auto it = std::find_if(c_.begin(), c_.end(), [&](const auto& e) { return e.first == t; });
+    return it == c_.end() ? 0.0 : it->second;
   }
-  return candidates.back().first;  // u beyond the rounded total
+
+  // As RowDraw::pick.
+  TokenId pick(double u, std::optional<TokenId> skip = std::nullopt, double skipped = 0.0) const {
+    const double scale = 1.0 / (1.0 - skipped);
+    double mass = 0;
+    TokenId last = c_.front().first;
+    for (const auto& [id, p] : c_) {
+      if (id == skip) continue;
+      last = id;
+      mass += p * scale;
+      if (u < mass) return id;
+    }
+    return last;  // u beyond the rounded total
+  }
+
+ private:
+  const std::vector<std::pair<TokenId, double>>& c_;
+};
+
+}  // namespace
+
+TokenId pick(const std::vector<std::pair<TokenId, double>>& candidates, double u) {
+  return CandidateDraw(candidates).pick(u);
 }
 
 double drawUniform(uint64_t seed, uint64_t index) {
@@ -351,37 +380,29 @@ TokenId chooseToken(const RowHead& head, const Sampling& s, uint64_t index) {
 
 namespace {
 
-// verifyDraft's step once the candidates are known.
-TokenId verifyWith(std::vector<std::pair<TokenId, double>> c, const Sampling& s, uint64_t index, TokenId draft) {
+// The draft with its kept probability p, from the first of two uniforms; else a draw from the
+// second over the rest, scaled by 1 / (1 - p). On a RowDraw or a CandidateDraw.
+template <class Draw>
+TokenId verifyOn(Draw&& draw, const Sampling& s, uint64_t index, TokenId draft) {
   const std::vector<float> u = tensor::uniform(tensor::Key(s.seed).split(index), {2}).toFloats();
-  const auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == draft; });
-  if (it == c.end()) return pick(c, u[1]);
-  const double p = it->second;
+  const double p = draw.probability(draft);
+  if (p == 0.0) return draw.pick(u[1]);
   if (u[0] < p || p >= 1.0) return draft;
-  c.erase(it);
-  for (auto& e : c) e.second /= 1.0 - p;
-  return pick(c, u[1]);
+  return draw.pick(u[1], draft, p);
 }
 
 }  // namespace
 
 TokenId verifyDraft(std::span<const float> logits, const Sampling& s, uint64_t index, TokenId draft) {
   if (s.temperature == 0.0) return highest(logits);
-  if (!wholeRow(logits, s)) return verifyWith(candidates(logits, s), s, index, draft);
-  // verifyWith's steps on the whole row's RowDraw.
-  RowDraw row(logits, s);
-  const std::vector<float> u = tensor::uniform(tensor::Key(s.seed).split(index), {2}).toFloats();
-  const bool known = draft >= 0 && static_cast<size_t>(draft) < logits.size();
-  const double p = known ? row.probability(draft) : 0.0;
-  if (p == 0.0) return row.pick(u[1]);
-  if (u[0] < p || p >= 1.0) return draft;
-  return row.pick(u[1], draft, p);
+  if (!wholeRow(logits, s)) return verifyOn(CandidateDraw(candidates(logits, s)), s, index, draft);
+  return verifyOn(RowDraw(logits, s), s, index, draft);
 }
 
 TokenId verifyDraft(const RowHead& head, const Sampling& s, uint64_t index, TokenId draft) {
   check(!head.empty(), "sampling: no logits");
   if (s.temperature == 0.0) return head[0].first;
-  return verifyWith(candidates(head, s), s, index, draft);
+  return verifyOn(CandidateDraw(candidates(head, s)), s, index, draft);
 }
 
 TokenLogprob logprobOf(std::span<const float> logits, TokenId token, int top) {
