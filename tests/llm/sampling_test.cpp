@@ -242,3 +242,31 @@ TEST(Sampling, DrawsPassOverNaNAndInfiniteLogits) {
   EXPECT_EQ(chooseToken(std::vector<float>{1.0f, inf, 2.0f, inf}, s, 0), 1);
   for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(chooseToken(kLogits, cut(1e-40, 0, 1.0, 0.0), i), 5);
 }
+
+// A short head (a topK, logprobs' top) is the full order's first ids, through ties, signed zeros,
+// infinities and NaNs, also where NaNs must fill it.
+TEST(Sampling, ShortHeadsAsTheFullOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(4);
+  std::vector<float> row(3000);
+  for (float& v : row) v = static_cast<float>(static_cast<int>(rng() % 41) - 20) / 4.0f;
+  for (size_t i = 0; i < row.size(); i += 97) row[i] = nan;
+  for (size_t i = 5; i < row.size(); i += 131) row[i] = -0.0f;
+  row[7] = -inf;
+  row[2999] = inf;
+  const std::vector<float> fewFinite = {nan, 1.0f, nan, -inf, nan, -0.0f, 0.0f, nan};
+  for (const std::vector<float>& r : {row, fewFinite}) {
+    const RowHead full = headOf(r, r.size());
+    for (size_t keep : {1, 2, 5, 7, 40, 256, 257}) {
+      const size_t n = std::min(keep, r.size());
+      const RowHead head = headOf(r, keep);
+      ASSERT_EQ(head.size(), n) << keep;
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(head[i].first, full[i].first) << "keep " << keep << " rank " << i;
+    }
+  }
+  // The full order itself: -0 as +0 and NaN as -inf, the lower id first among equals.
+  const RowHead order = headOf(fewFinite, fewFinite.size());
+  std::vector<TokenId> ids;
+  for (const auto& e : order) ids.push_back(e.first);
+  EXPECT_EQ(ids, (std::vector<TokenId>{1, 5, 6, 0, 2, 3, 4, 7}));
+}
