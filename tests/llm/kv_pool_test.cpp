@@ -276,3 +276,17 @@ TEST(HostCache, ACopiedQwen35StateContinuesBitForBit) {
 }
 
 }  // namespace
+
+// A chat moved to host memory takes the pages it holds, not its engine's whole context: each
+// parked chat made a pool of every page of the context (and zeroed it), 16 pages for 1 here.
+TEST(HostCache, AParkedChatTakesThePagesItHolds) {
+  Engine engine(llama(), nullptr, {}, 1, 16 * kPage);
+  engine.generate({request(tokens(40, 1), 3)});
+  const uint64_t before = tensor::Storage::liveBytes();
+  engine.generate({request(tokens(40, 2), 3)});  // takes the slot: the first chat moves to host memory
+  const int64_t parked = engine.hostCacheBytes();
+  ASSERT_GT(parked, 0);
+  const int64_t onePage = llama()->newPool(1, KvFormat(DType::F32), true)->bytes();
+  EXPECT_EQ(parked, onePage);
+  EXPECT_LE(static_cast<int64_t>(tensor::Storage::liveBytes() - before), 2 * onePage);
+}
