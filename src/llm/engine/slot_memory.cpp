@@ -92,9 +92,13 @@ void Engine::Impl::park(const Slot& slot) {
   // In host memory of its own (whatever the model's device), keys and values as the pool keeps them,
   // in as many pages as the slot's state holds: a pool of the whole context's pages zeroed 47 MB
   // for each chat parked (SmolLM2, 4,096 tokens, 8-bit keys and values), 3.5 % of a served batch.
-  const auto pagesHeld = [&] { return (slot.state->length() + pool->pageTokens() - 1) / pool->pageTokens(); };
-  std::unique_ptr<SequenceState> copy =
-      pool ? model->newStateIn(model->newPool(pagesHeld(), pool->format(), true), maxTokens) : model->newState(maxTokens);
+  std::unique_ptr<SequenceState> copy;
+  if (pool) {
+    const int64_t pages = (slot.state->length() + pool->pageTokens() - 1) / pool->pageTokens();
+    copy = model->newStateIn(model->newPool(pages, pool->format(), true), maxTokens);
+  } else {
+    copy = model->newState(maxTokens);
+  }
   if (!copy->copyFrom(*slot.state)) return;
   parked.push_back({slot.held, std::move(copy), bytes});
   parkedBytes += bytes;
