@@ -234,10 +234,12 @@ class Engine {
   int64_t preemptions() const;
   /// How its pool keeps keys and values: the model's setting, or the engine's choice.
   KvFormat kvFormat() const;
-  /// When a request takes a slot from another chat (or the pool runs short), that chat's state
-  /// moves to host memory, and the next request that starts with it (the chat's next turn) takes
-  /// it back instead of reading it again. At most `bytes` are kept, the oldest leaving first; -1
-  /// (the default): half of the memory the machine has available at each move; 0: none.
+  /// When a request takes a slot from another chat, that chat's state stays in the KV pool
+  /// (sharing its pages) until the pool needs them, then moves to host memory (as does an idle
+  /// slot's when the pool runs short); the next request that starts with it (the chat's next
+  /// turn) takes it back instead of reading it again. At most `bytes` of host memory are kept, the
+  /// oldest leaving first; -1 (the default): half of the memory the machine has available at each
+  /// move; 0: none (chats then wait only in the pool).
   void setHostCache(int64_t bytes);
   /// Bytes of the chats kept in host memory now.
   int64_t hostCacheBytes() const;

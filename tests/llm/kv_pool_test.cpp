@@ -278,15 +278,50 @@ TEST(HostCache, ACopiedQwen35StateContinuesBitForBit) {
 }  // namespace
 
 // A chat moved to host memory takes the pages it holds, not its engine's whole context: each
-// parked chat made a pool of every page of the context (and zeroed it), 16 pages for 1 here.
+// parked chat made a pool of every page of the context (and zeroed it), 16 pages for 1 here. The
+// first chat waits in the pool until the second, of the whole context, needs its page.
 TEST(HostCache, AParkedChatTakesThePagesItHolds) {
   Engine engine(llama(), nullptr, {}, 1, 16 * kPage);
   engine.generate({request(tokens(40, 1), 3)});
   const uint64_t before = tensor::Storage::liveBytes();
-  engine.generate({request(tokens(40, 2), 3)});  // takes the slot: the first chat moves to host memory
+  engine.generate({request(tokens(16 * kPage - 3, 2), 2)});
   const int64_t parked = engine.hostCacheBytes();
   ASSERT_GT(parked, 0);
   const int64_t onePage = llama()->newPool(1, KvFormat(DType::F32), true)->bytes();
   EXPECT_EQ(parked, onePage);
   EXPECT_LE(static_cast<int64_t>(tensor::Storage::liveBytes() - before), 2 * onePage);
+}
+
+// A chat whose slot another request takes stays in the pool, sharing its pages (nothing copied,
+// no host memory), and comes back from there; once the pool needs its pages, it moves to host
+// memory and comes back from there. Each turn gives the tokens it gives in an engine of its own.
+TEST(HostCache, AChatWaitsInThePoolUntilThePoolNeedsItsPages) {
+  Engine engine(llama(), nullptr, {}, 1, 4 * kPage);
+  const auto alone = [](const std::vector<TokenId>& prompt, int n) {
+    Engine own(llama(), nullptr, {}, 1, 4 * kPage);
+    return run(own, request(prompt, n)).first;
+  };
+  const std::vector<TokenId> a = tokens(40, 11), b = tokens(50, 12);
+  const auto [aOut, aCached] = run(engine, request(a, 3));
+  const auto [bOut, bCached] = run(engine, request(b, 3));
+  EXPECT_EQ(engine.hostCacheBytes(), 0);
+  EXPECT_EQ(engine.poolPagesUsed(), 2);  // a's page, kept for it, and b's
+  // a's next turn takes its pages back from the pool (b waits there now): it reads only its new tokens.
+  const std::vector<TokenId> aNext = a + aOut + tokens(10, 13);
+  const auto [aNextOut, aNextCached] = run(engine, request(aNext, 3));
+  EXPECT_EQ(aNextCached, static_cast<int64_t>(a.size() + aOut.size()) - 1);
+  EXPECT_EQ(aNextOut, alone(aNext, 3));
+  EXPECT_EQ(engine.hostCacheBytes(), 0);
+  EXPECT_EQ(engine.poolPagesUsed(), 2);
+  // A prompt of the whole context needs every page: the waiting chats move to host memory.
+  const std::vector<TokenId> c = tokens(4 * kPage - 3, 14);
+  EXPECT_EQ(run(engine, request(c, 2)).first, alone(c, 2));
+  const int64_t onePage = llama()->newPool(1, KvFormat(DType::F32), true)->bytes();
+  EXPECT_EQ(engine.hostCacheBytes(), 2 * onePage);  // a's and b's
+  // b's next turn comes back from host memory, c (in the pool now) moving there to give it a page.
+  const std::vector<TokenId> bNext = b + bOut + tokens(10, 15);
+  const auto [bNextOut, bNextCached] = run(engine, request(bNext, 3));
+  EXPECT_EQ(bNextCached, static_cast<int64_t>(b.size() + bOut.size()) - 1);
+  EXPECT_EQ(bNextOut, alone(bNext, 3));
+  EXPECT_EQ(engine.hostCacheBytes(), 5 * onePage);  // a's page and c's 4
 }

@@ -101,10 +101,10 @@ Feed Engine::Impl::feedOf(Running& r, size_t rows) {
   // Drafts the model keeps too rarely only cost time: after 16, a request drafts on while at
   // least a quarter are kept.
   const bool worthIt = r.drafted < 16 || r.accepted * 4 >= r.drafted;
-  // A draft writes its guesses' keys into the pool: none where the pool lacks their pages (the
-  // step then makes room for its feeds alone, preempting if it must).
+  // A draft writes its guesses' keys into the pool: none where the pool lacks their pages once
+  // parked chats have left it (the step then makes room for its feeds alone, preempting if it must).
   const int64_t guesses = std::min<int64_t>(drafts, room);
-  const bool pagesFree = !pool || pool->freePages() >= slot.state->pagesToAppend(1 + guesses);
+  const bool pagesFree = !pool || freeParkedPages(slot.state->pagesToAppend(1 + guesses));
   if (drafts > 0 && worthIt && whole && r.toFeed.size() == 1 && !r.generated.empty() && room > 0 && pagesFree &&
       model->drafts()) {
     std::vector<TokenId> recent(slot.held.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(slot.held.size(), 256)),
@@ -331,10 +331,7 @@ void Engine::setHostCache(int64_t bytes) {
   check(bytes >= -1, "engine: host cache of " + std::to_string(bytes) + " bytes is not a size (-1: automatic)");
   Impl& m = *impl_;
   m.parkLimit = bytes;
-  while (!m.parked.empty() && bytes >= 0 && m.parkedBytes > bytes) {
-    m.parkedBytes -= m.parked.front().bytes;
-    m.parked.pop_front();
-  }
+  if (bytes >= 0) m.trimHostCache(bytes);
 }
 
 int64_t Engine::hostCacheBytes() const { return impl_->parkedBytes; }

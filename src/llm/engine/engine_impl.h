@@ -76,13 +76,14 @@ struct Engine::Impl {
   // Heads shorter than this are read again rather than kept: a page's worth.
   static constexpr size_t kMinHead = 256;
 
-  // A chat moved out of its slot when another request took the slot (or the pool ran short): its
-  // tokens and a copy of its state in host memory of its own, until a request that starts with
-  // them takes it back.
+  // A chat moved out of its slot when another request took the slot (or the pool ran short),
+  // until a request that starts with its tokens takes it back: a state in the pool sharing the
+  // slot's pages (inPool) until the pool needs them, else a copy in host memory of its own.
   struct Parked {
     std::vector<TokenId> held;
     std::unique_ptr<SequenceState> state;
-    int64_t bytes = 0;
+    int64_t bytes = 0;  // of host memory (0 in the pool)
+    bool inPool = false;
   };
 
   // Chats shorter than this are read again rather than moved out.
@@ -138,16 +139,29 @@ struct Engine::Impl {
   // it shares where it writes (two states sharing one page count its copy twice).
   int64_t pagesFor(const std::vector<Feed>& feeds) const;
 
-  // Frees pool pages until `need` are free: idle slots (but `keep`) move out to host memory and
-  // give theirs back, least recently used first, then kept heads leave. Whether enough are free.
+  // Frees pool pages until `need` are free: chats parked in the pool move to host memory, then
+  // idle slots (but `keep`) move out to host memory and give theirs back, least recently used
+  // first, then kept heads leave. Whether enough are free.
   bool makeRoom(int64_t need, const Slot* keep = nullptr);
+
+  // Moves chats parked in the pool to host memory, oldest first, until `need` pages are free.
+  // Whether they are.
+  bool freeParkedPages(int64_t need);
 
   // Whether another slot, head or parked chat holds all that `held` holds.
   bool heldElsewhere(const Slot& slot) const;
 
-  // Moves what an idle slot holds to host memory before it is overwritten, within the limit
-  // (setHostCache), the oldest parked chats leaving first to make room.
-  void park(const Slot& slot);
+  // Keeps what an idle slot holds before it is overwritten or gives up its pages: in the pool
+  // (sharing its pages, nothing copied) where `inPool` and the model's states copy, else in host
+  // memory within the limit (setHostCache).
+  void park(const Slot& slot, bool inPool);
+
+  // A copy of `state` in host memory, as many pages as it holds, the oldest chats there leaving
+  // first to keep within the limit.
+  void parkInHost(const std::vector<TokenId>& held, const SequenceState& state);
+
+  // Host-memory chats leave, oldest first, until they take at most `bytes`.
+  void trimHostCache(int64_t bytes);
 
   // The parked chat holding the longest start of prompt comes back into `slot` where that is
   // more than the slot holds.

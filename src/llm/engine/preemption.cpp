@@ -30,7 +30,7 @@ void Engine::Impl::roomFor(Plan& plan) {
 void Engine::Impl::preempt(int id, Running& r) {
   handOnHead(id);  // the requests waiting for the head it reads read it themselves
   Slot& slot = slots[r.slot];
-  park(slot);
+  park(slot, false);  // to host memory: its pages must go back
   slot.state->truncate(0);
   slot.held.clear();
   r.toFeed.clear();
