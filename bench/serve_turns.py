@@ -7,9 +7,10 @@ Each chat starts as a text of --words words; each turn adds a line to its chat, 
 tokens greedily (/v1/completions) and adds them. The chats take their turns in rotation, so each
 turn's slot last held another chat. Prints the time of the first turns (each reads its whole
 prompt) and the mean time of the later ones (each reads only its new line, its chat's state taken
-back). Compare builds with --giz.
+back), and an md5 of the answers. Compare builds with --giz.
 """
 import argparse
+import hashlib
 import json
 import pathlib
 import sys
@@ -43,17 +44,19 @@ def main():
     try:
         model = pathlib.Path(args.model).stem if args.model.endswith(".gguf") else pathlib.Path(args.model).name
         chats = [" ".join(WORDS[(i * 7 + c) % len(WORDS)] for i in range(args.words)) for c in range(args.chats)]
-        times = []
+        times, answers = [], []
         for turn in range(args.turns):
             for c in range(args.chats):
                 chats[c] += f" And then, turn {turn}."
                 start = time.perf_counter()
-                chats[c] += complete(server, model, chats[c])
+                answers.append(complete(server, model, chats[c]))
+                chats[c] += answers[-1]
                 times.append(time.perf_counter() - start)
         first, later = times[:args.chats], times[args.chats:]
         print(f"{args.chats} chats on {args.slots} slot(s): first turns {sum(first):.2f} s in all, "
               f"later turns {sum(later) / len(later):.3f} s each (mean of {len(later)}, "
-              f"{min(later):.3f}-{max(later):.3f})")
+              f"{min(later):.3f}-{max(later):.3f}); answers' md5 "
+              f"{hashlib.md5(json.dumps(answers).encode()).hexdigest()[:8]}")
     finally:
         server.stop()
 
