@@ -281,10 +281,12 @@ TEST(HostCache, ACopiedQwen35StateContinuesBitForBit) {
 // parked chat made a pool of every page of the context (and zeroed it), 16 pages for 1 here. The
 // first chat waits in the pool until the second, of the whole context, needs its page.
 TEST(HostCache, AParkedChatTakesThePagesItHolds) {
+  const Request whole = request(tokens(16 * kPage - 3, 2), 2);
+  Engine(llama(), nullptr, {}, 1, 16 * kPage).generate({whole});  // what the model keeps for such a prompt, made before
   Engine engine(llama(), nullptr, {}, 1, 16 * kPage);
   engine.generate({request(tokens(40, 1), 3)});
   const uint64_t before = tensor::Storage::liveBytes();
-  engine.generate({request(tokens(16 * kPage - 3, 2), 2)});
+  engine.generate({whole});
   const int64_t parked = engine.hostCacheBytes();
   ASSERT_GT(parked, 0);
   const int64_t onePage = llama()->newPool(1, KvFormat(DType::F32), true)->bytes();
