@@ -157,8 +157,9 @@ INSTANTIATE_TEST_SUITE_P(Models, HybridBatchInvariance,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "bits";
                          });
 
-// 8 requests at once (4 the same, 4 different; greedy and seeded) through one engine whose slots
-// held other requests before, each against itself alone in a fresh engine.
+// 8 requests at once (4 the same, 4 different; greedy and seeded, two with penalties and a logit
+// bias) through one engine whose slots held other requests before, each against itself alone in
+// a fresh engine (where its draws run one by one, not beside the others': drawSideBySide).
 TEST(BatchInvarianceEngine, ConcurrentRequestsGiveWhatTheyGiveAlone) {
   const std::shared_ptr<LanguageModel> model = buildLanguageModel(converted("llama", 4));
   const int64_t vocab = model->config().vocabSize;
@@ -174,6 +175,12 @@ TEST(BatchInvarianceEngine, ConcurrentRequestsGiveWhatTheyGiveAlone) {
     }
     Sampling s = i % 2 == 0 ? greedy() : sample(1.0, 0, 1.0, 7 + static_cast<uint64_t>(i / 4));
     s.logprobs = 0;
+    if (i == 3 || i == 6) {  // penalties and a bias change the row before the draw and its logprobs
+      s.presencePenalty = 0.5;
+      s.frequencyPenalty = 0.3;
+      s.repetitionPenalty = 1.2;
+      s.logitBias = {{prompt.back(), 3.0f}, {1, -100.0f}};
+    }
     requests.push_back(request(prompt, 16, s));
   }
   const auto alone = [&](const Request& r) {

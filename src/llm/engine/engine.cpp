@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/page_memory.h"
+#include "core/thread_pool.h"
 #include "llm/engine/device_rows.h"
 #include "llm/engine/engine_impl.h"
 #include "llm/engine/kv_choice.h"
@@ -205,6 +206,34 @@ void Engine::Impl::fork(Running& leader, const std::vector<int>& followers, cons
   }
 }
 
+namespace {
+// What the draw of a whole row reads: the row with the request's penalties and logit bias.
+void penalize(std::span<float> row, const Request& request, const std::vector<TokenId>& generated) {
+  applyPenalties(row, request.sampling, request.prompt, generated);
+  applyLogitBias(row, request.sampling);
+}
+}  // namespace
+
+void Engine::Impl::drawSideBySide(const Plan& plan, std::vector<ReadRows>& rows, size_t vocab) {
+  for (auto& entry : running) entry.second.drawn.reset();  // none left by a step that threw
+  std::vector<size_t> drawing;
+  for (size_t i = 0; i < plan.ids.size(); ++i) {
+    const Running& r = running.at(plan.ids[i]);
+    if (plan.feeds[i].logits && r.drafts.empty() && !r.grammar && r.followers.empty() && rows[i].heads.empty())
+      drawing.push_back(i);
+  }
+  if (drawing.size() < 2) return;
+  // A served batch's draws ran one after another here while the other threads waited: 8 of
+  // SmolLM2's 49,152 logits were 8 % of a step.
+  core::parallelTasks(static_cast<int64_t>(drawing.size()), [&](int64_t k) {
+    const size_t i = drawing[static_cast<size_t>(k)];
+    Running& r = running.at(plan.ids[i]);
+    const std::span<float> row = rows[i].values.last(vocab);
+    penalize(row, r.request, r.generated);
+    r.drawn = chooseToken(row, r.request.sampling, r.generated.size());
+  });
+}
+
 Finish Engine::Impl::step(Running& r, std::span<float> row, const RowHead* head, Progress& p,
                           std::optional<TokenId> draft) {
   Slot& slot = slots[r.slot];
@@ -214,9 +243,10 @@ Finish Engine::Impl::step(Running& r, std::span<float> row, const RowHead* head,
   TokenId token = 0;
   if (head) {  // headTokens: no penalties, bias, grammar or logprobs
     token = draft ? verifyDraft(*head, s, index, *draft) : chooseToken(*head, s, index);
+  } else if (r.drawn) {  // by drawSideBySide, from this row
+    token = *std::exchange(r.drawn, std::nullopt);
   } else {
-    applyPenalties(row, s, r.request.prompt, r.generated);
-    applyLogitBias(row, s);
+    penalize(row, r.request, r.generated);
     if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
     token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
   }
@@ -409,6 +439,7 @@ std::vector<Progress> Engine::advance() {
     heads[i] = headTokens(r.request.sampling, !r.followers.empty());
   }
   std::vector<ReadRows> read = readRows(logits, want, heads);
+  if (!logits.empty()) m.drawSideBySide(plan, read, static_cast<size_t>(logits[0].size(-1)));
   std::vector<Progress> out;
   for (size_t i = 0; i < plan.ids.size(); ++i) {
     const auto it = m.running.find(plan.ids[i]);

@@ -48,6 +48,7 @@ struct Engine::Impl {
     int headLeader = -1;          // waits for this request to read the head of its prompt (Request::head)
     bool preempted = false;       // gave its slot's pages back when the pool ran short: waits, out of the steps
     bool resumed = false;         // started again after a preemption (cached stays its first start's)
+    std::optional<TokenId> drawn;  // this step's token, drawn beside the batch's others (drawSideBySide)
 
     // What its slot must hold before it draws its next token: the prompt (its pictures' rows as
     // kPictureRow, which no other request's rows equal) and the tokens drawn.
@@ -245,6 +246,12 @@ struct Engine::Impl {
   /// where the state does not copy, a choice reads the prompt itself from the next step on.
   void fork(Running& leader, const std::vector<int>& followers, const std::vector<float>& row,
             std::vector<Progress>& out);
+
+  /// The tokens of the step's requests that draw one token from a whole row of their own, with
+  /// no grammar, drafts or followers (most of a served batch), drawn on the pool's threads side by
+  /// side into Running::drawn, their rows changed by penalties and bias as step would: each draw
+  /// reads only its request's row and settings, so the tokens are those of draws one after another.
+  void drawSideBySide(const Plan& plan, std::vector<ReadRows>& rows, size_t vocab);
 
   /// One token from a row: read whole (row, which penalties, bias and a grammar change first), or
   /// only its head (where headTokens allowed it).
