@@ -7,6 +7,9 @@
 #include <gizml/llm.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "llm/language_model.h"
 #include "llm/llm_test_util.h"
 #include "llm/model_reference.h"
@@ -326,4 +329,54 @@ TEST(HostCache, AChatWaitsInThePoolUntilThePoolNeedsItsPages) {
   EXPECT_EQ(bNextCached, static_cast<int64_t>(b.size() + bOut.size()) - 1);
   EXPECT_EQ(bNextOut, alone(bNext, 3));
   EXPECT_EQ(engine.hostCacheBytes(), 5 * onePage);  // a's page and c's 4
+}
+
+// Random chats over few slots and a small pool, one or two requests at a time, a host cache of
+// two pages: every turn, wherever its chat waited (a slot, the pool, host memory, nowhere), gives
+// the tokens it gives in an engine of its own, and the pool and host cache stay within their sizes.
+TEST(HostCache, RandomChatsGiveWhatTheyGiveAlone) {
+  const int64_t context = 2 * kPage;
+  const int64_t onePage = llama()->newPool(1, KvFormat(DType::F32), true)->bytes();
+  Engine engine(llama(), nullptr, {}, 2, context, 3 * kPage);
+  engine.setHostCache(2 * onePage);
+  std::mt19937 rng(5);
+  const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<std::vector<TokenId>> chats(5);
+  int resumed = 0;  // turns that read only the new part of their chat
+  bool hostUsed = false;
+  for (int turn = 0; turn < 40; ++turn) {
+    std::vector<Request> requests;
+    std::vector<size_t> of;
+    const int together = uniform(1, 2);
+    for (int k = 0; k < together; ++k) {
+      size_t c = static_cast<size_t>(uniform(0, 4));
+      if (k == 1 && c == of[0]) c = (c + 1) % chats.size();  // two turns of one chat are not at once
+      if (chats[c].size() > 400 || uniform(0, 5) == 0) chats[c].clear();  // a new chat
+      chats[c] = chats[c] + tokens(static_cast<size_t>(uniform(5, 60)), static_cast<unsigned>(1000 + 7 * turn + k));
+      const Sampling s = k == 0 ? greedy() : sample(1.0, 0, 0.9, static_cast<uint64_t>(turn));
+      requests.push_back(request(chats[c], 3, s));
+      of.push_back(c);
+    }
+    std::map<int, std::vector<TokenId>> out;
+    std::map<int, int64_t> cached;
+    std::vector<int> ids;
+    for (const Request& r : requests) ids.push_back(engine.add(r));
+    while (engine.running() > 0)
+      for (const Progress& p : engine.advance()) {
+        out[p.request].insert(out[p.request].end(), p.tokens.begin(), p.tokens.end());
+        if (!cached.count(p.request)) cached[p.request] = p.cached;
+      }
+    for (size_t k = 0; k < requests.size(); ++k) {
+      Engine alone(llama(), nullptr, {}, 1, context);
+      const std::vector<TokenId>& got = out[ids[k]];
+      ASSERT_EQ(got, alone.generate({requests[k]})[0].tokens) << "turn " << turn << ", chat " << of[k];
+      chats[of[k]] = chats[of[k]] + got;
+      if (cached[ids[k]] > 0) ++resumed;
+    }
+    hostUsed = hostUsed || engine.hostCacheBytes() > 0;
+    EXPECT_LE(engine.poolPagesUsed(), 3);
+    EXPECT_LE(engine.hostCacheBytes(), 2 * onePage);
+  }
+  EXPECT_GT(resumed, 10);
+  EXPECT_TRUE(hostUsed);
 }
