@@ -79,6 +79,20 @@ TEST(Views, ExpandSqueezeUnsqueeze) {
   EXPECT_EQ(T::zeros({1, 3, 1}).squeeze().shape(), (Shape{3}));
 }
 
+// assign into a view of a tensor from another view of it: the values the source held before, as
+// numpy's a[1:4] = a[0:3] gives ([0, 0, 1, 2, 4, 5] for a = arange(6)), for a same-dtype copy
+// (one memmove) and for a cast (the lazy path, into a destination that does not overlap).
+TEST(Views, AssignFromAnOverlappingViewCopiesTheSourceFirst) {
+  for (const DType dtype : {DType::U8, DType::F32, DType::I64}) {
+    const T::Tensor a = iota({6}).cast(dtype);
+    T::assign(a.slice(0, 1, 4), a.slice(0, 0, 3));
+    EXPECT_EQ(a.cast(DType::F32).toFloats(), (std::vector<float>{0, 0, 1, 2, 4, 5})) << dtypeName(dtype);
+  }
+  const T::Tensor codes = iota({2, 4}).cast(DType::U8), into = T::zeros({2, 4}, DType::F32);
+  T::assign(into, codes);
+  EXPECT_EQ(into.toFloats(), iota({2, 4}).toFloats());
+}
+
 TEST(Creation, Constants) {
   EXPECT_EQ(T::full({2, 2}, 1.5).text(), "[[1.5, 1.5], [1.5, 1.5]]");
   EXPECT_EQ(T::ones({3}, DType::I32).text(), "[1, 1, 1]");
