@@ -93,8 +93,9 @@ bool Engine::Impl::heldElsewhere(const Slot& slot) const {
 
 void Engine::Impl::park(const Slot& slot, bool inPool) {
   if (!slot.state || slot.held.size() < kMinParked || heldElsewhere(slot)) return;
-  // A copy to host memory for each chat a new request displaced, its pages first zeroed by the
-  // heap, was 5 % of a served batch (8 completions of the Qwen3-0.6B-shaped model, 14.7 MB a page).
+  // In the pool, nothing is copied until the pool needs the pages: two chats taking turns on one
+  // slot spent 13 % of each turn copying the other chat out to host memory and this one back
+  // (bench/serve_turns.py, docs/benchmarks.md).
   if (inPool && pool) {
     std::unique_ptr<SequenceState> shared = newState();
     if (shared->copyFrom(*slot.state)) {
