@@ -331,6 +331,23 @@ TEST(HostCache, AChatWaitsInThePoolUntilThePoolNeedsItsPages) {
   EXPECT_EQ(engine.hostCacheBytes(), 5 * onePage);  // a's page and c's 4
 }
 
+// At most a chat a slot waits in the pool (a model's states may keep memory beside their pages):
+// a third chat on one slot sends the first to host memory though the pool has room, and the
+// first's next turn comes back from there.
+TEST(HostCache, AtMostAChatASlotWaitsInThePool) {
+  Engine engine(llama(), nullptr, {}, 1, 4 * kPage);
+  const std::vector<TokenId> a = tokens(40, 21), b = tokens(40, 22), c = tokens(40, 23);
+  const auto [aOut, aCached] = run(engine, request(a, 3));
+  run(engine, request(b, 3));
+  EXPECT_EQ(engine.hostCacheBytes(), 0);
+  run(engine, request(c, 3));
+  const int64_t onePage = llama()->newPool(1, KvFormat(DType::F32), true)->bytes();
+  EXPECT_EQ(engine.hostCacheBytes(), onePage);  // a's
+  EXPECT_EQ(engine.poolPagesUsed(), 2);         // b's, waiting, and c's
+  const std::vector<TokenId> aNext = a + aOut + tokens(10, 24);
+  EXPECT_EQ(run(engine, request(aNext, 3)).second, static_cast<int64_t>(a.size() + aOut.size()) - 1);
+}
+
 // Random chats over few slots and a small pool, one or two requests at a time, a host cache of
 // two pages: every turn, wherever its chat waited (a slot, the pool, host memory, nowhere), gives
 // the tokens it gives in an engine of its own, and the pool and host cache stay within their sizes.

@@ -148,13 +148,17 @@ struct Engine::Impl {
   // Moves chats parked in the pool to host memory, oldest first, until `need` pages are free.
   // Whether they are.
   bool freeParkedPages(int64_t need);
+  // Moves the oldest chat parked in the pool to host memory (or drops it, past the host cache's
+  // limit). Whether there was one.
+  bool oldestParkedToHost();
 
   // Whether another slot, head or parked chat holds all that `held` holds.
   bool heldElsewhere(const Slot& slot) const;
 
   // Keeps what an idle slot holds before it is overwritten or gives up its pages: in the pool
-  // (sharing its pages, nothing copied) where `inPool` and the model's states copy, else in host
-  // memory within the limit (setHostCache).
+  // (sharing its pages, nothing copied; seat keeps at most a chat a slot there, the oldest moving
+  // to host memory) where `inPool` and the model's states copy, else in host memory within the
+  // limit (setHostCache).
   void park(const Slot& slot, bool inPool);
 
   // A copy of `state` in host memory, as many pages as it holds, the oldest chats there leaving

@@ -34,6 +34,11 @@ size_t Engine::Impl::seat(const std::vector<TokenId>& tokens) {
   }
   Slot& slot = withState(slots[index]);
   unpark(slot, tokens);
+  // At most a chat a slot waits in the pool: a state may keep memory beside its pages (Qwen 3.5's
+  // recurrent states), which the pool's size does not bound.
+  const auto waiting = [&] { return std::count_if(parked.begin(), parked.end(), [](const Parked& p) { return p.inPool; }); };
+  while (static_cast<size_t>(waiting()) > slots.size() && oldestParkedToHost()) {
+  }
   slot.busy = true;
   slot.used = ++clock;
   return index;
@@ -72,13 +77,17 @@ bool Engine::Impl::makeRoom(int64_t need, const Slot* keep) {
 }
 
 bool Engine::Impl::freeParkedPages(int64_t need) {
-  while (pool->freePages() < need) {
-    const auto oldest = std::find_if(parked.begin(), parked.end(), [](const Parked& p) { return p.inPool; });
-    if (oldest == parked.end()) return false;
-    const Parked out = std::move(*oldest);
-    parked.erase(oldest);
-    parkInHost(out.held, *out.state);
-  }
+  while (pool->freePages() < need)
+    if (!oldestParkedToHost()) return false;
+  return true;
+}
+
+bool Engine::Impl::oldestParkedToHost() {
+  const auto oldest = std::find_if(parked.begin(), parked.end(), [](const Parked& p) { return p.inPool; });
+  if (oldest == parked.end()) return false;
+  const Parked out = std::move(*oldest);
+  parked.erase(oldest);
+  parkInHost(out.held, *out.state);
   return true;
 }
 
