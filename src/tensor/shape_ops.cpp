@@ -151,14 +151,6 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& indices) {
 }
 
 void assign(const Tensor& dst, const Tensor& src) {
-  // Like elements laid out alike in host memory: one copy. The lazy path widens each element to
-  // 64 or 32 bits and back (a KV page's 8-bit codes moved between pools: 9 % of a chat's turn).
-  if (src.dtype() == dst.dtype() && src.dtype() != DType::I4 && src.shape() == dst.shape() && !src.onGpu() &&
-      !dst.onGpu() && src.isContiguous() && dst.isContiguous()) {
-    if (const int64_t n = dst.numel(); n > 0)
-      std::memmove(dst.rawData(), src.rawData(), static_cast<size_t>(n) * dtypeSize(dst.dtype()));
-    return;
-  }
   const Lazy value = lazy(src.expand(dst.shape())).cast(dst.dtype());
   if (dst.isContiguous()) {
     value.evalInto(dst);
