@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include <gizml/dtype.h>
 
@@ -188,25 +189,22 @@ HWY_INLINE void AddBias(const float* p, int64_t ldp, const float* offsets, int64
   for (int r = 0; r < R; ++r) bias[r] = std::fma(p[r * ldp + t], offsets[t], bias[r]);
 }
 
-// The context of R rows for Nv vectors of dimensions from d0; `bias` is each row's sum of p o
+// The context of R rows for Nv vectors of dimensions from d0, over positions [t0, t1) (each row's
+// weight w[r][t], ldw apart: p, or p times the codes' scales); `bias` is each row's sum of p o
 // (zeros for elements), summed here when sumBias (by the first tile: its chains then wait behind
 // the tile's fmas, where on their own the rows' chains, side by side, waited on each fma's latency
 // and took a sixth of a coded cache's context).
 template <class E, int R, int Nv>
-HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, const float* scales,
-                            const float* offsets, float (&bias)[R], bool sumBias, int64_t d0, float* out, int64_t ldo,
-                            bool accumulate, int64_t ahead, int64_t restBytes) {
+HWY_INLINE void ContextTile(D d, const float* w, int64_t ldw, const float* p, int64_t ldp, const E* x, int64_t stride,
+                            int64_t t0, int64_t t1, const float* offsets, float (&bias)[R], bool sumBias, int64_t d0,
+                            float* out, int64_t ldo, bool accumulate, int64_t ahead, int64_t restBytes) {
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][Nv];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
-  for (int64_t t = 0; t < count; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     if constexpr (kCoded<E>)
       if (sumBias) AddBias<R>(p, ldp, offsets, t, bias);
-    float w[R];
-    bool any = false;
-    for (int r = 0; r < R; ++r) any |= (w[r] = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t]) != 0.0f;
-    if (!any) continue;  // masked for every row: it would add exact zeros
     const E* row = x + t * stride + d0;
     // The tile's own bytes (a constant count: its loop unrolled), then the rest of the row.
     if (ahead > 0) {
@@ -216,7 +214,7 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
     V c[Nv];
     for (int j = 0; j < Nv; ++j) c[j] = LoadAsFloats(d, row + j * lanes);
     for (int r = 0; r < R; ++r) {
-      const V wr = hn::Set(d, w[r]);
+      const V wr = hn::Set(d, w[r * ldw + t]);  // broadcast from memory: a load, not a shuffle
       for (int j = 0; j < Nv; ++j) acc[r][j] = hn::MulAdd(wr, c[j], acc[r][j]);
     }
   }
@@ -231,7 +229,35 @@ HWY_INLINE void ContextTile(D d, const float* p, int64_t ldp, const E* x, int64_
 template <class E, int R>
 void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
                  const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate, bool prefetch) {
-  float bias[R] = {};  // summed by the first tile
+  // The rows' weights, made once for every tile: p itself for elements, p times the scales for codes.
+  const float* w = p;
+  int64_t ldw = ldp;
+  if constexpr (kCoded<E>) {
+    thread_local std::vector<float> weights;
+    weights.resize(static_cast<size_t>(R * count));
+    const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+    for (int r = 0; r < R; ++r) {
+      const float* pr = p + r * ldp;
+      float* to = weights.data() + r * count;
+      int64_t t = 0;
+      for (; t + lanes <= count; t += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, pr + t), hn::LoadU(d, scales + t)), d, to + t);
+      for (; t < count; ++t) to[t] = pr[t] * scales[t];
+    }
+    w = weights.data(), ldw = count;
+  }
+  // Positions no row weighs (masked for all, p = 0) at either end are left out: they would add
+  // exact zeros. (Within the range a row's masked positions add exact zeros too.)
+  const auto weighed = [&](int64_t t) {
+    for (int r = 0; r < R; ++r)
+      if (w[r * ldw + t] != 0.0f) return true;
+    return false;
+  };
+  int64_t t0 = 0, t1 = count;
+  while (t0 < t1 && !weighed(t0)) ++t0;
+  while (t1 > t0 && !weighed(t1 - 1)) --t1;
+  float bias[R] = {};  // summed in position order: those before t0 here, then the first tile's, then the rest
+  if constexpr (kCoded<E>)
+    for (int64_t t = 0; t < t0; ++t) AddBias<R>(p, ldp, offsets, t, bias);
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   // Elements from a row to the one its tile asks for (none: no prefetch).
   const int64_t rowBytes = stride * static_cast<int64_t>(sizeof(E));
@@ -241,19 +267,18 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     return d0 == 0 ? (width - n * lanes) * static_cast<int64_t>(sizeof(E)) : 0;
   };
   int64_t d0 = ForEachTile<kTileVectors<R>>(lanes, width, [&]<int Nv>(int64_t at) {
-    ContextTile<E, R, Nv>(d, p, ldp, x, stride, count, scales, offsets, bias, at == 0, at, out, ldo, accumulate,
+    ContextTile<E, R, Nv>(d, w, ldw, p, ldp, x, stride, t0, t1, offsets, bias, at == 0, at, out, ldo, accumulate,
                           ahead, restBytes(at, Nv));
   });
-  if constexpr (kCoded<E>)
-    if (d0 == 0)  // a row narrower than a vector: no tile summed it
-      for (int64_t t = 0; t < count; ++t) AddBias<R>(p, ldp, offsets, t, bias);
+  if constexpr (kCoded<E>) {
+    if (d0 == 0)  // a row narrower than a vector: no tile summed its part
+      for (int64_t t = t0; t < t1; ++t) AddBias<R>(p, ldp, offsets, t, bias);
+    for (int64_t t = t1; t < count; ++t) AddBias<R>(p, ldp, offsets, t, bias);
+  }
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
-      for (int64_t t = 0; t < count; ++t) {
-        const float w = kCoded<E> ? p[r * ldp + t] * scales[t] : p[r * ldp + t];
-        sum = std::fma(w, Scalar(x[t * stride + d0]), sum);
-      }
+      for (int64_t t = t0; t < t1; ++t) sum = std::fma(w[r * ldw + t], Scalar(x[t * stride + d0]), sum);
       float& to = out[r * ldo + d0];
       to = accumulate ? to + (sum + bias[r]) : sum + bias[r];
     }
