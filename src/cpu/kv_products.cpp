@@ -246,7 +246,8 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     w = weights.data(), ldw = count;
   }
   // Positions no row weighs (masked for all, p = 0) at either end are left out: they would add
-  // exact zeros. (Within the range a row's masked positions add exact zeros too.)
+  // exact zeros, to the context and to the codes' offsets' sums. (Within the range a row's masked
+  // positions add exact zeros too.)
   const auto weighed = [&](int64_t t) {
     for (int r = 0; r < R; ++r)
       if (w[r * ldw + t] != 0.0f) return true;
@@ -255,9 +256,7 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
   int64_t t0 = 0, t1 = count;
   while (t0 < t1 && !weighed(t0)) ++t0;
   while (t1 > t0 && !weighed(t1 - 1)) --t1;
-  float bias[R] = {};  // summed in position order: those before t0 here, then the first tile's, then the rest
-  if constexpr (kCoded<E>)
-    for (int64_t t = 0; t < t0; ++t) AddBias<R>(p, ldp, offsets, t, bias);
+  float bias[R] = {};  // summed by the first tile
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   // Elements from a row to the one its tile asks for (none: no prefetch).
   const int64_t rowBytes = stride * static_cast<int64_t>(sizeof(E));
@@ -270,11 +269,9 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     ContextTile<E, R, Nv>(d, w, ldw, p, ldp, x, stride, t0, t1, offsets, bias, at == 0, at, out, ldo, accumulate,
                           ahead, restBytes(at, Nv));
   });
-  if constexpr (kCoded<E>) {
-    if (d0 == 0)  // a row narrower than a vector: no tile summed its part
+  if constexpr (kCoded<E>)
+    if (d0 == 0)  // a row narrower than a vector: no tile summed it
       for (int64_t t = t0; t < t1; ++t) AddBias<R>(p, ldp, offsets, t, bias);
-    for (int64_t t = t1; t < count; ++t) AddBias<R>(p, ldp, offsets, t, bias);
-  }
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;
