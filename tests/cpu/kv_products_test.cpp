@@ -133,10 +133,15 @@ TEST_F(EveryTarget, ContextIsTheWeightedSumOfStoredRows) {
           SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + kindName(kind));
           const int64_t m = 10;
           const Inputs in = inputs(m, count, count, kind, 4, static_cast<unsigned>(width * 1000 + count));
-          // Probabilities with zeros (masked keys) and one row masked but for its first key.
+          // Probabilities with zeros (masked keys) and one row masked but for its first key; from 37
+          // positions on, the first 2 and the last 3 masked for every row (left out of the tiles).
           std::vector<float> p(in.q.size());
           for (size_t i = 0; i < p.size(); ++i) p[i] = (i % 5 == 2) ? 0.0f : std::abs(in.q[i]) / static_cast<float>(count);
           for (int64_t t = 1; t < count; ++t) p[static_cast<size_t>(5 * count + t)] = 0.0f;
+          if (count >= 37)
+            for (int64_t r = 0; r < m; ++r)
+              for (const int64_t t : {int64_t{0}, int64_t{1}, count - 3, count - 2, count - 1})
+                p[static_cast<size_t>(r * count + t)] = 0.0f;
           std::vector<float> out(static_cast<size_t>(m * width), 0.5f), added = out;
           kvContext(p.data(), m, count, in.rows(), count, width, in.scale(), in.offset(), out.data(), width, false);
           kvContext(p.data(), m, count, in.rows(), count, width, in.scale(), in.offset(), added.data(), width, true);
