@@ -36,9 +36,9 @@ size_t Engine::Impl::seat(const std::vector<TokenId>& tokens) {
   unpark(slot, tokens);
   // At most a chat a slot waits in the pool: a state may keep memory beside its pages (Qwen 3.5's
   // recurrent states), which the pool's size does not bound.
-  const auto waiting = [&] { return std::count_if(parked.begin(), parked.end(), [](const Parked& p) { return p.inPool; }); };
-  while (static_cast<size_t>(waiting()) > slots.size() && oldestParkedToHost()) {
-  }
+  const auto waiting = std::count_if(parked.begin(), parked.end(), [](const Parked& p) { return p.inPool; });
+  for (auto excess = static_cast<int64_t>(waiting) - static_cast<int64_t>(slots.size()); excess > 0; --excess)
+    oldestParkedToHost();
   slot.busy = true;
   slot.used = ++clock;
   return index;
