@@ -182,29 +182,56 @@ void KvScores(const float* q, int64_t m, int64_t ldq, KvRows x, int64_t depth, i
     Scores(q, m, ldq, static_cast<const hwy::bfloat16_t*>(x.data), x.stride, depth, count, scales, offsets, out, ldo);
 }
 
-// Each row's sum of p o over positions [0, count) (a coded cache's offsets), one chain a row in
-// position order.
+// Each row's sum over positions [t0, t1) of p o (a coded cache's offsets), in kKvOffsetChains
+// interleaved chains (kv_products.h). Positions outside [t0, t1) have p = 0 for every row and add
+// exact zeros: the blocks start at the one that holds t0, and the last block is padded with zeros,
+// so that every position takes the same vector operation (a lone row's range may end elsewhere
+// than its block's, and a scalar fma is not the vector MulAdd on targets without an fma).
 template <int R>
-HWY_INLINE void AddBias(const float* p, int64_t ldp, const float* offsets, int64_t t, float (&bias)[R]) {
-  for (int r = 0; r < R; ++r) bias[r] = std::fma(p[r * ldp + t], offsets[t], bias[r]);
+void OffsetSums(D d, const float* p, int64_t ldp, const float* offsets, int64_t t0, int64_t t1, float (&bias)[R]) {
+  constexpr int64_t kChains = kKvOffsetChains;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  static_assert(kChains % HWY_LANES(float) == 0, "a block of chains must be whole vectors");
+  V acc[R][kChains];
+  for (int r = 0; r < R; ++r)
+    for (int64_t k = 0; k < kChains / lanes; ++k) acc[r][k] = hn::Zero(d);
+  const auto block = [&](const float* pb, int64_t ldb, const float* ob) {
+    for (int64_t k = 0; k < kChains / lanes; ++k) {
+      const V o = hn::LoadU(d, ob + k * lanes);
+      for (int r = 0; r < R; ++r) acc[r][k] = hn::MulAdd(hn::LoadU(d, pb + r * ldb + k * lanes), o, acc[r][k]);
+    }
+  };
+  int64_t t = t0 - t0 % kChains;
+  for (; t + kChains <= t1; t += kChains) block(p + t, ldp, offsets + t);
+  if (t < t1) {
+    float pads[R][kChains] = {}, padOffsets[kChains] = {};
+    for (int64_t i = t; i < t1; ++i) {
+      padOffsets[i - t] = offsets[i];
+      for (int r = 0; r < R; ++r) pads[r][i - t] = p[r * ldp + i];
+    }
+    block(pads[0], kChains, padOffsets);
+  }
+  for (int r = 0; r < R; ++r) {
+    float chain[kChains];
+    for (int64_t k = 0; k < kChains / lanes; ++k) hn::StoreU(acc[r][k], d, chain + k * lanes);
+    for (int64_t half = kChains / 2; half > 0; half /= 2)
+      for (int64_t i = 0; i < half; ++i) chain[i] += chain[i + half];
+    bias[r] = chain[0];
+  }
 }
 
 // The context of R rows for Nv vectors of dimensions from d0, over positions [t0, t1) (each row's
-// weight w[r][t], ldw apart: p, or p times the codes' scales); `bias` is each row's sum of p o
-// (zeros for elements), summed here when sumBias (by the first tile: its chains then wait behind
-// the tile's fmas, where on their own the rows' chains, side by side, waited on each fma's latency
-// and took a sixth of a coded cache's context).
+// weight w[r][t], ldw apart: p, or p times the codes' scales), plus each row's `bias` (the sum of
+// p o for codes, zeros for elements).
 template <class E, int R, int Nv>
-HWY_INLINE void ContextTile(D d, const float* w, int64_t ldw, const float* p, int64_t ldp, const E* x, int64_t stride,
-                            int64_t t0, int64_t t1, const float* offsets, float (&bias)[R], bool sumBias, int64_t d0,
-                            float* out, int64_t ldo, bool accumulate, int64_t ahead, int64_t restBytes) {
+HWY_INLINE void ContextTile(D d, const float* w, int64_t ldw, const E* x, int64_t stride, int64_t t0, int64_t t1,
+                            const float (&bias)[R], int64_t d0, float* out, int64_t ldo, bool accumulate, int64_t ahead,
+                            int64_t restBytes) {
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   V acc[R][Nv];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < Nv; ++j) acc[r][j] = hn::Zero(d);
   for (int64_t t = t0; t < t1; ++t) {
-    if constexpr (kCoded<E>)
-      if (sumBias) AddBias<R>(p, ldp, offsets, t, bias);
     const E* row = x + t * stride + d0;
     // The tile's own bytes (a constant count: its loop unrolled), then the rest of the row.
     if (ahead > 0) {
@@ -256,7 +283,8 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
   int64_t t0 = 0, t1 = count;
   while (t0 < t1 && !weighed(t0)) ++t0;
   while (t1 > t0 && !weighed(t1 - 1)) --t1;
-  float bias[R] = {};  // summed by the first tile
+  float bias[R] = {};
+  if constexpr (kCoded<E>) OffsetSums<R>(d, p, ldp, offsets, t0, t1, bias);
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   // Elements from a row to the one its tile asks for (none: no prefetch).
   const int64_t rowBytes = stride * static_cast<int64_t>(sizeof(E));
@@ -266,12 +294,8 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     return d0 == 0 ? (width - n * lanes) * static_cast<int64_t>(sizeof(E)) : 0;
   };
   int64_t d0 = ForEachTile<kTileVectors<R>>(lanes, width, [&]<int Nv>(int64_t at) {
-    ContextTile<E, R, Nv>(d, w, ldw, p, ldp, x, stride, t0, t1, offsets, bias, at == 0, at, out, ldo, accumulate,
-                          ahead, restBytes(at, Nv));
+    ContextTile<E, R, Nv>(d, w, ldw, x, stride, t0, t1, bias, at, out, ldo, accumulate, ahead, restBytes(at, Nv));
   });
-  if constexpr (kCoded<E>)
-    if (d0 == 0)  // a row narrower than a vector: no tile summed it
-      for (int64_t t = t0; t < t1; ++t) AddBias<R>(p, ldp, offsets, t, bias);
   for (; d0 < width; ++d0)  // dimensions past the last whole vector: the same chains, one at a time
     for (int r = 0; r < R; ++r) {
       float sum = 0.0f;

@@ -6,9 +6,12 @@
 //   sum_t p_t v_t = sum_t (p_t s_t) c_t + sum_t p_t o_t.
 //
 // Every output is one chain of fmas in increasing order of the summed index from +0, whatever the
-// number of rows, positions or the ISA's lanes: a row alone (a decode step) and the same row in a
-// block of 32 (a prefill) give the same bits (docs/architecture.md, "Batch invariance"). Masked
-// positions (p = 0) add exact zeros.
+// number of rows, positions or the ISA's lanes, but for a coded context's sum_t p_t o_t: that one
+// runs in kKvOffsetChains chains (position t in chain t % kKvOffsetChains, each a chain of fmas
+// from +0 in increasing t), then added by halves (chain i += chain i + 8, then + 4, + 2, + 1), so
+// that it costs a few vector fmas where one chain a row cost a scalar fma per position. A row alone
+// (a decode step) and the same row in a block of 32 (a prefill) give the same bits
+// (docs/architecture.md, "Batch invariance"). Masked positions (p = 0) add exact zeros.
 #include <cstdint>
 
 namespace gizml::cpu {
@@ -27,6 +30,8 @@ struct KvRows {
 /// The widest run of positions the score kernel reads at once: rows of keys must be readable up
 /// to their count rounded up to this (a page's key rows are kKvPageTokens long).
 inline constexpr int64_t kKvLanes = 16;
+/// The chains of a coded context's offsets' sums (a multiple of every target's float lanes).
+inline constexpr int64_t kKvOffsetChains = 16;
 
 /// out[r][t] = sum over d < depth of q[r][d] x[d][t] for r < m, t < count; for codes then times
 /// scales[t] plus offsets[t] sum(q[r]) (scales and offsets readable to count rounded up to

@@ -1,6 +1,6 @@
 // The products over stored keys and values (cpu/kv_products.h: codes, F32, F16 and BF16 elements) on
 // every SIMD target this CPU runs: against the sums written out in double precision, against the
-// promised chain of fmas bit for bit (on the targets with a native fma: AVX2 and up), and a row
+// promised chains of fmas bit for bit (on the targets with a native fma: AVX2 and up), and a row
 // alone against the same row in a block of rows (the same bits). Also the unpacking of codes
 // against the packing.
 #include "cpu/kv_products.h"
@@ -134,21 +134,29 @@ TEST_F(EveryTarget, ContextIsTheWeightedSumOfStoredRows) {
           const int64_t m = 10;
           const Inputs in = inputs(m, count, count, kind, 4, static_cast<unsigned>(width * 1000 + count));
           // Probabilities with zeros (masked keys) and one row masked but for its first key; from 37
-          // positions on, the first 2 and the last 3 masked for every row (left out of the tiles).
+          // positions on, the first 2 (20 of 256: past a block of the offsets' chains) and the last 3
+          // masked for every row (left out of the tiles).
           std::vector<float> p(in.q.size());
           for (size_t i = 0; i < p.size(); ++i) p[i] = (i % 5 == 2) ? 0.0f : std::abs(in.q[i]) / static_cast<float>(count);
           for (int64_t t = 1; t < count; ++t) p[static_cast<size_t>(5 * count + t)] = 0.0f;
+          const int64_t leading = count >= 256 ? 20 : 2;
           if (count >= 37)
             for (int64_t r = 0; r < m; ++r)
-              for (const int64_t t : {int64_t{0}, int64_t{1}, count - 3, count - 2, count - 1})
-                p[static_cast<size_t>(r * count + t)] = 0.0f;
+              for (int64_t t = 0; t < count; ++t)
+                if (t < leading || t >= count - 3) p[static_cast<size_t>(r * count + t)] = 0.0f;
           std::vector<float> out(static_cast<size_t>(m * width), 0.5f), added = out;
           kvContext(p.data(), m, count, in.rows(), count, width, in.scale(), in.offset(), out.data(), width, false);
           kvContext(p.data(), m, count, in.rows(), count, width, in.scale(), in.offset(), added.data(), width, true);
           for (int64_t r = 0; r < m; ++r) {
-            float bias = 0.0f;
+            // The offsets' sum: position t in chain t % kKvOffsetChains, the chains added by halves.
+            float chains[kKvOffsetChains] = {};
             if (in.coded())
-              for (int64_t t = 0; t < count; ++t) bias = std::fma(p[static_cast<size_t>(r * count + t)], in.offsets[t], bias);
+              for (int64_t t = 0; t < count; ++t)
+                chains[t % kKvOffsetChains] =
+                    std::fma(p[static_cast<size_t>(r * count + t)], in.offsets[t], chains[t % kKvOffsetChains]);
+            for (int64_t half = kKvOffsetChains / 2; half > 0; half /= 2)
+              for (int64_t i = 0; i < half; ++i) chains[i] += chains[i + half];
+            const float bias = chains[0];
             for (int64_t d = 0; d < width; ++d) {
               double exact = 0;
               float chain = 0.0f;
