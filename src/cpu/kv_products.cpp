@@ -32,7 +32,7 @@ constexpr int kVectors = 2;
 // key or value row. With 2 vectors, a 16k-token F16 cache's scores and context read 11.5 and 7.8
 // GB/s on one Zen 5 thread for 2 rows (the machine reads 37), 11 and 6 for 3 or 4 rows; with
 // these, 18 and 21 for 2, 14 and 11 for 3, 11 and 9 for 4 (docs/benchmarks.md). R x Nv
-// accumulators and Nv loads fit AVX-512's 32 registers (2 x 8, 3 x 6, 4 x 4) and AVX2's 16
+// accumulators and Nv loads fit AVX-512's 32 registers (2 x 8, 3 x 6, 4 to 6 x 4) and AVX2's 16
 // (2 x 4; 3 or 4 rows, 2 vectors).
 constexpr bool kRegisters32 = HWY_TARGET <= HWY_AVX3;
 template <int R>
