@@ -16,15 +16,34 @@ namespace {
 
 bool formatPacks(int bits, int64_t group) { return bits >= 2 && bits <= 8 && group % 8 == 0; }
 
-void panelsOf(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y) {
+void panelsOf(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const quant_kernels::BlockedActs& blocked,
+              float* y) {
   switch (m.isa()) {
-    case Isa::Avx512Vnni: return quant_kernels::panelsAvx512Vnni(m, p0, p1, x, y, m.rows());
+    case Isa::Avx512Vnni: return quant_kernels::panelsAvx512Vnni(m, p0, p1, x, blocked, y, m.rows());
     case Isa::AvxVnni: return quant_kernels::panelsAvxVnni(m, p0, p1, x, y, m.rows());
     default: return quant_kernels::panelsAvx2(m, p0, p1, x, y, m.rows());
   }
 }
 
 }  // namespace
+
+void quant_kernels::blockActs(const QuantActs& x, BlockedActs& out) {
+  const int64_t blocks = (x.rows + kBlockRows - 1) / kBlockRows, words = x.cols / 4, groups = x.cols / x.group;
+  out.codes.assign(static_cast<size_t>(blocks * kBlockRows * x.cols), 0);
+  out.scale.assign(static_cast<size_t>(blocks * kBlockRows * groups), 0.0f);
+  out.sum.assign(out.scale.size(), 0.0f);
+  for (int64_t row = 0; row < x.rows; ++row) {
+    const int64_t b = row / kBlockRows, r = row % kBlockRows;
+    const int8_t* codes = x.codes.data() + row * x.cols;
+    int8_t* to = out.codes.data() + b * kBlockRows * x.cols + 4 * r;
+    for (int64_t w = 0; w < words; ++w) std::memcpy(to + 4 * w * kBlockRows, codes + 4 * w, 4);
+    for (int64_t g = 0; g < groups; ++g) {
+      const auto at = static_cast<size_t>((b * groups + g) * kBlockRows + r), from = static_cast<size_t>(row * groups + g);
+      out.scale[at] = x.scale[from];
+      out.sum[at] = x.sum[from];
+    }
+  }
+}
 
 int64_t quant_kernels::codePrefetchBytes() {
   static const int64_t bytes = [] {
@@ -174,11 +193,17 @@ void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs&
   // third less bandwidth (`giz bench DIR/qwen3s-ours --prefill 16 --decode 512 --kv f16`: 91-103
   // tok/s against 137-139 with one piece a thread, the same minutes).
   const std::vector<int64_t> cuts = pieceCuts(packed, firstPanel, x.rows);
+  // The caller's blocks (kept: their memory serves its next product), named by a reference that
+  // the workers share: the thread_local's own name would give each worker its own, empty, one.
+  thread_local quant_kernels::BlockedActs callersBlocks;
+  const quant_kernels::BlockedActs& blocked = callersBlocks;
+  if (x.rows > 1 && std::any_of(packed.begin(), packed.end(), [](const QuantMatrix* m) { return m->isa() == Isa::Avx512Vnni; }))
+    quant_kernels::blockActs(x, callersBlocks);
   core::parallelSpans(static_cast<int64_t>(cuts.size()) - 1, [&](int64_t piece) {
     const int64_t p0 = cuts[static_cast<size_t>(piece)], p1 = cuts[static_cast<size_t>(piece) + 1];
     for (size_t i = 0; i < packed.size(); ++i) {
       const int64_t b = std::max(p0, firstPanel[i]), e = std::min(p1, firstPanel[i + 1]);
-      if (b < e) panelsOf(*packed[i], b - firstPanel[i], e - firstPanel[i], x, packedYs[i]);
+      if (b < e) panelsOf(*packed[i], b - firstPanel[i], e - firstPanel[i], x, blocked, packedYs[i]);
     }
   });
 }

@@ -118,11 +118,27 @@ struct ActRowsOf {
 };
 using ActRows = ActRowsOf<kMaxRows>;
 
+/// Activation rows in flight in the AVX-512 kernel, and the blocks its activations come in.
+inline constexpr int kBlockRows = 8;
+/// x's rows (more than one) interleaved by blocks of kBlockRows for the AVX-512 kernel: in block b,
+/// word w (4 codes) of its row r at codes + b cols kBlockRows + 4 (w kBlockRows + r), group g's
+/// scale and sum at b groups kBlockRows + g kBlockRows + r (a last block's missing rows zeros). A
+/// step's words of 8 rows are then one cache line at one pointer, where the rows' own pointers (24
+/// with their scales and sums) did not fit the 16 general registers and were reloaded from the
+/// stack at every group. Made once per product, before its threads start.
+struct BlockedActs {
+  std::vector<int8_t> codes;
+  std::vector<float> scale, sum;
+};
+void blockActs(const QuantActs& x, BlockedActs& out);
+
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every
-/// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512).
+/// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512, which
+/// reads several rows from `blocked`, blockActs(x)).
 void panelsAvx2(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
 void panelsAvxVnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
-void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
+void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked,
+                      float* y, int64_t ldy);
 }  // namespace quant_kernels
 
 }  // namespace gizml::cpu

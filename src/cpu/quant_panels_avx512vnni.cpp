@@ -1,5 +1,5 @@
 // QuantMatrix's AVX-512 VNNI kernel (quant_panels.h) on 16-row panels: 16 output rows in the 16
-// lanes of a 512-bit register, up to 4 activation rows at a time sharing each loaded (and, at 4
+// lanes of a 512-bit register, up to 8 activation rows at a time sharing each loaded (and, at 4
 // and 6 bits, unpacked) word of codes. vpdpbusd multiplies the unsigned codes by the int8
 // activation codes and adds each lane's four products into int32 (exact: no int16 pairs to
 // saturate); 8-bit codes, stored as q - 128, go in as |q - 128| against the activation carrying
@@ -31,8 +31,16 @@ namespace {
 constexpr int64_t kPanel = 16;
 // Activation rows in flight: 8 float and 8 integer accumulators (32 registers). Each loaded and
 // unpacked word of codes then serves 8 rows, and the group's scaling per row stays the same.
-constexpr int kRows = 8;
-using Rows = ActRowsOf<kRows>;
+constexpr int kRows = kBlockRows;
+
+// Stride activation rows interleaved (BlockedActs: word w of row r at codes + 4 (w Stride + r),
+// group g's scale and sum at g Stride + r); one row (a decode step) is its own block, Stride 1.
+struct Rows {
+  const int8_t* codes;
+  const float* scale;
+  const float* sum;
+};
+
 // A step covers 8 columns: one word of two halves (4 and 6 bits) or two words of one code a byte.
 template <int Bits>
 struct Step {
@@ -108,14 +116,16 @@ void panelScales(const QuantMatrix& m, int64_t p, float* out) {
 // comes, which spares a pass over them and its stores and loads. Below 4 rows each row's integer
 // sums go in two chains (the first and second halves of each step: vpdpbusd's latency would
 // otherwise bound them), from 4 rows in one.
-template <int Bits, int R>
+// Steps: a group's steps when known at compile time (the default group of 32: 4), else 0. Stride:
+// the rows interleaved in `a` (Rows), of which the first R are summed.
+template <int Bits, int R, int Steps, int Stride>
 void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows& a, float* out[R], __mmask16 valid) {
   constexpr bool kTwoChains = R < 4;
   using S = Step<Bits>;
   // Only a decode makes scales here (the loads of its constants are per panel).
   const ScaleConstants k = scales == nullptr ? scaleConstants<Bits>(m) : ScaleConstants{};
   const uint8_t* exponents = m.panelExponents(p);
-  const int64_t group = m.group(), groups = m.cols() / group, steps = group / 8;
+  const int64_t group = m.group(), groups = m.cols() / group, steps = Steps > 0 ? Steps : group / 8;
   const uint8_t* codes = m.panelCodes(p);
   const int64_t ahead = codePrefetchBytes();
   __m512 acc[R];
@@ -134,10 +144,11 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows&
         negative0 = _mm512_movepi8_mask(u0), negative1 = _mm512_movepi8_mask(u1);
         u0 = _mm512_abs_epi8(u0), u1 = _mm512_abs_epi8(u1);
       }
+      const int8_t* words = a.codes + col * Stride;  // the step's two words of each row
       for (int r = 0; r < R; ++r) {
         int32_t a0, a1;
-        std::memcpy(&a0, a.codes[r] + col, 4);
-        std::memcpy(&a1, a.codes[r] + col + 4, 4);
+        std::memcpy(&a0, words + 4 * r, 4);
+        std::memcpy(&a1, words + 4 * (Stride + r), 4);
         __m512i s0 = _mm512_set1_epi32(a0), s1 = _mm512_set1_epi32(a1);
         if constexpr (Bits == 8) {
           s0 = _mm512_mask_sub_epi8(s0, negative0, _mm512_setzero_si512(), s0);
@@ -156,70 +167,83 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const Rows&
       groupScales(exponents + g * 2 * kPanel, k, sv, offset);
     }
     for (int r = 0; r < R; ++r) {
-      const __m512 sd = _mm512_mul_ps(sv, _mm512_set1_ps(a.scale[r][g]));
+      const __m512 sd = _mm512_mul_ps(sv, _mm512_set1_ps(a.scale[g * Stride + r]));
       __m512i n = isum[r];
       if constexpr (kTwoChains) n = _mm512_add_epi32(n, second[r]);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(n), sd, acc[r]);
-      acc[r] = _mm512_fnmadd_ps(offset, _mm512_set1_ps(a.sum[r][g]), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(offset, _mm512_set1_ps(a.sum[g * Stride + r]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(out[r], valid, acc[r]);
 }
 
-template <int Bits>
-void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy) {
+template <int Bits, int Steps>
+void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked, float* y,
+               int64_t ldy) {
   const int64_t groups = m.cols() / m.group();
+  if (x.rows == 1) {
+    const Rows a{x.codes.data(), x.scale.data(), x.sum.data()};
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t o = kPanel * p;
+      // The last panel's missing rows are not stored (they may lie past y's row).
+      const auto valid = static_cast<__mmask16>((1u << std::min<int64_t>(kPanel, m.rows() - o)) - 1);
+      float* out[1] = {y + o};
+      panelRows<Bits, 1, Steps, 1>(m, p, nullptr, a, out, valid);
+    }
+    return;
+  }
   thread_local std::vector<float> scales;
   scales.resize(static_cast<size_t>(groups * 2 * kPanel));
   for (int64_t c0 = 0; c0 < x.rows; c0 += kRowChunk) {
     const int64_t c1 = std::min(x.rows, c0 + kRowChunk);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t o = kPanel * p;
-      // The last panel's missing rows are not stored (they may lie past y's row).
       const auto valid = static_cast<__mmask16>((1u << std::min<int64_t>(kPanel, m.rows() - o)) - 1);
-      if (x.rows == 1) {
-        Rows a{{x.codes.data()}, {x.scale.data()}, {x.sum.data()}};
-        float* out[1] = {y + o};
-        panelRows<Bits, 1>(m, p, nullptr, a, out, valid);
-        continue;
-      }
       panelScales<Bits>(m, p, scales.data());
       for (int64_t r0 = c0; r0 < c1; r0 += kRows) {
         const int n = static_cast<int>(std::min<int64_t>(kRows, c1 - r0));
-        Rows a;
+        const int64_t b = r0 / kRows;
+        const Rows a{blocked.codes.data() + b * kRows * x.cols, blocked.scale.data() + b * kRows * groups,
+                     blocked.sum.data() + b * kRows * groups};
         float* out[kRows];
-        for (int r = 0; r < n; ++r) {
-          a.codes[r] = x.codes.data() + (r0 + r) * x.cols;
-          a.scale[r] = x.scale.data() + (r0 + r) * groups;
-          a.sum[r] = x.sum.data() + (r0 + r) * groups;
-          out[r] = y + (r0 + r) * ldy + o;
-        }
+        for (int r = 0; r < n; ++r) out[r] = y + (r0 + r) * ldy + o;
         switch (n) {
-          case 1: panelRows<Bits, 1>(m, p, scales.data(), a, out, valid); break;
-          case 2: panelRows<Bits, 2>(m, p, scales.data(), a, out, valid); break;
-          case 3: panelRows<Bits, 3>(m, p, scales.data(), a, out, valid); break;
-          case 4: panelRows<Bits, 4>(m, p, scales.data(), a, out, valid); break;
-          case 5: panelRows<Bits, 5>(m, p, scales.data(), a, out, valid); break;
-          case 6: panelRows<Bits, 6>(m, p, scales.data(), a, out, valid); break;
-          case 7: panelRows<Bits, 7>(m, p, scales.data(), a, out, valid); break;
-          default: panelRows<Bits, 8>(m, p, scales.data(), a, out, valid); break;
+          case 1: panelRows<Bits, 1, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          case 2: panelRows<Bits, 2, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          case 3: panelRows<Bits, 3, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          case 4: panelRows<Bits, 4, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          case 5: panelRows<Bits, 5, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          case 6: panelRows<Bits, 6, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          case 7: panelRows<Bits, 7, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
+          default: panelRows<Bits, 8, Steps, kRows>(m, p, scales.data(), a, out, valid); break;
         }
       }
     }
   }
 }
 
+// The default group of 32 columns with its 4 steps known to the compiler (unrolled: the rows' sums
+// stay in their registers, where a counted loop moved them between registers at every step),
+// other groups with theirs counted.
+template <int Bits>
+void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked, float* y,
+               int64_t ldy) {
+  if (m.group() == 32) panelsFor<Bits, 4>(m, p0, p1, x, blocked, y, ldy);
+  else panelsFor<Bits, 0>(m, p0, p1, x, blocked, y, ldy);
+}
+
 }  // namespace
 
-void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy) {
+void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked,
+                      float* y, int64_t ldy) {
   switch (m.bits()) {
-    case 2: return panelsFor<2>(m, p0, p1, x, y, ldy);
-    case 3: return panelsFor<3>(m, p0, p1, x, y, ldy);
-    case 4: return panelsFor<4>(m, p0, p1, x, y, ldy);
-    case 5: return panelsFor<5>(m, p0, p1, x, y, ldy);
-    case 6: return panelsFor<6>(m, p0, p1, x, y, ldy);
-    case 7: return panelsFor<7>(m, p0, p1, x, y, ldy);
-    default: return panelsFor<8>(m, p0, p1, x, y, ldy);
+    case 2: return panelsFor<2>(m, p0, p1, x, blocked, y, ldy);
+    case 3: return panelsFor<3>(m, p0, p1, x, blocked, y, ldy);
+    case 4: return panelsFor<4>(m, p0, p1, x, blocked, y, ldy);
+    case 5: return panelsFor<5>(m, p0, p1, x, blocked, y, ldy);
+    case 6: return panelsFor<6>(m, p0, p1, x, blocked, y, ldy);
+    case 7: return panelsFor<7>(m, p0, p1, x, blocked, y, ldy);
+    default: return panelsFor<8>(m, p0, p1, x, blocked, y, ldy);
   }
 }
 
