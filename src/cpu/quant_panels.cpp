@@ -20,8 +20,8 @@ void panelsOf(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, 
               float* y) {
   switch (m.isa()) {
     case Isa::Avx512Vnni: return quant_kernels::panelsAvx512Vnni(m, p0, p1, x, blocked, y, m.rows());
-    case Isa::AvxVnni: return quant_kernels::panelsAvxVnni(m, p0, p1, x, y, m.rows());
-    default: return quant_kernels::panelsAvx2(m, p0, p1, x, y, m.rows());
+    case Isa::AvxVnni: return quant_kernels::panelsAvxVnni(m, p0, p1, x, blocked, y, m.rows());
+    default: return quant_kernels::panelsAvx2(m, p0, p1, x, blocked, y, m.rows());
   }
 }
 
@@ -197,8 +197,7 @@ void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs&
   // the workers share: the thread_local's own name would give each worker its own, empty, one.
   thread_local quant_kernels::BlockedActs callersBlocks;
   const quant_kernels::BlockedActs& blocked = callersBlocks;
-  if (x.rows > 1 && std::any_of(packed.begin(), packed.end(), [](const QuantMatrix* m) { return m->isa() == Isa::Avx512Vnni; }))
-    quant_kernels::blockActs(x, callersBlocks);
+  if (x.rows > 1) quant_kernels::blockActs(x, callersBlocks);
   core::parallelSpans(static_cast<int64_t>(cuts.size()) - 1, [&](int64_t piece) {
     const int64_t p0 = cuts[static_cast<size_t>(piece)], p1 = cuts[static_cast<size_t>(piece) + 1];
     for (size_t i = 0; i < packed.size(); ++i) {

@@ -108,19 +108,18 @@ inline void prefetchCodes(const uint8_t* codes, int64_t bytes, int64_t ahead) {
 /// Activation rows per pass over a thread's panels (their codes stay in L2 while every panel
 /// passes over them).
 inline constexpr int64_t kRowChunk = 64;
-/// The codes, group scales and group sums of up to N activation rows in flight (data only: this
-/// header is read by kernel files built for different ISAs).
-template <int N>
-struct ActRowsOf {
-  const int8_t* codes[N];
-  const float* scale[N];
-  const float* sum[N];
+/// Activation rows as a kernel reads them: Stride rows interleaved (BlockedActs, or a single row
+/// with Stride 1): word w (4 codes) of row r at codes + 4 (w Stride + r), group g's scale and sum at
+/// g Stride + r (data only: this header is read by kernel files built for different ISAs).
+struct ActRows {
+  const int8_t* codes;
+  const float* scale;
+  const float* sum;
 };
-using ActRows = ActRowsOf<kMaxRows>;
-
-/// Activation rows in flight in the AVX-512 kernel, and the blocks its activations come in.
+/// The blocks several activation rows come in: the AVX-512 kernel's rows in flight (the 256-bit
+/// kernels take a block's first or second kMaxRows).
 inline constexpr int kBlockRows = 8;
-/// x's rows (more than one) interleaved by blocks of kBlockRows for the AVX-512 kernel: in block b,
+/// x's rows (more than one) interleaved by blocks of kBlockRows for the panel kernels: in block b,
 /// word w (4 codes) of its row r at codes + b cols kBlockRows + 4 (w kBlockRows + r), group g's
 /// scale and sum at b groups kBlockRows + g kBlockRows + r (a last block's missing rows zeros). A
 /// step's words of 8 rows are then one cache line at one pointer, where the rows' own pointers (24
@@ -133,10 +132,12 @@ struct BlockedActs {
 void blockActs(const QuantActs& x, BlockedActs& out);
 
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every
-/// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512, which
-/// reads several rows from `blocked`, blockActs(x)).
-void panelsAvx2(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
-void panelsAvxVnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy);
+/// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512); more
+/// than one row read from `blocked`, blockActs(x).
+void panelsAvx2(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked, float* y,
+                int64_t ldy);
+void panelsAvxVnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked,
+                   float* y, int64_t ldy);
 void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked,
                       float* y, int64_t ldy);
 }  // namespace quant_kernels

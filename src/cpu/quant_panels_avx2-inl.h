@@ -95,8 +95,8 @@ void panelScales(const QuantMatrix& m, int64_t p, float* out) {
 }
 
 // The integer sums of one group: `steps` steps of codes (advanced past them) against the
-// activation codes from column col of each row.
-template <int Bits, int R>
+// activation codes from column col of each row (Stride rows interleaved in `a`).
+template <int Bits, int R, int Stride>
 inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const ActRows& a, __m256i isum[R]) {
   using S = Step<Bits>;
 #if GIZML_PANELS_VNNI
@@ -121,10 +121,11 @@ inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const A
       loadStep<Bits>(codes, u0, u1);
       const __m256i w0 = u0, w1 = u1;
       if constexpr (Bits == 8) u0 = _mm256_abs_epi8(w0), u1 = _mm256_abs_epi8(w1);
+      const int8_t* words = a.codes + col * Stride;  // the step's two words of each row
       for (int r = 0; r < R; ++r) {
         int32_t a0, a1;
-        std::memcpy(&a0, a.codes[r] + col, 4);
-        std::memcpy(&a1, a.codes[r] + col + 4, 4);
+        std::memcpy(&a0, words + 4 * r, 4);
+        std::memcpy(&a1, words + 4 * (Stride + r), 4);
         __m256i s0v = _mm256_set1_epi32(a0), s1v = _mm256_set1_epi32(a1);
         if constexpr (Bits == 8) s0v = _mm256_sign_epi8(s0v, w0), s1v = _mm256_sign_epi8(s1v, w1);
 #if GIZML_PANELS_VNNI
@@ -152,10 +153,11 @@ inline void groupSums(const uint8_t*& codes, int64_t steps, int64_t col, const A
 
 // The panel's outputs for R activation rows, with each group's scales from `scales` (panelScales)
 // or, with scales null (a single activation row: decode), made from the exponents as the group
-// comes, which spares a pass over them and its stores and loads.
-template <int Bits, int R>
+// comes, which spares a pass over them and its stores and loads. Steps: a group's steps when known
+// at compile time (the default group of 32: 4), else 0; Stride: the rows interleaved in `a`.
+template <int Bits, int R, int Steps, int Stride>
 void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRows& a, float* out[R]) {
-  const int64_t group = m.group(), groups = m.cols() / group, steps = group / 8;
+  const int64_t group = m.group(), groups = m.cols() / group, steps = Steps > 0 ? Steps : group / 8;
   const uint8_t* codes = m.panelCodes(p);
   const uint8_t* exponents = m.panelExponents(p);
   const float* fractions = exponentScaleFractions();
@@ -166,7 +168,7 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
   for (int64_t g = 0; g < groups; ++g) {
     prefetchCodes(codes, steps * Step<Bits>::kBytes, ahead);
     __m256i isum[R];
-    groupSums<Bits, R>(codes, steps, g * group, a, isum);
+    groupSums<Bits, R, Stride>(codes, steps, g * group, a, isum);
     __m256 s, offset;
     if (scales != nullptr) {
       s = _mm256_loadu_ps(scales + g * 16);
@@ -175,46 +177,50 @@ void panelRows(const QuantMatrix& m, int64_t p, const float* scales, const ActRo
       groupScales<Bits>(exponents + g * 16, fractions, base, s, offset);
     }
     for (int r = 0; r < R; ++r) {
-      const __m256 sd = _mm256_mul_ps(s, _mm256_broadcast_ss(a.scale[r] + g));
+      const __m256 sd = _mm256_mul_ps(s, _mm256_broadcast_ss(a.scale + g * Stride + r));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sd, acc[r]);
-      acc[r] = _mm256_fnmadd_ps(offset, _mm256_broadcast_ss(a.sum[r] + g), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(offset, _mm256_broadcast_ss(a.sum + g * Stride + r), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(out[r], acc[r]);
 }
 
-template <int Bits>
-void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy) {
+template <int Bits, int Steps>
+void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked, float* y,
+               int64_t ldy) {
   const int64_t groups = m.cols() / m.group();
   thread_local std::vector<float> scales;
   scales.resize(static_cast<size_t>(groups * 16));
+  const ActRows row{x.codes.data(), x.scale.data(), x.sum.data()};  // a single row (decode)
   for (int64_t c0 = 0; c0 < x.rows; c0 += kRowChunk) {
     const int64_t c1 = std::min(x.rows, c0 + kRowChunk);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t o = 8 * p, valid = std::min<int64_t>(8, m.rows() - o);
       if (x.rows == 1 && valid == 8) {
-        ActRows a{{x.codes.data()}, {x.scale.data()}, {x.sum.data()}};
         float* out[1] = {y + o};
-        panelRows<Bits, 1>(m, p, nullptr, a, out);
+        panelRows<Bits, 1, Steps, 1>(m, p, nullptr, row, out);
         continue;
       }
       panelScales<Bits>(m, p, scales.data());
       for (int64_t r0 = c0; r0 < c1; r0 += kMaxRows) {
         const int n = static_cast<int>(std::min<int64_t>(kMaxRows, c1 - r0));
-        ActRows a;
         float tail[kMaxRows][8];
         float* out[kMaxRows];
-        for (int r = 0; r < n; ++r) {
-          a.codes[r] = x.codes.data() + (r0 + r) * x.cols;
-          a.scale[r] = x.scale.data() + (r0 + r) * groups;
-          a.sum[r] = x.sum.data() + (r0 + r) * groups;
-          out[r] = valid == 8 ? y + (r0 + r) * ldy + o : tail[r];
-        }
-        switch (n) {
-          case 1: panelRows<Bits, 1>(m, p, scales.data(), a, out); break;
-          case 2: panelRows<Bits, 2>(m, p, scales.data(), a, out); break;
-          case 3: panelRows<Bits, 3>(m, p, scales.data(), a, out); break;
-          default: panelRows<Bits, 4>(m, p, scales.data(), a, out); break;
+        for (int r = 0; r < n; ++r) out[r] = valid == 8 ? y + (r0 + r) * ldy + o : tail[r];
+        if (x.rows == 1) {
+          panelRows<Bits, 1, Steps, 1>(m, p, scales.data(), row, out);
+        } else {
+          // The block's first or second kMaxRows rows (kRowChunk is whole blocks).
+          const int64_t b = r0 / kBlockRows, within = r0 % kBlockRows;
+          const ActRows a{blocked.codes.data() + b * kBlockRows * x.cols + 4 * within,
+                          blocked.scale.data() + b * kBlockRows * groups + within,
+                          blocked.sum.data() + b * kBlockRows * groups + within};
+          switch (n) {
+            case 1: panelRows<Bits, 1, Steps, kBlockRows>(m, p, scales.data(), a, out); break;
+            case 2: panelRows<Bits, 2, Steps, kBlockRows>(m, p, scales.data(), a, out); break;
+            case 3: panelRows<Bits, 3, Steps, kBlockRows>(m, p, scales.data(), a, out); break;
+            default: panelRows<Bits, 4, Steps, kBlockRows>(m, p, scales.data(), a, out); break;
+          }
         }
         if (valid < 8)
           for (int r = 0; r < n; ++r) std::copy(tail[r], tail[r] + valid, y + (r0 + r) * ldy + o);
@@ -223,17 +229,26 @@ void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x,
   }
 }
 
+// The default group of 32 columns with its 4 steps known to the compiler, other groups counted.
+template <int Bits>
+void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked, float* y,
+               int64_t ldy) {
+  if (m.group() == 32) panelsFor<Bits, 4>(m, p0, p1, x, blocked, y, ldy);
+  else panelsFor<Bits, 0>(m, p0, p1, x, blocked, y, ldy);
+}
+
 }  // namespace
 
-void GIZML_PANELS_ENTRY(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, float* y, int64_t ldy) {
+void GIZML_PANELS_ENTRY(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked,
+                        float* y, int64_t ldy) {
   switch (m.bits()) {
-    case 2: return panelsFor<2>(m, p0, p1, x, y, ldy);
-    case 3: return panelsFor<3>(m, p0, p1, x, y, ldy);
-    case 4: return panelsFor<4>(m, p0, p1, x, y, ldy);
-    case 5: return panelsFor<5>(m, p0, p1, x, y, ldy);
-    case 6: return panelsFor<6>(m, p0, p1, x, y, ldy);
-    case 7: return panelsFor<7>(m, p0, p1, x, y, ldy);
-    default: return panelsFor<8>(m, p0, p1, x, y, ldy);
+    case 2: return panelsFor<2>(m, p0, p1, x, blocked, y, ldy);
+    case 3: return panelsFor<3>(m, p0, p1, x, blocked, y, ldy);
+    case 4: return panelsFor<4>(m, p0, p1, x, blocked, y, ldy);
+    case 5: return panelsFor<5>(m, p0, p1, x, blocked, y, ldy);
+    case 6: return panelsFor<6>(m, p0, p1, x, blocked, y, ldy);
+    case 7: return panelsFor<7>(m, p0, p1, x, blocked, y, ldy);
+    default: return panelsFor<8>(m, p0, p1, x, blocked, y, ldy);
   }
 }
 

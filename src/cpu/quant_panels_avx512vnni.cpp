@@ -32,14 +32,7 @@ constexpr int64_t kPanel = 16;
 // Activation rows in flight: 8 float and 8 integer accumulators (32 registers). Each loaded and
 // unpacked word of codes then serves 8 rows, and the group's scaling per row stays the same.
 constexpr int kRows = kBlockRows;
-
-// Stride activation rows interleaved (BlockedActs: word w of row r at codes + 4 (w Stride + r),
-// group g's scale and sum at g Stride + r); one row (a decode step) is its own block, Stride 1.
-struct Rows {
-  const int8_t* codes;
-  const float* scale;
-  const float* sum;
-};
+using Rows = ActRows;
 
 // A step covers 8 columns: one word of two halves (4 and 6 bits) or two words of one code a byte.
 template <int Bits>
