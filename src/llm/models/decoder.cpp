@@ -3,6 +3,7 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <set>
 
@@ -26,6 +27,27 @@ ModelConfig loadedConfig(const ConvertedModel& weights, const ModelOptions& opti
   c.layerTypes.resize(static_cast<size_t>(c.numLayers));
   c.mtpLayers = 0;
   return c;
+}
+
+// Logits up to this size keep their host memory from one pass to the next (a decode step's and
+// a batch's; not a long prompt's every-row logits, which would stay resident after it).
+constexpr size_t kKeptLogitsBytes = 16 << 20;
+
+// The F32 logits [rows, vocab] of a pass where `placed` runs. In host memory, one of the calling
+// thread's two last passes' memory that nobody holds any more (a caller reads a pass's logits
+// until the next pass returns): a fresh block of a few hundred KiB a pass was mapped anew by
+// malloc and faulted in a page at a time (SmolLM2's 196 KB: 27 page faults and about 2 % of a
+// decode step). Written whole before it is read.
+tensor::Tensor logitsMemory(const ConvertedModel& placed, int64_t rows, int64_t vocab) {
+  const auto bytes = static_cast<size_t>(rows * vocab) * sizeof(float);
+  if (placed.gpu() || bytes > kKeptLogitsBytes) return placedEmpty(placed, {rows, vocab});
+  thread_local std::array<std::shared_ptr<tensor::Storage>, 2> kept;
+  const auto free = [](const std::shared_ptr<tensor::Storage>& s) { return !s || s.use_count() == 1; };
+  auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& s) { return free(s) && s && s->bytes() >= bytes; });
+  if (it == kept.end()) it = std::find_if(kept.begin(), kept.end(), free);
+  if (it == kept.end()) return placedEmpty(placed, {rows, vocab});
+  if (!*it || (*it)->bytes() < bytes) *it = std::make_shared<tensor::Storage>(bytes);
+  return tensor::Tensor(*it, DType::F32, {rows, vocab}, {vocab, 1}, 0);
 }
 
 // How much further the positions after a picture run than its tokens: its rows take max(h, w).
@@ -283,7 +305,7 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     const Batch::Sequence& seq = batch.sequences[f];
     for (int64_t r = seq.rows - logitRows(f); r < seq.rows; ++r) selected.push_back(seq.first + r);
   }
-  const Tensor logits = placedEmpty(placed_.back(), {static_cast<int64_t>(selected.size()), vocab});
+  const Tensor logits = logitsMemory(placed_.back(), static_cast<int64_t>(selected.size()), vocab);
   if (!selected.empty()) {
     const Tensor h = ops::gatherRows(x, selected);
     if (!decoder_.keepHidden) norm_.apply(h, h);
