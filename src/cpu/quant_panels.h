@@ -131,6 +131,28 @@ struct BlockedActs {
 };
 void blockActs(const QuantActs& x, BlockedActs& out);
 
+/// Calls kernel.template operator()<Bits, Steps>() with m's code width (2..8) and its group's
+/// steps known to the compiler: 4 for the default group of 32 columns (unrolled: the rows' sums
+/// stay in their registers, where a counted loop moved them between registers at every step), 0
+/// for other groups (counted). Each ISA's entry below chooses its kernel through this.
+template <int Bits, class Kernel>
+void withGroupSteps(const QuantMatrix& m, Kernel& kernel) {
+  if (m.group() == 32) kernel.template operator()<Bits, 4>();
+  else kernel.template operator()<Bits, 0>();
+}
+template <class Kernel>
+void withCodeWidth(const QuantMatrix& m, Kernel&& kernel) {
+  switch (m.bits()) {
+    case 2: return withGroupSteps<2>(m, kernel);
+    case 3: return withGroupSteps<3>(m, kernel);
+    case 4: return withGroupSteps<4>(m, kernel);
+    case 5: return withGroupSteps<5>(m, kernel);
+    case 6: return withGroupSteps<6>(m, kernel);
+    case 7: return withGroupSteps<7>(m, kernel);
+    default: return withGroupSteps<8>(m, kernel);
+  }
+}
+
 /// y[r * ldy + o] for the output rows of panels [p0, p1) (clipped to the matrix) and every
 /// activation row, one function per ISA (8-row panels for the 256-bit ones, 16 for AVX-512); more
 /// than one row read from `blocked`, blockActs(x).

@@ -215,29 +215,11 @@ void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x,
   }
 }
 
-// The default group of 32 columns with its 4 steps known to the compiler (unrolled: the rows' sums
-// stay in their registers, where a counted loop moved them between registers at every step),
-// other groups with theirs counted.
-template <int Bits>
-void panelsFor(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked, float* y,
-               int64_t ldy) {
-  if (m.group() == 32) panelsFor<Bits, 4>(m, p0, p1, x, blocked, y, ldy);
-  else panelsFor<Bits, 0>(m, p0, p1, x, blocked, y, ldy);
-}
-
 }  // namespace
 
 void panelsAvx512Vnni(const QuantMatrix& m, int64_t p0, int64_t p1, const QuantActs& x, const BlockedActs& blocked,
                       float* y, int64_t ldy) {
-  switch (m.bits()) {
-    case 2: return panelsFor<2>(m, p0, p1, x, blocked, y, ldy);
-    case 3: return panelsFor<3>(m, p0, p1, x, blocked, y, ldy);
-    case 4: return panelsFor<4>(m, p0, p1, x, blocked, y, ldy);
-    case 5: return panelsFor<5>(m, p0, p1, x, blocked, y, ldy);
-    case 6: return panelsFor<6>(m, p0, p1, x, blocked, y, ldy);
-    case 7: return panelsFor<7>(m, p0, p1, x, blocked, y, ldy);
-    default: return panelsFor<8>(m, p0, p1, x, blocked, y, ldy);
-  }
+  withCodeWidth(m, [&]<int Bits, int Steps>() { panelsFor<Bits, Steps>(m, p0, p1, x, blocked, y, ldy); });
 }
 
 }  // namespace gizml::cpu::quant_kernels

@@ -42,9 +42,9 @@ tensor::Tensor logitsMemory(const ConvertedModel& placed, int64_t rows, int64_t 
   const auto bytes = static_cast<size_t>(rows * vocab) * sizeof(float);
   if (placed.gpu() || bytes > kKeptLogitsBytes) return placedEmpty(placed, {rows, vocab});
   thread_local std::array<std::shared_ptr<tensor::Storage>, 2> kept;
-  const auto free = [](const std::shared_ptr<tensor::Storage>& s) { return !s || s.use_count() == 1; };
-  auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& s) { return free(s) && s && s->bytes() >= bytes; });
-  if (it == kept.end()) it = std::find_if(kept.begin(), kept.end(), free);
+  const auto unheld = [](const std::shared_ptr<tensor::Storage>& s) { return !s || s.use_count() == 1; };
+  auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& s) { return s && unheld(s) && s->bytes() >= bytes; });
+  if (it == kept.end()) it = std::find_if(kept.begin(), kept.end(), unheld);
   if (it == kept.end()) return placedEmpty(placed, {rows, vocab});
   if (!*it || (*it)->bytes() < bytes) *it = std::make_shared<tensor::Storage>(bytes);
   return tensor::Tensor(*it, DType::F32, {rows, vocab}, {vocab, 1}, 0);
