@@ -65,7 +65,7 @@ class ThreadPool {
 
   // Runs body(task) for every task; the caller works too, and waits only for the workers that
   // joined in (one still asleep when the tasks are taken is not waited for). One job at a time.
-  void run(int64_t tasks, const std::function<void(int64_t)>& body) {
+  void run(int64_t tasks, const FunctionRef<void(int64_t)>& body) {
     std::lock_guard jobLock(jobMutex_);
     if (spin_.count() > 0 && std::chrono::steady_clock::now() >= nextLoadCheck_) {
       nextLoadCheck_ = std::chrono::steady_clock::now() + kLoadCheckInterval;
@@ -157,7 +157,7 @@ class ThreadPool {
   // The job: generation_ * 2 + 1 while open, generation_ * 2 once its tasks are all taken.
   std::atomic<uint64_t> state_{0};
   uint64_t generation_ = 0;  // even; the caller's alone
-  const std::function<void(int64_t)>* body_ = nullptr;
+  const FunctionRef<void(int64_t)>* body_ = nullptr;
   int64_t tasks_ = 0;
   std::atomic<int64_t> next_{0};
   std::atomic<int> busy_{0};         // workers inside the current job
@@ -191,7 +191,7 @@ int threadCount() { return singleThread ? 1 : pool().size(); }
 SingleThreadScope::SingleThreadScope() : outer_(singleThread) { singleThread = true; }
 SingleThreadScope::~SingleThreadScope() { singleThread = outer_; }
 
-void parallelTasks(int64_t tasks, const std::function<void(int64_t)>& body) {
+void parallelTasks(int64_t tasks, FunctionRef<void(int64_t)> body) {
   if (tasks <= 0) return;
   if (tasks == 1 || insideWorker || threadCount() == 1) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
@@ -200,7 +200,7 @@ void parallelTasks(int64_t tasks, const std::function<void(int64_t)>& body) {
   pool().run(tasks, body);
 }
 
-void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+void parallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> body) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   const int64_t maxChunks = (n + grain - 1) / grain;
@@ -217,7 +217,7 @@ void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
   });
 }
 
-void parallelSpans(int64_t tasks, const std::function<void(int64_t)>& body) {
+void parallelSpans(int64_t tasks, FunctionRef<void(int64_t)> body) {
   const int64_t spans = std::min<int64_t>(threadCount(), tasks);
   if (spans <= 1 || insideWorker || tasks > 0xffffffff) {  // (a span's ends are 32-bit halves of a word)
     for (int64_t t = 0; t < tasks; ++t) body(t);

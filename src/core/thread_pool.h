@@ -13,7 +13,7 @@ namespace gizml::core {
 /// through a contiguous span of them (tasks 0 .. tasks / threads - 1 for the first, and so on),
 /// then takes the last tasks of the spans still open: neighbouring tasks that read neighbouring
 /// memory stay on one thread, and one slowed or woken late still leaves its work to the others.
-void parallelSpans(int64_t tasks, const std::function<void(int64_t)>& body);
+void parallelSpans(int64_t tasks, FunctionRef<void(int64_t)> body);
 
 /// While one lives, this thread's parallelFor and parallelTasks run inline and threadCount() is 1:
 /// the single-thread result inside a process whose pool has more threads (tests/ops compares every

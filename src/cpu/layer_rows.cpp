@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
 
 namespace gizml::cpu {
-void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& body) {
+void forEachRow(int64_t rows, int64_t width, FunctionRef<void(int64_t, int64_t)> body) {
   constexpr int64_t kFloatsPerPart = 16384;
   core::parallelFor(rows, std::max<int64_t>(1, kFloatsPerPart / std::max<int64_t>(1, width)), body);
 }

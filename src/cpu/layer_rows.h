@@ -5,14 +5,15 @@
 // they were time the other thread waited: with attention's split, 8 % of a Qwen3-shaped
 // 2-thread prefill); a decode step's few rows stay on the calling thread. Each row or element is
 // computed as alone, so the bits do not depend on the split.
+#include <gizml/function_ref.h>
+
 #include <cstdint>
-#include <functional>
 
 namespace gizml::cpu {
 
 /// body(r0, r1) over `rows` items of `width` floats each, spread over the thread pool in parts of
 /// about 16,384 floats (a decode step's few rows stay on the calling thread).
-void forEachRow(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& body);
+void forEachRow(int64_t rows, int64_t width, FunctionRef<void(int64_t, int64_t)> body);
 
 /// out [rows, dim] = x / rms(x) * w (w [dim]; out may be x).
 void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, float eps, float* out);

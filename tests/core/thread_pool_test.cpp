@@ -4,12 +4,15 @@
 #include "core/thread_pool.h"
 
 #include <gizml/error.h>
+#include <gizml/function_ref.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -137,4 +140,37 @@ TEST(ThreadPool, NestedCallsRunInline) {
     });
   });
   EXPECT_EQ(sum.load(), 800);
+}
+
+// gizml/function_ref.h, the bodies' type: it calls the very callable it was made from (a
+// lambda's state changes are the caller's), passes arguments and results through, and takes
+// std::function objects and const callables alike.
+
+TEST(FunctionRef, CallsTheCallableItRefersTo) {
+  int calls = 0;
+  auto counter = [&calls, n = 0](int64_t add) mutable {
+    n += static_cast<int>(add);
+    ++calls;
+    return n;
+  };
+  const FunctionRef<int(int64_t)> ref = counter;
+  EXPECT_EQ(ref(3), 3);
+  EXPECT_EQ(ref(4), 7);  // the same lambda object, not a copy
+  EXPECT_EQ(counter(1), 8);
+  EXPECT_EQ(calls, 3);
+
+  const std::function<int(int)> held = [](int x) { return x + 1; };
+  EXPECT_EQ(FunctionRef<int(int)>(held)(41), 42);
+  const auto constant = [](const std::string& s) { return s.size(); };
+  EXPECT_EQ(FunctionRef<size_t(const std::string&)>(constant)("four"), 4u);
+}
+
+TEST(FunctionRef, ALambdaCapturingManyNamesRunsOnThePool) {
+  // Five captured references: more than std::function keeps without the heap.
+  int64_t a = 1, b = 2, c = 3, d = 4, e = 5;
+  std::vector<std::atomic<int64_t>> out(64);
+  core::parallelFor(64, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) out[static_cast<size_t>(i)] = i * (a + b + c + d + e);
+  });
+  for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(out[static_cast<size_t>(i)].load(), i * 15);
 }
