@@ -33,9 +33,16 @@ bool actsAvx2() { return cpuFeatures().avx2 && cpuFeatures().fma; }
 
 const char* quantizeActsKernel() { return actsAvx2() ? "avx2" : "portable"; }
 
+void checkActsFit(const char* who, const QuantActs& x, int64_t cols, int64_t group) {
+  if (x.cols != cols || x.group != group) [[unlikely]]
+    throw Error(std::string(who) + ": activations of " + std::to_string(x.cols) + " columns in groups of " +
+                std::to_string(x.group) + " do not fit weights of " + std::to_string(cols) + " in groups of " +
+                std::to_string(group));
+}
+
 void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, QuantActs& out) {
-  check(group > 0 && cols % group == 0,
-        "quantizeActs: " + std::to_string(cols) + " columns are not whole groups of " + std::to_string(group));
+  if (group <= 0 || cols % group != 0) [[unlikely]]
+    throw Error("quantizeActs: " + std::to_string(cols) + " columns are not whole groups of " + std::to_string(group));
   const int64_t groups = cols / group;
   out.rows = rows;
   out.cols = cols;
@@ -69,10 +76,7 @@ void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, Qua
 }
 
 void quantDot(const QuantWeights& w, int64_t o0, int64_t o1, const QuantActs& x, float* y, int64_t ldy) {
-  check(x.cols == w.cols && x.group == w.group, "quantDot: activations of " + std::to_string(x.cols) +
-                                                    " columns in groups of " + std::to_string(x.group) +
-                                                    " do not fit weights of " + std::to_string(w.cols) +
-                                                    " in groups of " + std::to_string(w.group));
+  checkActsFit("quantDot", x, w.cols, w.group);
   quant_kernels::dotScalar(w, o0, o1, x, y, ldy);
 }
 

@@ -42,6 +42,10 @@ struct QuantActs {
   std::vector<float> scale, sum; // rows * (cols / group)
 };
 
+/// An Error naming `who` unless x's columns and groups are those of weights of `cols` columns in
+/// groups of `group` (the message is built only then: this runs on every product of every layer).
+void checkActsFit(const char* who, const QuantActs& x, int64_t cols, int64_t group);
+
 /// Quantizes x [rows, cols] (cols a multiple of group) into out, reusing its storage.
 void quantizeActs(const float* x, int64_t rows, int64_t cols, int64_t group, QuantActs& out);
 /// The kernel quantizeActs runs for groups that are multiples of 8 ("avx2" or "portable"; both

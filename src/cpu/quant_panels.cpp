@@ -124,14 +124,10 @@ void QuantMatrix::pack(const QuantWeights& w) {
   });
 }
 
-void QuantMatrix::checkFits(const QuantActs& x) const {
-  check(x.cols == cols_ && x.group == group_, "QuantMatrix: activations of " + std::to_string(x.cols) +
-                                                  " columns in groups of " + std::to_string(x.group) +
-                                                  " do not fit weights of " + std::to_string(cols_) + " in groups of " +
-                                                  std::to_string(group_));
+void QuantMatrix::matmul(const QuantActs& x, float* y) const {
+  const QuantMatrix* self = this;
+  matmulAll({&self, 1}, x, {&y, 1});
 }
-
-void QuantMatrix::matmul(const QuantActs& x, float* y) const { matmulAll({this}, x, {y}); }
 
 namespace {
 
@@ -145,14 +141,24 @@ constexpr int64_t kPiecesPerThread = 32;
 // The weight bytes one panel of m reads: its codes, then each group's exponents and zero points.
 int64_t panelBytes(const QuantMatrix& m) { return m.panelCodeBytes() + m.cols() / m.group() * 2 * m.panelRows(); }
 
-// Cuts of the joint panel range [0, firstPanel.back()) into pieces of about equal bytes, each
-// cut on an even panel of its matrix (two threads' outputs of 8-row panels meet on 64-byte steps).
-std::vector<int64_t> pieceCuts(const std::vector<const QuantMatrix*>& matrices, const std::vector<int64_t>& firstPanel,
-                               int64_t rows) {
+// One product's packed matrices (their panels numbered one after another from firstPanel[i]),
+// their outputs, and the cuts of the joint panel range into pieces.
+struct Plan {
+  std::vector<const QuantMatrix*> packed;
+  std::vector<float*> ys;
+  std::vector<int64_t> firstPanel, cuts;
+};
+
+// plan.cuts: [0, firstPanel.back()) in pieces of about equal bytes, each cut on an even panel of
+// its matrix (two threads' outputs of 8-row panels meet on 64-byte steps).
+void pieceCuts(Plan& plan, int64_t rows) {
+  const std::vector<const QuantMatrix*>& matrices = plan.packed;
+  const std::vector<int64_t>& firstPanel = plan.firstPanel;
+  std::vector<int64_t>& cuts = plan.cuts;
   int64_t total = 0;
   for (size_t i = 0; i < matrices.size(); ++i) total += (firstPanel[i + 1] - firstPanel[i]) * panelBytes(*matrices[i]);
   const int64_t pieces = std::clamp<int64_t>(total * std::min<int64_t>(rows, 4) / kPieceBytes, 1, kPiecesPerThread * core::threadCount());
-  std::vector<int64_t> cuts{0};
+  cuts.assign(1, 0);
   int64_t before = 0, k = 1;  // bytes of the matrices before i; the next cut's number
   for (size_t i = 0; i < matrices.size() && k < pieces; ++i) {
     const int64_t bytes = panelBytes(*matrices[i]), panels = firstPanel[i + 1] - firstPanel[i];
@@ -164,45 +170,49 @@ std::vector<int64_t> pieceCuts(const std::vector<const QuantMatrix*>& matrices, 
     before += panels * bytes;
   }
   cuts.push_back(firstPanel.back());
-  return cuts;
 }
 
 }  // namespace
 
-void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys) {
+void matmulAll(std::span<const QuantMatrix* const> matrices, const QuantActs& x, std::span<float* const> ys) {
   check(matrices.size() == ys.size(), "matmulAll: one output per matrix");
-  std::vector<const QuantMatrix*> packed;  // and their outputs, panels numbered one after another
-  std::vector<float*> packedYs;
-  std::vector<int64_t> firstPanel{0};
+  // The packed matrices, their outputs, first panels (numbered one after another) and pieces,
+  // in lists the calling thread keeps: a decode step makes about 120 products, and making these
+  // lists anew was a fifth of its mallocs. The workers read them through this reference (a
+  // thread_local's own name would give each worker its own, empty, lists).
+  thread_local Plan callersPlan;
+  Plan& plan = callersPlan;
+  plan.packed.clear();
+  plan.ys.clear();
+  plan.firstPanel.assign(1, 0);
   for (size_t i = 0; i < matrices.size(); ++i) {
     const QuantMatrix& m = *matrices[i];
-    m.checkFits(x);
+    checkActsFit("QuantMatrix", x, m.cols(), m.group());
     if (!m.packed()) {
       quantMatmul(m.source_, x, ys[i]);
       continue;
     }
-    packed.push_back(&m);
-    packedYs.push_back(ys[i]);
-    firstPanel.push_back(firstPanel.back() + m.panels());
+    plan.packed.push_back(&m);
+    plan.ys.push_back(ys[i]);
+    plan.firstPanel.push_back(plan.firstPanel.back() + m.panels());
   }
-  if (packed.empty()) return;
+  if (plan.packed.empty()) return;
   // Pieces by bytes, not panels: a 6-bit matrix's panels beside 4-bit ones take longer. Which
   // thread computes a panel does not change its sums (each output is one panel kernel's). Each
   // thread reads a contiguous span of pieces before it takes others' last ones: pieces dealt in
   // turn, so that the two threads read neighbouring 64 KiB, made a 2-thread decode read at a
   // third less bandwidth (`giz bench DIR/qwen3s-ours --prefill 16 --decode 512 --kv f16`: 91-103
   // tok/s against 137-139 with one piece a thread, the same minutes).
-  const std::vector<int64_t> cuts = pieceCuts(packed, firstPanel, x.rows);
-  // The caller's blocks (kept: their memory serves its next product), named by a reference that
-  // the workers share: the thread_local's own name would give each worker its own, empty, one.
+  pieceCuts(plan, x.rows);
+  // The caller's blocks, kept the same way: their memory serves its next product.
   thread_local quant_kernels::BlockedActs callersBlocks;
   const quant_kernels::BlockedActs& blocked = callersBlocks;
   if (x.rows > 1) quant_kernels::blockActs(x, callersBlocks);
-  core::parallelSpans(static_cast<int64_t>(cuts.size()) - 1, [&](int64_t piece) {
-    const int64_t p0 = cuts[static_cast<size_t>(piece)], p1 = cuts[static_cast<size_t>(piece) + 1];
-    for (size_t i = 0; i < packed.size(); ++i) {
-      const int64_t b = std::max(p0, firstPanel[i]), e = std::min(p1, firstPanel[i + 1]);
-      if (b < e) panelsOf(*packed[i], b - firstPanel[i], e - firstPanel[i], x, blocked, packedYs[i]);
+  core::parallelSpans(static_cast<int64_t>(plan.cuts.size()) - 1, [&](int64_t piece) {
+    const int64_t p0 = plan.cuts[static_cast<size_t>(piece)], p1 = plan.cuts[static_cast<size_t>(piece) + 1];
+    for (size_t i = 0; i < plan.packed.size(); ++i) {
+      const int64_t b = std::max(p0, plan.firstPanel[i]), e = std::min(p1, plan.firstPanel[i + 1]);
+      if (b < e) panelsOf(*plan.packed[i], b - plan.firstPanel[i], e - plan.firstPanel[i], x, blocked, plan.ys[i]);
     }
   });
 }

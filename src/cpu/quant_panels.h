@@ -24,6 +24,7 @@
 // Every kernel gives the bits of the portable one (quant_dot.h has the order of the float steps).
 // CPUs without AVX2 keep the row-major kernels of quant_dot.h.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/page_memory.h"
@@ -55,8 +56,6 @@ class QuantMatrix {
 
   /// y [x.rows, rows] = x W^T, in parallel over panels (or blocks of rows).
   void matmul(const QuantActs& x, float* y) const;
-  /// Throws unless x has this matrix's columns and group.
-  void checkFits(const QuantActs& x) const;
 
   // The packed arrays, for the kernels.
   int64_t panelRows() const { return panelRows_; }
@@ -69,7 +68,7 @@ class QuantMatrix {
 
  private:
   void pack(const QuantWeights& w);
-  friend void matmulAll(const std::vector<const QuantMatrix*>&, const QuantActs&, const std::vector<float*>&);
+  friend void matmulAll(std::span<const QuantMatrix* const>, const QuantActs&, std::span<float* const>);
 
   int64_t rows_ = 0, cols_ = 0, group_ = 0;
   int bits_ = 0;
@@ -82,7 +81,7 @@ class QuantMatrix {
 
 /// y_i = x W_i^T for matrices that read the same activations (a layer's q, k and v projections):
 /// one parallel pass over all their panels, so a decode step wakes the threads once.
-void matmulAll(const std::vector<const QuantMatrix*>& matrices, const QuantActs& x, const std::vector<float*>& ys);
+void matmulAll(std::span<const QuantMatrix* const> matrices, const QuantActs& x, std::span<float* const> ys);
 
 namespace quant_kernels {
 /// Activation rows in flight in a 256-bit kernel (each keeps a float and two integer accumulators

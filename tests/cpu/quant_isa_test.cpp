@@ -13,6 +13,7 @@
 #include <unistd.h>
 #endif
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -135,7 +136,7 @@ TEST_P(QuantIsa, MatricesSharingActivationsGiveTheirOwnProducts) {
   const QuantMatrix ma(a.w, GetParam()), mb(b.w, GetParam()), mc(c.w, GetParam());
   const QuantActs x = rawActs(3, 64, 32, 4);
   std::vector<float> ya(3 * 19), yb(3 * 40), yc(3 * 5);
-  matmulAll({&ma, &mb, &mc}, x, {ya.data(), yb.data(), yc.data()});
+  matmulAll(std::array<const QuantMatrix*, 3>{&ma, &mb, &mc}, x, std::array<float*, 3>{ya.data(), yb.data(), yc.data()});
   for (auto [w, y] : {std::pair{&a.w, &ya}, std::pair{&b.w, &yb}, std::pair{&c.w, &yc}}) {
     std::vector<float> alone(y->size());
     QuantMatrix(*w, Isa::Portable).matmul(x, alone.data());

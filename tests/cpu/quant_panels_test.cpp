@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -85,13 +86,13 @@ TEST(QuantPanels, MatricesSharingActivationsGiveTheirOwnProducts) {
   const QuantMatrix ma(a.weights), mb(b.weights), mc(c.weights);
   const QuantActs x = activations(3, 64, 32, 14);
   std::vector<float> ya(3 * 19), yb(3 * 8), yc(3 * 5);
-  matmulAll({&ma, &mb, &mc}, x, {ya.data(), yb.data(), yc.data()});
+  matmulAll(std::array<const QuantMatrix*, 3>{&ma, &mb, &mc}, x, std::array<float*, 3>{ya.data(), yb.data(), yc.data()});
   for (auto [m, y] : {std::pair{&ma, &ya}, std::pair{&mb, &yb}, std::pair{&mc, &yc}}) {
     std::vector<float> alone(y->size());
     m->matmul(x, alone.data());
     EXPECT_EQ(*y, alone);
   }
-  expectError([&] { matmulAll({&ma}, x, {}); }, {"one output per matrix"});
+  expectError([&] { matmulAll(std::array<const QuantMatrix*, 1>{&ma}, x, std::span<float* const>{}); }, {"one output per matrix"});
 }
 
 TEST(QuantPanels, APassSplitByBytesGivesEachMatrixThePortableKernelsBits) {
@@ -107,7 +108,7 @@ TEST(QuantPanels, APassSplitByBytesGivesEachMatrixThePortableKernelsBits) {
     const QuantActs x = activations(rows, 512, 32, 24);
     std::vector<float> ya(static_cast<size_t>(rows * 1000)), yb(static_cast<size_t>(rows * 3001)),
         yc(static_cast<size_t>(rows * 77));
-    matmulAll({&ma, &mb, &mc}, x, {ya.data(), yb.data(), yc.data()});
+    matmulAll(std::array<const QuantMatrix*, 3>{&ma, &mb, &mc}, x, std::array<float*, 3>{ya.data(), yb.data(), yc.data()});
     for (auto [q, y] : {std::pair{&a, &ya}, std::pair{&b, &yb}, std::pair{&c, &yc}}) {
       std::vector<float> portable(y->size());
       QuantMatrix(q->weights, Isa::Portable).matmul(x, portable.data());

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "llm/ops/host.h"
 #include "llm/ops/weights.h"
 
 
@@ -166,27 +167,32 @@ Batch DecoderModel::plan(const std::vector<Feed>& feeds) const {
   std::set<const SequenceState*> seen;
   for (size_t f = 0; f < feeds.size(); ++f) {
     const Feed& feed = feeds[f];
-    const std::string where = "forward: feed " + std::to_string(f) + ": ";
+    // The messages are built only when a check fails: this runs on every step, and on every token
+    // of a prompt.
+    const auto where = [f] { return "forward: feed " + std::to_string(f) + ": "; };
     auto* cache = dynamic_cast<KvCache*>(feed.state);
-    check(cache != nullptr && cache->owner() == this, where + "its state was not made by this model");
-    check(seen.insert(cache).second, where + "its state is fed twice in one pass");
+    ops::require(cache != nullptr && cache->owner() == this, [&] { return where() + "its state was not made by this model"; });
+    ops::require(seen.insert(cache).second, [&] { return where() + "its state is fed twice in one pass"; });
     const auto n = static_cast<int64_t>(feed.tokens.size());
-    check(n > 0, where + "no tokens");
-    check(cache->length() + n <= cache->capacity(),
-          where + std::to_string(n) + " tokens after " + std::to_string(cache->length()) +
-              " exceed the state's capacity of " + std::to_string(cache->capacity()));
+    ops::require(n > 0, [&] { return where() + "no tokens"; });
+    ops::require(cache->length() + n <= cache->capacity(), [&] {
+      return where() + std::to_string(n) + " tokens after " + std::to_string(cache->length()) +
+             " exceed the state's capacity of " + std::to_string(cache->capacity());
+    });
     for (int32_t t : feed.tokens)
-      check(t >= 0 && t < config_.vocabSize,
-            where + "token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(config_.vocabSize));
+      ops::require(t >= 0 && t < config_.vocabSize, [&] {
+        return where() + "token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(config_.vocabSize);
+      });
     int64_t previous = cache->length();
     for (int64_t mark : feed.marks) {
-      check(mark > previous && mark <= cache->length() + n,
-            where + "mark " + std::to_string(mark) + " is not within the fed tokens, after " + std::to_string(previous));
+      ops::require(mark > previous && mark <= cache->length() + n, [&] {
+        return where() + "mark " + std::to_string(mark) + " is not within the fed tokens, after " + std::to_string(previous);
+      });
       previous = mark;
     }
     batch.sequences.push_back({cache, batch.rows, n, cache->length(), feed.marks});
     if (!feed.pictures.empty()) {
-      checkPictures(feed, where);
+      checkPictures(feed, where());
       int64_t shift = cache->positionShift();
       batch.sequences.back().ropePositions =
           multimodalRopePositions(config_, ropePairs(), feedPositions(feed, cache->length(), shift));
@@ -285,8 +291,10 @@ tensor::Tensor DecoderModel::hidden(const std::vector<int32_t>& tokens, const st
 }
 
 std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds) {
-  check(hasLogits(), "forward: the model holds only its first " + std::to_string(config_.numLayers) + " of " +
-                         std::to_string(storedLayers_) + " layers; it gives hidden states, not logits");
+  ops::require(hasLogits(), [&] {
+    return "forward: the model holds only its first " + std::to_string(config_.numLayers) + " of " +
+           std::to_string(storedLayers_) + " layers; it gives hidden states, not logits";
+  });
   const Batch batch = plan(feeds);
   const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
   const Tensor x = runLayers(feeds, batch, placedEmpty(placed_.front(), {batch.rows, hidden}));

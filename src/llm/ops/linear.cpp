@@ -139,32 +139,38 @@ void Linear::addBias(float* y, int64_t rows) const {
     for (int64_t o = 0; o < out_; ++o) y[r * out_ + o] += bias_[static_cast<size_t>(o)];
 }
 
-void Linear::applyAll(const std::vector<const Linear*>& layers, const Tensor& x, const std::vector<Tensor>& ys) {
-  require(!layers.empty() && layers.size() == ys.size(), [&] { return "applyAll: one output a layer"; });
-  const int64_t in = layers[0]->in_, rows = x.numel() / std::max<int64_t>(1, in);
+void Linear::applyAll(std::initializer_list<const Linear*> layers, const Tensor& x, std::initializer_list<Tensor> ys) {
+  require(layers.size() > 0 && layers.size() == ys.size(), [&] { return "applyAll: one output a layer"; });
+  const Linear& first = **layers.begin();
+  const int64_t in = first.in_, rows = x.numel() / std::max<int64_t>(1, in);
   checkRows("applyAll", x, rows, in);
   if (x.onGpu()) {
-    for (size_t i = 0; i < layers.size(); ++i) layers[i]->apply(x, ys[i]);
+    for (size_t i = 0; i < layers.size(); ++i) layers.begin()[i]->apply(x, ys.begin()[i]);
     return;
   }
-  std::vector<const QuantizedMatrix*> matrices;  // the quantized layers of the first one's group
-  std::vector<float*> shared;
+  // The quantized layers of the first one's group and their outputs, in lists this thread keeps
+  // (a decode step makes ~120 products).
+  thread_local std::vector<const QuantizedMatrix*> matrices;
+  thread_local std::vector<float*> shared;
+  matrices.clear();
+  shared.clear();
   for (size_t i = 0; i < layers.size(); ++i) {
-    const Linear& l = *layers[i];
+    const Linear& l = *layers.begin()[i];
+    const Tensor& y = ys.begin()[i];
     require(l.in_ == in, [&] { return "applyAll: the layers read inputs of different widths"; });
-    checkRows("applyAll", ys[i], rows, l.out_);
-    if (l.matrix_ && l.format_.group == layers[0]->format_.group) {
+    checkRows("applyAll", y, rows, l.out_);
+    if (l.matrix_ && l.format_.group == first.format_.group) {
       matrices.push_back(l.matrix_.get());
-      shared.push_back(hostF32("applyAll", ys[i]));
+      shared.push_back(hostF32("applyAll", y));
     } else {
-      l.apply(x, ys[i]);
+      l.apply(x, y);
     }
   }
   if (matrices.empty()) return;
   matmulAll(matrices, hostF32("applyAll", x), rows, shared);
   size_t next = 0;
   for (const Linear* l : layers)
-    if (l->matrix_ && l->format_.group == layers[0]->format_.group) l->addBias(shared[next++], rows);
+    if (l->matrix_ && l->format_.group == first.format_.group) l->addBias(shared[next++], rows);
 }
 
 void Linear::apply(const Tensor& x, const Tensor& y) const {

@@ -13,6 +13,7 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,7 +48,7 @@ class Linear {
   void apply(const Tensor& x, const Tensor& y) const;
   /// layers[i]->apply(x, ys[i]) for layers that read the same x (q, k and v; gate and up): the
   /// quantized ones share x's int8 codes and one parallel pass over their weights.
-  static void applyAll(const std::vector<const Linear*>& layers, const Tensor& x, const std::vector<Tensor>& ys);
+  static void applyAll(std::initializer_list<const Linear*> layers, const Tensor& x, std::initializer_list<Tensor> ys);
   /// Row r of W (an embedding lookup) into dst ([in] values), as floats.
   void row(int64_t r, const Tensor& dst) const;
   /// Rows ids[i] of W into row i of dst ([ids, in] values): on a GPU, one copy up.

@@ -46,7 +46,8 @@ void matmulAll(const std::vector<const QuantizedMatrix*>& matrices, const float*
                const std::vector<float*>& ys) {
   check(matrices.size() == ys.size(), "matmulAll: one output per matrix");
   if (matrices.empty()) return;
-  std::vector<const cpu::QuantMatrix*> kernels;
+  thread_local std::vector<const cpu::QuantMatrix*> kernels;  // kept: a decode step makes ~120 products
+  kernels.clear();
   for (const QuantizedMatrix* m : matrices) kernels.push_back(m->kernel_.get());
   // The first matrix's columns and group; cpu::matmulAll checks that the others have them.
   cpu::quantizeActs(x, n, kernels[0]->cols(), kernels[0]->group(), acts);
