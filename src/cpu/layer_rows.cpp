@@ -1,11 +1,13 @@
 #include "cpu/layer_rows.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "cpu/elementwise.h"
+#include "cpu/reduce.h"
 
 namespace gizml::cpu {
 void forEachRow(int64_t rows, int64_t width, FunctionRef<void(int64_t, int64_t)> body) {
@@ -27,6 +29,35 @@ void angles(const float* invFreq, int64_t half, int64_t position, const int32_t*
   }
 }
 
+// The cosines and sines of rows [start, start + rows) (row r's at cs + r * 2 half) for one
+// frequency table. Every layer of a pass turns the same positions by one of the model's one or
+// two tables (Gemma 3's local and global layers), and libm's pairs, made again each layer, were
+// 1-2 % of a small model's decode step: the calling thread keeps the last two tables it made,
+// known by their frequencies' values (not their address, which a later model may reuse).
+struct AngleTable {
+  std::vector<float> invFreq;
+  int64_t start = -1, rows = 0;
+  std::vector<float> cs;
+};
+
+const float* anglesOfRows(const float* invFreq, int64_t half, int64_t start, int64_t rows) {
+  thread_local std::array<AngleTable, 2> tables;
+  thread_local size_t older = 0;
+  for (AngleTable& t : tables)
+    if (t.start == start && t.rows == rows && std::equal(invFreq, invFreq + half, t.invFreq.begin(), t.invFreq.end()))
+      return t.cs.data();
+  AngleTable& t = tables[older];
+  older ^= 1;
+  t.invFreq.assign(invFreq, invFreq + half);
+  t.start = start;
+  t.rows = rows;
+  t.cs.resize(static_cast<size_t>(rows * 2 * half));
+  forEachRow(rows, 2 * half, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) angles(invFreq, half, start + r, nullptr, t.cs.data() + r * 2 * half);
+  });
+  return t.cs.data();
+}
+
 void rotate(float* x, int64_t heads, int64_t headDim, const float* cs, int64_t half) {
   for (int64_t h = 0; h < heads; ++h) {
     float* v = x + h * headDim;
@@ -44,8 +75,8 @@ void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, floa
   forEachRow(rows, dim, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* in = x + r * dim;
-      float sum = 0.0f;
-      for (int64_t i = 0; i < dim; ++i) sum += in[i] * in[i];
+      // In vector lanes (reduce.h's order): one chain of dim adds was most of a decode step's norm.
+      const float sum = reduceF32(ReduceOp::SumSquaredDiff, in, dim);
       const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
       for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = in[i] * inv * w[i];
     }
@@ -55,11 +86,20 @@ void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, floa
 void ropeRows(float* q, int64_t qHeads, float* k, int64_t kHeads, int64_t rows, int64_t headDim,
               const float* invFreq, int64_t half, int64_t start, const int32_t* positions) {
   const int64_t qWidth = qHeads * headDim, kWidth = kHeads * headDim;
+  if (!positions) {
+    const float* table = anglesOfRows(invFreq, half, start, rows);
+    return forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        rotate(q + r * qWidth, qHeads, headDim, table + r * 2 * half, half);
+        rotate(k + r * kWidth, kHeads, headDim, table + r * 2 * half, half);
+      }
+    });
+  }
   forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
     thread_local std::vector<float> cs;
     cs.resize(static_cast<size_t>(2 * half));
     for (int64_t r = r0; r < r1; ++r) {
-      angles(invFreq, half, start + r, positions ? positions + r * half : nullptr, cs.data());
+      angles(invFreq, half, start + r, positions + r * half, cs.data());
       rotate(q + r * qWidth, qHeads, headDim, cs.data(), half);
       rotate(k + r * kWidth, kHeads, headDim, cs.data(), half);
     }
