@@ -6,6 +6,8 @@
 //   fma, latency-bound: one chain, a new FMA only when the last is done; SMT threads fill each
 //     other's idle cycles, so this scales on siblings and on separate cores alike.
 //   read: the sum of 256 MiB, split in parts, bound by memory.
+// `bench_core_scaling read [N]` runs the read alone (bench/bench_llm.py runs it between its rounds:
+// this VM's bandwidth moves between about 48 and 75 GB/s for two threads from hour to hour).
 // The anchor is the ideal, N x; issue 18 asks prefill at 2 threads for 1.8x of one thread.
 #include <immintrin.h>
 
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,7 +70,9 @@ int main(int argc, char** argv) {
     std::printf("bench_core_scaling: needs AVX2 and FMA\n");
     return 0;
   }
-  const int n = argc > 1 ? std::atoi(argv[1]) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const bool readOnly = argc > 1 && std::string(argv[1]) == "read";
+  const int arg = readOnly ? 2 : 1;
+  const int n = argc > arg ? std::atoi(argv[arg]) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<float> data(size_t{64} << 20, 1.0f);  // 256 MiB
   volatile float sink = 0;
   std::printf("the same work per thread on 1 and %d threads: work per second, and %d threads' over one's\n", n, n);
@@ -79,8 +84,10 @@ int main(int argc, char** argv) {
     std::printf("%-20s 1 thread %8.2f, %d threads %8.2f %s, speed-up %.2f (ideal %d)\n", name, units / one, n,
                 (splitsWork ? units : n * units) / many, splitsWork ? "GB/s" : "G FMA/s", speedup, n);
   };
-  report("fma, port-bound", 10.0 * kSteps / 1e9, [&](int, int) { sink = sink + fmaPortBound(kSteps); }, false);
-  report("fma, latency-bound", kSteps / 1e9, [&](int, int) { sink = sink + fmaLatencyBound(kSteps); }, false);
+  if (!readOnly) {
+    report("fma, port-bound", 10.0 * kSteps / 1e9, [&](int, int) { sink = sink + fmaPortBound(kSteps); }, false);
+    report("fma, latency-bound", kSteps / 1e9, [&](int, int) { sink = sink + fmaLatencyBound(kSteps); }, false);
+  }
   report("read 256 MiB", static_cast<double>(data.size() * sizeof(float)) / 1e9, [&](int part, int parts) {
     const size_t begin = data.size() * part / parts, end = data.size() * (part + 1) / parts;
     float s = 0;

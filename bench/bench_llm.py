@@ -7,6 +7,9 @@ and each engine's peak RSS (each run is its own process). llama.cpp is its own `
 (default ~/.cache/gizml-bench). The runs alternate ours / llama.cpp, `--rounds` times, one timed
 run each; the best of each engine is reported with the spread of its rounds, so that load from
 other processes hits both alike and unsteady figures show (the load average is printed too).
+After each round the machine's read bandwidth on the same threads (`bench_core_scaling read`,
+when built) is measured, and its range printed: decode against bandwidth needs the bandwidth of
+those minutes, which on this project's VMs moves by up to 1.5x from hour to hour.
 
   bench_llm.py speed --pair NAME OURS_FOLDER LLAMA_GGUF [--pair ...] [--threads 1 2]
                      [--prefill 512 --decode 128] [--batch N] [--rounds 3]
@@ -189,6 +192,23 @@ def summary(runs, key) -> tuple:
     return max(values), (max(values) - min(values)) / max(values) if max(values) else 0.0
 
 
+CORE_SCALING = pathlib.Path(os.environ.get("CORE_SCALING", str(ROOT / "build/release/bench/bench_core_scaling")))
+
+
+def read_bandwidth(threads: int):
+    """The machine's read bandwidth now, GB/s on `threads` threads (bench_core_scaling's sum of 256
+    MiB, best of three), or None where that benchmark is not built."""
+    if not CORE_SCALING.exists():
+        return None
+    out = subprocess.run([str(CORE_SCALING), "read", str(max(threads, 2))], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("read"):
+            numbers = line.split()
+            # "read 256 MiB 1 thread A, N threads B GB/s, ..."
+            return float(numbers[5].rstrip(",")) if threads == 1 else float(numbers[8])
+    return None
+
+
 def speed(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tokens = os.path.join(tmp, "tokens.txt")
@@ -200,17 +220,21 @@ def speed(args) -> None:
         for name, ours_folder, gguf in args.pair:
             for threads in args.threads:
                 runs = {"ours": [], "llama": []}
+                reads = []  # the machine's read bandwidth after each round: it moves from hour to hour
                 for _ in range(args.rounds):
                     runs["ours"].append(run_ours(ours_folder, tokens, args.prefill, args.decode, threads,
                                                  kv=args.kv, batch=args.batch))
                     runs["llama"].append(run_anchor(gguf, args.prefill, args.decode, threads, args.batch))
+                    reads.append(read_bandwidth(threads))
                 line = f"{name}, {threads} thread{'s' if threads > 1 else ''}:"
                 for key in ("prefill_tok_s", "decode_tok_s") if args.decode else ("prefill_tok_s",):
                     (o, os_), (l, ls) = summary(runs["ours"], key), summary(runs["llama"], key)
                     line += (f" {key.split('_')[0]} {o:.1f} ({os_:.0%}) vs {l:.1f} ({ls:.0%}) tok/s, "
                              f"ratio {o / l:.2f};")
                 rss = lambda who: max(r["peak_rss_mib"] for r in runs[who])
-                print(f"{line} peak RSS {rss('ours'):.0f} vs {rss('llama'):.0f} MiB", flush=True)
+                read = (f"; memory read {min(reads):.1f}-{max(reads):.1f} GB/s on {threads} thread"
+                        f"{'s' if threads > 1 else ''} between the rounds" if None not in reads else "")
+                print(f"{line} peak RSS {rss('ours'):.0f} vs {rss('llama'):.0f} MiB{read}", flush=True)
         print(f"# load average after {os.getloadavg()[0]:.2f}")
 
 
