@@ -5,7 +5,9 @@
 // reads prompts (llama-bench's passes are its ubatch). --batch B runs B sequences at once (each
 // the same prompt, a part of each in every prefill pass, then one decode step of all B at a
 // time), as a server with B requests does; tok/s are totals. --logits writes the prefill's logits
-// of every position ([N, vocab] little-endian f32) for the driver's KL divergences.
+// of every position, then each decode step's ([N + decode, vocab] little-endian f32), for the
+// driver's KL divergences and for comparing two builds' bits (the decode time then includes the
+// writes).
 #include <gizml/llm.h>
 #include <gizml/netops.h>
 #include <gizml/threads.h>
@@ -30,7 +32,8 @@ constexpr const char* kUsage =
     "  times a prefill of the prompt (FILE's token ids, else seeded random ones) and greedy decode steps,\n"
     "  of --batch sequences at once (tok/s in total); --kv keeps keys and values as f32, f16, bf16, or codes\n"
     "  of 8, 4 or 2 bits, or keys and values apart as K/V (4/2); an untimed warm-up pass of the prompt and\n"
-    "  one step comes first, as llama-bench's does\n";
+    "  one step comes first, as llama-bench's does; --logits writes the logits of every prompt position and\n"
+    "  of each decode step (rows of little-endian f32)\n";
 
 // The peak resident set of this process (VmHWM), in MiB.
 double peakRssMiB() {
@@ -123,11 +126,15 @@ int benchCommand(int argc, char** argv) {
   const auto t0 = Clock::now();
   auto logits = readPrompt(!logitsFile.empty());
   const double prefillSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!logitsFile.empty()) {
-    std::ofstream out(logitsFile, std::ios::binary);
+  std::ofstream logitsOut;
+  const auto writeLogits = [&] {
     const std::vector<float> values = logits[0].toFloats();
-    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(prefill * vocab * 4));
-    check(out.good(), "bench: cannot write " + logitsFile);
+    logitsOut.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+    check(logitsOut.good(), "bench: cannot write " + logitsFile);
+  };
+  if (!logitsFile.empty()) {
+    logitsOut.open(logitsFile, std::ios::binary);
+    writeLogits();
   }
   // Each sequence's next token: the argmax of its last row.
   auto pickNext = [&] {
@@ -140,6 +147,7 @@ int benchCommand(int argc, char** argv) {
   const auto t1 = Clock::now();
   for (int64_t i = 0; i < decode; ++i) {
     logits = sequences.forward(next);
+    if (logitsOut.is_open()) writeLogits();
     pickNext();
   }
   const double decodeSeconds = std::chrono::duration<double>(Clock::now() - t1).count();
