@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -165,6 +166,8 @@ void attendPage(const AttentionRun& run, const AttentionShape& s, const DecodeRo
   const int64_t group = s.heads / s.kvHeads, d = s.headDim, ld = partWidth(s), position = run.start;
   const int64_t from = row.k0 + page * kKvPageTokens, count = std::min(kKvPageTokens, position + 1 - from);
   if (w.keys.scratch.empty()) w.keys.scratch.resize(1), w.values.scratch.resize(1);  // (a block's may be more)
+  if (page + 1 == row.pages && run.newKeys)  // the step's own key and value, then their page
+    storeHeadRows(run.cache, position, 1, kvHead, run.newKeys, run.newValues, run.newStride);
   const HeadRows k = keyBlock(run.cache, kvHead, from, count, w.keys.scratch[0]);
   const HeadRows v = valueBlock(run.cache, kvHead, from, count, w.values.scratch[0]);
   if (page + 1 < row.pages) prefetchPageStart(run.cache, kvHead, from + kKvPageTokens);  // this thread's next task
@@ -184,6 +187,26 @@ void attendPage(const AttentionRun& run, const AttentionShape& s, const DecodeRo
   }
 }
 
+// The new keys and values of the runs of several rows, before any is read (a decode step's one
+// row is stored by the task that reads it): a prefill's by storeKeysValues, and those of a few
+// rows (a token and its drafts, for each of a batch's sequences) in one job over runs and heads.
+void storeAhead(const std::vector<AttentionRun>& runs) {
+  constexpr int64_t kFewRows = 8;
+  std::vector<std::pair<const AttentionRun*, int64_t>> fewRows;  // (run, KV head)
+  for (const AttentionRun& run : runs) {
+    if (!run.newKeys || run.rows == 1) continue;
+    if (run.rows > kFewRows) {
+      storeKeysValues(run.cache, run.start, run.rows, run.newKeys, run.newValues, run.newStride);
+      continue;
+    }
+    for (int64_t h = 0; h < run.cache.kvHeads; ++h) fewRows.emplace_back(&run, h);
+  }
+  core::parallelTasks(static_cast<int64_t>(fewRows.size()), [&](int64_t t) {
+    const auto [run, h] = fewRows[static_cast<size_t>(t)];
+    storeHeadRows(run->cache, run->start, run->rows, h, run->newKeys, run->newValues, run->newStride);
+  });
+}
+
 }  // namespace
 
 void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape& s) {
@@ -192,6 +215,7 @@ void cachedAttention(const std::vector<AttentionRun>& runs, const AttentionShape
   // last (largest) first: halves of the range gave one thread three times the other's work in a
   // prefill. A decode step split by pages keeps both threads on a model with one to three KV
   // heads.
+  storeAhead(runs);
   const int64_t group = s.heads / s.kvHeads, ld = partWidth(s);
   std::vector<int64_t> firstTask{0};
   std::vector<DecodeRow> decode(runs.size(), DecodeRow{0, 0, nullptr, nullptr, nullptr});

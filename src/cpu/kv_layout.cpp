@@ -92,54 +92,57 @@ int64_t kvRowBytes(const KvSide& side, int64_t count) {
   return side.bits > 0 ? (count * side.bits + 7) / 8 : count * static_cast<int64_t>(dtypeSize(side.dtype));
 }
 
+void storeHeadRows(const KvLayer& layer, int64_t start, int64_t rows, int64_t head, const float* keys,
+                   const float* values, int64_t stride) {
+  const int64_t dim = layer.headDim;
+  const int64_t keyRow = kvRowBytes(layer.keys, P), valueRow = kvRowBytes(layer.values, dim);
+  std::array<uint8_t, kMaxCodedHead> codes;
+  std::array<float, kMaxCodedHead> rotated;
+  // The vector a coded side codes: the head's, rotated where the layout rotates.
+  const auto prepared = [&](const KvSide& side, const float* x) {
+    if (!rotatesHeads(side, dim)) return x;
+    std::copy(x, x + dim, rotated.begin());
+    rotateHead(rotated.data(), dim);
+    return static_cast<const float*>(rotated.data());
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t position = start + r, page = layer.pages[position / P], offset = position % P;
+    const Page kp = keyPage(layer, page), vp = valuePage(layer, page);
+    // Keys: dimension d of the head is column head dim + d of the page, element `offset`.
+    const float* k = keys + r * stride + head * dim;
+    uint8_t* columns = kp.data + head * dim * keyRow;
+    if (layer.keys.bits > 0) {
+      const CodeRange range = codeValues(prepared(layer.keys, k), dim, layer.keys.bits, codes.data());
+      uint16_t* at = kp.ranges + (head * P + offset) * 2;
+      at[0] = range.scale, at[1] = range.offset;
+      for (int64_t d = 0; d < dim; ++d) writeCode(columns + d * keyRow, offset, layer.keys.bits, codes[d]);
+    } else {
+      const auto size = static_cast<int64_t>(dtypeSize(layer.keys.dtype));
+      writeElements(columns + offset * size, keyRow / size, layer.keys.dtype, k, dim);
+    }
+    // Values: the head's row at (head, offset) of the page.
+    const float* v = values + r * stride + head * dim;
+    uint8_t* row = vp.data + (head * P + offset) * valueRow;
+    if (layer.values.bits > 0) {
+      const CodeRange range = codeValues(prepared(layer.values, v), dim, layer.values.bits, codes.data());
+      uint16_t* at = vp.ranges + (head * P + offset) * 2;
+      at[0] = range.scale, at[1] = range.offset;
+      for (int64_t d = 0; d < dim; ++d) writeCode(row, d, layer.values.bits, codes[d]);
+    } else {
+      writeElements(row, 1, layer.values.dtype, v, dim);
+    }
+  }
+}
+
 void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const float* keys, const float* values,
                      int64_t stride) {
   if (rows <= 0) return;
   const int64_t heads = layer.kvHeads, dim = layer.headDim;
-  const int64_t keyRow = kvRowBytes(layer.keys, P), valueRow = kvRowBytes(layer.values, dim);
-  // Rows [r0, r1) of head h. Heads write apart; so do blocks of positions cut at multiples of 64
-  // (a key column's byte holds the codes of up to 8 consecutive positions).
-  const auto storeHead = [&](int64_t r0, int64_t r1, int64_t h) {
-    std::array<uint8_t, kMaxCodedHead> codes;
-    std::array<float, kMaxCodedHead> rotated;
-    // The vector a coded side codes: the head's, rotated where the layout rotates.
-    const auto prepared = [&](const KvSide& side, const float* x) {
-      if (!rotatesHeads(side, dim)) return x;
-      std::copy(x, x + dim, rotated.begin());
-      rotateHead(rotated.data(), dim);
-      return static_cast<const float*>(rotated.data());
-    };
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t position = start + r, page = layer.pages[position / P], offset = position % P;
-      const Page kp = keyPage(layer, page), vp = valuePage(layer, page);
-      // Keys: dimension d of the head is column h dim + d of the page, element `offset`.
-      const float* k = keys + r * stride + h * dim;
-      uint8_t* columns = kp.data + h * dim * keyRow;
-      if (layer.keys.bits > 0) {
-        const CodeRange range = codeValues(prepared(layer.keys, k), dim, layer.keys.bits, codes.data());
-        uint16_t* at = kp.ranges + (h * P + offset) * 2;
-        at[0] = range.scale, at[1] = range.offset;
-        for (int64_t d = 0; d < dim; ++d) writeCode(columns + d * keyRow, offset, layer.keys.bits, codes[d]);
-      } else {
-        const auto size = static_cast<int64_t>(dtypeSize(layer.keys.dtype));
-        writeElements(columns + offset * size, keyRow / size, layer.keys.dtype, k, dim);
-      }
-      // Values: the head's row at (h, offset) of the page.
-      const float* v = values + r * stride + h * dim;
-      uint8_t* row = vp.data + (h * P + offset) * valueRow;
-      if (layer.values.bits > 0) {
-        const CodeRange range = codeValues(prepared(layer.values, v), dim, layer.values.bits, codes.data());
-        uint16_t* at = vp.ranges + (h * P + offset) * 2;
-        at[0] = range.scale, at[1] = range.offset;
-        for (int64_t d = 0; d < dim; ++d) writeCode(row, d, layer.values.bits, codes[d]);
-      } else {
-        writeElements(row, 1, layer.values.dtype, v, dim);
-      }
-    }
-  };
-  // A prefill's rows over the threads (on the caller alone they were 4 % of a Qwen3-shaped
-  // 2-thread prefill with the F16 cache); a decode step's heads over the threads too, each
-  // head's lines asked for first.
+  // Heads write apart; so do blocks of positions cut at multiples of 64 (a key column's byte
+  // holds the codes of up to 8 consecutive positions). A prefill's rows over the threads (on the
+  // caller alone they were 4 % of a Qwen3-shaped 2-thread prefill with the F16 cache); a few
+  // rows' heads over the threads too, each head's lines asked for first (a decode step's rows
+  // are stored by its attention's tasks instead: cachedAttention's newKeys).
   constexpr int64_t kBlock = 64;
   const int64_t firstBlock = start / kBlock, blocks = (start + rows - 1) / kBlock - firstBlock + 1;
   const bool few = rows <= kFewRows;
@@ -152,7 +155,7 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
         prefetchHeadLines(layer, t % heads, start + r0);
         if (r1 - r0 > 1) prefetchHeadLines(layer, t % heads, start + r1 - 1);
       }
-      storeHead(r0, r1, t % heads);
+      storeHeadRows(layer, start + r0, r1 - r0, t % heads, keys + r0 * stride, values + r0 * stride, stride);
     }
   });
 }

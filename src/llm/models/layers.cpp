@@ -6,7 +6,6 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/thread_pool.h"
 #include "llm/ops/scratch.h"
 #include "llm/ops/weights.h"
 #include "llm/quant/converted_model.h"
@@ -15,11 +14,6 @@ namespace gizml::llm {
 
 using ops::Scratch;
 using ops::scratch;
-
-namespace {
-// A sequence's rows in a step up to which they are a decode step's (a token and its drafts).
-constexpr int64_t kDecodeRows = 8;
-}  // namespace
 
 RmsNorm::RmsNorm(const ConvertedModel& weights, const std::string& name, int64_t dim, double eps, bool onePlus)
     : eps_(static_cast<float>(eps)) {
@@ -130,30 +124,16 @@ void Attention::forward(const Tensor& x, const Batch& batch, int64_t layer, cons
     qNorm_.apply(q, q);
     kNorm_.apply(k, k);
   }
-  const auto placeRows = [&](const Batch::Sequence& seq) {
-    rope_.apply(rowsOf(q, seq.first, seq.rows), s.heads, rowsOf(k, seq.first, seq.rows), s.kvHeads,
-                seq.start + seq.cache->positionShift(), seq.ropePositions);
-    ops::storeKeysValues(*seq.cache, layer, seq.start, rowsOf(k, seq.first, seq.rows), rowsOf(v, seq.first, seq.rows));
-  };
-  // Several sequences' decode rows side by side, one job for them all: a job each (their RoPE's
-  // and their store's, per layer) was 5 % of a served 8-request step. Their pages are made
-  // writable first, one after another, as the pool that gives them is shared.
-  const bool decodeRows = std::all_of(batch.sequences.begin(), batch.sequences.end(),
-                                      [](const Batch::Sequence& seq) { return seq.rows <= kDecodeRows; });
-  if (batch.sequences.size() > 1 && decodeRows && !x.onGpu()) {
-    for (const Batch::Sequence& seq : batch.sequences) seq.cache->makeWritable(seq.start, seq.rows);
-    core::parallelTasks(static_cast<int64_t>(batch.sequences.size()),
-                        [&](int64_t i) { placeRows(batch.sequences[static_cast<size_t>(i)]); });
-  } else {
-    for (const Batch::Sequence& seq : batch.sequences) placeRows(seq);
-  }
-
-  // Every sequence's rows, a prefill's or a decode step's, through the one blocked path: a row's
-  // context does not depend on the rows beside it.
+  // Each sequence's keys turned, then stored by the attention (a decode step's by the tasks that
+  // read them: a job a layer fewer).
   std::vector<ops::AttentionRun> runs;
-  for (const Batch::Sequence& seq : batch.sequences)
-    runs.push_back(
-        {seq.cache, seq.start, rowsOf(q, seq.first, seq.rows), rowsOf(context, seq.first, seq.rows), seq.keyEnd});
+  for (const Batch::Sequence& seq : batch.sequences) {
+    const Tensor seqKeys = rowsOf(k, seq.first, seq.rows);
+    rope_.apply(rowsOf(q, seq.first, seq.rows), s.heads, seqKeys, s.kvHeads, seq.start + seq.cache->positionShift(),
+                seq.ropePositions);
+    runs.push_back({seq.cache, seq.start, rowsOf(q, seq.first, seq.rows), rowsOf(context, seq.first, seq.rows),
+                    seq.keyEnd, seqKeys, rowsOf(v, seq.first, seq.rows)});
+  }
   ops::cachedAttention(runs, layer, s);
   if (outputGate_) ops::sigmoidGate(context, gate);
   o_.apply(context, out);

@@ -17,7 +17,11 @@ gpu::KvPages gpuPages(const KvCache& cache, int64_t layer) {
 
 }  // namespace
 
-void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values) {
+namespace {
+
+// The checks of a store of keys and values at start.. of layer `layer`, and the pages made
+// writable; their rows of kvHeads headDim floats (the count).
+int64_t prepareStore(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values) {
   const int64_t width = cache.kvHeads() * cache.headDim(), rows = keys.numel() / width;
   require(keys.numel() == rows * width && values.numel() == keys.numel(), [&] {
       return "storeKeysValues: keys " + tensor::shapeText(keys.shape()) + " and values "
@@ -29,15 +33,10 @@ void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor&
   });
   require(cache.holds(layer), [&] { return "storeKeysValues: layer " + std::to_string(layer) + " keeps no keys"; });
   cache.makeWritable(start, rows);  // the first layer's store takes the pages; the others find them
-  const Tensor& pool = cache.pool().layer(layer).keys.data;
-  if (onGpu("storeKeysValues", {&keys, &values, &pool})) {
-    checkF32Rows("storeKeysValues", keys);
-    checkF32Rows("storeKeysValues", values);
-    return gpu::storeKeysValues(gpuPages(cache, layer), start, rows, keys, values);
-  }
-  cpu::storeKeysValues(kvLayer("storeKeysValues", cache, layer), start, rows, hostF32("storeKeysValues", keys),
-                       hostF32("storeKeysValues", values), width);
+  return rows;
 }
+
+}  // namespace
 
 void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const AttentionShape& s) {
   std::vector<cpu::AttentionRun> cpuRuns;
@@ -48,21 +47,35 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
         return "cachedAttention: q " + tensor::shapeText(run.q.shape()) + " and context "
                + tensor::shapeText(run.context.shape()) + " are not rows of " + std::to_string(qWidth);
     });
+    const bool stores = run.keys.numel() > 0;
+    const int64_t kvWidth = run.cache->kvHeads() * run.cache->headDim();
+    require(!stores || run.keys.numel() == rows * kvWidth, [&] {
+      return "cachedAttention: keys " + tensor::shapeText(run.keys.shape()) + " are not " + std::to_string(rows) +
+             " rows of " + std::to_string(kvWidth) + ", one for each query row";
+    });
+    if (stores) prepareStore(*run.cache, layer, run.start, run.keys, run.values);
     const auto held = static_cast<int64_t>(run.cache->pages().size()) * KvPool::kPageTokens;
     require(run.cache->holds(layer) && run.start + rows <= held, [&] {
         return "cachedAttention: the cache does not hold the keys of positions up to " + std::to_string(run.start
                + rows - 1);
     });
     const Tensor& pool = run.cache->pool().layer(layer).keys.data;
-    if (onGpu("cachedAttention", {&run.q, &run.context, &pool})) {
+    if (onGpu("cachedAttention", {&run.q, &run.context, &pool, &run.keys, &run.values})) {
       check(run.keyEnd == 0, "cachedAttention: padding masked as keys (keyEnd) runs on the CPU only so far");
+      if (stores) {
+        checkF32Rows("cachedAttention", run.keys);
+        checkF32Rows("cachedAttention", run.values);
+        gpu::storeKeysValues(gpuPages(*run.cache, layer), run.start, rows, run.keys, run.values);
+      }
       checkF32Rows("cachedAttention", run.q);
       checkF32Rows("cachedAttention", run.context);
       gpu::attention(gpuPages(*run.cache, layer), run.start, rows, run.q, run.context, s.heads, s.scale, s.window);
       continue;
     }
     cpuRuns.push_back({kvLayer("cachedAttention", *run.cache, layer), run.start, rows,
-                       hostF32("cachedAttention", run.q), hostF32("cachedAttention", run.context), run.keyEnd});
+                       hostF32("cachedAttention", run.q), hostF32("cachedAttention", run.context), run.keyEnd,
+                       stores ? hostF32("cachedAttention", run.keys) : nullptr,
+                       stores ? hostF32("cachedAttention", run.values) : nullptr, kvWidth});
   }
   if (!cpuRuns.empty()) cpu::cachedAttention(cpuRuns, {s.heads, s.kvHeads, s.headDim, s.scale, s.window});
 }

@@ -21,18 +21,18 @@ struct AttentionShape {
   int64_t window = 0;  // sliding window (the key at distance window - 1 is the oldest); 0: none
 };
 
-/// Writes keys and values ([rows, kvHeads headDim] each) as the tokens at positions start,
-/// start + 1, ... of layer `layer` of `cache`.
-void storeKeysValues(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values);
-
 /// One sequence's query rows q ([rows, heads headDim]) at positions start .. start + rows - 1,
-/// and where their context rows go (the same shape). Its cache holds every position up to the last.
+/// and where their context rows go (the same shape). Its cache holds every position up to the
+/// last, or is given the rows' own keys and values to store there first.
 /// keyEnd > 0: no row sees the keys at or past it (padding; the CPU's alone so far).
 struct AttentionRun {
-  const KvCache* cache;
+  KvCache* cache;
   int64_t start;
   Tensor q, context;
   int64_t keyEnd = 0;
+  /// When they have elements: the rows' own keys and values ([rows, kvHeads headDim] each), stored
+  /// at their positions first (on the CPU, a decode step's by the tasks that then read them).
+  Tensor keys, values;
 };
 
 /// The context rows of every run over layer `layer` of its cache.

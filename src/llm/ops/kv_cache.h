@@ -70,7 +70,7 @@ class KvCache : public SequenceState {
   bool holds(int64_t layer) const { return pool_->holds(layer); }
   /// Makes positions start .. start + rows - 1 its own to write: pages taken for those past its
   /// table, and a copy of each page there that it shares. An Error when the pool has no page free.
-  /// Once they are, storing there (ops::storeKeysValues) changes nothing the pool's other states
+  /// Once they are, storing there (ops::cachedAttention's new keys) changes nothing the pool's other states
   /// see, so states of one pool may store side by side.
   void makeWritable(int64_t start, int64_t rows);
   /// Its page table on the GPU of layer `layer`'s pages (which must be on one): one copy a GPU
