@@ -232,8 +232,13 @@ def speed(args) -> None:
                     line += (f" {key.split('_')[0]} {o:.1f} ({os_:.0%}) vs {l:.1f} ({ls:.0%}) tok/s, "
                              f"ratio {o / l:.2f};")
                 rss = lambda who: max(r["peak_rss_mib"] for r in runs[who])
-                read = (f"; memory read {min(reads):.1f}-{max(reads):.1f} GB/s on {threads} thread"
-                        f"{'s' if threads > 1 else ''} between the rounds" if None not in reads else "")
+                read = ""
+                if None not in reads:
+                    read = (f"; memory read {min(reads):.1f}-{max(reads):.1f} GB/s on {threads} thread"
+                            f"{'s' if threads > 1 else ''} between the rounds")
+                    if args.decode:  # each round's decode beside the bandwidth read right after it
+                        read += " (our decode tok/s, GB/s: " + ", ".join(
+                            f"{r['decode_tok_s']:.1f}/{g:.1f}" for r, g in zip(runs["ours"], reads)) + ")"
                 print(f"{line} peak RSS {rss('ours'):.0f} vs {rss('llama'):.0f} MiB{read}", flush=True)
         print(f"# load average after {os.getloadavg()[0]:.2f}")
 
