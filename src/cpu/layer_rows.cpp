@@ -32,22 +32,45 @@ void angles(const float* invFreq, int64_t half, int64_t position, const int32_t*
 // The cosines and sines of rows [start, start + rows) (row r's at cs + r * 2 half) for one
 // frequency table. Every layer of a pass turns the same positions by one of the model's one or
 // two tables (Gemma 3's local and global layers), and libm's pairs, made again each layer, were
-// 1-2 % of a small model's decode step: the calling thread keeps the last two tables it made,
-// known by their frequencies' values (not their address, which a later model may reuse).
+// 1-2 % of a small model's decode step. The calling thread keeps the tables it made last, known
+// by their frequencies' values (not their address, which a later model may reuse): two of a
+// prompt's passes (up to a few hundred KiB each), and 32 of a few rows (a batch's sequences each
+// decode at their own positions, with one or two tables).
 struct AngleTable {
   std::vector<float> invFreq;
   int64_t start = -1, rows = 0;
+  uint64_t used = 0;  // when it was last asked for
   std::vector<float> cs;
 };
 
+template <size_t N>
+struct RecentTables {
+  std::array<AngleTable, N> tables;
+  uint64_t clock = 0;
+
+  AngleTable& of(const float* invFreq, int64_t half, int64_t start, int64_t rows, bool& found) {
+    AngleTable* oldest = &tables[0];
+    for (AngleTable& t : tables) {
+      if (t.start == start && t.rows == rows && std::equal(invFreq, invFreq + half, t.invFreq.begin(), t.invFreq.end())) {
+        found = true;
+        t.used = ++clock;
+        return t;
+      }
+      if (t.used < oldest->used) oldest = &t;
+    }
+    found = false;
+    oldest->used = ++clock;
+    return *oldest;
+  }
+};
+
 const float* anglesOfRows(const float* invFreq, int64_t half, int64_t start, int64_t rows) {
-  thread_local std::array<AngleTable, 2> tables;
-  thread_local size_t older = 0;
-  for (AngleTable& t : tables)
-    if (t.start == start && t.rows == rows && std::equal(invFreq, invFreq + half, t.invFreq.begin(), t.invFreq.end()))
-      return t.cs.data();
-  AngleTable& t = tables[older];
-  older ^= 1;
+  constexpr int64_t kFewRows = 8;
+  thread_local RecentTables<2> passes;
+  thread_local RecentTables<32> steps;
+  bool found = false;
+  AngleTable& t = rows > kFewRows ? passes.of(invFreq, half, start, rows, found) : steps.of(invFreq, half, start, rows, found);
+  if (found) return t.cs.data();
   t.invFreq.assign(invFreq, invFreq + half);
   t.start = start;
   t.rows = rows;

@@ -1,8 +1,8 @@
-// cpu/layer_rows.h's RoPE and RMS norm. ropeRows keeps the angles of its last two frequency
-// tables: a rotation must not depend on which tables came before it (a cached table is the one
-// computed afresh, and a table is known by its frequencies, not its address), and must match the
-// rotation by explicit positions, which never uses the kept tables. rmsNormRows against the
-// formula in double.
+// cpu/layer_rows.h's RoPE and RMS norm. ropeRows keeps the angles of the tables it made last (a
+// pass's, a batch's decode rows'): a rotation must not depend on which tables came before it (a
+// kept table is the one computed afresh, and a table is known by its frequencies, not its
+// address), and must match the rotation by explicit positions, which never uses the kept tables.
+// rmsNormRows against the formula in double.
 #include "cpu/layer_rows.h"
 
 #include <gtest/gtest.h>
@@ -67,6 +67,15 @@ TEST(RopeRows, ARotationDoesNotDependOnTheTablesBeforeIt) {
     EXPECT_EQ(kept.q, direct.q) << "start " << call.start << ", " << call.rows << " rows";
     EXPECT_EQ(kept.k, direct.k) << "start " << call.start << ", " << call.rows << " rows";
   }
+  // A batch's sequences at their own positions, more of them than the tables kept, two tables.
+  for (int round = 0; round < 2; ++round)
+    for (int64_t start = 0; start < 40; ++start)
+      for (const std::vector<float>* invFreq : {&a, &b}) {
+        const Rotated kept = rotate(*invFreq, start * 3, 1, false);
+        const Rotated direct = rotate(*invFreq, start * 3, 1, true);
+        ASSERT_EQ(kept.q, direct.q) << "round " << round << ", start " << start * 3;
+        ASSERT_EQ(kept.k, direct.k) << "round " << round << ", start " << start * 3;
+      }
   // And the turn itself: pair (0, half) of the first head at position 7 by 7 * invFreq[0].
   const Rotated r = rotate(a, 7, 1, false);
   const std::vector<float> q = randomValues(static_cast<size_t>(kHeads * kHeadDim), 1);
