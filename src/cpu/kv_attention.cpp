@@ -191,11 +191,10 @@ void attendPage(const AttentionRun& run, const AttentionShape& s, const DecodeRo
 // row is stored by the task that reads it): a prefill's by storeKeysValues, and those of a few
 // rows (a token and its drafts, for each of a batch's sequences) in one job over runs and heads.
 void storeAhead(const std::vector<AttentionRun>& runs) {
-  constexpr int64_t kFewRows = 8;
   std::vector<std::pair<const AttentionRun*, int64_t>> fewRows;  // (run, KV head)
   for (const AttentionRun& run : runs) {
     if (!run.newKeys || run.rows == 1) continue;
-    if (run.rows > kFewRows) {
+    if (run.rows > kKvFewRows) {
       storeKeysValues(run.cache, run.start, run.rows, run.newKeys, run.newValues, run.newStride);
       continue;
     }

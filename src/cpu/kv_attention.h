@@ -62,6 +62,10 @@ inline constexpr int64_t kMaxCodedHead = 512;
 /// Keys and values live in pages of kKvPageTokens positions (llm/ops/kv_pool.h owns them): the
 /// products over keys sum a page's part in one chain, its context added after the pages before.
 inline constexpr int64_t kKvPageTokens = 256;
+/// A store of up to this many tokens (a decode step's, a token's drafts) goes head by head over
+/// the threads, each head's lines asked for first: its key columns' lines are each written once
+/// or twice, a prefill's many times.
+inline constexpr int64_t kKvFewRows = 8;
 
 /// One layer of one sequence's cache, laid out as above page by page: a page of keys is
 /// [kvHeads, headDim, kKvPageTokens] (ranges [kvHeads, kKvPageTokens, 2]), a page of values

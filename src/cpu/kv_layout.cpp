@@ -42,9 +42,6 @@ void writeElements(uint8_t* at, int64_t stride, DType dtype, const float* x, int
 }
 
 constexpr int64_t P = kKvPageTokens;
-// A store of up to this many tokens (a decode step's, a few drafted tokens') asks for its lines
-// first: its key columns' lines are each written once or twice, a prefill's many times.
-constexpr int64_t kFewRows = 8;
 
 // One page of a layer's keys or values: its elements or codes, and their ranges.
 struct Page {
@@ -145,7 +142,7 @@ void storeKeysValues(const KvLayer& layer, int64_t start, int64_t rows, const fl
   // are stored by its attention's tasks instead: cachedAttention's newKeys).
   constexpr int64_t kBlock = 64;
   const int64_t firstBlock = start / kBlock, blocks = (start + rows - 1) / kBlock - firstBlock + 1;
-  const bool few = rows <= kFewRows;
+  const bool few = rows <= kKvFewRows;
   const int64_t perTask = std::min(rows, kBlock) * dim * 2;
   core::parallelFor(blocks * heads, few ? 1 : std::max<int64_t>(1, 16384 / perTask), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {

@@ -109,22 +109,15 @@ void rmsNormRows(const float* x, int64_t rows, int64_t dim, const float* w, floa
 void ropeRows(float* q, int64_t qHeads, float* k, int64_t kHeads, int64_t rows, int64_t headDim,
               const float* invFreq, int64_t half, int64_t start, const int32_t* positions) {
   const int64_t qWidth = qHeads * headDim, kWidth = kHeads * headDim;
-  if (!positions) {
-    const float* table = anglesOfRows(invFreq, half, start, rows);
-    return forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        rotate(q + r * qWidth, qHeads, headDim, table + r * 2 * half, half);
-        rotate(k + r * kWidth, kHeads, headDim, table + r * 2 * half, half);
-      }
-    });
-  }
+  const float* table = positions ? nullptr : anglesOfRows(invFreq, half, start, rows);
   forEachRow(rows, qWidth + kWidth, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<float> cs;
-    cs.resize(static_cast<size_t>(2 * half));
+    thread_local std::vector<float> own;  // a row's at explicit positions
+    own.resize(static_cast<size_t>(2 * half));
     for (int64_t r = r0; r < r1; ++r) {
-      angles(invFreq, half, start + r, positions + r * half, cs.data());
-      rotate(q + r * qWidth, qHeads, headDim, cs.data(), half);
-      rotate(k + r * kWidth, kHeads, headDim, cs.data(), half);
+      const float* cs = table ? table + r * 2 * half : own.data();
+      if (!table) angles(invFreq, half, start + r, positions + r * half, own.data());
+      rotate(q + r * qWidth, qHeads, headDim, cs, half);
+      rotate(k + r * kWidth, kHeads, headDim, cs, half);
     }
   });
 }

@@ -2,7 +2,6 @@
 
 #include <gizml/error.h>
 
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -128,11 +127,10 @@ void Attention::forward(const Tensor& x, const Batch& batch, int64_t layer, cons
   // read them: a job a layer fewer).
   std::vector<ops::AttentionRun> runs;
   for (const Batch::Sequence& seq : batch.sequences) {
-    const Tensor seqKeys = rowsOf(k, seq.first, seq.rows);
-    rope_.apply(rowsOf(q, seq.first, seq.rows), s.heads, seqKeys, s.kvHeads, seq.start + seq.cache->positionShift(),
-                seq.ropePositions);
-    runs.push_back({seq.cache, seq.start, rowsOf(q, seq.first, seq.rows), rowsOf(context, seq.first, seq.rows),
-                    seq.keyEnd, seqKeys, rowsOf(v, seq.first, seq.rows)});
+    const Tensor queries = rowsOf(q, seq.first, seq.rows), keys = rowsOf(k, seq.first, seq.rows);
+    rope_.apply(queries, s.heads, keys, s.kvHeads, seq.start + seq.cache->positionShift(), seq.ropePositions);
+    runs.push_back({seq.cache, seq.start, queries, rowsOf(context, seq.first, seq.rows), seq.keyEnd, keys,
+                    rowsOf(v, seq.first, seq.rows)});
   }
   ops::cachedAttention(runs, layer, s);
   if (outputGate_) ops::sigmoidGate(context, gate);

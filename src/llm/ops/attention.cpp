@@ -15,25 +15,19 @@ gpu::KvPages gpuPages(const KvCache& cache, int64_t layer) {
   return {l.keys.data, l.values.data, cache.deviceTable(layer), cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
 }
 
-}  // namespace
-
-namespace {
-
-// The checks of a store of keys and values at start.. of layer `layer`, and the pages made
-// writable; their rows of kvHeads headDim floats (the count).
-int64_t prepareStore(KvCache& cache, int64_t layer, int64_t start, const Tensor& keys, const Tensor& values) {
-  const int64_t width = cache.kvHeads() * cache.headDim(), rows = keys.numel() / width;
-  require(keys.numel() == rows * width && values.numel() == keys.numel(), [&] {
-      return "storeKeysValues: keys " + tensor::shapeText(keys.shape()) + " and values "
-             + tensor::shapeText(values.shape()) + " are not rows of " + std::to_string(width);
+// The checks of a store of `rows` rows of keys and values at start.. of layer `layer`, and the
+// pages made writable.
+void prepareStore(KvCache& cache, int64_t layer, int64_t start, int64_t rows, const Tensor& values) {
+  require(values.numel() == rows * cache.kvHeads() * cache.headDim(), [&] {
+      return "cachedAttention: values " + tensor::shapeText(values.shape()) + " are not " + std::to_string(rows)
+             + " rows of " + std::to_string(cache.kvHeads() * cache.headDim()) + ", as the keys";
   });
   require(start >= 0 && start + rows <= cache.capacity(), [&] {
-      return "storeKeysValues: positions " + std::to_string(start) + ".." + std::to_string(start + rows - 1)
+      return "cachedAttention: positions " + std::to_string(start) + ".." + std::to_string(start + rows - 1)
              + " are outside the cache's " + std::to_string(cache.capacity());
   });
-  require(cache.holds(layer), [&] { return "storeKeysValues: layer " + std::to_string(layer) + " keeps no keys"; });
+  require(cache.holds(layer), [&] { return "cachedAttention: layer " + std::to_string(layer) + " keeps no keys"; });
   cache.makeWritable(start, rows);  // the first layer's store takes the pages; the others find them
-  return rows;
 }
 
 }  // namespace
@@ -53,7 +47,7 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
       return "cachedAttention: keys " + tensor::shapeText(run.keys.shape()) + " are not " + std::to_string(rows) +
              " rows of " + std::to_string(kvWidth) + ", one for each query row";
     });
-    if (stores) prepareStore(*run.cache, layer, run.start, run.keys, run.values);
+    if (stores) prepareStore(*run.cache, layer, run.start, rows, run.values);
     const auto held = static_cast<int64_t>(run.cache->pages().size()) * KvPool::kPageTokens;
     require(run.cache->holds(layer) && run.start + rows <= held, [&] {
         return "cachedAttention: the cache does not hold the keys of positions up to " + std::to_string(run.start
