@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/gpu_checks.h"
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "netops/kernel_sources.h"
 #include "tensor/gpu/codegen.h"
 
@@ -130,6 +131,11 @@ TEST(KernelsCompile, NetopsRowsKernels) {
                     "netops rows kernels (argmax, candidates, split sums, norms, SwiGLU, Hadamard)");
 }
 
+TEST(KernelsCompile, LanguageModelKernels) {
+  GIZML_SKIP_WITHOUT_NVRTC();
+  compileEverywhere(llm::ops::gpu::kernelSource(), "the language models' kernels (llm/ops/gpu)");
+}
+
 // AMD: the same sources through hipRTC (GIZML_HIP defined) for a CDNA (gfx90a, wave 64) and an
 // RDNA (gfx1030, wave 32) GPU, where hipRTC is installed (Debian's ROCm 5: libamdhip64.so.5, whose
 // compiler knows neither gfx1100 nor gfx942); never run here.
@@ -152,6 +158,7 @@ TEST(KernelsCompileHip, FixedAndNetopsKernels) {
   compileForAmd(gpuops::fixedKernelSource(), "the fixed kernels");
   compileForAmd(netops::netopsKernelSource(), "netops' kernels");
   compileForAmd(netops::netopsRowsKernelSource(), "netops rows kernels");
+  compileForAmd(llm::ops::gpu::kernelSource(), "the language models' kernels");
 }
 
 TEST(KernelsCompileHip, ElementwiseChains) {

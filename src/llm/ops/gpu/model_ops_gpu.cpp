@@ -10,26 +10,28 @@
 #include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm::ops::gpu {
-namespace {
 
-using gizhw::gpu::Dim3;
-using gizhw::gpu::Gpu;
-
-const std::string& source() {
-  static const std::string text = gpuops::preludeSource() +
+const std::string& kernelSource() {
+  static const std::string text = gpuops::preludeSource() + gpuops::mmaSource() +
 #include "llm/ops/gpu/model_ops.cu.inc"
       ;
   return text;
 }
 
+namespace {
+
+using gizhw::gpu::Dim3;
+using gizhw::gpu::Gpu;
+
 template <class... Args>
 void launch(const Gpu& g, const char* name, Dim3 grid, unsigned threads, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  g.kernel(source(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params);
+  g.kernel(kernelSource(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params);
 }
 
 constexpr unsigned kThreads = 256;
 constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS
+constexpr int64_t kOutputsABlock = 16; // GZ_LM_TN
 constexpr int64_t kMaxHead = 256;      // GZ_LM_MAX_HEAD
 constexpr int64_t kMaxGrid = 65535;    // a grid's y and z limit
 
@@ -42,7 +44,7 @@ Dim3 strideGrid(const Gpu& g, int64_t work) {
 uint64_t at(const Tensor& t) { return gpuops::address(t); }
 uint64_t orNull(const Tensor& t) { return t.ndim() > 0 && t.numel() > 0 ? gpuops::address(t) : 0; }
 
-// Launches of the matrix kernels: a block of 8 warps, one weight row each, over the activation
+// Launches of the float matrix kernel: a block of 8 warps, one weight row each, over the activation
 // rows in bands of kRowsAWarp per grid row, at most kMaxGrid bands a launch.
 template <class Launch>
 void overBands(int64_t n, int64_t out, const Launch& launchBand) {
@@ -84,12 +86,24 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
 
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in, int64_t rowBytes, int bits, int group, float base) {
+  if (n == 0) return;
+  check(n < (int64_t{1} << 31), "Linear: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(x);
-  overBands(n, out, [&](int64_t first, int64_t rows, Dim3 grid) {
-    launch(g, "gz_lm_group_matmul", grid, kThreads, at(y) + static_cast<uint64_t>(first * out) * 4,
-           at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in, rowBytes, bits,
+  // The rows as scaled F16 once (gz_lm_half_rows), then the products on the tensor cores in
+  // tiles of 16 rows for a few rows and of 64 for more; a row's outputs are the same bits in both.
+  const Tensor half = gpuops::empty({n, in}, DType::F16, g.device());
+  const Tensor scale = gpuops::empty({n}, DType::F32, g.device());
+  launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(n), 1, 1}, kThreads, at(half), at(scale), at(x), in);
+  const int64_t tile = n <= 16 ? 16 : 64;
+  const char* kernel = tile == 16 ? "gz_lm_group_mma16" : "gz_lm_group_mma64";
+  const auto columns = static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock);
+  for (int64_t first = 0; first < n; first += kMaxGrid * tile) {
+    const int64_t rows = std::min(n - first, kMaxGrid * tile);
+    launch(g, kernel, Dim3{columns, static_cast<unsigned>((rows + tile - 1) / tile), 1}, kThreads,
+           at(y) + static_cast<uint64_t>(first * out) * 4, at(half) + static_cast<uint64_t>(first * in) * 2,
+           at(scale) + static_cast<uint64_t>(first) * 4, at(weights), orNull(bias), rows, out, in, rowBytes, bits,
            group, base);
-  });
+  }
 }
 
 void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,

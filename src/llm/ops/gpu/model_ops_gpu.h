@@ -5,11 +5,15 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace gizml::llm::ops::gpu {
 
 using tensor::Tensor;
+
+/// The kernels' CUDA source (the compile tests build it for each architecture).
+const std::string& kernelSource();
 
 /// The kind of stored element the kernels read: 0 F32, 1 F16, 2 BF16; an Error naming `op` for
 /// another dtype.
@@ -25,7 +29,9 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
           const Tensor* positions);
 
 /// y [n, out] = x [n, in] W^T (+ bias [out] unless it has no elements) over group-format rows
-/// `weights` (U8, out x rowBytes).
+/// `weights` (U8, out x rowBytes), on the tensor cores: x's rows scaled to F16 by powers of two,
+/// the weights decoded to F16 without the tensor's base, F32 sums. Each row's outputs are the same
+/// bits whatever rows are beside it.
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in, int64_t rowBytes, int bits, int group, float base);
 /// The same over F32, F16 or BF16 rows `weights` ([out, in]).
