@@ -32,7 +32,10 @@ void launch(const Gpu& g, const char* name, Dim3 grid, unsigned threads, Args...
 constexpr unsigned kThreads = 256;
 constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS
 constexpr int64_t kOutputsABlock = 16; // GZ_LM_TN
-constexpr int64_t kMaxHead = 256;      // GZ_LM_MAX_HEAD
+constexpr int64_t kMaxHead = 256;      // the attention kernels' threads: one a dimension
+constexpr int64_t kMaxQueries = 2048;  // GZ_LM_MAX_QUERIES
+constexpr int64_t kChunk = 256;        // GZ_LM_CHUNK
+constexpr int64_t kPartFloats = int64_t{16} << 20;  // attention's partial sums at once: 64 MiB
 constexpr int64_t kMaxGrid = 65535;    // a grid's y and z limit
 
 // A grid-stride grid for `work` items, at most 32 blocks per multiprocessor.
@@ -176,12 +179,31 @@ void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, 
                float scale, int64_t window) {
   check(kv.headDim <= kMaxHead, "cachedAttention: heads of " + std::to_string(kv.headDim) +
                                     " values are longer than the GPU kernel's " + std::to_string(kMaxHead));
-  check(rows < (int64_t{1} << 31) && heads <= kMaxGrid, "cachedAttention: too many rows or heads for one launch");
+  const int64_t group = heads / kv.kvHeads;
+  check(group * kv.headDim <= kMaxQueries, "cachedAttention: " + std::to_string(group) + " query heads of " +
+                                               std::to_string(kv.headDim) + " a KV head are more than the GPU kernel's " +
+                                               std::to_string(kMaxQueries) + " values");
+  if (rows == 0) return;
+  const int64_t chunks = (start + rows + kChunk - 1) / kChunk;
+  check(heads <= kMaxGrid && kv.kvHeads <= kMaxGrid && chunks <= kMaxGrid,
+        "cachedAttention: too many heads or positions for one launch");
+  // The chunks' partial sums of a band of rows at a time, so that their scratch stays bounded.
+  const int64_t rowFloats = heads * chunks * (2 + kv.headDim);
+  const int64_t band = std::clamp<int64_t>(kPartFloats / rowFloats, 1, std::min<int64_t>(rows, int64_t{1} << 30));
   const Gpu g = gpuops::gpuOf(q);
-  launch(g, "gz_lm_attention", Dim3{static_cast<unsigned>(rows), static_cast<unsigned>(heads), 1}, 32, at(context),
-         at(q), at(kv.keys), at(kv.values), kv.table, start, heads, kv.kvHeads, kv.headDim, kv.pageTokens,
-         scale, window, elementKind("cachedAttention", kv.keys.dtype()),
-         elementKind("cachedAttention", kv.values.dtype()));
+  const Tensor part = gpuops::empty({band * rowFloats}, DType::F32, g.device());
+  const int keyKind = elementKind("cachedAttention", kv.keys.dtype());
+  const int valueKind = elementKind("cachedAttention", kv.values.dtype());
+  for (int64_t first = 0; first < rows; first += band) {
+    const int64_t n = std::min(band, rows - first);
+    const uint64_t offset = static_cast<uint64_t>(first * heads * kv.headDim) * 4;
+    launch(g, "gz_lm_attention_part",
+           Dim3{static_cast<unsigned>(n), static_cast<unsigned>(kv.kvHeads), static_cast<unsigned>(chunks)}, kThreads,
+           at(part), at(q) + offset, at(kv.keys), at(kv.values), kv.table, start + first, heads, kv.kvHeads,
+           kv.headDim, kv.pageTokens, scale, window, keyKind, valueKind, chunks);
+    launch(g, "gz_lm_attention_merge", Dim3{static_cast<unsigned>(n), static_cast<unsigned>(heads), 1}, kThreads,
+           at(context) + offset, at(part), start + first, heads, kv.headDim, window, chunks);
+  }
 }
 
 }  // namespace gizml::llm::ops::gpu

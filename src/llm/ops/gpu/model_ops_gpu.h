@@ -60,6 +60,8 @@ void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const s
                      const Tensor& y, int64_t width);
 
 void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v);
+/// Causal attention of rows at positions start .. start + rows - 1 over their pages (window 0:
+/// every earlier position), in chunks of 256 positions merged in order (model_ops.cu.inc).
 void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, const Tensor& context, int64_t heads,
                float scale, int64_t window);
 

@@ -1,0 +1,61 @@
+// The GPU's attention over the KV pages (llm/ops/gpu: gz_lm_attention_part and _merge, chunks of
+// 256 positions) on prompts that span several chunks, with and without sliding windows: against
+// the CPU, and a prompt read in parts and decoded against the same tokens read whole. On the first
+// GPU, in CI the host GPU emulator (ctest emulator_test_llm); skipped where there is none.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/gpu_checks.h"
+#include "llm/language_model.h"
+#include "model_reference.h"
+
+using namespace gizml;
+using namespace gizml::llm;
+
+namespace {
+
+class GpuModelAttention : public test::GpuTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // 300 tokens: two chunks of positions, the second partly filled.
+  std::vector<int32_t> prompt(int64_t length) const {
+    const int64_t vocab = converted(GetParam(), 16).config().vocabSize;
+    std::vector<int32_t> tokens(static_cast<size_t>(length));
+    for (int64_t i = 0; i < length; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7 + 3) % vocab);
+    return tokens;
+  }
+};
+
+TEST_P(GpuModelAttention, PromptsOverSeveralChunksMatchTheCpu) {
+  const std::vector<int32_t> tokens = prompt(300);
+  const std::unique_ptr<LanguageModel> gpuModel =
+      buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu()});
+  const std::unique_ptr<LanguageModel> cpuModel = buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16});
+  const double error = relativeMaxError(logitsOf(*gpuModel, tokens), logitsOf(*cpuModel, tokens));
+  std::printf("%s, 300 positions, 16 bits, KV f16: max logit error %.2e of the range against the CPU\n",
+              GetParam().c_str(), error);
+  EXPECT_LT(error, 1e-3);  // the 16-bit bound of gpu_model_test.cpp
+}
+
+// A row's context is the same bits whether its prompt came whole, in parts, or a token a step.
+TEST_P(GpuModelAttention, PartsAndDecodeGiveTheWholeReadsBits) {
+  const std::vector<int32_t> tokens = prompt(301);
+  const std::unique_ptr<LanguageModel> model =
+      buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu()});
+  const int64_t vocab = model->config().vocabSize;
+  const std::vector<float> whole = logitsOf(*model, tokens);
+  const std::unique_ptr<SequenceState> state = model->newState(301);
+  const std::vector<int32_t> head(tokens.begin(), tokens.begin() + 200), rest(tokens.begin() + 200, tokens.end() - 1);
+  model->forward({{state.get(), head, true}});
+  const std::vector<float> second = model->forward({{state.get(), rest, true}})[0].toFloats();
+  EXPECT_EQ(second, std::vector<float>(whole.begin() + 200 * vocab, whole.end() - vocab));
+  const std::vector<float> step = model->forward({{state.get(), {tokens.back()}}})[0].toFloats();
+  EXPECT_EQ(step, std::vector<float>(whole.end() - vocab, whole.end()));
+}
+
+// llama: every position; mistral: a sliding window of 8; gemma3: windows of 6 and a full layer.
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelAttention, ::testing::Values("llama", "mistral", "gemma3"));
+
+}  // namespace
