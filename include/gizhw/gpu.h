@@ -145,6 +145,7 @@ struct AllocatorStats {
   uint64_t driverAllocations = 0;
   uint64_t reuses = 0;         // allocations served from the cache
   uint64_t cacheFlushes = 0;   // out-of-memory retries that emptied the cache
+  uint64_t pinnedBytes = 0;    // host memory of allocatePinned's buffers alive now
 };
 
 /// What a device was asked to do since it opened: kernel launches and copies (and the bytes
@@ -152,6 +153,7 @@ struct AllocatorStats {
 struct Activity {
   uint64_t launches = 0, copiesToDevice = 0, copiesToHost = 0, copiesOnDevice = 0;
   uint64_t bytesToDevice = 0, bytesToHost = 0;
+  uint64_t pinnedBytesToDevice = 0;  // of bytesToDevice, those copied from a PinnedBuffer
 };
 
 /// A handle to one open GPU; copies share it. Tensors placed on it keep it alive, but after
@@ -183,6 +185,9 @@ class Gpu {
 
   // Asynchronous copies on `stream` (host memory should be pinned for them to overlap).
   void copyToDevice(uint64_t dst, const void* src, size_t bytes, const Stream& stream) const;
+  /// From [offset, offset + bytes) of a pinned buffer (an Error outside it): counted in
+  /// Activity::pinnedBytesToDevice.
+  void copyToDevice(uint64_t dst, const PinnedBuffer& src, size_t offset, size_t bytes, const Stream& stream) const;
   void copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream) const;
   void copyOnDevice(uint64_t dst, uint64_t src, size_t bytes, const Stream& stream) const;
   void fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) const;

@@ -338,18 +338,25 @@ PinnedBuffer Gpu::allocatePinned(size_t bytes) const {
   device_->check(device_->api.memHostAlloc(&p, std::max<size_t>(bytes, 1), device_->api.hostAllocPortable), "cuMemHostAlloc");
   PinnedBuffer b;
   std::shared_ptr<Device> owner = device_;
-  b.data_ = std::shared_ptr<void>(p, [owner](void* h) {
+  owner->pinnedBytes.fetch_add(bytes, std::memory_order_relaxed);
+  b.data_ = std::shared_ptr<void>(p, [owner, bytes](void* h) {
+    owner->pinnedBytes.fetch_sub(bytes, std::memory_order_relaxed);
     if (!owner->closed()) owner->api.memFreeHost(h);
   });
   b.bytes_ = bytes;
   return b;
 }
 
-AllocatorStats Gpu::allocatorStats() const { return device_->allocator.stats(); }
+AllocatorStats Gpu::allocatorStats() const {
+  AllocatorStats stats = device_->allocator.stats();
+  stats.pinnedBytes = device_->pinnedBytes.load(std::memory_order_relaxed);
+  return stats;
+}
 Activity Gpu::activity() const {
   const auto get = [](const std::atomic<uint64_t>& n) { return n.load(std::memory_order_relaxed); };
-  return {get(device_->launches),      get(device_->copiesToDevice), get(device_->copiesToHost),
-          get(device_->copiesOnDevice), get(device_->bytesToDevice),  get(device_->bytesToHost)};
+  return {get(device_->launches),       get(device_->copiesToDevice), get(device_->copiesToHost),
+          get(device_->copiesOnDevice), get(device_->bytesToDevice),  get(device_->bytesToHost),
+          get(device_->pinnedBytesToDevice)};
 }
 uint64_t Gpu::freeBytes() const {
   device_->activate();
@@ -368,6 +375,13 @@ void Gpu::copyToDevice(uint64_t dst, const void* src, size_t bytes, const Stream
   device_->copiesToDevice.fetch_add(1, std::memory_order_relaxed);
   device_->bytesToDevice.fetch_add(bytes, std::memory_order_relaxed);
   device_->check(device_->api.memcpyHtoDAsync(dst, src, bytes, stream.handle()), "cuMemcpyHtoDAsync");
+}
+void Gpu::copyToDevice(uint64_t dst, const PinnedBuffer& src, size_t offset, size_t bytes, const Stream& stream) const {
+  if (offset > src.bytes() || bytes > src.bytes() - offset)
+    throw Error("copyToDevice: bytes [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                ") lie outside the pinned buffer of " + std::to_string(src.bytes()));
+  copyToDevice(dst, static_cast<const uint8_t*>(src.data()) + offset, bytes, stream);
+  device_->pinnedBytesToDevice.fetch_add(bytes, std::memory_order_relaxed);
 }
 void Gpu::copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;

@@ -66,7 +66,8 @@ class Device {
   Stream stream;  // the default stream (its device_ is left empty: no cycle)
   Allocator allocator{*this};
   std::atomic<uint64_t> launches{0}, copiesToDevice{0}, copiesToHost{0}, copiesOnDevice{0};  // Gpu::activity
-  std::atomic<uint64_t> bytesToDevice{0}, bytesToHost{0};
+  std::atomic<uint64_t> bytesToDevice{0}, bytesToHost{0}, pinnedBytesToDevice{0};
+  std::atomic<uint64_t> pinnedBytes{0};  // Gpu::allocatorStats
 
  private:
   std::atomic<bool> closed_{false};
