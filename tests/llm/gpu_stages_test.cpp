@@ -90,6 +90,21 @@ TEST_F(GpuStages, TwoStagesGiveTheOneGpuLogits) {
   }
 }
 
+// Each GPU's layers go up through its own pinned staging (llm/ops/gpu/weight_upload.h): every
+// byte the load copies to either GPU comes from pinned memory, and each gets its share.
+TEST_F(GpuStages, EachGpuUploadsItsStageThroughPinnedStaging) {
+  const std::vector<gizhw::gpu::Gpu> gpus = {gpu(), second()};
+  std::vector<gizhw::gpu::Activity> before;
+  for (const gizhw::gpu::Gpu& g : gpus) before.push_back(g.activity());
+  const std::unique_ptr<LanguageModel> two = twoGpus(converted("llama", 8), KvFormat(DType::F16), 1);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const gizhw::gpu::Activity after = gpus[i].activity();
+    const uint64_t pinned = after.pinnedBytesToDevice - before[i].pinnedBytesToDevice;
+    EXPECT_GT(pinned, 0u) << gpus[i].describe();
+    EXPECT_EQ(after.bytesToDevice - before[i].bytesToDevice, pinned) << gpus[i].describe();
+  }
+}
+
 // The requests of a chat through an engine, one after another in one slot: the second starts with
 // the first's prompt and answer, and reads only the rest (Progress::cached).
 struct Turns {

@@ -3,9 +3,11 @@
 #include <gizml/error.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "llm/models/families.h"
+#include "llm/ops/gpu/weight_upload.h"
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {
@@ -39,31 +41,7 @@ uint64_t storedBytes(const ConvertedModel& stored, int64_t first, int64_t end, b
   return bytes;
 }
 
-}  // namespace
-
-uint64_t weightBytes(const ConvertedModel& stored) {
-  return storedBytes(stored, 0, stored.config().numLayers, true);
-}
-
-std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& stored, const ModelOptions& options) {
-  // The stored weights bound what the layers upload (embeddings stay in the file): a model that
-  // cannot fit is an Error naming both sizes before anything is copied.
-  if (options.gpu) {
-    const uint64_t bytes = weightBytes(stored), free = options.gpu->freeBytes();
-    check(bytes <= free, stored.folder() + ": its weights take " + mib(bytes) + ", more than the " + mib(free) +
-                             " free on " + options.gpu->describe());
-  }
-  int64_t first = 0;
-  for (size_t s = 0; s < options.stages.size(); ++s) {
-    const Stage& stage = options.stages[s];
-    const bool last = s + 1 == options.stages.size();
-    const uint64_t bytes = storedBytes(stored, first, first + stage.layers, last), free = stage.gpu.freeBytes();
-    check(bytes <= free, stored.folder() + ": the stage of layers " + std::to_string(first) + " to " +
-                             std::to_string(first + stage.layers - 1) + " takes " + mib(bytes) + ", more than the " +
-                             mib(free) + " free on " + stage.gpu.describe());
-    first += stage.layers;
-  }
-  const ConvertedModel weights = options.gpu ? stored.placedOn(*options.gpu) : stored;
+std::unique_ptr<LanguageModel> buildArchitecture(const ConvertedModel& weights, const ModelOptions& options) {
   switch (weights.config().architecture) {
     case Architecture::Llama:
     case Architecture::Mistral:
@@ -80,6 +58,41 @@ std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& stored, 
       throw Error(weights.folder() + ": no CPU model for architecture " +
                   architectureName(weights.config().architecture) + " yet");
   }
+}
+
+}  // namespace
+
+uint64_t weightBytes(const ConvertedModel& stored) {
+  return storedBytes(stored, 0, stored.config().numLayers, true);
+}
+
+std::unique_ptr<LanguageModel> buildLanguageModel(const ConvertedModel& stored, const ModelOptions& options) {
+  // The stored weights bound what the layers upload (embeddings stay in the file): a model that
+  // cannot fit is an Error naming both sizes before anything is copied. The same bound is each
+  // GPU's upload total, known before the layers are made (it counts the untied embedding and,
+  // with ModelOptions::layers, the layers left out, which never go up).
+  const auto uploads = std::make_shared<ops::WeightUploads>();
+  if (options.gpu) {
+    const uint64_t bytes = weightBytes(stored), free = options.gpu->freeBytes();
+    check(bytes <= free, stored.folder() + ": its weights take " + mib(bytes) + ", more than the " + mib(free) +
+                             " free on " + options.gpu->describe());
+    uploads->add(*options.gpu, bytes);
+  }
+  int64_t first = 0;
+  for (size_t s = 0; s < options.stages.size(); ++s) {
+    const Stage& stage = options.stages[s];
+    const bool last = s + 1 == options.stages.size();
+    const uint64_t bytes = storedBytes(stored, first, first + stage.layers, last), free = stage.gpu.freeBytes();
+    check(bytes <= free, stored.folder() + ": the stage of layers " + std::to_string(first) + " to " +
+                             std::to_string(first + stage.layers - 1) + " takes " + mib(bytes) + ", more than the " +
+                             mib(free) + " free on " + stage.gpu.describe());
+    uploads->add(stage.gpu, bytes);
+    first += stage.layers;
+  }
+  const ConvertedModel loading = stored.uploadingThrough(uploads);
+  std::unique_ptr<LanguageModel> model = buildArchitecture(options.gpu ? loading.placedOn(*options.gpu) : loading, options);
+  uploads->finish();
+  return model;
 }
 
 }  // namespace gizml::llm

@@ -8,6 +8,7 @@
 #include "cpu/convert.h"
 #include "cpu/float_panels.h"
 #include "llm/ops/gpu/model_ops_gpu.h"
+#include "llm/ops/gpu/weight_upload.h"
 #include "llm/ops/host.h"
 #include "llm/ops/weights.h"
 #include "llm/quant/converted_model.h"
@@ -21,14 +22,6 @@ void checkRows(const char* op, const Tensor& t, int64_t rows, int64_t width) {
       return std::string(op) + ": " + tensor::shapeText(t.shape()) + " is not " + std::to_string(rows) + " rows of "
              + std::to_string(width);
   });
-}
-
-// The stored bytes `bytes` as a tensor of `shape` and `dtype` on `gpu`.
-Tensor upload(const gizhw::gpu::Gpu& gpu, std::span<const uint8_t> bytes, const tensor::Shape& shape, DType dtype) {
-  Tensor t = gpuops::empty(shape, dtype, gpu.device());
-  check(dtypeBytes(dtype, t.numel()) == bytes.size(), "Linear: the stored bytes do not fill " + tensor::shapeText(shape));
-  gpu.copyToDevice(gpuops::address(t), bytes.data(), bytes.size(), gpu.stream());
-  return t;
 }
 
 }  // namespace
@@ -48,11 +41,13 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
       rowBytes_ = groupRowBytes(format_, in);
       scaleBase_ = t.scaleBase;
     }
+    // Through the load's pinned staging (ops::WeightUpload), which has read the bytes on return.
     const std::span<const uint8_t> bytes = weights.raw(t);
-    onGpu_ = quantized_ ? upload(*weights.gpu(), bytes, {static_cast<int64_t>(bytes.size())}, DType::U8)
-                        : upload(*weights.gpu(), bytes, {out, in}, dtype_);
+    WeightUpload& upload = weights.upload();
+    onGpu_ = quantized_ ? upload.tensor(bytes, {static_cast<int64_t>(bytes.size())}, DType::U8)
+                        : upload.tensor(bytes, {out, in}, dtype_);
     weights.releasePages(t);
-    if (!bias.empty()) biasOnGpu_ = loadValues(weights, bias, out).on(*weights.gpu());
+    if (!bias.empty()) biasOnGpu_ = placedValues(weights, loadVector(weights, bias, out));
     return;
   }
   if (quantized_) {

@@ -3,8 +3,10 @@
 #include <gizml/error.h>
 
 #include <algorithm>
+#include <span>
 
 #include "llm/quant/converted_model.h"
+#include "llm/ops/gpu/weight_upload.h"
 #include "llm/ops/host.h"
 
 namespace gizml::llm {
@@ -21,17 +23,14 @@ std::vector<float> loadVector(const ConvertedModel& weights, const std::string& 
   return weights.dequantize(name).toFloats();
 }
 
-tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name, int64_t n) {
-  return valuesTensor(loadVector(weights, name, n));
-}
-
 tensor::Tensor placedEmpty(const ConvertedModel& weights, const tensor::Shape& shape) {
   return ops::emptyOn(weights.gpu(), shape);
 }
 
 tensor::Tensor placedValues(const ConvertedModel& weights, const std::vector<float>& values) {
-  const tensor::Tensor t = valuesTensor(values);
-  return weights.gpu() ? t.on(*weights.gpu()) : t;
+  if (!weights.gpu()) return valuesTensor(values);
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float));
+  return weights.upload().tensor(bytes, {static_cast<int64_t>(values.size())}, DType::F32);
 }
 
 tensor::Tensor valuesTensor(const std::vector<float>& values) {

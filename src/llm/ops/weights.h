@@ -15,12 +15,12 @@ struct StoredTensor;
 const StoredTensor& storedTensor(const ConvertedModel& weights, const std::string& name, const tensor::Shape& shape);
 /// A vector of n values (norms, biases) as floats.
 std::vector<float> loadVector(const ConvertedModel& weights, const std::string& name, int64_t n);
-/// The same as an F32 tensor [n].
-tensor::Tensor loadValues(const ConvertedModel& weights, const std::string& name, int64_t n);
 /// An F32 tensor of `shape` (contents unspecified) where the weights' layers go.
 tensor::Tensor placedEmpty(const ConvertedModel& weights, const tensor::Shape& shape);
 
 /// values as an F32 tensor [values.size()] where the weights' layers go (ConvertedModel::gpu).
+/// On a GPU they go up through the load's staging as the stored tensors do, small as they are
+/// (norms, biases, RoPE's frequencies): every upload of a load one way, on its progress bar.
 tensor::Tensor placedValues(const ConvertedModel& weights, const std::vector<float>& values);
 
 /// values as an F32 tensor [values.size()] in host memory.

@@ -7,6 +7,7 @@
 #include "core/mapped_file.h"
 #include "cpu/convert.h"
 #include "llm/json_fields.h"
+#include "llm/ops/gpu/weight_upload.h"
 
 namespace gizml::llm {
 namespace {
@@ -123,6 +124,13 @@ std::span<const uint8_t> ConvertedModel::raw(const StoredTensor& t) const {
 void ConvertedModel::releasePages(const StoredTensor& t) const {
   const std::span<const uint8_t> bytes = raw(t);
   data_->releasePages(bytes.data(), bytes.size());
+}
+
+ops::WeightUpload& ConvertedModel::upload() const {
+  const std::shared_ptr<ops::WeightUploads> uploads = uploads_.lock();
+  check(gpu_ && uploads, folder_ + ": weights go to a GPU only while their model loads");
+  // The load holds its uploads until it ends, so the reference outlives this lock.
+  return uploads->of(*gpu_);
 }
 
 tensor::Tensor ConvertedModel::dequantize(const std::string& name) const {

@@ -21,6 +21,10 @@
 namespace gizml::core {
 class MappedFile;
 }
+namespace gizml::llm::ops {
+class WeightUpload;
+class WeightUploads;
+}
 
 namespace gizml::llm {
 
@@ -81,6 +85,15 @@ class ConvertedModel {
   }
   /// Where the layers go: a GPU, or host memory (nullopt).
   const std::optional<gizhw::gpu::Gpu>& gpu() const { return gpu_; }
+  /// The same weights, whose placements (placedOn) upload through `uploads` while the load that
+  /// owns them runs (buildLanguageModel); not kept after it.
+  ConvertedModel uploadingThrough(const std::shared_ptr<ops::WeightUploads>& uploads) const {
+    ConvertedModel loading = *this;
+    loading.uploads_ = uploads;
+    return loading;
+  }
+  /// The uploads to the GPU the layers go to; an Error outside the load (uploadingThrough).
+  ops::WeightUpload& upload() const;
 
  private:
   std::string folder_;
@@ -91,6 +104,7 @@ class ConvertedModel {
   std::unordered_map<std::string, size_t> index_;
   std::shared_ptr<core::MappedFile> data_;
   std::optional<gizhw::gpu::Gpu> gpu_;
+  std::weak_ptr<ops::WeightUploads> uploads_;  // the load's: its staging buffers end with it
 };
 
 }  // namespace gizml::llm
