@@ -1,6 +1,6 @@
-// The GPU's product over group-format rows (llm/ops/gpu: gz_lm_half_rows, gz_lm_group_mma16/64),
-// against the same rows dequantized on the CPU and multiplied in double, and a row's bits against
-// the same row multiplied beside others. On the first GPU, in CI the host GPU emulator (ctest
+// The GPU's tensor-core products (llm/ops/gpu: gz_lm_half_rows, gz_lm_group_mma16/64 over
+// group-format rows, gz_lm_half_mma16/64 over 16-bit ones), against the same rows (dequantized)
+// multiplied in double on the CPU, and a row's bits against the same row multiplied beside others. On the first GPU, in CI the host GPU emulator (ctest
 // emulator_test_llm); skipped where there is none.
 #include <gizml/group_quant.h>
 #include <gtest/gtest.h>
@@ -118,6 +118,46 @@ TEST_F(GpuModelLinear, ARowGivesItsBitsWhateverIsBesideIt) {
       const std::vector<float> got = product(w, some, count, noBias);
       EXPECT_EQ(0, std::memcmp(got.data(), all.data() + first * out, got.size() * sizeof(float)))
           << count << " rows from row " << first;
+    }
+  }
+}
+
+// 16-bit rows (F16, BF16) in the layout halfWeights makes and their product: within f32's
+// rounding of the double product over the stored values, and a row's bits whatever is beside it.
+TEST_F(GpuModelLinear, SixteenBitRowsMatchTheirProductAndKeepTheirBits) {
+  const int64_t n = 70, out = 19, in = 72;
+  const std::vector<double> x = activations(n, in);
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    std::vector<double> values(static_cast<size_t>(out * in));
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double scale = std::pow(10.0, static_cast<double>((i / static_cast<size_t>(in)) % 5) - 4.0);
+      values[i] = scale * std::sin(0.83 * static_cast<double>(i) + 1.0);
+    }
+    const tensor::Tensor stored = T::tensor({out, in}, values, dtype);
+    const std::vector<float> w = stored.toFloats();  // the stored values
+    const ops::gpu::HalfWeights half = ops::gpu::halfWeights(on(stored), out, in);
+    const auto productOf = [&](const std::vector<double>& rows, int64_t count) {
+      const tensor::Tensor xs = on(T::tensor({count, in}, std::vector<double>(rows.begin(), rows.begin() + count * in)));
+      const tensor::Tensor y = on(T::zeros({count, out}));
+      ops::gpu::halfMatmul(xs, half, tensor::Tensor(), y, count, out, in);
+      return y.toFloats();
+    };
+    const std::vector<float> all = productOf(x, n);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double want = 0, size = 0;
+        for (int64_t k = 0; k < in; ++k) {
+          const double term = x[static_cast<size_t>(r * in + k)] * w[static_cast<size_t>(o * in + k)];
+          want += term;
+          size += std::fabs(term);
+        }
+        // The weights are F16's exactly; x keeps 22 bits (its F16 and the rest): f32's error, not F16's.
+        EXPECT_NEAR(all[static_cast<size_t>(r * out + o)], want, 2e-6 * size + 1e-30) << "row " << r << ", output " << o;
+      }
+    for (const int64_t first : {int64_t{3}, int64_t{40}}) {
+      const std::vector<float> one = productOf(std::vector<double>(x.begin() + first * in, x.end()), 1);
+      EXPECT_EQ(0, std::memcmp(one.data(), all.data() + first * out, one.size() * sizeof(float))) << "row " << first;
     }
   }
 }

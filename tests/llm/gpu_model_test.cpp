@@ -4,9 +4,10 @@
 // skipped where there is no GPU.
 //
 // The GPU's quantized linears multiply the activations and the stored weights as F16 (each
-// activation row scaled by a power of two) on the tensor cores with F32 sums, its 16-bit and f32
-// ones f32 activations (the CPU's quantize the activations to int8 per group), and its attention
-// sums chunks of 256 positions in f32, so the two differ by rounding. Measured on the emulator,
+// activation row scaled by a power of two) on the tensor cores with F32 sums, its 16-bit ones the
+// activations kept to 22 bits (their F16 and what F16 left, two products), its f32 ones in f32
+// (the CPU's quantize the activations to int8 per group for the quantized layers), and its
+// attention sums chunks of 256 positions in f32, so the two differ by rounding. Measured on the emulator,
 // max |logit error| as a share of the range over the fixture's prompts (f32 weights with an f32
 // KV cache; the stored formats with the GPU's default F16 cache, where the CPU's comparison runs
 // with F16 too):

@@ -47,6 +47,12 @@ Linear::Linear(const ConvertedModel& weights, const std::string& name, int64_t o
     onGpu_ = quantized_ ? upload.tensor(bytes, {static_cast<int64_t>(bytes.size())}, DType::U8)
                         : upload.tensor(bytes, {out, in}, dtype_);
     weights.releasePages(t);
+    if (!quantized_ && dtype_ != DType::F32) {
+      // 16-bit rows in the tensor-core product's layout (F16 scaled by a power of two a row).
+      gpu::HalfWeights half = gpu::halfWeights(onGpu_, out, in);
+      onGpu_ = half.rows;
+      halfScales_ = half.scales;
+    }
     if (!bias.empty()) biasOnGpu_ = placedValues(weights, loadVector(weights, bias, out));
     return;
   }
@@ -179,6 +185,7 @@ void Linear::apply(const Tensor& x, const Tensor& y) const {
     if (quantized_)
       return gpu::groupMatmul(x, onGpu_, biasOnGpu_, y, rows, out_, in_, rowBytes_, format_.bits,
                               static_cast<int>(format_.group), scaleBase_);
+    if (halfScales_.ndim() > 0) return gpu::halfMatmul(x, {onGpu_, halfScales_}, biasOnGpu_, y, rows, out_, in_);
     return gpu::floatMatmul(x, onGpu_, biasOnGpu_, y, rows, out_, in_);
   }
   const float* in = hostF32("apply", x);

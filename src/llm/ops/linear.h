@@ -75,9 +75,11 @@ class Linear {
   std::shared_ptr<const QuantizedMatrix> matrix_;  // quantized and Use::Multiply
   std::shared_ptr<const core::PageVector<uint8_t>> panels_;  // f32 or 16-bit and Use::Multiply
   std::vector<float> bias_;
-  // Where the model is on a GPU (ConvertedModel::gpu) and the layer multiplies: its stored rows as
-  // U8 bytes there, and its bias [out] (or no tensor); nothing in host memory then.
+  // Where the model is on a GPU (ConvertedModel::gpu) and the layer multiplies: its rows there
+  // (group-format and F32 rows as stored; 16-bit ones as F16 rows scaled apart, halfScales_) and its
+  // bias [out] (or no tensor); nothing in host memory then.
   Tensor onGpu_, biasOnGpu_;
+  Tensor halfScales_;  // 16-bit rows on a GPU: each row's power of two (gpu::HalfWeights)
 };
 
 }  // namespace ops

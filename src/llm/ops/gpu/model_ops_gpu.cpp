@@ -87,35 +87,66 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
          start, positions ? at(*positions) : uint64_t{0});
 }
 
-void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
-                 int64_t in, int64_t rowBytes, int bits, int group, float base) {
+namespace {
+
+// The activation rows x [n, in] as scaled F16 (gz_lm_half_rows; with `low`, what F16 left of
+// them too), then kernel16 (n <= 16) or kernel64 over them: tiles of 16 rows for a few rows and
+// of 64 for more, the same bits a row in both. `weights` are the kernel's own arguments after
+// (y, xh, xl, scale, bias, n, out, in).
+template <class... Weights>
+void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, const Tensor& x, const Tensor& bias,
+                       const Tensor& y, int64_t n, int64_t out, int64_t in, Weights... weights) {
   if (n == 0) return;
   check(n < (int64_t{1} << 31), "Linear: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(x);
-  // The rows as scaled F16 once (gz_lm_half_rows), then the products on the tensor cores in
-  // tiles of 16 rows for a few rows and of 64 for more; a row's outputs are the same bits in both.
   const Tensor half = gpuops::empty({n, in}, DType::F16, g.device());
+  const Tensor rest = low ? gpuops::empty({n, in}, DType::F16, g.device()) : Tensor();
   const Tensor scale = gpuops::empty({n}, DType::F32, g.device());
-  launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(n), 1, 1}, kThreads, at(half), at(scale), at(x), in);
+  launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(n), 1, 1}, kThreads, at(half), orNull(rest), at(scale),
+         at(x), in, 0);
   const int64_t tile = n <= 16 ? 16 : 64;
-  const char* kernel = tile == 16 ? "gz_lm_group_mma16" : "gz_lm_group_mma64";
   const auto columns = static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock);
   for (int64_t first = 0; first < n; first += kMaxGrid * tile) {
     const int64_t rows = std::min(n - first, kMaxGrid * tile);
-    launch(g, kernel, Dim3{columns, static_cast<unsigned>((rows + tile - 1) / tile), 1}, kThreads,
-           at(y) + static_cast<uint64_t>(first * out) * 4, at(half) + static_cast<uint64_t>(first * in) * 2,
-           at(scale) + static_cast<uint64_t>(first) * 4, at(weights), orNull(bias), rows, out, in, rowBytes, bits,
-           group, base);
+    launch(g, tile == 16 ? kernel16 : kernel64, Dim3{columns, static_cast<unsigned>((rows + tile - 1) / tile), 1},
+           kThreads, at(y) + static_cast<uint64_t>(first * out) * 4, at(half) + static_cast<uint64_t>(first * in) * 2,
+           low ? at(rest) + static_cast<uint64_t>(first * in) * 2 : uint64_t{0},
+           at(scale) + static_cast<uint64_t>(first) * 4, orNull(bias), rows, out, in, weights...);
   }
+}
+
+}  // namespace
+
+void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
+                 int64_t in, int64_t rowBytes, int bits, int group, float base) {
+  tensorCoreProduct("gz_lm_group_mma16", "gz_lm_group_mma64", false, x, bias, y, n, out, in, at(weights), rowBytes,
+                    bits, group, base);
+}
+
+HalfWeights halfWeights(const Tensor& stored, int64_t out, int64_t in) {
+  check(out < (int64_t{1} << 31), "Linear: too many rows for one launch");
+  const Gpu g = gpuops::gpuOf(stored);
+  HalfWeights w{gpuops::empty({out, in}, DType::F16, g.device()), gpuops::empty({out}, DType::F32, g.device())};
+  if (out > 0)
+    launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(out), 1, 1}, kThreads, at(w.rows), uint64_t{0},
+           at(w.scales), at(stored), in, elementKind("Linear", stored.dtype()));
+  return w;
+}
+
+void halfMatmul(const Tensor& x, const HalfWeights& weights, const Tensor& bias, const Tensor& y, int64_t n,
+                int64_t out, int64_t in) {
+  tensorCoreProduct("gz_lm_half_mma16", "gz_lm_half_mma64", true, x, bias, y, n, out, in, at(weights.rows),
+                    at(weights.scales));
 }
 
 void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in) {
+  check(weights.dtype() == DType::F32, "Linear: the f32 product reads F32 rows, not " +
+                                           std::string(dtypeName(weights.dtype())));
   const Gpu g = gpuops::gpuOf(x);
-  const int kind = elementKind("Linear", weights.dtype());
   overBands(n, out, [&](int64_t first, int64_t rows, Dim3 grid) {
     launch(g, "gz_lm_float_matmul", grid, kThreads, at(y) + static_cast<uint64_t>(first * out) * 4,
-           at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in, kind);
+           at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in);
   });
 }
 

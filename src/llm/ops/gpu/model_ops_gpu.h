@@ -34,7 +34,19 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
 /// bits whatever rows are beside it.
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in, int64_t rowBytes, int bits, int group, float base);
-/// The same over F32, F16 or BF16 rows `weights` ([out, in]).
+/// 16-bit weight rows in the layout of halfMatmul: F16 rows [out, in], each row scaled by a power
+/// of two (its largest magnitude in [2^13, 2^14)), and those powers [out] (F32).
+struct HalfWeights {
+  Tensor rows, scales;
+};
+/// The stored F16 or BF16 rows [out, in] so laid out (BF16 values keep their bits but for those
+/// below 2^-27 of their row's largest, which F16 holds only in part).
+HalfWeights halfWeights(const Tensor& stored, int64_t out, int64_t in);
+/// y = x W^T (+ bias) over such rows on the tensor cores, as groupMatmul but for x's rows kept to
+/// 22 bits (their F16 and what F16 left of them, two products): f32's rounding, not F16's.
+void halfMatmul(const Tensor& x, const HalfWeights& weights, const Tensor& bias, const Tensor& y, int64_t n,
+                int64_t out, int64_t in);
+/// The same over F32 rows `weights` ([out, in]) with f32 sums, one warp a weight row.
 void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in);
 
