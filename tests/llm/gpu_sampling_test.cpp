@@ -80,6 +80,38 @@ TEST_F(GpuModelSampling, HeadsOnTheDeviceGiveTheTokensOfWholeRows) {
   }
 }
 
+// Penalties and logit biases (a token biased twice among them) applied to the rows on the GPU
+// give the tokens of whole rows penalized on the host, and only the rows' heads cross.
+TEST_F(GpuModelSampling, PenaltiesOnTheDeviceGiveTheTokensOfWholeRows) {
+  const std::shared_ptr<LanguageModel> model = llama();
+  const std::shared_ptr<LanguageModel> host = std::make_shared<HostLogits>(model);
+  Sampling greedy = sample(0.0, 0, 1.0, 0);
+  greedy.repetitionPenalty = 1.3;
+  greedy.presencePenalty = 0.4;
+  greedy.frequencyPenalty = 0.3;
+  Sampling drawn = sample(1.1, 8, 0.9, 21);
+  drawn.frequencyPenalty = 0.7;
+  drawn.logitBias = {{3, 2.5f}, {9, -1.0f}, {3, 0.25f}};
+  Sampling repeated = sample(0.0, 0, 1.0, 0);
+  repeated.repetitionPenalty = 0.6;  // below 1: repeats favoured, the greedy path meets them again
+  repeated.logitBias = {{12, -0.5f}};
+  const std::vector<Request> requests = {request({5, 9, 2, 31, 7, 11, 3}, 12, greedy),
+                                         request({4, 4, 8, 1, 2, 9, 40, 17, 6}, 12, drawn),
+                                         request({7, 1, 30, 2, 12}, 12, repeated)};
+  Engine onDevice(model, nullptr, {}, 3, 64), whole(host, nullptr, {}, 3, 64);
+  const gizhw::gpu::Activity before = gpu().activity();
+  const std::vector<Result> got = onDevice.generate(requests);
+  const gizhw::gpu::Activity after = gpu().activity();
+  const std::vector<Result> want = whole.generate(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].tokens.size(), 12u) << "request " << i;
+  }
+  // 12 steps of the three together, each reading heads only: two greedy argmaxes and one row's
+  // candidates (a whole row, read where penalties are the host's, is 4 x 512 bytes here).
+  EXPECT_EQ(after.bytesToHost - before.bytesToHost, 12u * (4u + 4u + 4u * netops::CANDIDATE_ROW));
+}
+
 // Heads read from the candidates are the row's own to the bit (ties to the lower id); where a
 // thread of the candidates kernel may have dropped one of the topK, the rows are read whole.
 TEST_F(GpuModelSampling, HeadsFromCandidatesAreExactOrTheRowIsReadWhole) {

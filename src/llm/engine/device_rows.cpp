@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm {
@@ -49,11 +51,47 @@ struct Run {
 
 }  // namespace
 
-size_t headTokens(const Sampling& s, bool copied) {
-  const bool penalties = s.repetitionPenalty != 1.0 || s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0;
-  if (copied || penalties || !s.logitBias.empty() || s.grammar || s.logprobs >= 0) return 0;
+size_t headTokens(const Sampling& s, bool copied, bool penalized) {
+  if (copied || (penalizes(s) && !penalized) || s.grammar || s.logprobs >= 0) return 0;
   if (s.temperature == 0.0) return 1;
   return s.topK > 0 ? static_cast<size_t>(s.topK) : 0;
+}
+
+bool penalizes(const Sampling& s) {
+  return s.repetitionPenalty != 1.0 || s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0 || !s.logitBias.empty();
+}
+
+void penalizeOnDevice(const Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
+                      std::span<const TokenId> generated) {
+  check(logits.dtype() == DType::F32 && logits.isContiguous(), "penalizeOnDevice: the logits are not contiguous F32 rows");
+  const int64_t vocab = logits.size(-1), row = logits.numel() - vocab;
+  // Each token the host's applyPenalties and applyLogitBias touch, in token order, with what they
+  // do to it (a token they leave alone in one of the steps: repetition 1, minus 0).
+  struct Edit {
+    bool seen = false;
+    int count = 0;
+    std::vector<float> bias;
+  };
+  std::map<TokenId, Edit> touched;
+  const auto inRange = [&](TokenId t) { return t >= 0 && t < vocab; };
+  if (s.repetitionPenalty != 1.0)
+    for (auto ids : {prompt, generated})
+      for (TokenId t : ids)
+        if (inRange(t)) touched[t].seen = true;
+  if (s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0)
+    for (TokenId t : generated)
+      if (inRange(t)) ++touched[t].count;
+  for (const auto& [t, bias] : s.logitBias)
+    if (inRange(t)) touched[t].bias.push_back(bias);
+  ops::gpu::LogitEdits edits;
+  for (const auto& [t, e] : touched) {
+    edits.at.push_back(row + t);
+    edits.repetition.push_back(e.seen ? static_cast<float>(s.repetitionPenalty) : 1.0f);
+    edits.minus.push_back(e.count > 0 ? static_cast<float>(s.presencePenalty + s.frequencyPenalty * e.count) : 0.0f);
+    edits.bias.insert(edits.bias.end(), e.bias.begin(), e.bias.end());
+    edits.biasStart.push_back(static_cast<int32_t>(edits.bias.size()));
+  }
+  ops::gpu::penalize(logits, edits);
 }
 
 std::vector<ReadRows> readRows(const std::vector<Tensor>& logits, const std::vector<bool>& want,

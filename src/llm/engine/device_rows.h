@@ -1,8 +1,9 @@
 #pragma once
 // What the engine's sampling reads of each feed's logit rows after a step. Rows in host memory,
-// and rows whose request reads them whole, cross as they are: penalties and a logit bias (applied
-// to the row on the host for now), a grammar's mask, logprobs, topK 0 (topP over the whole row),
-// and choices that copy the leader's row. Of a row on a GPU whose request reads only its head,
+// and rows whose request reads them whole, cross as they are: a grammar's mask, logprobs, topK 0
+// (topP over the whole row), choices that copy the leader's row, and penalties and a logit bias
+// on host rows or with drafts (on a GPU row without drafts they are applied there first:
+// penalizeOnDevice). Of a row on a GPU whose request reads only its head,
 // the head is found there and only it crosses: the argmax (netops::argmaxInto) for greedy, the
 // candidates (netops::candidatesInto) merged into the topK highest for a draw. Either way the
 // tokens are the row's own (sampling.h: candidates of a head are the row's to the bit).
@@ -18,8 +19,17 @@
 namespace gizml::llm {
 
 /// The tokens of a row a request's sampling reads: 0 for the whole row, 1 for greedy (the
-/// argmax: its logit is not read), else its topK; `copied`: choices copy the row.
-size_t headTokens(const Sampling& s, bool copied);
+/// argmax: its logit is not read), else its topK; `copied`: choices copy the row; `penalized`:
+/// its penalties and logit bias are in the row already (penalizeOnDevice).
+size_t headTokens(const Sampling& s, bool copied, bool penalized);
+
+/// Whether sampling changes a row before it reads it: penalties or a logit bias.
+bool penalizes(const Sampling& s);
+/// Applies a request's penalties and logit bias to the last row of its logits on a GPU, in place
+/// there (a kernel over the tokens they touch): the bits applyPenalties and applyLogitBias give
+/// the row on the host, so that only its head need cross.
+void penalizeOnDevice(const tensor::Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
+                      std::span<const TokenId> generated);
 
 /// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head. The
 /// values are the logits tensor's own where it is contiguous F32 on the host (sampling's

@@ -207,8 +207,10 @@ void Engine::Impl::fork(Running& leader, const std::vector<int>& followers, cons
 }
 
 namespace {
-// What the draw of a whole row reads: the row with the request's penalties and logit bias.
-void penalize(std::span<float> row, const Request& request, const std::vector<TokenId>& generated) {
+// What the draw of a whole row reads: the row with the request's penalties and logit bias (unless
+// the GPU holding it applied them).
+void penalize(std::span<float> row, const Request& request, const std::vector<TokenId>& generated, bool penalized) {
+  if (penalized) return;
   applyPenalties(row, request.sampling, request.prompt, generated);
   applyLogitBias(row, request.sampling);
 }
@@ -229,7 +231,7 @@ void Engine::Impl::drawSideBySide(const Plan& plan, std::vector<ReadRows>& rows,
     const size_t i = drawing[static_cast<size_t>(k)];
     Running& r = running.at(plan.ids[i]);
     const std::span<float> row = rows[i].values.last(vocab);
-    penalize(row, r.request, r.generated);
+    penalize(row, r.request, r.generated, r.penalized);
     r.drawn = chooseToken(row, r.request.sampling, r.generated.size());
   });
 }
@@ -246,7 +248,7 @@ Finish Engine::Impl::step(Running& r, std::span<float> row, const RowHead* head,
   } else if (r.drawn) {  // by drawSideBySide, from this row
     token = *std::exchange(r.drawn, std::nullopt);
   } else {
-    penalize(row, r.request, r.generated);
+    penalize(row, r.request, r.generated, r.penalized);
     if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
     token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
   }
@@ -434,9 +436,14 @@ std::vector<Progress> Engine::advance() {
   std::vector<bool> want(plan.ids.size());
   std::vector<size_t> heads(plan.ids.size());
   for (size_t i = 0; i < plan.ids.size(); ++i) {
-    const Impl::Running& r = m.running.at(plan.ids[i]);
+    Impl::Running& r = m.running.at(plan.ids[i]);
     want[i] = plan.feeds[i].logits;
-    heads[i] = headTokens(r.request.sampling, !r.followers.empty());
+    // A row on a GPU that one token is drawn from takes its penalties there, so that only its
+    // head need cross (with drafts each row's penalties differ: those rows cross whole).
+    r.penalized = want[i] && logits[i].onGpu() && r.drafts.empty() && r.followers.empty() &&
+                  penalizes(r.request.sampling);
+    if (r.penalized) penalizeOnDevice(logits[i], r.request.sampling, r.request.prompt, r.generated);
+    heads[i] = headTokens(r.request.sampling, !r.followers.empty(), r.penalized);
   }
   std::vector<ReadRows> read = readRows(logits, want, heads);
   if (!logits.empty()) m.drawSideBySide(plan, read, static_cast<size_t>(logits[0].size(-1)));

@@ -49,6 +49,7 @@ struct Engine::Impl {
     bool preempted = false;       // gave its slot's pages back when the pool ran short: waits, out of the steps
     bool resumed = false;         // started again after a preemption (cached stays its first start's)
     std::optional<TokenId> drawn;  // this step's token, drawn beside the batch's others (drawSideBySide)
+    bool penalized = false;        // this step's row has its penalties and logit bias (penalizeOnDevice)
 
     // What its slot must hold before it draws its next token: the prompt (its pictures' rows as
     // kPictureRow, which no other request's rows equal) and the tokens drawn.

@@ -71,6 +71,17 @@ void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int
 void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const std::vector<float>& weights,
                      const Tensor& y, int64_t width);
 
+/// Edits of logit values in place (gz_lm_penalize): value at[i] (an element index of `logits`,
+/// distinct) divided by repetition[i] where positive, else multiplied, less minus[i], plus
+/// bias[biasStart[i] .. biasStart[i + 1]) in order.
+struct LogitEdits {
+  std::vector<int64_t> at;
+  std::vector<float> repetition, minus;
+  std::vector<int32_t> biasStart{0};
+  std::vector<float> bias;
+};
+void penalize(const Tensor& logits, const LogitEdits& edits);
+
 void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v);
 /// Causal attention of rows at positions start .. start + rows - 1 over their pages (window 0:
 /// every earlier position), in chunks of 256 positions merged in order (model_ops.cu.inc).
