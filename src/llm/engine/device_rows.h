@@ -2,7 +2,7 @@
 // What the engine's sampling reads of each feed's logit rows after a step. Rows in host memory,
 // and rows whose request reads them whole, cross as they are: a grammar's mask, logprobs, topK 0
 // (topP over the whole row), choices that copy the leader's row, and penalties and a logit bias
-// on host rows or with drafts (on a GPU row without drafts they are applied there first:
+// on host rows or with drafts (on a GPU row otherwise they are applied there first:
 // penalizeOnDevice). Of a row on a GPU whose request reads only its head,
 // the head is found there and only it crosses: the argmax (netops::argmaxInto) for greedy, the
 // candidates (netops::candidatesInto) merged into the topK highest for a draw. Either way the

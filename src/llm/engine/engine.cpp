@@ -243,7 +243,7 @@ Finish Engine::Impl::step(Running& r, std::span<float> row, const RowHead* head,
   const Sampling& s = r.request.sampling;
   const uint64_t index = r.generated.size();
   TokenId token = 0;
-  if (head) {  // headTokens: no penalties, bias, grammar or logprobs
+  if (head) {  // headTokens: no grammar or logprobs, and any penalties and bias in the row already
     token = draft ? verifyDraft(*head, s, index, *draft) : chooseToken(*head, s, index);
   } else if (r.drawn) {  // by drawSideBySide, from this row
     token = *std::exchange(r.drawn, std::nullopt);
@@ -428,6 +428,16 @@ std::vector<Progress> Engine::advance() {
     check(logits.size() == plan.feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
                                                   " logit rows for " + std::to_string(plan.feeds.size()) + " sequences");
     m.budget.measured(plan.decodeRows, plan.promptRows, seconds);
+    // A row on a GPU that one token is drawn from takes its penalties there, so that only its
+    // head need cross (with drafts each row's penalties differ, and choices copy the row: those
+    // rows cross whole and the host applies them). Like the forward's, a failure resets.
+    for (size_t i = 0; i < plan.ids.size(); ++i) {
+      Impl::Running& r = m.running.at(plan.ids[i]);
+      const tensor::Tensor& l = logits[i];
+      r.penalized = plan.feeds[i].logits && l.onGpu() && l.dtype() == DType::F32 && l.isContiguous() &&
+                    l.numel() > 0 && r.drafts.empty() && r.followers.empty() && penalizes(r.request.sampling);
+      if (r.penalized) penalizeOnDevice(l, r.request.sampling, r.request.prompt, r.generated);
+    }
   } catch (...) {
     m.resetAll();
     throw;
@@ -436,13 +446,8 @@ std::vector<Progress> Engine::advance() {
   std::vector<bool> want(plan.ids.size());
   std::vector<size_t> heads(plan.ids.size());
   for (size_t i = 0; i < plan.ids.size(); ++i) {
-    Impl::Running& r = m.running.at(plan.ids[i]);
+    const Impl::Running& r = m.running.at(plan.ids[i]);
     want[i] = plan.feeds[i].logits;
-    // A row on a GPU that one token is drawn from takes its penalties there, so that only its
-    // head need cross (with drafts each row's penalties differ: those rows cross whole).
-    r.penalized = want[i] && logits[i].onGpu() && r.drafts.empty() && r.followers.empty() &&
-                  penalizes(r.request.sampling);
-    if (r.penalized) penalizeOnDevice(logits[i], r.request.sampling, r.request.prompt, r.generated);
     heads[i] = headTokens(r.request.sampling, !r.followers.empty(), r.penalized);
   }
   std::vector<ReadRows> read = readRows(logits, want, heads);

@@ -11,9 +11,22 @@
 #include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm::ops::gpu {
+namespace {
+
+// The kernels' sizes, given to their source as macros (model_ops.cu.inc) so that both sides agree.
+constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS: activation rows a warp of the f32 product takes
+constexpr int64_t kOutputsABlock = 16; // GZ_LM_TN: outputs a block of the tensor-core products
+constexpr int64_t kMaxQueries = 2048;  // GZ_LM_MAX_QUERIES: query heads x headDim a KV head's block holds
+constexpr int64_t kChunk = 256;        // GZ_LM_CHUNK: positions a block of attention reads
+
+}  // namespace
 
 const std::string& kernelSource() {
   static const std::string text = gpuops::preludeSource() + gpuops::mmaSource() +
+                                  "#define GZ_LM_ROWS " + std::to_string(kRowsAWarp) + "\n#define GZ_LM_TN " +
+                                  std::to_string(kOutputsABlock) + "\n#define GZ_LM_MAX_QUERIES " +
+                                  std::to_string(kMaxQueries) + "\n#define GZ_LM_CHUNK " + std::to_string(kChunk) +
+                                  "\n" +
 #include "llm/ops/gpu/model_ops.cu.inc"
       ;
   return text;
@@ -31,12 +44,9 @@ void launch(const Gpu& g, const char* name, Dim3 grid, unsigned threads, Args...
 }
 
 constexpr unsigned kThreads = 256;
-constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS
-constexpr int64_t kOutputsABlock = 16; // GZ_LM_TN
 constexpr int64_t kMaxHead = 256;      // the attention kernels' threads: one a dimension
-constexpr int64_t kMaxQueries = 2048;  // GZ_LM_MAX_QUERIES
-constexpr int64_t kChunk = 256;        // GZ_LM_CHUNK
-constexpr int64_t kPartFloats = int64_t{16} << 20;  // attention's partial sums at once: 64 MiB
+// Attention's partial sums at once: 64 MiB, a band of rows at a time (one row's, when more).
+constexpr int64_t kPartFloats = int64_t{16} << 20;
 constexpr int64_t kMaxGrid = 65535;    // a grid's y and z limit
 
 // A grid-stride grid for `work` items, at most 32 blocks per multiprocessor.
@@ -94,25 +104,30 @@ namespace {
 // them too), then kernel16 (n <= 16) or kernel64 over them: tiles of 16 rows for a few rows and
 // of 64 for more, the same bits a row in both. `weights` are the kernel's own arguments after
 // (y, xh, xl, scale, bias, n, out, in).
+// The F16 rows' width: `in` made even (a zero after an odd row), so that pairs of F16 load as
+// aligned words and never reach into the next row.
+int64_t evenWidth(int64_t in) { return in + (in & 1); }
+
 template <class... Weights>
 void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, const Tensor& x, const Tensor& bias,
                        const Tensor& y, int64_t n, int64_t out, int64_t in, Weights... weights) {
   if (n == 0) return;
   check(n < (int64_t{1} << 31), "Linear: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(x);
-  const Tensor half = gpuops::empty({n, in}, DType::F16, g.device());
-  const Tensor rest = low ? gpuops::empty({n, in}, DType::F16, g.device()) : Tensor();
+  const int64_t width = evenWidth(in);
+  const Tensor half = gpuops::empty({n, width}, DType::F16, g.device());
+  const Tensor rest = low ? gpuops::empty({n, width}, DType::F16, g.device()) : Tensor();
   const Tensor scale = gpuops::empty({n}, DType::F32, g.device());
   launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(n), 1, 1}, kThreads, at(half), orNull(rest), at(scale),
-         at(x), in, 0);
+         at(x), in, width, 0);
   const int64_t tile = n <= 16 ? 16 : 64;
   const auto columns = static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock);
   for (int64_t first = 0; first < n; first += kMaxGrid * tile) {
     const int64_t rows = std::min(n - first, kMaxGrid * tile);
     launch(g, tile == 16 ? kernel16 : kernel64, Dim3{columns, static_cast<unsigned>((rows + tile - 1) / tile), 1},
-           kThreads, at(y) + static_cast<uint64_t>(first * out) * 4, at(half) + static_cast<uint64_t>(first * in) * 2,
-           low ? at(rest) + static_cast<uint64_t>(first * in) * 2 : uint64_t{0},
-           at(scale) + static_cast<uint64_t>(first) * 4, orNull(bias), rows, out, in, weights...);
+           kThreads, at(y) + static_cast<uint64_t>(first * out) * 4, at(half) + static_cast<uint64_t>(first * width) * 2,
+           low ? at(rest) + static_cast<uint64_t>(first * width) * 2 : uint64_t{0},
+           at(scale) + static_cast<uint64_t>(first) * 4, orNull(bias), rows, out, width, weights...);
   }
 }
 
@@ -127,10 +142,11 @@ void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
 HalfWeights halfWeights(const Tensor& stored, int64_t out, int64_t in) {
   check(out < (int64_t{1} << 31), "Linear: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(stored);
-  HalfWeights w{gpuops::empty({out, in}, DType::F16, g.device()), gpuops::empty({out}, DType::F32, g.device())};
+  const int64_t width = evenWidth(in);
+  HalfWeights w{gpuops::empty({out, width}, DType::F16, g.device()), gpuops::empty({out}, DType::F32, g.device())};
   if (out > 0)
     launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(out), 1, 1}, kThreads, at(w.rows), uint64_t{0},
-           at(w.scales), at(stored), in, elementKind("Linear", stored.dtype()));
+           at(w.scales), at(stored), in, width, elementKind("Linear", stored.dtype()));
   return w;
 }
 

@@ -34,8 +34,9 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
 /// bits whatever rows are beside it.
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in, int64_t rowBytes, int bits, int group, float base);
-/// 16-bit weight rows in the layout of halfMatmul: F16 rows [out, in], each row scaled by a power
-/// of two (its largest magnitude in [2^13, 2^14)), and those powers [out] (F32).
+/// 16-bit weight rows in the layout of halfMatmul: F16 rows [out, in rounded up to even, the
+/// last zero], each row scaled by a power of two (its largest magnitude in [2^13, 2^14)), and
+/// those powers [out] (F32).
 struct HalfWeights {
   Tensor rows, scales;
 };
