@@ -38,9 +38,29 @@ struct JpegErrors {
 }
 
 // Level -1 is a warning. Data that ends early (which libjpeg would pad with grey) is an error, as
-// in Pillow; the damaged data libjpeg resynchronises after is read as Pillow reads it.
+// in Pillow; the damaged data libjpeg resynchronises after, at the next restart marker, is read as
+// Pillow reads it. Huffman-coded data that runs into any other marker (the end of the image, the
+// next frame or scan) is a scan cut short as much, though libjpeg and Pillow pad the rest of the
+// scan with grey: refused when libjpeg notices, before it decodes that rest (a few hundred bytes
+// whose header claims kMaxPixels would otherwise cost the whole decode and resize), unless the
+// scan is in its last row of blocks (some encoders leave out a last block's final bits, which
+// libjpeg and Pillow read past). Arithmetic-coded data runs into markers by design, without this
+// warning.
 void onMessage(j_common_ptr cinfo, int level) {
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) fail(cinfo);
+  if (level >= 0) return;
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) fail(cinfo);
+  const auto* decompress = reinterpret_cast<j_decompress_ptr>(cinfo);
+  const int marker = decompress->unread_marker;
+  const bool restart = marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7;
+  const JDIMENSION rowsLeft = decompress->total_iMCU_rows - decompress->input_iMCU_row;  // this one too
+  if (cinfo->err->msg_code == JWRN_HIT_MARKER && !restart && rowsLeft > 1) {
+    auto* errors = reinterpret_cast<JpegErrors*>(cinfo->err);
+    std::snprintf(errors->message, sizeof errors->message,
+                  "the file is truncated or damaged: a scan's data ends at the marker 0xff%02x with %u of its %u "
+                  "rows of blocks to go (%u x %u pixels)",
+                  marker, rowsLeft, decompress->total_iMCU_rows, decompress->image_width, decompress->image_height);
+    std::longjmp(errors->jump, 1);
+  }
 }
 
 void onProgress(j_common_ptr cinfo) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -157,6 +158,44 @@ TEST(Image, RefusesBadFiles) {
   // The formats' readers on their own, given nothing.
   EXPECT_THROW(decodePng({}), Error);
   EXPECT_THROW(decodeJpeg({}), Error);
+}
+
+// A scan whose data runs into a marker other than a restart marker (here the end of the image, or
+// another frame's header) before its last row of blocks is a truncated or damaged file, though
+// libjpeg (and Pillow) would pad the rest with grey; found by fuzz_image as files of a few hundred
+// bytes claiming 2109 x 64811 pixels, whose decode and resize took seconds
+// (fuzz/corpus/fuzz_image/timeout_scan_*.jpg). Within the last row of blocks it is read as libjpeg
+// reads it.
+TEST(Image, RefusesJpegWhoseScanEndsEarly) {
+  const std::vector<uint8_t> whole = readFileBytes(dataPath("q420.jpg"));  // 61 x 43, 4:2:0: 3 rows of blocks
+  const std::vector<uint8_t> sos = {0xff, 0xda}, eoi = {0xff, 0xd9};
+  const auto at = std::search(whole.begin(), whole.end(), sos.begin(), sos.end());
+  ASSERT_NE(at, whole.end());
+  const size_t data = size_t(at - whole.begin()) + 2 + (size_t(at[2]) << 8 | at[3]);  // after the scan header
+  ASSERT_TRUE(std::equal(eoi.begin(), eoi.end(), whole.end() - 2));
+  std::vector<uint8_t> cut(whole.begin(), whole.begin() + std::ptrdiff_t(data + 16));
+  cut.insert(cut.end(), eoi.begin(), eoi.end());
+  expectError(cut, "JPEG: the file is truncated or damaged: a scan's data ends at the marker 0xffd9 with 3 of its 3 "
+                   "rows of blocks to go (61 x 43 pixels)");
+  cut.back() = 0xc0;  // another frame's header
+  expectError(cut, "a scan's data ends at the marker 0xffc0 with 3 of its 3 rows of blocks to go");
+  cut.back() = 0xd9;
+  // The same header claiming 4000 x 60000 pixels: refused as soon as the data ends.
+  const std::vector<uint8_t> sof = {0xff, 0xc0};
+  const size_t size = size_t(std::search(cut.begin(), cut.end(), sof.begin(), sof.end()) - cut.begin()) + 5;
+  ASSERT_LT(size + 4, data);
+  cut[size] = 60000 >> 8, cut[size + 1] = 60000 & 0xff, cut[size + 2] = 4000 >> 8, cut[size + 3] = 4000 & 0xff;
+  expectError(cut, "with 3750 of its 3750 rows of blocks to go (4000 x 60000 pixels)");
+
+  // Two bytes short of the end: the last row of blocks loses its last bits, and the first row of
+  // blocks (16 rows of pixels) is that of the whole file.
+  std::vector<uint8_t> nearly(whole.begin(), whole.end() - 4);
+  nearly.insert(nearly.end(), eoi.begin(), eoi.end());
+  const Image expected = decode(whole), got = decode(nearly);
+  ASSERT_EQ(got.width, expected.width);
+  ASSERT_EQ(got.height, expected.height);
+  const auto upper = std::ptrdiff_t(16 * expected.width * 3);
+  EXPECT_TRUE(std::equal(got.pixels.begin(), got.pixels.begin() + upper, expected.pixels.begin()));
 }
 
 // ComfyUI's LoadImage (/ 255 in f32) and its VAE's process_input (x * 2 - 1).
