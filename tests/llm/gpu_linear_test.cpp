@@ -127,8 +127,10 @@ TEST_F(GpuModelLinear, ARowGivesItsBitsWhateverIsBesideIt) {
 // An odd width too: the F16 rows are laid out one longer, with a zero.
 TEST_F(GpuModelLinear, SixteenBitRowsMatchTheirProductAndKeepTheirBits) {
   const int64_t n = 70, out = 19;
-  for (const auto& [dtype, in] : {std::pair{DType::F16, int64_t{72}}, std::pair{DType::BF16, int64_t{72}},
-                                  std::pair{DType::BF16, int64_t{71}}}) {
+  for (const auto& [type, width] : {std::pair{DType::F16, int64_t{72}}, std::pair{DType::BF16, int64_t{72}},
+                                     std::pair{DType::BF16, int64_t{71}}}) {
+    const DType dtype = type;
+    const int64_t in = width;  // a plain variable: lambdas below capture it (clang 14 cannot capture bindings)
     SCOPED_TRACE(std::string(dtypeName(dtype)) + ", in " + std::to_string(in));
     const std::vector<double> x = activations(n, in);
     std::vector<double> values(static_cast<size_t>(out * in));
