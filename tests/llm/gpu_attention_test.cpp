@@ -55,6 +55,38 @@ TEST_P(GpuModelAttention, PartsAndDecodeGiveTheWholeReadsBits) {
   EXPECT_EQ(step, std::vector<float>(whole.end() - vocab, whole.end()));
 }
 
+// The sequences of a pass are stored, turned and attend in one launch each a layer, every row at
+// its own position and over its own pages: a decode step of three sequences (one past the first
+// chunk) launches as many kernels as a step of one, and gives each the bits it gets alone.
+TEST_P(GpuModelAttention, SequencesOfAStepShareItsLaunchesAndKeepTheirBits) {
+  const std::unique_ptr<LanguageModel> model =
+      buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu()});
+  const std::vector<int64_t> lengths = {5, 270, 37};
+  const std::shared_ptr<StatePool> pool = model->newPool(64, KvFormat(DType::F16));
+  std::vector<std::unique_ptr<SequenceState>> together, alone;
+  std::vector<Feed> step;
+  for (int64_t length : lengths) {
+    const std::vector<int32_t> tokens = prompt(length);
+    for (auto* states : {&together, &alone}) {
+      states->push_back(model->newStateIn(pool, 300));
+      model->forward({{states->back().get(), tokens, false}});
+    }
+    step.push_back({together.back().get(), {static_cast<int32_t>(length % 11)}});
+  }
+  const auto launches = [&] { return gpu().activity().launches; };
+  const uint64_t before = launches();
+  const std::vector<tensor::Tensor> logits = model->forward(step);
+  const uint64_t batched = launches() - before;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const uint64_t start = launches();
+    const std::vector<float> own = model->forward({{alone[i].get(), step[i].tokens}})[0].toFloats();
+    EXPECT_EQ(launches() - start, batched) << "sequence " << i << " alone";
+    EXPECT_EQ(logits[i].toFloats(), own) << "sequence " << i << " of " << lengths[i] << " positions";
+  }
+  std::printf("%s: a decode step of %zu sequences, %llu launches (as one alone)\n", GetParam().c_str(),
+              lengths.size(), static_cast<unsigned long long>(batched));
+}
+
 // llama: every position; mistral: a sliding window of 8; gemma3: windows of 6 and a full layer.
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelAttention, ::testing::Values("llama", "mistral", "gemma3"));
 

@@ -162,8 +162,14 @@ TEST_F(GpuModelSampling, ADecodeStepCopiesOnlyWhatItNeeds) {
   EXPECT_EQ(after.copiesToHost - before.copiesToHost, 2u);
   EXPECT_EQ(after.bytesToHost - before.bytesToHost, 4u + 4u * netops::CANDIDATE_ROW);
   const int64_t hidden = model->config().hiddenSize;
-  EXPECT_EQ(after.copiesToDevice - before.copiesToDevice, 2u);
-  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, static_cast<uint64_t>(2 * hidden * 4 + 2 * 8));
+  // Up: the embedding rows, the rows' RoPE positions (a pair each), their places for the KV
+  // store and attention (a page table's address and a position each: 12 bytes), and the ids of
+  // the rows whose logits are read (8 bytes each, gatherRows'). The page tables go up only when
+  // a sequence takes a page.
+  const int64_t pairs = model->config().headDim / 2;
+  EXPECT_EQ(after.copiesToDevice - before.copiesToDevice, 4u);
+  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice,
+            static_cast<uint64_t>(2 * hidden * 4 + 2 * pairs * 4 + 2 * 12 + 2 * 8));
 }
 
 }  // namespace

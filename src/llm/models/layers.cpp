@@ -2,6 +2,7 @@
 
 #include <gizml/error.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -54,11 +55,32 @@ Rope Rope::placedLike(const ConvertedModel& weights) const {
   return placed;
 }
 
-void Rope::apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start,
-                 const Tensor& positions) const {
-  if (positions.ndim() == 0) return ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start);
-  const Tensor placed = gpu_ ? positions.on(*gpu_) : positions;
-  ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, start, &placed);
+void Rope::apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, const Batch& batch) const {
+  // On a GPU, the rows of several sequences (or with pictures) turn in one launch, each at its
+  // own positions; elsewhere each sequence's from its start (the CPU's table of angles), or at
+  // its pictures' positions.
+  const bool together = gpu_ && (batch.sequences.size() > 1 || batch.sequences.front().ropePositions.ndim() > 0);
+  if (!together) {
+    for (const Batch::Sequence& seq : batch.sequences) {
+      const Tensor queries = rowsOf(q, seq.first, seq.rows), keys = rowsOf(k, seq.first, seq.rows);
+      const int64_t start = seq.start + seq.cache->positionShift();
+      const Tensor& at = seq.ropePositions;
+      ops::rope(queries, qHeads, keys, kHeads, headDim_, invFreq_, start, at.ndim() > 0 ? &at : nullptr);
+    }
+    return;
+  }
+  const int64_t n = pairs();
+  Tensor positions = tensor::empty({batch.rows, n}, DType::I32);
+  int32_t* p = positions.data<int32_t>();
+  for (const Batch::Sequence& seq : batch.sequences) {
+    if (seq.ropePositions.ndim() > 0) {
+      std::copy_n(seq.ropePositions.data<int32_t>(), seq.rows * n, p + seq.first * n);
+      continue;
+    }
+    const int64_t start = seq.start + seq.cache->positionShift();
+    for (int64_t r = 0; r < seq.rows; ++r) std::fill_n(p + (seq.first + r) * n, n, static_cast<int32_t>(start + r));
+  }
+  ops::rope(q, qHeads, k, kHeads, headDim_, invFreq_, 0, &positions);
 }
 
 Tensor multimodalRopePositions(const ModelConfig& config, int64_t pairs,
@@ -123,15 +145,13 @@ void Attention::forward(const Tensor& x, const Batch& batch, int64_t layer, cons
     qNorm_.apply(q, q);
     kNorm_.apply(k, k);
   }
-  // Each sequence's keys turned, then stored by the attention (a decode step's by the tasks that
-  // read them: a job a layer fewer).
+  // The keys turned, then stored by the attention (a decode step's by the tasks that read them:
+  // a job a layer fewer).
+  rope_.apply(q, s.heads, k, s.kvHeads, batch);
   std::vector<ops::AttentionRun> runs;
-  for (const Batch::Sequence& seq : batch.sequences) {
-    const Tensor queries = rowsOf(q, seq.first, seq.rows), keys = rowsOf(k, seq.first, seq.rows);
-    rope_.apply(queries, s.heads, keys, s.kvHeads, seq.start + seq.cache->positionShift(), seq.ropePositions);
-    runs.push_back({seq.cache, seq.start, queries, rowsOf(context, seq.first, seq.rows), seq.keyEnd, keys,
-                    rowsOf(v, seq.first, seq.rows)});
-  }
+  for (const Batch::Sequence& seq : batch.sequences)
+    runs.push_back({seq.cache, seq.start, rowsOf(q, seq.first, seq.rows), rowsOf(context, seq.first, seq.rows),
+                    seq.keyEnd, rowsOf(k, seq.first, seq.rows), rowsOf(v, seq.first, seq.rows)});
   ops::cachedAttention(runs, layer, s);
   if (outputGate_) ops::sigmoidGate(context, gate);
   o_.apply(context, out);

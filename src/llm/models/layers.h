@@ -68,10 +68,9 @@ class Rope {
  public:
   Rope() = default;
   Rope(int64_t headDim, double partialFactor, double theta, const RopeScaling& scaling);
-  /// Rotates the rows of q (qHeads heads) and k (kHeads heads), row r at position start + r, or
-  /// at `positions` (Batch::Sequence::ropePositions) when it has elements.
-  void apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t start,
-             const Tensor& positions = {}) const;
+  /// Rotates the rows of q (qHeads heads) and k (kHeads heads) of a pass: each sequence's row r
+  /// at position start + r + its cache's positionShift(), or at its ropePositions' when it has them.
+  void apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, const Batch& batch) const;
   /// The same, its table where `weights`' layers go (ConvertedModel::gpu).
   Rope placedLike(const ConvertedModel& weights) const;
   /// Pairs rotated per head.

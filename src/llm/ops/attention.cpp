@@ -12,7 +12,53 @@ namespace {
 // Layer `layer` of a cache whose pool is on a GPU, for the kernels there.
 gpu::KvPages gpuPages(const KvCache& cache, int64_t layer) {
   const KvPool::Layer& l = cache.pool().layer(layer);
-  return {l.keys.data, l.values.data, cache.deviceTable(layer), cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
+  return {l.keys.data, l.values.data, cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
+}
+
+// Whether `next` ([rows, width] rows of F32) starts where `before` ends in the same memory.
+bool follows(const Tensor& next, const Tensor& before) {
+  return next.storage() == before.storage() && next.offset() == before.offset() + before.numel();
+}
+
+// rows x width F32 rows from where `first` starts (first and the rows after it that follow it).
+Tensor rowsFrom(const Tensor& first, int64_t rows, int64_t width) {
+  return {first.storage(), DType::F32, {rows, width}, {width, 1}, first.offset()};
+}
+
+// Runs on a GPU, in groups of consecutive runs whose pages are one pool's and whose rows follow
+// each other (a pass's sequences: its rows are one tensor's): a group's rows are stored and
+// attend in one launch each, every row at its own place.
+void attendOnGpu(const std::vector<const AttentionRun*>& runs, int64_t layer, const AttentionShape& s) {
+  const int64_t qWidth = s.heads * s.headDim;
+  for (size_t begin = 0; begin < runs.size();) {
+    const AttentionRun& head = *runs[begin];
+    const KvPool::Layer& pool = head.cache->pool().layer(layer);
+    const bool stores = head.keys.numel() > 0;
+    const int64_t kvWidth = head.cache->kvHeads() * head.cache->headDim();
+    gpu::RowPlaces places;
+    size_t end = begin;
+    for (; end < runs.size(); ++end) {
+      const AttentionRun& run = *runs[end];
+      if (end > begin) {
+        const AttentionRun& before = *runs[end - 1];
+        const bool joins = &run.cache->pool().layer(layer) == &pool && (run.keys.numel() > 0) == stores &&
+                           follows(run.q, before.q) && follows(run.context, before.context) &&
+                           (!stores || (follows(run.keys, before.keys) && follows(run.values, before.values)));
+        if (!joins) break;
+      }
+      const uint64_t table = run.cache->deviceTable(layer);
+      for (int64_t r = 0; r < run.q.numel() / qWidth; ++r) {
+        places.tables.push_back(table);
+        places.positions.push_back(static_cast<int32_t>(run.start + r));
+      }
+    }
+    const auto rows = static_cast<int64_t>(places.positions.size());
+    const gpu::KvPages kv = gpuPages(*head.cache, layer);
+    if (stores) gpu::storeKeysValues(kv, places, rowsFrom(head.keys, rows, kvWidth), rowsFrom(head.values, rows, kvWidth));
+    gpu::attention(kv, places, rowsFrom(head.q, rows, qWidth), rowsFrom(head.context, rows, qWidth), s.heads, s.scale,
+                   s.window);
+    begin = end;
+  }
 }
 
 // The checks of a store of `rows` rows of keys and values at start.. of layer `layer`, and the
@@ -34,6 +80,7 @@ void prepareStore(KvCache& cache, int64_t layer, int64_t start, int64_t rows, co
 
 void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const AttentionShape& s) {
   std::vector<cpu::AttentionRun> cpuRuns;
+  std::vector<const AttentionRun*> gpuRuns;
   const int64_t qWidth = s.heads * s.headDim;
   for (const AttentionRun& run : runs) {
     const int64_t rows = run.q.numel() / qWidth;
@@ -56,14 +103,11 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
     const Tensor& pool = run.cache->pool().layer(layer).keys.data;
     if (onGpu("cachedAttention", {&run.q, &run.context, &pool, &run.keys, &run.values})) {
       check(run.keyEnd == 0, "cachedAttention: padding masked as keys (keyEnd) runs on the CPU only so far");
-      if (stores) {
-        checkF32Rows("cachedAttention", run.keys);
-        checkF32Rows("cachedAttention", run.values);
-        gpu::storeKeysValues(gpuPages(*run.cache, layer), run.start, rows, run.keys, run.values);
-      }
-      checkF32Rows("cachedAttention", run.q);
-      checkF32Rows("cachedAttention", run.context);
-      gpu::attention(gpuPages(*run.cache, layer), run.start, rows, run.q, run.context, s.heads, s.scale, s.window);
+      for (const Tensor* t : {&run.q, &run.context}) checkF32Rows("cachedAttention", *t);
+      if (stores)
+        for (const Tensor* t : {&run.keys, &run.values}) checkF32Rows("cachedAttention", *t);
+      require(run.start + rows <= (int64_t{1} << 31), [] { return std::string("cachedAttention: positions past 2^31"); });
+      gpuRuns.push_back(&run);
       continue;
     }
     cpuRuns.push_back({kvLayer("cachedAttention", *run.cache, layer), run.start, rows,
@@ -71,6 +115,7 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
                        stores ? hostF32("cachedAttention", run.keys) : nullptr,
                        stores ? hostF32("cachedAttention", run.values) : nullptr, kvWidth});
   }
+  if (!gpuRuns.empty()) attendOnGpu(gpuRuns, layer, s);
   if (!cpuRuns.empty()) cpu::cachedAttention(cpuRuns, {s.heads, s.kvHeads, s.headDim, s.scale, s.window});
 }
 

@@ -55,6 +55,9 @@ void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int6
   });
   if (onGpu("rope", {&q, &k, &invFreq})) {
     for (const Tensor* t : {&q, &k, &invFreq}) checkF32Rows("rope", *t);
+    // Positions in host memory are copied to q's GPU once for every layer of the pass.
+    require(!positions || !positions->onGpu() || positions->storage()->gpu() == q.storage()->gpu(),
+            [&] { return "rope: positions on " + positions->device() + ", rows on " + q.device(); });
     gpu::rope(q, rows, qHeads, headDim, invFreq, start, positions);
     return gpu::rope(k, rows, kHeads, headDim, invFreq, start, positions);
   }

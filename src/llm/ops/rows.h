@@ -16,8 +16,10 @@ void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out);
 
 /// Rotate-half RoPE of each row of q [rows, qHeads headDim] and k [rows, kHeads headDim], row r
 /// at position start + r: pair (i, i + half) of each head turned by position invFreq[i]
-/// (invFreq [half]). With `positions` (I32 [rows, half], where q is: multimodal RoPE's, whose
-/// pairs follow time, height or width), row r's pair i at positions[r, i] instead.
+/// (invFreq [half]). With `positions` (I32 [rows, half]: multimodal RoPE's, whose pairs follow
+/// time, height or width, or a batch's rows of several sequences), row r's pair i at
+/// positions[r, i] instead. They are where q is, or in host memory (rows on a GPU then read one
+/// copy of the same positions for every layer of a pass).
 void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t headDim, const Tensor& invFreq,
           int64_t start, const Tensor* positions = nullptr);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "tensor/gpu/codegen.h"
@@ -58,6 +59,42 @@ Dim3 strideGrid(const Gpu& g, int64_t work) {
 uint64_t at(const Tensor& t) { return gpuops::address(t); }
 uint64_t orNull(const Tensor& t) { return t.ndim() > 0 && t.numel() > 0 ? gpuops::address(t) : 0; }
 
+// Small host arrays on a GPU, copied once: the calling thread keeps its last few copies, and the
+// same bytes asked again for the same GPU (each layer of a pass asks for its rows' places) give
+// the copy already made. A copy is dropped after kKeptCopies newer ones; callers use the address
+// at once, and the allocator reuses its memory only after the work queued before.
+constexpr size_t kKeptCopies = 8;
+uint64_t copiedOnce(const Gpu& g, const std::vector<uint8_t>& bytes) {
+  struct Copy {
+    Gpu gpu;
+    std::vector<uint8_t> bytes;
+    gizhw::gpu::Buffer buffer;
+  };
+  thread_local std::deque<Copy> kept;  // the most recent first
+  const auto same = std::find_if(kept.begin(), kept.end(), [&](const Copy& c) { return c.gpu == g && c.bytes == bytes; });
+  if (same != kept.end()) return same->buffer.address();
+  gizhw::gpu::Buffer buffer = g.allocate(bytes.size());
+  g.copyToDevice(buffer.address(), bytes.data(), bytes.size(), g.stream());
+  kept.push_front({g, bytes, buffer});
+  if (kept.size() > kKeptCopies) kept.pop_back();
+  return buffer.address();
+}
+
+// A RowPlaces on the GPU: the tables (8 bytes a row), then the positions (4 a row).
+struct PlacesOnGpu {
+  uint64_t tables, positions;
+  int64_t rows;
+};
+PlacesOnGpu placedRows(const Gpu& g, const RowPlaces& places) {
+  const size_t rows = places.positions.size();
+  check(places.tables.size() == rows, "cachedAttention: a page table for each row's position expected");
+  std::vector<uint8_t> bytes(rows * (sizeof(uint64_t) + sizeof(int32_t)));
+  std::memcpy(bytes.data(), places.tables.data(), rows * sizeof(uint64_t));
+  std::memcpy(bytes.data() + rows * sizeof(uint64_t), places.positions.data(), rows * sizeof(int32_t));
+  const uint64_t base = copiedOnce(g, bytes);
+  return {base, base + rows * sizeof(uint64_t), static_cast<int64_t>(rows)};
+}
+
 // Launches of the float matrix kernel: a block of 8 warps, one weight row each, over the activation
 // rows in bands of kRowsAWarp per grid row, at most kMaxGrid bands a launch.
 template <class Launch>
@@ -94,8 +131,16 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
   const int64_t half = invFreq.numel();
   if (rows == 0 || half == 0) return;
   const Gpu g = gpuops::gpuOf(t);
+  uint64_t placed = 0;
+  if (positions && positions->onGpu()) {
+    placed = at(*positions);
+  } else if (positions) {
+    // Host positions (multimodal RoPE's, or a batch's rows): every layer of the pass reads one copy.
+    const auto* first = reinterpret_cast<const uint8_t*>(positions->data<int32_t>());
+    placed = copiedOnce(g, std::vector<uint8_t>(first, first + positions->numel() * sizeof(int32_t)));
+  }
   launch(g, "gz_lm_rope", strideGrid(g, rows * heads * half), kThreads, at(t), rows, heads, headDim, at(invFreq), half,
-         start, positions ? at(*positions) : uint64_t{0});
+         start, placed);
 }
 
 namespace {
@@ -241,14 +286,16 @@ void penalize(const Tensor& logits, const LogitEdits& edits) {
          base + starts, base + bias, n);
 }
 
-void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v) {
+void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v) {
   const Gpu g = gpuops::gpuOf(k);
-  launch(g, "gz_lm_store_kv", strideGrid(g, rows * kv.kvHeads * kv.headDim), kThreads, at(kv.keys), at(kv.values),
-         at(k), at(v), kv.table, rows, start, kv.kvHeads, kv.headDim, kv.pageTokens,
+  const PlacesOnGpu rows = placedRows(g, places);
+  if (rows.rows == 0) return;
+  launch(g, "gz_lm_store_kv", strideGrid(g, rows.rows * kv.kvHeads * kv.headDim), kThreads, at(kv.keys),
+         at(kv.values), at(k), at(v), rows.tables, rows.positions, rows.rows, kv.kvHeads, kv.headDim, kv.pageTokens,
          elementKind("storeKeysValues", kv.keys.dtype()), elementKind("storeKeysValues", kv.values.dtype()));
 }
 
-void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, const Tensor& context, int64_t heads,
+void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, const Tensor& context, int64_t heads,
                float scale, int64_t window) {
   check(kv.headDim <= kMaxHead, "cachedAttention: heads of " + std::to_string(kv.headDim) +
                                     " values are longer than the GPU kernel's " + std::to_string(kMaxHead));
@@ -256,26 +303,30 @@ void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, 
   check(group * kv.headDim <= kMaxQueries, "cachedAttention: " + std::to_string(group) + " query heads of " +
                                                std::to_string(kv.headDim) + " a KV head are more than the GPU kernel's " +
                                                std::to_string(kMaxQueries) + " values");
-  if (rows == 0) return;
-  const int64_t chunks = (start + rows + kChunk - 1) / kChunk;
+  if (places.positions.empty()) return;
+  const Gpu g = gpuops::gpuOf(q);
+  const PlacesOnGpu placed = placedRows(g, places);
+  const int64_t rows = placed.rows, last = *std::max_element(places.positions.begin(), places.positions.end());
+  const int64_t chunks = (last + kChunk) / kChunk;
   check(heads <= kMaxGrid && kv.kvHeads <= kMaxGrid && chunks <= kMaxGrid,
         "cachedAttention: too many heads or positions for one launch");
   // The chunks' partial sums of a band of rows at a time, so that their scratch stays bounded.
   const int64_t rowFloats = heads * chunks * (2 + kv.headDim);
   const int64_t band = std::clamp<int64_t>(kPartFloats / rowFloats, 1, std::min<int64_t>(rows, int64_t{1} << 30));
-  const Gpu g = gpuops::gpuOf(q);
   const Tensor part = gpuops::empty({band * rowFloats}, DType::F32, g.device());
   const int keyKind = elementKind("cachedAttention", kv.keys.dtype());
   const int valueKind = elementKind("cachedAttention", kv.values.dtype());
   for (int64_t first = 0; first < rows; first += band) {
     const int64_t n = std::min(band, rows - first);
     const uint64_t offset = static_cast<uint64_t>(first * heads * kv.headDim) * 4;
+    const uint64_t tables = placed.tables + static_cast<uint64_t>(first) * 8;
+    const uint64_t positions = placed.positions + static_cast<uint64_t>(first) * 4;
     launch(g, "gz_lm_attention_part",
            Dim3{static_cast<unsigned>(n), static_cast<unsigned>(kv.kvHeads), static_cast<unsigned>(chunks)}, kThreads,
-           at(part), at(q) + offset, at(kv.keys), at(kv.values), kv.table, start + first, heads, kv.kvHeads,
-           kv.headDim, kv.pageTokens, scale, window, keyKind, valueKind, chunks);
+           at(part), at(q) + offset, at(kv.keys), at(kv.values), tables, positions, heads, kv.kvHeads, kv.headDim,
+           kv.pageTokens, scale, window, keyKind, valueKind, chunks);
     launch(g, "gz_lm_attention_merge", Dim3{static_cast<unsigned>(n), static_cast<unsigned>(heads), 1}, kThreads,
-           at(context) + offset, at(part), start + first, heads, kv.headDim, window, chunks);
+           at(context) + offset, at(part), positions, heads, kv.headDim, window, chunks);
   }
 }
 

@@ -24,7 +24,7 @@ void zero(const Tensor& x);
 
 void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width);
 /// Rotate-half RoPE in place on t ([rows, heads headDim]) with `invFreq` ([half]) from `start`,
-/// or at `positions` (I32 [rows, half]) when not null.
+/// or at `positions` (I32 [rows, half], on t's GPU or in host memory) when not null.
 void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start,
           const Tensor* positions);
 
@@ -52,11 +52,18 @@ void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
                  int64_t in);
 
 /// One layer's pages on the GPU: keys [pages, kvHeads, headDim, P] and values [pages, kvHeads, P,
-/// headDim] of F32, F16 or BF16, and a sequence's page table (its device address: int32 pages).
+/// headDim] of F32, F16 or BF16.
 struct KvPages {
   Tensor keys, values;
-  uint64_t table;
   int64_t kvHeads, headDim, pageTokens;
+};
+/// Where the rows of a store or an attention are: row r at position positions[r] of the sequence
+/// whose page table (int32 pages, on the GPU) is at device address tables[r]. Rows of several
+/// sequences go in one launch; the same places asked again (the next layer's) are not copied
+/// to the GPU again.
+struct RowPlaces {
+  std::vector<uint64_t> tables;
+  std::vector<int32_t> positions;
 };
 /// Gated DeltaNet's token mixing of one sequence's rows (cpu::delta::mix's steps, the delta rule
 /// token by token): qkv [rows, channels], b and a [rows, valueHeads] into o [rows, valueHeads
@@ -83,10 +90,12 @@ struct LogitEdits {
 };
 void penalize(const Tensor& logits, const LogitEdits& edits);
 
-void storeKeysValues(const KvPages& kv, int64_t start, int64_t rows, const Tensor& k, const Tensor& v);
-/// Causal attention of rows at positions start .. start + rows - 1 over their pages (window 0:
-/// every earlier position), in chunks of 256 positions merged in order (model_ops.cu.inc).
-void attention(const KvPages& kv, int64_t start, int64_t rows, const Tensor& q, const Tensor& context, int64_t heads,
+/// The rows' keys and values k, v ([rows, kvHeads headDim]) into their places.
+void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v);
+/// Causal attention of each row q ([rows, heads headDim]) at its place over its sequence's pages
+/// up to there (window 0: every earlier position), in chunks of 256 positions merged in order
+/// (model_ops.cu.inc), into context (as q).
+void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, const Tensor& context, int64_t heads,
                float scale, int64_t window);
 
 }  // namespace gizml::llm::ops::gpu
