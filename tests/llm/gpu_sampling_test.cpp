@@ -2,12 +2,15 @@
 // candidates of a topK row, the whole row only where sampling needs it; and the step's other
 // copies (the embedding rows, the page tables). On the first GPU, in CI the host GPU emulator
 // (ctest emulator_test_llm); skipped where there is none.
+#include <gizml/grammar.h>
 #include <gizml/llm.h>
 #include <gizml/netops_rows.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "common/gpu_checks.h"
@@ -110,6 +113,59 @@ TEST_F(GpuModelSampling, PenaltiesOnTheDeviceGiveTheTokensOfWholeRows) {
   // 12 steps of the three together, each reading heads only: two greedy argmaxes and one row's
   // candidates (a whole row, read where penalties are the host's, is 4 x 512 bytes here).
   EXPECT_EQ(after.bytesToHost - before.bytesToHost, 12u * (4u + 4u + 4u * netops::CANDIDATE_ROW));
+}
+
+// A grammar's mask applied to the rows on the GPU (after the penalties) gives the tokens of whole
+// rows constrained on the host: greedy, seeded draws, with penalties, and a grammar that starts
+// after a token; only the heads cross.
+TEST_F(GpuModelSampling, AGrammarsMaskOnTheDeviceGivesTheTokensOfWholeRows) {
+  // Qwen3's byte-level vocabulary spells ids 0..93 as the ASCII characters 33..126.
+  const auto tokenizer =
+      std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  const TokenId end = 100;
+  const auto array = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})"));
+  const auto object = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+  const std::shared_ptr<LanguageModel> model = llama();
+  const std::shared_ptr<LanguageModel> host = std::make_shared<HostLogits>(model);
+  Sampling greedy = sample(0.0, 0, 1.0, 0);
+  greedy.grammar = array;
+  Sampling drawn = sample(1.2, 8, 0.95, 7);
+  drawn.grammar = object;
+  Sampling penalized = sample(0.8, 5, 1.0, 4);
+  penalized.grammar = array;
+  penalized.frequencyPenalty = 0.9;
+  penalized.logitBias = {{58, 3.0f}};  // '[': a bias the mask must override where it is not allowed
+  Sampling later = sample(0.0, 0, 1.0, 0);
+  later.grammar = array;
+  later.after = 9;
+  const std::vector<Request> requests = {request({5, 9, 2, 31, 7}, 24, greedy), request({4, 4, 8, 1}, 24, drawn),
+                                         request({7, 1, 30, 2, 12}, 24, penalized), request({9, 3, 9}, 24, later)};
+  Engine onDevice(model, tokenizer, {end}, 4, 64), whole(host, tokenizer, {end}, 4, 64);
+  const std::vector<Result> got = onDevice.generate(requests), want = whole.generate(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].finish, want[i].finish) << "request " << i;
+  }
+  // The greedy array alone: each step that goes on reads its argmax (4 bytes) and nothing else
+  // (in an engine of its own: parking a finished chat moves its pages to host memory).
+  Engine alone(model, tokenizer, {end}, 1, 64);
+  alone.add(requests[0]);
+  std::vector<TokenId> tokens;
+  for (bool running = true; running;) {
+    const gizhw::gpu::Activity before = gpu().activity();
+    const std::vector<Progress> progress = alone.advance();
+    const gizhw::gpu::Activity after = gpu().activity();
+    ASSERT_EQ(progress.size(), 1u);
+    tokens.insert(tokens.end(), progress[0].tokens.begin(), progress[0].tokens.end());
+    running = progress[0].finish == Finish::Running;
+    if (running) EXPECT_EQ(after.bytesToHost - before.bytesToHost, 4u) << "step " << tokens.size();
+  }
+  EXPECT_EQ(tokens, want[0].tokens);
+  if (want[0].finish == Finish::EndOfTurn) {
+    const std::string text = tokenizer->decode(std::vector<TokenId>(tokens.begin(), tokens.end() - 1));
+    EXPECT_TRUE(nlohmann::json::parse(text).is_array()) << text;
+  }
 }
 
 // Heads read from the candidates are the row's own to the bit (ties to the lower id); where a

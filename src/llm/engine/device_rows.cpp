@@ -51,8 +51,8 @@ struct Run {
 
 }  // namespace
 
-size_t headTokens(const Sampling& s, bool copied, bool penalized) {
-  if (copied || (penalizes(s) && !penalized) || s.grammar || s.logprobs >= 0) return 0;
+size_t headTokens(const Sampling& s, bool copied, bool penalized, bool masked) {
+  if (copied || (penalizes(s) && !penalized) || (s.grammar && !masked) || s.logprobs >= 0) return 0;
   if (s.temperature == 0.0) return 1;
   return s.topK > 0 ? static_cast<size_t>(s.topK) : 0;
 }
@@ -92,6 +92,12 @@ void penalizeOnDevice(const Tensor& logits, const Sampling& s, std::span<const T
     edits.biasStart.push_back(static_cast<int32_t>(edits.bias.size()));
   }
   ops::gpu::penalize(logits, edits);
+}
+
+void maskOnDevice(const Tensor& logits, const AllowedTokens& allowed) {
+  check(logits.dtype() == DType::F32 && logits.isContiguous(), "maskOnDevice: the logits are not contiguous F32 rows");
+  const int64_t vocab = logits.size(-1);
+  ops::gpu::maskTokens(logits, logits.numel() - vocab, vocab, allowed.words, allowed.endOnly);
 }
 
 std::vector<ReadRows> readRows(const std::vector<Tensor>& logits, const std::vector<bool>& want,

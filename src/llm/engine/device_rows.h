@@ -1,9 +1,9 @@
 #pragma once
 // What the engine's sampling reads of each feed's logit rows after a step. Rows in host memory,
-// and rows whose request reads them whole, cross as they are: a grammar's mask, logprobs, topK 0
-// (topP over the whole row), choices that copy the leader's row, and penalties and a logit bias
-// on host rows or with drafts (on a GPU row otherwise they are applied there first:
-// penalizeOnDevice). Of a row on a GPU whose request reads only its head,
+// and rows whose request reads them whole, cross as they are: logprobs, topK 0 (topP over the
+// whole row), choices that copy the leader's row, and penalties, a logit bias and a grammar's
+// mask on host rows or with drafts (on a GPU row otherwise they are applied there first:
+// penalizeOnDevice, maskOnDevice). Of a row on a GPU whose request reads only its head,
 // the head is found there and only it crosses: the argmax (netops::argmaxInto) for greedy, the
 // candidates (netops::candidatesInto) merged into the topK highest for a draw. Either way the
 // tokens are the row's own (sampling.h: candidates of a head are the row's to the bit).
@@ -14,14 +14,16 @@
 #include <span>
 #include <vector>
 
+#include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
 
 namespace gizml::llm {
 
 /// The tokens of a row a request's sampling reads: 0 for the whole row, 1 for greedy (the
 /// argmax: its logit is not read), else its topK; `copied`: choices copy the row; `penalized`:
-/// its penalties and logit bias are in the row already (penalizeOnDevice).
-size_t headTokens(const Sampling& s, bool copied, bool penalized);
+/// its penalties and logit bias are in the row already (penalizeOnDevice); `masked`: so is its
+/// grammar's mask, or the grammar does not constrain this token (maskOnDevice).
+size_t headTokens(const Sampling& s, bool copied, bool penalized, bool masked);
 
 /// Whether sampling changes a row before it reads it: penalties or a logit bias.
 bool penalizes(const Sampling& s);
@@ -30,6 +32,11 @@ bool penalizes(const Sampling& s);
 /// the row on the host, so that only its head need cross.
 void penalizeOnDevice(const tensor::Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
                       std::span<const TokenId> generated);
+
+/// Sets the logits of the last row of `logits` (on a GPU) that the grammar does not allow to
+/// -inf there (and the end of the turn's to 0 where it allows nothing else): the row that
+/// GrammarConstraint::constrain leaves on the host, so that only its head need cross.
+void maskOnDevice(const tensor::Tensor& logits, const AllowedTokens& allowed);
 
 /// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head. The
 /// values are the logits tensor's own where it is contiguous F32 on the host (sampling's

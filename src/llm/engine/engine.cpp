@@ -221,7 +221,8 @@ void Engine::Impl::drawSideBySide(const Plan& plan, std::vector<ReadRows>& rows,
   std::vector<size_t> drawing;
   for (size_t i = 0; i < plan.ids.size(); ++i) {
     const Running& r = running.at(plan.ids[i]);
-    if (plan.feeds[i].logits && r.drafts.empty() && !r.grammar && r.followers.empty() && rows[i].heads.empty())
+    if (plan.feeds[i].logits && r.drafts.empty() && (!r.grammar || r.masked) && r.followers.empty() &&
+        rows[i].heads.empty())
       drawing.push_back(i);
   }
   if (drawing.size() < 2) return;
@@ -243,13 +244,13 @@ Finish Engine::Impl::step(Running& r, std::span<float> row, const RowHead* head,
   const Sampling& s = r.request.sampling;
   const uint64_t index = r.generated.size();
   TokenId token = 0;
-  if (head) {  // headTokens: no grammar or logprobs, and any penalties and bias in the row already
+  if (head) {  // headTokens: no logprobs, and any penalties, bias and grammar's mask in the row already
     token = draft ? verifyDraft(*head, s, index, *draft) : chooseToken(*head, s, index);
   } else if (r.drawn) {  // by drawSideBySide, from this row
     token = *std::exchange(r.drawn, std::nullopt);
   } else {
     penalize(row, r.request, r.generated, r.penalized);
-    if (r.grammar) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
+    if (r.grammar && !r.masked) r.grammar->constrain(row, *grammarTokens, s.temperature == 0.0 && s.logprobs < 0);
     token = draft ? verifyDraft(row, s, index, *draft) : chooseToken(row, s, index);
   }
   if (r.grammar) r.grammar->accept(token, *grammarTokens);
@@ -428,15 +429,20 @@ std::vector<Progress> Engine::advance() {
     check(logits.size() == plan.feeds.size(), "engine: the model gave " + std::to_string(logits.size()) +
                                                   " logit rows for " + std::to_string(plan.feeds.size()) + " sequences");
     m.budget.measured(plan.decodeRows, plan.promptRows, seconds);
-    // A row on a GPU that one token is drawn from takes its penalties there, so that only its
-    // head need cross (with drafts each row's penalties differ, and choices copy the row: those
-    // rows cross whole and the host applies them). Like the forward's, a failure resets.
+    // A row on a GPU that one token is drawn from takes its penalties and its grammar's mask
+    // there, in that order, so that only its head need cross (with drafts each row's penalties
+    // and masks differ, and choices copy the row: those rows cross whole and the host applies
+    // them). Like the forward's, a failure resets.
     for (size_t i = 0; i < plan.ids.size(); ++i) {
       Impl::Running& r = m.running.at(plan.ids[i]);
       const tensor::Tensor& l = logits[i];
-      r.penalized = plan.feeds[i].logits && l.onGpu() && l.dtype() == DType::F32 && l.isContiguous() &&
-                    l.numel() > 0 && r.drafts.empty() && r.followers.empty() && penalizes(r.request.sampling);
+      const bool onDevice = plan.feeds[i].logits && l.onGpu() && l.dtype() == DType::F32 && l.isContiguous() &&
+                            l.numel() > 0 && r.drafts.empty() && r.followers.empty();
+      r.penalized = onDevice && penalizes(r.request.sampling);
       if (r.penalized) penalizeOnDevice(l, r.request.sampling, r.request.prompt, r.generated);
+      r.masked = onDevice && r.grammar;
+      if (r.masked && r.grammar->active())
+        maskOnDevice(l, r.grammar->allowed(*m.grammarTokens, static_cast<size_t>(l.size(-1))));
     }
   } catch (...) {
     m.resetAll();
@@ -448,7 +454,7 @@ std::vector<Progress> Engine::advance() {
   for (size_t i = 0; i < plan.ids.size(); ++i) {
     const Impl::Running& r = m.running.at(plan.ids[i]);
     want[i] = plan.feeds[i].logits;
-    heads[i] = headTokens(r.request.sampling, !r.followers.empty(), r.penalized);
+    heads[i] = headTokens(r.request.sampling, !r.followers.empty(), r.penalized, r.masked);
   }
   std::vector<ReadRows> read = readRows(logits, want, heads);
   if (!logits.empty()) m.drawSideBySide(plan, read, static_cast<size_t>(logits[0].size(-1)));

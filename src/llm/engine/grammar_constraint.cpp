@@ -36,6 +36,25 @@ bool GrammarConstraint::allows(TokenId token, const GrammarTokens& tokens) const
   return !piece.empty() && matcher_->accepts(piece);
 }
 
+AllowedTokens GrammarConstraint::allowed(GrammarTokens& tokens, size_t vocab) const {
+  const std::vector<bool>& grammar = tokens.mask().allowed(*matcher_);
+  const bool whole = matcher_->complete();
+  AllowedTokens out;
+  out.words.assign((vocab + 31) / 32, 0u);
+  bool any = false;
+  for (size_t id = 0; id < vocab; ++id)
+    if ((id < grammar.size() && grammar[id]) || (whole && tokens.endsTurn(static_cast<TokenId>(id)))) {
+      out.words[id / 32] |= 1u << (id % 32);
+      any = true;
+    }
+  if (any) return out;
+  // No token can go on: the end of the turn, at logit 0.
+  out.endOnly = true;
+  for (size_t id = 0; id < vocab; ++id)
+    if (tokens.endsTurn(static_cast<TokenId>(id))) out.words[id / 32] |= 1u << (id % 32);
+  return out;
+}
+
 void GrammarConstraint::constrain(std::span<float> logits, GrammarTokens& tokens, bool argmaxOnly) const {
   if (!matcher_) return;
   if (argmaxOnly) {
@@ -43,18 +62,9 @@ void GrammarConstraint::constrain(std::span<float> logits, GrammarTokens& tokens
     const auto top = static_cast<TokenId>(cpu::argmaxF32(logits.data(), static_cast<int64_t>(logits.size())));
     if (allows(top, tokens)) return;
   }
-  const std::vector<bool>& allowed = tokens.mask().allowed(*matcher_);
-  const bool whole = matcher_->complete();
-  bool any = false;
-  for (size_t id = 0; id < logits.size(); ++id) {
-    const bool ok = (id < allowed.size() && allowed[id]) || (whole && tokens.endsTurn(static_cast<TokenId>(id)));
-    if (!ok) logits[id] = -std::numeric_limits<float>::infinity();
-    any = any || ok;
-  }
-  // No token can go on (the vocabulary cannot spell the next byte): end the turn.
-  if (!any)
-    for (size_t id = 0; id < logits.size(); ++id)
-      if (tokens.endsTurn(static_cast<TokenId>(id))) logits[id] = 0.0f;
+  const AllowedTokens ok = allowed(tokens, logits.size());
+  for (size_t id = 0; id < logits.size(); ++id)
+    logits[id] = !ok.has(id) ? -std::numeric_limits<float>::infinity() : ok.endOnly ? 0.0f : logits[id];
 }
 
 void GrammarConstraint::accept(TokenId token, const GrammarTokens& tokens) {

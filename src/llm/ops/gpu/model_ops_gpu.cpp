@@ -286,6 +286,17 @@ void penalize(const Tensor& logits, const LogitEdits& edits) {
          base + starts, base + bias, n);
 }
 
+void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::vector<uint32_t>& words, bool zero) {
+  check(first >= 0 && vocab > 0 && first + vocab <= logits.numel() && static_cast<int64_t>(words.size()) * 32 >= vocab,
+        "maskTokens: the row or its bits are outside the logits");
+  const Gpu g = gpuops::gpuOf(logits);
+  // A grammar's states come back (inside a string, after a comma): so do their bits, copied once.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(words.data());
+  const uint64_t bits = copiedOnce(g, std::vector<uint8_t>(bytes, bytes + words.size() * sizeof(uint32_t)));
+  launch(g, "gz_lm_token_mask", strideGrid(g, vocab), kThreads, at(logits) + static_cast<uint64_t>(first) * 4, bits,
+         vocab, zero ? 1 : 0);
+}
+
 void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v) {
   const Gpu g = gpuops::gpuOf(k);
   const PlacesOnGpu rows = placedRows(g, places);

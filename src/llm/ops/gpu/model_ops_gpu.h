@@ -89,6 +89,10 @@ struct LogitEdits {
   std::vector<float> bias;
 };
 void penalize(const Tensor& logits, const LogitEdits& edits);
+/// The `vocab` logits from element `first` of `logits` as a grammar allows them: those whose bit
+/// in `words` (bit i % 32 of word i / 32) is clear become -inf, those set keep their value, or
+/// become 0 with `zero`.
+void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::vector<uint32_t>& words, bool zero);
 
 /// The rows' keys and values k, v ([rows, kvHeads headDim]) into their places.
 void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v);
