@@ -103,7 +103,7 @@ done
 [ "$line" = "[[4, 5], [10, 11]]" ] && note "example_02_gpu: ok" || note "example_02_gpu: WRONG ($line)"
 
 echo "== GPU tests"
-timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:Graphs.*:KernelCache.*:NoLink.OpenNeverThrows:KernelsCompile.ElementwiseSource*:GpuIntMatmul.*' \
+timeout 300 "$bin/test_gpu" --gtest_filter='Gpu.*:Graphs.*:StepGraphs.*:KernelCache.*:NoLink.OpenNeverThrows:KernelsCompile.ElementwiseSource*:GpuIntMatmul.*' \
   >"$out/test_gpu.txt" 2>&1
 status=$?
 tail -80 "$out/test_gpu.txt"

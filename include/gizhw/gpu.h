@@ -154,6 +154,7 @@ struct Activity {
   uint64_t launches = 0, copiesToDevice = 0, copiesToHost = 0, copiesOnDevice = 0;
   uint64_t bytesToDevice = 0, bytesToHost = 0;
   uint64_t pinnedBytesToDevice = 0;  // of bytesToDevice, those copied from a PinnedBuffer
+  uint64_t graphLaunches = 0;        // recordings launched (a replayed step's kernels count here, once)
 };
 
 /// A handle to one open GPU; copies share it. Tensors placed on it keep it alive, but after
@@ -195,6 +196,11 @@ class Gpu {
   /// Compiles CUDA C++ (NVRTC, or hipRTC on AMD) for this device, through the on-disk cache, and
   /// gives the kernel `name` (an extern "C" __global__ function of the source).
   Kernel kernel(const std::string& source, const std::string& name) const;
+  /// kernel() of a source that lives and stays the same as long as the process (a function's
+  /// static string): after its first call on a device it is found by the source's address and
+  /// the name alone, where kernel() reads the whole source at each call to find it (tens of
+  /// microseconds for the language models' 30 KB, at every launch).
+  Kernel staticKernel(const std::string& source, const std::string& name) const;
 
   /// Whether the driver records graphs (CUDA 11.4+, HIP, the emulator); without, capture() is an
   /// Error and callers run their work directly.
@@ -214,7 +220,41 @@ class Gpu {
   bool operator==(const Gpu& o) const { return device_ == o.device_; }
 
  private:
+  Buffer allocateDirectly(size_t bytes) const;
   std::shared_ptr<Device> device_;
+};
+
+/// A step of GPU work that a program runs again and again with new inputs (a language model's
+/// decode step of one batch size), recorded once as a Graph and replayed. `run` takes the step as
+/// host code that queues its work on the GPU's stream(). The first run queues it as it is; the
+/// second records it and launches the recording; later runs go through the host code again but
+/// queue nothing: each launch, copy, fill and allocation is checked against the recording's (the
+/// same kernel, grid and argument bytes, the same addresses, which the recording's allocations
+/// keep for as long as it lives), the bytes copied from host memory are written where the
+/// recording reads them, and the recording is launched once. Where a run's work differs from the
+/// recording (another grid or argument, a buffer that moved), what matched is queued as it was,
+/// the rest of the run goes on directly, and the next run records anew. A step that reads device
+/// memory back or waits for the GPU is never recorded: the try at recording it launches what it
+/// recorded up to there and goes on directly, and later runs are direct. Nor are steps recorded
+/// on drivers without graphs or a kernel's parameter sizes (HIP so far). Memory a recorded step
+/// allocates is the recording's, handed out again at each replay: what the step gives back
+/// (its outputs) is overwritten by the next run, so nothing it allocates may be kept past that.
+/// While one thread records, another thread's work on the same GPU waits for it to end.
+class StepGraph {
+ public:
+  enum class Ran { Directly, Recorded, Replayed };
+  explicit StepGraph(Gpu gpu);
+  ~StepGraph();
+  StepGraph(StepGraph&&) noexcept;
+  StepGraph& operator=(StepGraph&&) noexcept;
+  Ran run(const std::function<void()>& step);
+  /// False once a step could not be recorded (every later run is direct).
+  bool recordable() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
 };
 
 /// The GPU with this ordinal, or none when there is no driver, no device, or the device cannot be

@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "gpu/device.h"
+#include "gpu/step_graph.h"
 
 namespace gizhw::gpu {
 
@@ -56,7 +57,9 @@ void Allocator::release(DevicePtr address, size_t classBytes) {
 }
 
 void Allocator::flushLocked() {
-  // Work still queued may use a block that went back to the cache: wait for it first.
+  // Work still queued may use a block that went back to the cache: wait for it first (a step
+  // being recorded cannot hold the wait: it is not recorded, StepGraph).
+  if (StepSession* step = stepSession(device_, device_.stream.handle())) step->readsBack("waits for the GPU");
   device_.api.streamSynchronize(device_.stream.handle());
   for (auto& [size, blocks] : free_)
     for (DevicePtr p : blocks) device_.api.memFree(p);

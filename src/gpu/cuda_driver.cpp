@@ -54,6 +54,7 @@ bool loadCudaDriver(DriverApi& api, std::string& why) {
   // Optional: drivers before CUDA 12 have no tensor maps (tensorMap2d then says so), before 11.4
   // no graph instantiation with flags (steps then run uncaptured).
   api.tensorMapEncodeTiled = reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(dlsym(dl, "cuTensorMapEncodeTiled"));
+  api.funcGetParamInfo = reinterpret_cast<decltype(api.funcGetParamInfo)>(dlsym(dl, "cuFuncGetParamInfo"));
   bindGraphCalls(dl, api, {"cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
                            "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy"});
   api.vendor = Vendor::Nvidia;

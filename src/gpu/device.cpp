@@ -1,5 +1,6 @@
 // Opening GPUs, and the Gpu handle's streams, events, copies, memory and kernels.
 #include "gpu/device.h"
+#include "gpu/step_graph.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -224,13 +225,38 @@ Handle Device::function(const std::string& source, const std::string& name) {
   const int r = api.moduleGetFunction(&f, module, name.c_str());
   if (r != 0) throw Error("cuModuleGetFunction(" + name + ") failed: " + driverErrorText(api, r));
   functions_[memoryKey] = f;
+  // Its parameters' sizes, asked once: the driver says when an index is past the last.
+  if (api.funcGetParamInfo) {
+    std::vector<size_t> sizes;
+    size_t offset = 0, size = 0;
+    while (api.funcGetParamInfo(f, sizes.size(), &offset, &size) == 0) sizes.push_back(size);
+    parameterSizes_[f] = std::move(sizes);
+  }
   return f;
+}
+
+Handle Device::staticFunction(const std::string& source, const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = staticFunctions_.find({&source, name}); it != staticFunctions_.end()) return it->second;
+  }
+  const Handle f = function(source, name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  staticFunctions_[{&source, name}] = f;
+  return f;
+}
+
+std::optional<std::vector<size_t>> Device::parameterSizes(Handle function) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = parameterSizes_.find(function);
+  return it == parameterSizes_.end() ? std::nullopt : it->second;
 }
 
 // ---- the public handles ------------------------------------------------------------------------
 
 void Stream::synchronize() const {
   if (!raw_) throw Error("synchronize: an empty stream");
+  if (StepSession* step = stepSession(*raw_, handle())) step->readsBack("waits for the GPU");
   raw_->activate();
   raw_->check(raw_->api.streamSynchronize(handle()), "cuStreamSynchronize");
 }
@@ -240,6 +266,7 @@ void Event::record(const Stream& stream) const {
   device_->check(device_->api.eventRecord(handle_.get(), stream.handle()), "cuEventRecord");
 }
 void Event::synchronize() const {
+  if (StepSession* step = stepSession(*device_, device_->stream.handle())) step->readsBack("waits for the GPU");
   device_->activate();
   device_->check(device_->api.eventSynchronize(handle_.get()), "cuEventSynchronize");
 }
@@ -268,6 +295,8 @@ void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& str
 
 void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args) const {
   if (!device_) throw Error("launch: an empty kernel");
+  if (StepSession* step = stepSession(*device_, stream.handle()))
+    if (step->launch(function_, grid, block, sharedBytes, args)) return;
   device_->activate();
   const DriverApi& api = device_->api;
   if (sharedBytes > 48 * 1024 && api.funcSetAttribute)
@@ -321,6 +350,12 @@ Event Gpu::newEvent() const {
 void Gpu::synchronize() const { device_->stream.synchronize(); }
 
 Buffer Gpu::allocate(size_t bytes) const {
+  if (StepSession* step = stepSession(*device_, device_->stream.handle()))
+    return step->allocate(bytes, [&] { return allocateDirectly(bytes); });
+  return allocateDirectly(bytes);
+}
+
+Buffer Gpu::allocateDirectly(size_t bytes) const {
   device_->activate();
   auto block = std::make_shared<Buffer::Block>();
   block->device = device_;
@@ -356,7 +391,7 @@ Activity Gpu::activity() const {
   const auto get = [](const std::atomic<uint64_t>& n) { return n.load(std::memory_order_relaxed); };
   return {get(device_->launches),       get(device_->copiesToDevice), get(device_->copiesToHost),
           get(device_->copiesOnDevice), get(device_->bytesToDevice),  get(device_->bytesToHost),
-          get(device_->pinnedBytesToDevice)};
+          get(device_->pinnedBytesToDevice), get(device_->graphLaunches)};
 }
 uint64_t Gpu::freeBytes() const {
   device_->activate();
@@ -371,6 +406,8 @@ void Gpu::releaseCache() const {
 
 void Gpu::copyToDevice(uint64_t dst, const void* src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
+  if (StepSession* step = stepSession(*device_, stream.handle()))
+    if (step->copyToDevice(dst, src, bytes)) return;
   device_->activate();
   device_->copiesToDevice.fetch_add(1, std::memory_order_relaxed);
   device_->bytesToDevice.fetch_add(bytes, std::memory_order_relaxed);
@@ -385,6 +422,7 @@ void Gpu::copyToDevice(uint64_t dst, const PinnedBuffer& src, size_t offset, siz
 }
 void Gpu::copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
+  if (StepSession* step = stepSession(*device_, stream.handle())) step->readsBack("reads device memory back");
   device_->activate();
   device_->copiesToHost.fetch_add(1, std::memory_order_relaxed);
   device_->bytesToHost.fetch_add(bytes, std::memory_order_relaxed);
@@ -392,12 +430,16 @@ void Gpu::copyToHost(void* dst, uint64_t src, size_t bytes, const Stream& stream
 }
 void Gpu::copyOnDevice(uint64_t dst, uint64_t src, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
+  if (StepSession* step = stepSession(*device_, stream.handle()))
+    if (step->copyOnDevice(dst, src, bytes)) return;
   device_->activate();
   device_->copiesOnDevice.fetch_add(1, std::memory_order_relaxed);
   device_->check(device_->api.memcpyDtoDAsync(dst, src, bytes, stream.handle()), "cuMemcpyDtoDAsync");
 }
 void Gpu::fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) const {
   if (!bytes) return;
+  if (StepSession* step = stepSession(*device_, stream.handle()))
+    if (step->fill(dst, value, bytes)) return;
   device_->activate();
   device_->check(device_->api.memsetD8Async(dst, value, bytes, stream.handle()), "cuMemsetD8Async");
 }
@@ -405,6 +447,13 @@ void Gpu::fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) 
 Kernel Gpu::kernel(const std::string& source, const std::string& name) const {
   Kernel k;
   k.function_ = device_->function(source, name);
+  k.device_ = device_;
+  k.name_ = name;
+  return k;
+}
+Kernel Gpu::staticKernel(const std::string& source, const std::string& name) const {
+  Kernel k;
+  k.function_ = device_->staticFunction(source, name);
   k.device_ = device_;
   k.name_ = name;
   return k;

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -58,6 +60,11 @@ class Device {
 
   /// A kernel from source, compiled (or read from the disk cache) and loaded once.
   Handle function(const std::string& source, const std::string& name);
+  /// The same for a source that lives as long as the process, found again by its address.
+  Handle staticFunction(const std::string& source, const std::string& name);
+  /// The sizes of a loaded kernel's parameters; none when the driver cannot say
+  /// (cuFuncGetParamInfo missing).
+  std::optional<std::vector<size_t>> parameterSizes(Handle function);
 
   const DriverApi& api;
   Properties properties;
@@ -68,11 +75,18 @@ class Device {
   std::atomic<uint64_t> launches{0}, copiesToDevice{0}, copiesToHost{0}, copiesOnDevice{0};  // Gpu::activity
   std::atomic<uint64_t> bytesToDevice{0}, bytesToHost{0}, pinnedBytesToDevice{0};
   std::atomic<uint64_t> pinnedBytes{0};  // Gpu::allocatorStats
+  std::atomic<uint64_t> graphLaunches{0};
+  // Held while a StepGraph records on this device, by `recorder`: another thread's work waits
+  // (step_graph.cpp).
+  std::mutex recordingMutex;
+  std::atomic<std::thread::id> recorder{};
 
  private:
   std::atomic<bool> closed_{false};
   std::mutex mutex_;
   std::unordered_map<std::string, Handle> functions_;
+  std::unordered_map<Handle, std::optional<std::vector<size_t>>> parameterSizes_;
+  std::map<std::pair<const std::string*, std::string>, Handle> staticFunctions_;
   std::vector<Handle> modules_;
 };
 

@@ -80,6 +80,10 @@ struct DriverApi {
   int (*graphLaunch)(Handle exec, Handle stream) = nullptr;
   int (*graphExecDestroy)(Handle exec) = nullptr;
   int (*graphDestroy)(Handle graph) = nullptr;
+  // cuFuncGetParamInfo (CUDA 12.4+): the size (and offset) of a kernel's parameter `index`, so
+  // that a recorded step can compare a launch's arguments with the recording's. Optional: null
+  // without it (and on HIP), when steps are not recorded (StepGraph).
+  int (*funcGetParamInfo)(Handle function, size_t index, size_t* offset, size_t* size) = nullptr;
 
   // The vendor's numbers for what we ask; the defaults are cuda.h's (HIP sets its own).
   int attrComputeMajor = 75, attrComputeMinor = 76, attrMultiprocessors = 16, attrL2Bytes = 38,
@@ -90,6 +94,9 @@ struct DriverApi {
   // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL (hipStreamCaptureModeThreadLocal): an unsafe call (an
   // allocation, a synchronisation) on the capturing thread is an error; other threads are free.
   int captureThreadLocal = 1;
+  // CU_STREAM_CAPTURE_MODE_RELAXED: nothing is refused (a StepGraph's allocations may reach the
+  // driver while it records; its own checks refuse what a recording cannot hold).
+  int captureRelaxed = 2;
   const char* prefix = "cuda";  // how devices are named: cuda:0, hip:0
 };
 

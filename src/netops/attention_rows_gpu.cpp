@@ -87,7 +87,7 @@ uint64_t bytesAt(const Tensor& t, int64_t elements) { return gpuops::address(t) 
 template <class... Args>
 void launch(const Gpu& gpu, const char* name, Dim3 grid, unsigned threads, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  gpu.kernel(netopsAttentionRowsKernelSource(), name)
+  gpu.staticKernel(netopsAttentionRowsKernelSource(), name)
       .launch(grid, Dim3{threads, 1, 1}, 0, gpu.stream(), params);
 }
 
@@ -161,7 +161,7 @@ void headPrepGpu(const char* fn, const Tensor& qkv, int64_t n, int64_t heads, in
   const int64_t threads = n * 2 * heads;
   check(threads / kPlainThreads < (int64_t{1} << 31), std::string(fn) + ": " + std::to_string(n) +
                                                           " rows of " + std::to_string(heads) + " heads exceed one launch");
-  gpu.kernel(netopsAttentionRowsKernelSource(), "gz_ar_prep")
+  gpu.staticKernel(netopsAttentionRowsKernelSource(), "gz_ar_prep")
       .launch(Dim3{static_cast<unsigned>((threads + kPlainThreads - 1) / kPlainThreads), 1, 1},
               Dim3{kPlainThreads, 1, 1}, 0, gpu.stream(), params);
 }

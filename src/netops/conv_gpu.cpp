@@ -19,7 +19,7 @@ template <class... Args>
 void launch(const Tensor& on, const char* name, gizhw::gpu::Dim3 grid, unsigned threads, Args... args) {
   const gizhw::gpu::Gpu gpu = gpuops::gpuOf(on);
   void* params[] = {static_cast<void*>(&args)...};
-  gpu.kernel(netopsConvKernelSource(), name).launch(grid, {threads, 1, 1}, 0, gpu.stream(), params);
+  gpu.staticKernel(netopsConvKernelSource(), name).launch(grid, {threads, 1, 1}, 0, gpu.stream(), params);
 }
 
 // A grid-stride launch over `work` elements: at most 32 blocks a multiprocessor, each thread then

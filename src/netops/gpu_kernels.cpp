@@ -16,7 +16,7 @@ void launch(const Tensor& on, const char* name, int64_t threads, Args... args) {
   const gizhw::gpu::Gpu gpu(on.storage()->gpu());
   void* params[] = {static_cast<void*>(&args)...};
   const unsigned blocks = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
-  gpu.kernel(netopsKernelSource(), name)
+  gpu.staticKernel(netopsKernelSource(), name)
       .launch({blocks, 1, 1}, {static_cast<unsigned>(kThreads), 1, 1}, 0, gpu.stream(), params);
 }
 

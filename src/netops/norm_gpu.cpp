@@ -26,7 +26,7 @@ template <class... Args>
 void launchWith(int64_t threads, const Tensor& on, const char* name, Dim3 grid, Args... args) {
   const Gpu gpu(on.storage()->gpu());
   void* params[] = {static_cast<void*>(&args)...};
-  gpu.kernel(netopsNormKernelSource(), name)
+  gpu.staticKernel(netopsNormKernelSource(), name)
       .launch(grid, {static_cast<unsigned>(threads), 1, 1}, 0, gpu.stream(), params);
 }
 

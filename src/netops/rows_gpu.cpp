@@ -15,7 +15,7 @@ constexpr unsigned kThreads = 256;
 template <class... Args>
 void launch(const Gpu& g, const char* name, Dim3 grid, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  g.kernel(netopsRowsKernelSource(), name).launch(grid, Dim3{kThreads, 1, 1}, 0, g.stream(), params);
+  g.staticKernel(netopsRowsKernelSource(), name).launch(grid, Dim3{kThreads, 1, 1}, 0, g.stream(), params);
 }
 
 void positive(const char* fn, const char* name, int64_t v) {

@@ -63,7 +63,7 @@ void w4a8Grid(const Tensor& packed, const Tensor& scales, const Tensor& levels, 
            o = gpuops::address(out);
   int64_t r = rows, h = half, g = group;
   void* params[] = {&p, &s, &l, &r, &h, &g, &o};
-  gpu.kernel(netopsW4a8GridKernelSource(), "gz_nn_w4a8_grid")
+  gpu.staticKernel(netopsW4a8GridKernelSource(), "gz_nn_w4a8_grid")
       .launch(grid, {static_cast<unsigned>(kThreads), 1, 1}, 0, gpu.stream(), params);
 }
 

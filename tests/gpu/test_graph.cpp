@@ -10,21 +10,13 @@
 #include <vector>
 
 #include "common/gpu_checks.h"
+#include "graph_kernels.h"
 
 namespace {
 
 namespace gpu = gizhw::gpu;
 
-const char* kSource = R"(
-extern "C" __global__ void graph_mix(const float* x, float* y, float a, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = sinf(x[i] * a) + y[i] * 0.5f;
-}
-extern "C" __global__ void graph_square(float* y, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = y[i] * y[i] - 0.25f;
-}
-)";
+const char* const kSource = gizml::test::kGraphKernels;
 
 class Graphs : public gizml::test::GpuTest {
  protected:

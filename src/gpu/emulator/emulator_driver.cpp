@@ -253,6 +253,25 @@ int funcSetAttribute(Handle function, int attribute, int value) {
   return kSuccess;
 }
 
+// cuFuncGetParamInfo: parameter `index`'s size, at an offset packed as CUDA packs them (each
+// aligned to its size, at most 8).
+int funcGetParamInfo(Handle function, size_t index, size_t* offset, size_t* size) {
+  const auto* f = static_cast<const Function*>(function);
+  if (index >= f->argBytes.size())
+    return fail(kInvalidValue, "cuFuncGetParamInfo: " + f->name + " has " + std::to_string(f->argBytes.size()) +
+                                   " parameters, not " + std::to_string(index + 1));
+  size_t at = 0;
+  for (size_t i = 0;; ++i) {
+    const size_t align = std::clamp<size_t>(f->argBytes[i], 1, 8);
+    at = (at + align - 1) / align * align;
+    if (i == index) break;
+    at += f->argBytes[i];
+  }
+  *offset = at;
+  *size = f->argBytes[index];
+  return kSuccess;
+}
+
 int runLaunch(const Function& f, const LaunchShape& shape, void** params) {
   const std::string error = run(f, shape, params);
   return error.empty() ? kSuccess : fail(kLaunchFailed, error);
@@ -733,6 +752,7 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.graphLaunch = graphLaunch;
   api.graphExecDestroy = graphDestroy;
   api.graphDestroy = graphDestroy;
+  api.funcGetParamInfo = funcGetParamInfo;
   // The attribute and flag numbers are CUDA's (DriverApi's defaults); the error code is ours.
   api.errorOutOfMemory = kOutOfMemory;
   return true;

@@ -17,7 +17,7 @@ using tensor::shapeText;
 constexpr unsigned kThreads = 256;
 
 gizhw::gpu::Kernel fixed(const DevicePtr& device, const char* name) {
-  return Gpu(device).kernel(fixedKernelSource(), name);
+  return Gpu(device).staticKernel(fixedKernelSource(), name);
 }
 
 unsigned blocksFor(int64_t work, const DevicePtr& device, int64_t perBlock = kThreads) {
