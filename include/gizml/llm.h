@@ -198,8 +198,10 @@ class Engine {
   void setDrafts(int count);
   /// Runs each kind of step the engine takes once, on states of its own that it then drops: a
   /// prompt's pass, a decode step of every slot at once, and a draft where the model drafts. On a
-  /// GPU the first run of each kernel compiles it; warming moves that wait to before the first
-  /// request (giz serve warms before it listens). The kernel tunings of an earlier start are
+  /// GPU the first run of each kernel compiles it, and a decode step of each batch size up to the
+  /// slots runs twice, its second run recorded to be replayed by the steps after (for contexts
+  /// in the first 256 positions; a longer one records on its second step); warming moves that
+  /// wait to before the first request (giz serve warms before it listens). The kernel tunings of an earlier start are
   /// read from gizhw::gpu::tuningsDirectory() first, and what this process has measured is saved
   /// there after (a damaged or unwritable file is skipped, as the kernel cache skips its own).
   /// Returns the seconds it took. The engine's slots, pool and results are as before.

@@ -117,6 +117,9 @@ class LanguageModel {
   /// Whether the model has its output layer, so forward gives logits (not when only the first
   /// layers were loaded).
   virtual bool hasLogits() const { return true; }
+  /// Whether a decode step of each batch size is recorded on its second run and replayed after
+  /// (ModelOptions::stepGraphs, a model on one GPU): Engine::warm then runs each size twice.
+  virtual bool recordsSteps() const { return false; }
 
   /// Whether draft() guesses tokens ahead (the model's multi-token prediction layers).
   virtual bool drafts() const { return false; }
@@ -154,6 +157,10 @@ struct ModelOptions {
   /// the final norm, the output layer and the MTP layer. A pass runs the stages in turn, its rows
   /// crossing from each GPU to the next. Such a model gives logits only. Empty: one place, gpu's.
   std::vector<Stage> stages = {};
+  /// On one GPU: each decode step's batch size is recorded once as a graph and replayed
+  /// (gizhw::gpu::StepGraph: every later step of that size checks its work against the recording
+  /// and launches it once). false: every step queues its kernels one by one.
+  bool stepGraphs = true;
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,

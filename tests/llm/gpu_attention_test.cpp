@@ -59,8 +59,9 @@ TEST_P(GpuModelAttention, PartsAndDecodeGiveTheWholeReadsBits) {
 // its own position and over its own pages: a decode step of three sequences (one past the first
 // chunk) launches as many kernels as a step of one, and gives each the bits it gets alone.
 TEST_P(GpuModelAttention, SequencesOfAStepShareItsLaunchesAndKeepTheirBits) {
+  // Steps queued one launch at a time (not replayed from a recording), to count them.
   const std::unique_ptr<LanguageModel> model =
-      buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu()});
+      buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu(), .stepGraphs = false});
   const std::vector<int64_t> lengths = {5, 270, 37};
   const std::shared_ptr<StatePool> pool = model->newPool(64, KvFormat(DType::F16));
   std::vector<std::unique_ptr<SequenceState>> together, alone;

@@ -325,14 +325,24 @@ double Engine::warm() {
     // A short prompt: the kernels do not depend on its length, and it fits every context.
     const int64_t prompt = std::min<int64_t>(16, impl_->maxTokens - 1);
     std::vector<std::unique_ptr<SequenceState>> states;
-    // Room for the prompt, a step and a draft: a page each.
-    const int64_t room = std::min<int64_t>(prompt + 3, impl_->maxTokens);
-    for (size_t s = 0; s < impl_->slots.size(); ++s) states.push_back(model.newState(room));
+    // A model that records its decode steps records each batch size on its second run: those
+    // run twice, for every size up to the slots.
+    const auto slots = static_cast<int64_t>(impl_->slots.size());
+    const int64_t steps = model.recordsSteps() ? 2 * slots : 1;
+    // Room for the prompt, the steps and a draft.
+    const int64_t room = std::min<int64_t>(prompt + steps + 2, impl_->maxTokens);
+    // In the engine's pool, where its steps' keys and values are (a recording reads them there).
+    for (int64_t s = 0; s < slots; ++s)
+      states.push_back(impl_->pool ? model.newStateIn(impl_->pool, room) : model.newState(room));
     if (prompt > 0) model.forward({{states[0].get(), std::vector<TokenId>(static_cast<size_t>(prompt), 0)}});
-    std::vector<Feed> step;
-    for (const auto& state : states)
-      if (state->length() + 1 <= state->capacity()) step.push_back({state.get(), {0}});
-    if (!step.empty()) model.forward(step);
+    for (int64_t size = model.recordsSteps() ? 1 : slots; size <= slots; ++size)
+      for (int run = 0; run < (model.recordsSteps() ? 2 : 1); ++run) {
+        std::vector<Feed> step;
+        for (int64_t s = 0; s < size; ++s)
+          if (states[static_cast<size_t>(s)]->length() + 1 <= states[static_cast<size_t>(s)]->capacity())
+            step.push_back({states[static_cast<size_t>(s)].get(), {0}});
+        if (!step.empty()) model.forward(step);
+      }
     if (model.drafts() && impl_->drafts > 0 && states[0]->length() < states[0]->capacity())
       model.draft(*states[0], 0, 1, {});
   }

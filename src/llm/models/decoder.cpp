@@ -120,6 +120,22 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
   norm_ = RmsNorm(placed_.back(), "model.norm.weight", c.hiddenSize, c.rmsNormEps, decoder.onePlusNorm);
 }
 
+gizhw::gpu::StepGraph* DecoderModel::decodeGraph(const std::vector<Feed>& feeds, const Batch& batch) {
+  if (!recordsSteps()) return nullptr;
+  for (const Feed& feed : feeds)
+    // (A mark keeps a copy of the recurrent states, which must outlive the step.)
+    if (feed.tokens.size() != 1 || !feed.pictures.empty() || !feed.logits || !feed.marks.empty()) return nullptr;
+  for (const Batch::Sequence& seq : batch.sequences) {
+    seq.cache->makeWritable(seq.start, seq.rows);
+    for (int64_t layer = 0; layer < config_.numLayers; ++layer)
+      if (seq.cache->holds(layer)) {
+        seq.cache->deviceTable(layer);  // one table a GPU: the first attending layer's
+        break;
+      }
+  }
+  return &decodeGraphs_.try_emplace(feeds.size(), *placed_.front().gpu()).first->second;
+}
+
 size_t DecoderModel::stageOf(int64_t layer) const {
   return static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end() - 1, layer) - ends_.begin());
 }
@@ -297,14 +313,8 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
   });
   const Batch batch = plan(feeds);
   const int64_t hidden = config_.hiddenSize, vocab = config_.vocabSize;
-  const Tensor x = runLayers(feeds, batch, placedEmpty(placed_.front(), {batch.rows, hidden}));
-
   // Only the rows whose logits are asked for go through the norm and the output layer (all of
   // them when the family keeps every row's hidden state).
-  if (decoder_.keepHidden) {
-    norm_.apply(x, x);
-    keepHidden(feeds, batch, x);
-  }
   const auto logitRows = [&](size_t f) {
     return !feeds[f].logits ? 0 : feeds[f].allLogits ? batch.sequences[f].rows : 1;
   };
@@ -313,13 +323,25 @@ std::vector<tensor::Tensor> DecoderModel::forward(const std::vector<Feed>& feeds
     const Batch::Sequence& seq = batch.sequences[f];
     for (int64_t r = seq.rows - logitRows(f); r < seq.rows; ++r) selected.push_back(seq.first + r);
   }
-  const Tensor logits = logitsMemory(placed_.back(), static_cast<int64_t>(selected.size()), vocab);
-  if (!selected.empty()) {
-    const Tensor h = ops::gatherRows(x, selected);
-    if (!decoder_.keepHidden) norm_.apply(h, h);
-    head_.apply(h, logits);
-    if (const float cap = decoder_.logitSoftcap; cap > 0) ops::softcap(logits, cap);
-  }
+  Tensor logits;
+  const auto pass = [&] {
+    const Tensor x = runLayers(feeds, batch, placedEmpty(placed_.front(), {batch.rows, hidden}));
+    if (decoder_.keepHidden) {
+      norm_.apply(x, x);
+      keepHidden(feeds, batch, x);
+    }
+    logits = logitsMemory(placed_.back(), static_cast<int64_t>(selected.size()), vocab);
+    if (!selected.empty()) {
+      const Tensor h = ops::gatherRows(x, selected);
+      if (!decoder_.keepHidden) norm_.apply(h, h);
+      head_.apply(h, logits);
+      if (const float cap = decoder_.logitSoftcap; cap > 0) ops::softcap(logits, cap);
+    }
+  };
+  if (gizhw::gpu::StepGraph* graph = decodeGraph(feeds, batch))
+    graph->run(pass);
+  else
+    pass();
 
   // Each feed's rows of the logits (views, on the model's device).
   std::vector<tensor::Tensor> out;

@@ -5,6 +5,7 @@
 // ModelOptions::layers, it holds only the first layers (config().numLayers says how many) and
 // neither the final norm nor the output layer: it gives hidden() alone.
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,9 @@ class DecoderModel : public LanguageModel {
   tensor::Tensor hidden(const std::vector<int32_t>& tokens, const std::vector<int64_t>& layers,
                         int64_t keyEnd) const override;
   bool hasLogits() const override { return config_.numLayers == storedLayers_; }
+  bool recordsSteps() const override {
+    return options_.stepGraphs && placed_.size() == 1 && placed_.front().gpu().has_value();
+  }
 
  protected:
   DecoderModel(const ConvertedModel& weights, const ModelOptions& options, const DecoderOptions& decoder);
@@ -75,6 +79,11 @@ class DecoderModel : public LanguageModel {
   Tensor runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x,
                    const std::function<void(int64_t, const Tensor&)>& after = {}) const;
   size_t stageOf(int64_t layer) const;
+  /// The recording of a decode step of this batch (a token and its logits a feed, no pictures)
+  /// where the model is on one GPU and records steps; null otherwise. Its sequences' pages are
+  /// taken and their page tables on the GPU made current first, so that the step itself does
+  /// the same work each time.
+  gizhw::gpu::StepGraph* decodeGraph(const std::vector<Feed>& feeds, const Batch& batch);
 
   ConvertedModel weights_;
   // Per stage (one where the model is in one place): the weights placed on its GPU, and the end
@@ -87,6 +96,7 @@ class DecoderModel : public LanguageModel {
   DecoderOptions decoder_;
   Linear embed_, head_;  // head_ and norm_ only with every layer
   RmsNorm norm_;
+  std::map<size_t, gizhw::gpu::StepGraph> decodeGraphs_;  // by the step's feeds
 };
 
 }  // namespace gizml::llm

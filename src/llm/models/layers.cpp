@@ -56,11 +56,10 @@ Rope Rope::placedLike(const ConvertedModel& weights) const {
 }
 
 void Rope::apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, const Batch& batch) const {
-  // On a GPU, the rows of several sequences (or with pictures) turn in one launch, each at its
-  // own positions; elsewhere each sequence's from its start (the CPU's table of angles), or at
-  // its pictures' positions.
-  const bool together = gpu_ && (batch.sequences.size() > 1 || batch.sequences.front().ropePositions.ndim() > 0);
-  if (!together) {
+  // On a GPU, every row of a pass turns in one launch at positions read from device memory (one
+  // copy a pass), so that a decode step's launches are the same at each step (StepGraph); on the
+  // CPU each sequence's from its start (its table of angles), or at its pictures' positions.
+  if (!gpu_) {
     for (const Batch::Sequence& seq : batch.sequences) {
       const Tensor queries = rowsOf(q, seq.first, seq.rows), keys = rowsOf(k, seq.first, seq.rows);
       const int64_t start = seq.start + seq.cache->positionShift();

@@ -41,7 +41,7 @@ using gizhw::gpu::Gpu;
 template <class... Args>
 void launch(const Gpu& g, const char* name, Dim3 grid, unsigned threads, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  g.kernel(kernelSource(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params);
+  g.staticKernel(kernelSource(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params);
 }
 
 constexpr unsigned kThreads = 256;
@@ -74,6 +74,9 @@ uint64_t copiedOnce(const Gpu& g, const std::vector<uint8_t>& bytes) {
   const auto same = std::find_if(kept.begin(), kept.end(), [&](const Copy& c) { return c.gpu == g && c.bytes == bytes; });
   if (same != kept.end()) return same->buffer.address();
   gizhw::gpu::Buffer buffer = g.allocate(bytes.size());
+  // A replayed step (gizhw::gpu::StepGraph) hands out its recorded memory again, which an older
+  // copy may name: that copy's bytes are about to be replaced.
+  std::erase_if(kept, [&](const Copy& c) { return c.gpu == g && c.buffer.address() == buffer.address(); });
   g.copyToDevice(buffer.address(), bytes.data(), bytes.size(), g.stream());
   kept.push_front({g, bytes, buffer});
   if (kept.size() > kKeptCopies) kept.pop_back();
