@@ -41,6 +41,7 @@ struct RecordedOp {
 };
 
 struct StepGraph::State {
+  explicit State(Gpu g) : gpu(std::move(g)) {}
   Gpu gpu;
   size_t runs = 0;
   bool never = false;  // a step could not be recorded
@@ -271,7 +272,7 @@ class Session final : public StepSession {
 
 }  // namespace
 
-StepGraph::StepGraph(Gpu gpu) : state_(std::make_unique<State>(State{std::move(gpu)})) {}
+StepGraph::StepGraph(Gpu gpu) : state_(std::make_unique<State>(std::move(gpu))) {}
 StepGraph::~StepGraph() {
   // A recording's staging may still be read by its last launch.
   if (state_ && state_->exec && !state_->gpu.closed()) state_->gpu.synchronize();
