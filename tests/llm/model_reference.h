@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/float_compare.h"
 #include "common/temporary.h"
 #include "llm/formats/safetensors.h"
 #include "llm/language_model.h"
@@ -137,12 +138,7 @@ constexpr int kUnquantized = 0;
   }
 }
 
-/// max |got - want| over the logits' range of want.
-[[maybe_unused]] double relativeMaxError(const std::vector<float>& got, const std::vector<float>& want) {
-  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
-  double err = 0;
-  for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
-  return err / (*hi - *lo);
-}
+/// (tests/common/float_compare.h)
+using gizml::test::relativeMaxError;
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/float_compare.h"
 #include "common/gpu_checks.h"
 #include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
@@ -21,14 +22,6 @@
 namespace {
 
 class GpuRealModel : public gizml::test::GpuTest {};
-
-// max |a - b| over the range of b.
-double shareOfRange(const std::vector<float>& a, const std::vector<float>& b) {
-  const auto [lo, hi] = std::minmax_element(b.begin(), b.end());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
-  return worst / (*hi - *lo);
-}
 
 TEST_F(GpuRealModel, SmolLM2ReadsAndDecodesAsOnTheCpu) {
   const Case c = {"smollm2", Bits{}, nullptr, "smollm2_rivers.json"};
@@ -51,7 +44,7 @@ TEST_F(GpuRealModel, SmolLM2ReadsAndDecodesAsOnTheCpu) {
     const std::vector<float> want = onCpu->forward({{cpuState.get(), feed}})[0].toFloats();
     ASSERT_EQ(got.size(), static_cast<size_t>(vocab));
     ASSERT_EQ(want.size(), got.size());
-    const double error = shareOfRange(got, want);
+    const double error = gizml::test::relativeMaxError(got, want);
     const auto token = static_cast<TokenId>(std::max_element(got.begin(), got.end()) - got.begin());
     std::printf("SmolLM2 on %s, step %zu (%zu rows): max logit error %.2e of the range against the CPU, argmax %d "
                 "(transformers' %d)\n", gpu().describe().c_str(), step, feed.size(), error, token,
