@@ -62,6 +62,7 @@ struct Connection {
   Clock::time_point writeSince;    // when out began to wait for the client
   bool idleListed = false;
   std::list<Connection*>::iterator idleAt;
+  uint64_t answered = 0;  // when its last answer ended, in the order of all answers (Impl::answers)
   uint32_t events = 0;  // registered with epoll; 0: not registered
   std::thread handler;
 };
@@ -96,7 +97,8 @@ struct Transport::Impl {
   // The loop thread's own.
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections;
   std::unordered_map<std::string, int> perClient;
-  std::list<Connection*> idle;  // the longest idle first
+  std::list<Connection*> idle;  // the longest idle first (served ones by when their answers ended)
+  std::atomic<uint64_t> answers{0};
   int counted = 0, refusedDraining = 0;
   Clock::time_point nextDeadline = Clock::time_point::max();
   std::vector<char> scratch = std::vector<char>(kReadChunk);
@@ -214,7 +216,14 @@ Connection* Transport::Impl::oldestIdle(const std::string* client) {
 
 void Transport::Impl::admit(int fd, const sockaddr_storage& peer) {
   const std::string client = addressOf(peer);
-  // At a cap, a connection that waits for nothing makes room; else the new one is refused.
+  // At a cap, a connection that waits for nothing makes room; else the new one is refused. The
+  // handlers that ended since the loop last looked are taken in first: their connections are
+  // idle (their clients may have read the answer and connected again before the loop woke).
+  const auto clientAtCap = [&] {
+    const auto held = perClient.find(client);
+    return held != perClient.end() && held->second >= options.maxPerClient;
+  };
+  if (clientAtCap() || counted >= options.maxConnections) collectReturned();
   const auto held = perClient.find(client);
   if (held != perClient.end() && held->second >= options.maxPerClient) {
     if (Connection* victim = oldestIdle(&client)) {
@@ -283,6 +292,14 @@ void Transport::Impl::becomeIdle(Connection& c) {
   if (!c.idleListed) {
     c.idleAt = idle.insert(idle.end(), &c);
     c.idleListed = true;
+    // Handler threads report their answers to the loop in any order (a busy machine may run a
+    // later one's report first): a served connection goes before those answered after it, so
+    // that the one answered longest ago is the first to make room (oldestIdle).
+    while (c.served && c.idleAt != idle.begin()) {
+      const auto before = std::prev(c.idleAt);
+      if ((*before)->served && (*before)->answered <= c.answered) break;
+      idle.splice(before, idle, c.idleAt);
+    }
   }
   noteDeadline(c);
 }
@@ -474,6 +491,7 @@ void Transport::Impl::flush(Connection& c) {
     return;
   }
   if (c.in.empty() && c.phase != Phase::Body) {
+    c.answered = ++answers;
     becomeIdle(c);
   } else {
     process(c);  // a pipelined request, or the body after 100 Continue
@@ -502,6 +520,7 @@ void Transport::Impl::startHandler(Connection& c, http::Request request, bool ke
       const http::ThreadHeaders cors(access.corsHeaders(request));
       keep = handler(raw->fd, request, keepAlive) && keepAlive;
     }
+    raw->answered = ++answers;  // (the loop reads it after the lock below)
     {
       std::lock_guard lock(returnedMutex);
       returned.emplace_back(raw, keep);
