@@ -155,21 +155,11 @@ class Session final : public StepSession {
   }
 
   bool copyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
-    RecordedOp op;
-    op.kind = RecordedOp::Kind::DeviceCopy;
-    op.dst = dst;
-    op.src = src;
-    op.bytes = bytes;
-    return recordOrServe(std::move(op));
+    return recordOrServe(onDevice(RecordedOp::Kind::DeviceCopy, dst, src, bytes, 0));
   }
 
   bool fill(DevicePtr dst, unsigned char value, size_t bytes) override {
-    RecordedOp op;
-    op.kind = RecordedOp::Kind::Fill;
-    op.dst = dst;
-    op.value = value;
-    op.bytes = bytes;
-    return recordOrServe(std::move(op));
+    return recordOrServe(onDevice(RecordedOp::Kind::Fill, dst, 0, bytes, value));
   }
 
   void readsBack(const char*) override {
@@ -230,6 +220,15 @@ class Session final : public StepSession {
   const RecordedOp* next(RecordedOp::Kind kind) const {
     if (cursor_ >= state_.ops.size() || state_.ops[cursor_].kind != kind) return nullptr;
     return &state_.ops[cursor_];
+  }
+  static RecordedOp onDevice(RecordedOp::Kind kind, DevicePtr dst, DevicePtr src, size_t bytes, unsigned char value) {
+    RecordedOp op;
+    op.kind = kind;
+    op.dst = dst;
+    op.src = src;
+    op.bytes = bytes;
+    op.value = value;
+    return op;
   }
   // A copy on the device or a fill: recorded (the caller queues it into the capture), or served
   // where it is the recording's.

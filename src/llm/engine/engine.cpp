@@ -338,9 +338,8 @@ double Engine::warm() {
     for (int64_t size = model.recordsSteps() ? 1 : slots; size <= slots; ++size)
       for (int run = 0; run < (model.recordsSteps() ? 2 : 1); ++run) {
         std::vector<Feed> step;
-        for (int64_t s = 0; s < size; ++s)
-          if (states[static_cast<size_t>(s)]->length() + 1 <= states[static_cast<size_t>(s)]->capacity())
-            step.push_back({states[static_cast<size_t>(s)].get(), {0}});
+        for (auto state = states.begin(); state != states.begin() + size; ++state)
+          if ((*state)->length() + 1 <= (*state)->capacity()) step.push_back({state->get(), {0}});
         if (!step.empty()) model.forward(step);
       }
     if (model.drafts() && impl_->drafts > 0 && states[0]->length() < states[0]->capacity())
