@@ -9,6 +9,7 @@
 
 #include "ai/error_response.h"
 #include "ai/http.h"
+#include "ai/transport.h"
 #include "core/json_text.h"
 
 namespace gizml::ai {
@@ -23,10 +24,10 @@ class WholeReply : public Reply {
   WholeReply(int fd, bool keepAlive) : fd_(fd), keepAlive_(keepAlive) {}
   bool send(Completion&) override { return true; }  // nothing until the end
   bool end(Completion& completion) override {
-    return sendAll(fd_, http::response(200, "application/json", jsonText(completion.whole()), keepAlive_));
+    return sendWhole(fd_, http::response(200, "application/json", jsonText(completion.whole()), keepAlive_));
   }
   bool fail(int status, const std::string& error) override {
-    return sendAll(fd_, errorResponse(status, error, keepAlive_ && status < 500));
+    return sendWhole(fd_, errorResponse(status, error, keepAlive_ && status < 500));
   }
 
  private:
@@ -58,7 +59,7 @@ class StreamedReply : public Reply {
     return ok && write("data: [DONE]\n\n") && endBody() && chunked_;
   }
   bool fail(int status, const std::string& error) override {
-    if (!headSent_) return sendAll(fd_, errorResponse(status, error, keepAlive_ && status < 500));
+    if (!headSent_) return sendWhole(fd_, errorResponse(status, error, keepAlive_ && status < 500));
     event(errorBody(error, "server_error", "", ""));
     write("data: [DONE]\n\n");
     endBody();

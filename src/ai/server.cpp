@@ -104,7 +104,7 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
   const std::string_view full = path;
   if (path.substr(0, 3) == "/v1" && (path.size() == 3 || path[3] == '/')) path.remove_prefix(3);
   const auto methodNotAllowed = [&](const char* allow) {
-    return sendAll(fd, errorResponse(405, "method " + request.method + " is not allowed on " + std::string(full) +
+    return sendWhole(fd, errorResponse(405, "method " + request.method + " is not allowed on " + std::string(full) +
                                               " (use " + allow + ")",
                                      keepAlive, "", "method_not_allowed", {{"Allow", allow}}));
   };
@@ -119,16 +119,16 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
       for (const PainterEntry& e : painters) data.push_back(modelObject(e));
       body = {{"object", "list"}, {"data", data}};
     }
-    return sendAll(fd, http::response(200, "application/json", jsonText(body), keepAlive));
+    return sendWhole(fd, http::response(200, "application/json", jsonText(body), keepAlive));
   }
   if (path.substr(0, 8) == "/models/") {
     if (request.method != "GET") return methodNotAllowed("GET");
     const std::string name(path.substr(8));
     for (const Entry& e : models)
-      if (e.name == name) return sendAll(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
+      if (e.name == name) return sendWhole(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
     for (const PainterEntry& e : painters)
-      if (e.name == name) return sendAll(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
-    return sendAll(fd, errorResponse(404, "The model '" + name + "' does not exist", keepAlive, "model", "model_not_found"));
+      if (e.name == name) return sendWhole(fd, http::response(200, "application/json", jsonText(modelObject(e)), keepAlive));
+    return sendWhole(fd, errorResponse(404, "The model '" + name + "' does not exist", keepAlive, "model", "model_not_found"));
   }
   if (path == "/chat/completions" || path == "/completions" || path == "/images/generations" ||
       path == "/images/edits") {
@@ -137,12 +137,12 @@ bool Server::Impl::handle(int fd, const http::Request& request, bool keepAlive) 
       if (path.substr(0, 8) == "/images/") return paint(fd, request, path == "/images/edits", keepAlive);
       return complete(fd, request, path == "/chat/completions", keepAlive);
     } catch (const ApiError& e) {
-      return sendAll(fd, errorResponse(e.status, e.what(), keepAlive, e.param, e.code));
+      return sendWhole(fd, errorResponse(e.status, e.what(), keepAlive, e.param, e.code));
     } catch (const std::exception& e) {
-      return sendAll(fd, errorResponse(500, std::string("internal error: ") + e.what(), keepAlive));
+      return sendWhole(fd, errorResponse(500, std::string("internal error: ") + e.what(), keepAlive));
     }
   }
-  return sendAll(fd, errorResponse(404, "no route for " + request.method + " " + std::string(full) +
+  return sendWhole(fd, errorResponse(404, "no route for " + request.method + " " + std::string(full) +
                                             " (served: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/images/generations, "
                                             "POST /v1/images/edits)",
                                    keepAlive, "", "not_found"));
@@ -198,7 +198,7 @@ bool Server::Impl::paint(int fd, const http::Request& request, bool edit, bool k
   Json data = Json::array();
   for (const std::vector<uint8_t>& png : job->pngs()) data.push_back({{"b64_json", base64(png)}});
   const Json body = {{"created", std::time(nullptr)}, {"data", data}};
-  return sendAll(fd, http::response(200, "application/json", jsonText(body), keepAlive));
+  return sendWhole(fd, http::response(200, "application/json", jsonText(body), keepAlive));
 }
 
 void Server::Impl::stop() {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ai/error_response.h"
+#include "ai/reply.h"
 
 namespace gizml::ai {
 namespace {
@@ -103,9 +104,15 @@ struct Transport::Impl {
   Clock::time_point nextDeadline = Clock::time_point::max();
   std::vector<char> scratch = std::vector<char>(kReadChunk);
 
-  // Handlers that finished, for the loop: the connection and whether it stays open.
+  // Handlers that ended: their connection, whether it stays open, and a whole answer they left
+  // for the loop to send (sendWhole).
+  struct Returned {
+    Connection* connection;
+    bool keep;
+    std::string whole;
+  };
   std::mutex returnedMutex;
-  std::vector<std::pair<Connection*, bool>> returned;
+  std::vector<Returned> returned;
 
   void watchListener();
   void loop();
@@ -205,6 +212,29 @@ void Transport::Impl::acceptAll() {
     }
     return;  // EAGAIN, or an error of that one connection
   }
+}
+
+namespace {
+
+// The whole answer a handler thread leaves for the loop (sendWhole): the connection's fd and
+// where its answer goes, while the handler runs.
+struct WholeAnswerPlace {
+  int fd = -1;
+  std::string* answer = nullptr;
+};
+thread_local WholeAnswerPlace wholeAnswerPlace;
+
+}  // namespace
+
+WholeAnswerKept::WholeAnswerKept(int fd, std::string& answer) { wholeAnswerPlace = {fd, &answer}; }
+WholeAnswerKept::~WholeAnswerKept() { wholeAnswerPlace = {}; }
+
+bool sendWhole(int fd, std::string answer) {
+  if (wholeAnswerPlace.answer && wholeAnswerPlace.fd == fd) {
+    *wholeAnswerPlace.answer += answer;
+    return true;
+  }
+  return sendAll(fd, answer);
 }
 
 Connection* Transport::Impl::oldestIdle(const std::string* client) {
@@ -516,14 +546,16 @@ void Transport::Impl::startHandler(Connection& c, http::Request request, bool ke
   Connection* raw = &c;
   c.handler = std::thread([this, raw, keepAlive, request = std::move(request)] {
     bool keep = false;
+    std::string whole;
     {
       const http::ThreadHeaders cors(access.corsHeaders(request));
+      const WholeAnswerKept kept(raw->fd, whole);
       keep = handler(raw->fd, request, keepAlive) && keepAlive;
     }
     raw->answered = ++answers;  // (the loop reads it after the lock below)
     {
       std::lock_guard lock(returnedMutex);
-      returned.emplace_back(raw, keep);
+      returned.push_back({raw, keep, std::move(whole)});
     }
     const uint64_t one = 1;
     (void)!::write(wakeFd, &one, sizeof one);
@@ -531,14 +563,16 @@ void Transport::Impl::startHandler(Connection& c, http::Request request, bool ke
 }
 
 void Transport::Impl::collectReturned() {
-  std::vector<std::pair<Connection*, bool>> done;
+  std::vector<Returned> done;
   {
     std::lock_guard lock(returnedMutex);
     done.swap(returned);
   }
-  for (auto [c, keep] : done) {
+  for (Returned& r : done) {
+    Connection* c = r.connection;
     c->handler.join();
-    if (!keep || stopping) {
+    if (stopping || (!r.keep && r.whole.empty())) {
+      if (!r.whole.empty()) (void)!::send(c->fd, r.whole.data(), r.whole.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       ::shutdown(c->fd, SHUT_RDWR);
       close(*c);
       continue;
@@ -546,7 +580,13 @@ void Transport::Impl::collectReturned() {
     c->served = true;
     c->continued = false;
     watch(*c, EPOLLIN | EPOLLRDHUP);
-    if (c->in.empty()) {
+    if (!r.whole.empty()) {
+      // The answer goes out from here; when its last byte has, it has ended (flush) and what
+      // follows is the next request's head.
+      c->phase = Phase::Head;
+      c->since = Clock::now();
+      respond(*c, r.whole, !r.keep);
+    } else if (c->in.empty()) {
       becomeIdle(*c);
     } else {
       c->phase = Phase::Head;  // a pipelined request read ahead

@@ -31,6 +31,24 @@ struct TransportOptions {
 /// send timeout). keepAlive: the answer may keep the connection. Returns false to close it anyway.
 using Handler = std::function<bool(int fd, const http::Request& request, bool keepAlive)>;
 
+/// Sends a handler's whole answer (head and body) on fd. On the thread the transport runs fd's
+/// handler on, the answer is left to the transport's loop instead, which sends it once the
+/// handler returns: the answer has ended when the loop sent its last byte, in the loop's order of
+/// events, so a connection cap closes the connection whose answer truly ended first (a handler
+/// thread could be preempted between its last byte and its report). Elsewhere it is sent at once
+/// (sendAll). Returns false where the write failed.
+bool sendWhole(int fd, std::string answer);
+
+/// While it lives, sendWhole on fd from this thread appends to `answer` (the transport's handler
+/// threads).
+class WholeAnswerKept {
+ public:
+  WholeAnswerKept(int fd, std::string& answer);
+  ~WholeAnswerKept();
+  WholeAnswerKept(const WholeAnswerKept&) = delete;
+  WholeAnswerKept& operator=(const WholeAnswerKept&) = delete;
+};
+
 class Transport {
  public:
   /// Accepts on listener and serves until stop().
