@@ -88,7 +88,8 @@ TEST_P(GpuModelAttention, SequencesOfAStepShareItsLaunchesAndKeepTheirBits) {
               lengths.size(), static_cast<unsigned long long>(batched));
 }
 
-// llama: every position; mistral: a sliding window of 8; gemma3: windows of 6 and a full layer.
-INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelAttention, ::testing::Values("llama", "mistral", "gemma3"));
+// llama: every position; mistral: a sliding window of 8; gemma3: windows of 6 and a full layer;
+// qwen3_5: Gated DeltaNet layers (each sequence's recurrent state) beside attention ones.
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelAttention, ::testing::Values("llama", "mistral", "gemma3", "qwen3_5"));
 
 }  // namespace

@@ -239,6 +239,7 @@ void DecoderModel::checkPictures(const Feed& feed, const std::string& where) con
 
 Tensor DecoderModel::runLayers(const std::vector<Feed>& feeds, const Batch& batch, Tensor x,
                                const std::function<void(int64_t, const Tensor&)>& after) const {
+  ops::beginPass();
   // The embedding's rows are read from the file, in host memory, then go where x is.
   std::vector<int32_t> tokens;
   for (const Feed& feed : feeds) tokens.insert(tokens.end(), feed.tokens.begin(), feed.tokens.end());

@@ -153,30 +153,38 @@ void GatedDeltaNet::forward(const Tensor& x, const Batch& batch, int64_t layer, 
   const Tensor a = ops::scratch(Scratch::DeltaA, rows, valueHeads, x);
   const Tensor o = ops::scratch(Scratch::DeltaOut, rows, valueWidth, x);
   Linear::applyAll({&qkv_, &z_, &b_, &a_}, x, {qkv, z, b, a});
-  for (const Batch::Sequence& seq : batch.sequences)
-    mixSequence(rowsOf(qkv, seq.first, seq.rows), rowsOf(b, seq.first, seq.rows), rowsOf(a, seq.first, seq.rows), seq,
-                layer, rowsOf(o, seq.first, seq.rows));
+  mix(qkv, b, a, batch, layer, o);
   ops::gatedNorm(o, z, norm_, eps_);
   out_.apply(o, out);
 }
 
-void GatedDeltaNet::mixSequence(const Tensor& qkv, const Tensor& b, const Tensor& a, const Batch::Sequence& seq,
-                                int64_t layer, const Tensor& o) const {
-  // The model made every state it is fed (plan checks), so each is a HybridState.
-  auto& hybrid = static_cast<HybridState&>(*seq.cache);
-  DeltaNetState& state = hybrid.deltaNet(layer);
-  int64_t done = 0;
-  for (int64_t mark : seq.marks) {
-    const int64_t rows = mark - seq.start - done;
-    ops::deltaNetMix(shape_, mixing_, rowsOf(qkv, done, rows), rowsOf(b, done, rows), rowsOf(a, done, rows), state,
-                     rowsOf(o, done, rows));
-    done += rows;
-    hybrid.keep(layer, mark);
+void GatedDeltaNet::mix(const Tensor& qkv, const Tensor& b, const Tensor& a, const Batch& batch, int64_t layer,
+                        const Tensor& o) const {
+  // Each sequence's rows in segments ending at its marks (the state is kept at each); round i
+  // mixes every sequence's i-th segment at once. A decode step is one round of a row each.
+  std::vector<std::vector<int64_t>> ends(batch.sequences.size());
+  size_t rounds = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const Batch::Sequence& seq = batch.sequences[i];
+    for (int64_t mark : seq.marks) ends[i].push_back(mark - seq.start);
+    if (ends[i].empty() || ends[i].back() < seq.rows) ends[i].push_back(seq.rows);
+    rounds = std::max(rounds, ends[i].size());
   }
-  if (done < seq.rows) {
-    const int64_t rows = seq.rows - done;
-    ops::deltaNetMix(shape_, mixing_, rowsOf(qkv, done, rows), rowsOf(b, done, rows), rowsOf(a, done, rows), state,
-                     rowsOf(o, done, rows));
+  // The model made every state it is fed (plan checks), so each is a HybridState.
+  const auto hybrid = [&](size_t i) -> HybridState& { return static_cast<HybridState&>(*batch.sequences[i].cache); };
+  for (size_t round = 0; round < rounds; ++round) {
+    std::vector<ops::DeltaNetRows> runs;
+    for (size_t i = 0; i < ends.size(); ++i) {
+      if (round >= ends[i].size()) continue;
+      const int64_t from = round == 0 ? 0 : ends[i][round - 1];
+      if (ends[i][round] > from)
+        runs.push_back({batch.sequences[i].first + from, ends[i][round] - from, &hybrid(i).deltaNet(layer)});
+    }
+    ops::deltaNetMix(shape_, mixing_, qkv, b, a, runs, o);
+    for (size_t i = 0; i < ends.size(); ++i) {
+      const Batch::Sequence& seq = batch.sequences[i];
+      if (round < ends[i].size() && round < seq.marks.size()) hybrid(i).keep(layer, seq.marks[round]);
+    }
   }
 }
 

@@ -75,10 +75,10 @@ class GatedDeltaNet {
   void forward(const Tensor& x, const Batch& batch, int64_t layer, const Tensor& out) const;
 
  private:
-  /// The mixing of one sequence's rows (ops::deltaNetMix), in segments that end at its marks,
-  /// keeping the state at each; into o [rows, valueHeads * valueDim].
-  void mixSequence(const Tensor& qkv, const Tensor& b, const Tensor& a, const Batch::Sequence& seq, int64_t layer,
-                   const Tensor& o) const;
+  /// The mixing of the batch's rows (ops::deltaNetMix) into o [rows, valueHeads * valueDim], each
+  /// sequence's in segments that end at its marks, keeping its state at each.
+  void mix(const Tensor& qkv, const Tensor& b, const Tensor& a, const Batch& batch, int64_t layer,
+           const Tensor& o) const;
 
   int64_t hidden_ = 0;
   ops::DeltaNetShape shape_{};

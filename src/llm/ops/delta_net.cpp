@@ -23,27 +23,48 @@ void DeltaNetState::clear() {
 }
 
 void deltaNetMix(const DeltaNetShape& shape, const DeltaNetWeights& w, const Tensor& qkv, const Tensor& b,
-                 const Tensor& a, DeltaNetState& state, const Tensor& o) {
-  const int64_t channels = shape.channels(), rows = qkv.numel() / channels;
-  require(qkv.numel() == rows * channels && b.numel() == rows * shape.valueHeads && a.numel() == b.numel() && o.numel() == rows * shape.valueHeads * shape.valueDim, [&] {
+                 const Tensor& a, const std::vector<DeltaNetRows>& runs, const Tensor& o) {
+  const int64_t channels = shape.channels(), n = qkv.numel() / channels;
+  const int64_t valueWidth = shape.valueHeads * shape.valueDim;
+  require(qkv.numel() == n * channels && b.numel() == n * shape.valueHeads && a.numel() == b.numel() && o.numel() == n * valueWidth, [&] {
       return "deltaNetMix: qkv " + tensor::shapeText(qkv.shape()) + ", b " + tensor::shapeText(b.shape()) + ", a "
              + tensor::shapeText(a.shape()) + " and o " + tensor::shapeText(o.shape())
              + " are not the rows of one layer";
   });
-  require(state.conv.numel() == (shape.kernel - 1) * channels && state.memory.numel() == shape.valueHeads * shape.keyDim * shape.valueDim, [&] {
-      return "deltaNetMix: the state is not this layer's";
-  });
-  const char* op = "deltaNetMix";
-  if (onGpu(op, {&qkv, &b, &a, &w.taps, &w.decayRate, &w.dtBias, &state.conv, &state.memory, &o})) {
-    for (const Tensor* t : std::initializer_list<const Tensor*>{&qkv, &b, &a, &w.taps, &w.decayRate, &w.dtBias,
-                                                                 &state.memory, &o})
-      checkF32Rows(op, *t);
-    return gpu::deltaNetMix({shape.keyHeads, shape.valueHeads, shape.keyDim, shape.valueDim, shape.kernel, rows, qkv, b,
-                             a, w.taps, w.decayRate, w.dtBias, state.conv, state.memory, o});
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const DeltaNetRows& run = runs[i];
+    require(run.state && run.first >= 0 && run.rows >= 0 && run.first + run.rows <= n, [&] {
+        return "deltaNetMix: run " + std::to_string(i) + " is not rows of the " + std::to_string(n) + " given";
+    });
+    const DeltaNetState& state = *run.state;
+    require(state.conv.numel() == (shape.kernel - 1) * channels && state.memory.numel() == shape.valueHeads * shape.keyDim * shape.valueDim, [&] {
+        return "deltaNetMix: the state of run " + std::to_string(i) + " is not this layer's";
+    });
+    for (size_t j = 0; j < i; ++j)
+      require(runs[j].state != run.state, [&] { return "deltaNetMix: runs " + std::to_string(j) + " and " + std::to_string(i) + " advance one state"; });
   }
-  cpu::delta::mix({shape.keyHeads, shape.valueHeads, shape.keyDim, shape.valueDim}, shape.kernel, hostF32(op, qkv),
-                  hostF32(op, b), hostF32(op, a), rows, hostF32(op, w.taps), hostF32(op, w.decayRate),
-                  hostF32(op, w.dtBias), hostF32(op, state.conv), hostF32(op, state.memory), hostF32(op, o));
+  const char* op = "deltaNetMix";
+  std::vector<const Tensor*> operands{&qkv, &b, &a, &w.taps, &w.decayRate, &w.dtBias, &o};
+  for (const DeltaNetRows& run : runs) operands.insert(operands.end(), {&run.state->conv, &run.state->memory});
+  if (onGpu(op, operands)) {
+    gpu::DeltaNetRuns r{shape.keyHeads, shape.valueHeads, shape.keyDim, shape.valueDim, shape.kernel, qkv, b, a,
+                        w.taps, w.decayRate, w.dtBias, o, {}};
+    for (const DeltaNetRows& run : runs) {
+      checkF32Rows(op, run.state->memory);
+      if (run.rows > 0) r.runs.push_back({run.first, run.rows, run.state->conv, run.state->memory});
+    }
+    for (const Tensor* t : {&qkv, &b, &a, &w.taps, &w.decayRate, &w.dtBias, &o}) checkF32Rows(op, *t);
+    return gpu::deltaNetMix(r);
+  }
+  for (const DeltaNetRows& run : runs) {
+    const auto rowsOf = [&](const Tensor& t) { return t.slice(0, run.first, run.first + run.rows); };
+    const Tensor x = qkv.reshape({n, channels}), out = o.reshape({n, valueWidth});
+    const Tensor bRows = b.reshape({n, shape.valueHeads}), aRows = a.reshape({n, shape.valueHeads});
+    cpu::delta::mix({shape.keyHeads, shape.valueHeads, shape.keyDim, shape.valueDim}, shape.kernel,
+                    hostF32(op, rowsOf(x)), hostF32(op, rowsOf(bRows)), hostF32(op, rowsOf(aRows)), run.rows,
+                    hostF32(op, w.taps), hostF32(op, w.decayRate), hostF32(op, w.dtBias),
+                    hostF32(op, run.state->conv), hostF32(op, run.state->memory), hostF32(op, rowsOf(out)));
+  }
 }
 
 void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps) {

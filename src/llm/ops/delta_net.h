@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace gizml::llm::ops {
 
@@ -38,10 +39,19 @@ struct DeltaNetWeights {
   Tensor dtBias;     // [valueHeads]
 };
 
-/// One sequence's rows: from the projections qkv [rows, channels], b and a [rows, valueHeads]
-/// into o [rows, valueHeads valueDim], advancing `state` (cpu::delta::mix says how).
+/// A run of one sequence's consecutive rows of a pass, and the state they advance.
+struct DeltaNetRows {
+  int64_t first, rows;
+  DeltaNetState* state;
+};
+
+/// The runs' rows of a pass: from the projections qkv [n, channels], b and a [n, valueHeads]
+/// into the same rows of o [n, valueHeads valueDim], each run advancing its state
+/// (cpu::delta::mix says how); no state twice. On a GPU each step is one launch for all the runs
+/// (their states found through a table copied up once), so a decode step of any sequences is
+/// the same launches; on the CPU run by run.
 void deltaNetMix(const DeltaNetShape& shape, const DeltaNetWeights& w, const Tensor& qkv, const Tensor& b,
-                 const Tensor& a, DeltaNetState& state, const Tensor& o);
+                 const Tensor& a, const std::vector<DeltaNetRows>& runs, const Tensor& o);
 
 /// o = rmsnorm(o) w silu(z) over each value head's run of valueDim values (w [valueDim]).
 void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps);

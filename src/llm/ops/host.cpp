@@ -4,11 +4,15 @@
 
 #include <string>
 
+#include "llm/ops/gpu/model_ops_gpu.h"
 #include "tensor/gpu/tensor_ops.h"
 
 namespace gizml::llm::ops {
 
-bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands) {
+namespace {
+
+template <class Operands>
+bool allOnGpu(const char* op, const Operands& operands) {
   const tensor::Tensor* first = nullptr;  // the first operand with elements
   bool gpu = false;
   for (const tensor::Tensor* t : operands) {
@@ -22,6 +26,14 @@ bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands
   }
   return gpu;
 }
+
+}  // namespace
+
+bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands) { return allOnGpu(op, operands); }
+
+bool onGpu(const char* op, const std::vector<const tensor::Tensor*>& operands) { return allOnGpu(op, operands); }
+
+void beginPass() { gpu::beginPass(); }
 
 tensor::Tensor emptyOn(const std::optional<gizhw::gpu::Gpu>& gpu, const tensor::Shape& shape) {
   return gpu ? gpuops::empty(shape, DType::F32, gpu->device()) : tensor::empty(shape);

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gizml::llm::ops {
 
@@ -24,6 +25,13 @@ void require(bool condition, const Message& message) {
 /// Whether the operands (those with elements) are on a GPU: false when all are in host memory, true
 /// when all are on one GPU, else an Error naming `op` and both devices.
 bool onGpu(const char* op, std::initializer_list<const tensor::Tensor*> operands);
+bool onGpu(const char* op, const std::vector<const tensor::Tensor*>& operands);
+
+/// A forward pass begins on the calling thread: the small host arrays its operations copy to a
+/// GPU once a pass (page tables, positions, DeltaNet runs) are copied afresh, not taken from an
+/// earlier pass, so every pass of a shape makes the same copies (a recorded decode step replays
+/// them: gizhw::gpu::StepGraph).
+void beginPass();
 
 /// An F32 tensor of `shape` (contents unspecified) on `gpu`, or in host memory (nullopt).
 tensor::Tensor emptyOn(const std::optional<gizhw::gpu::Gpu>& gpu, const tensor::Shape& shape);

@@ -59,18 +59,22 @@ Dim3 strideGrid(const Gpu& g, int64_t work) {
 uint64_t at(const Tensor& t) { return gpuops::address(t); }
 uint64_t orNull(const Tensor& t) { return t.ndim() > 0 && t.numel() > 0 ? gpuops::address(t) : 0; }
 
-// Small host arrays on a GPU, copied once: the calling thread keeps its last few copies, and the
-// same bytes asked again for the same GPU (each layer of a pass asks for its rows' places) give
-// the copy already made. A copy is dropped after kKeptCopies newer ones; callers use the address
-// at once, and the allocator reuses its memory only after the work queued before.
+// Small host arrays on a GPU, copied once a pass: the calling thread keeps the copies made since
+// its pass began (beginPass) and gives the same bytes asked again for the same GPU (each layer of
+// a pass asks for its rows' places) the copy already made, up to the last kKeptCopies of them.
+// Not across passes: then each pass of a shape makes the same copies whatever their bytes, as a
+// recorded step (gizhw::gpu::StepGraph) expects. Callers use the address at once, and the
+// allocator reuses memory only after the work queued before.
 constexpr size_t kKeptCopies = 8;
+struct Copy {
+  Gpu gpu;
+  std::vector<uint8_t> bytes;
+  gizhw::gpu::Buffer buffer;
+};
+thread_local std::deque<Copy> passCopies;  // the most recent first
+
 uint64_t copiedOnce(const Gpu& g, const std::vector<uint8_t>& bytes) {
-  struct Copy {
-    Gpu gpu;
-    std::vector<uint8_t> bytes;
-    gizhw::gpu::Buffer buffer;
-  };
-  thread_local std::deque<Copy> kept;  // the most recent first
+  std::deque<Copy>& kept = passCopies;
   const auto same = std::find_if(kept.begin(), kept.end(), [&](const Copy& c) { return c.gpu == g && c.bytes == bytes; });
   if (same != kept.end()) return same->buffer.address();
   gizhw::gpu::Buffer buffer = g.allocate(bytes.size());
@@ -110,6 +114,8 @@ void overBands(int64_t n, int64_t out, const Launch& launchBand) {
 }
 
 }  // namespace
+
+void beginPass() { passCopies.clear(); }
 
 int elementKind(const char* op, DType dtype) {
   if (dtype == DType::F32) return 0;
@@ -215,34 +221,70 @@ void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
   });
 }
 
-void deltaNetMix(const DeltaNetRun& r) {
+namespace {
+
+// The runs of a Gated DeltaNet mix on the GPU (GzLmDeltaRuns in model_ops.cu.inc reads it): each
+// run's conv and memory addresses, first row, packed start and row count, then each packed row's
+// run. Packed rows are the runs' rows one after another (the order of mixed, beta and g).
+std::vector<uint8_t> deltaRunTable(const std::vector<DeltaNetRuns::Run>& runs, int64_t packed) {
+  const size_t count = runs.size();
+  std::vector<uint64_t> addresses(2 * count);
+  std::vector<int32_t> ints(3 * count);
+  ints.reserve(3 * count + static_cast<size_t>(packed));
+  int32_t start = 0;
+  for (size_t i = 0; i < count; ++i) {
+    addresses[i] = orNull(runs[i].conv);
+    addresses[count + i] = at(runs[i].memory);
+    ints[i] = static_cast<int32_t>(runs[i].first);
+    ints[count + i] = start;
+    ints[2 * count + i] = static_cast<int32_t>(runs[i].rows);
+    start += static_cast<int32_t>(runs[i].rows);
+  }
+  for (size_t i = 0; i < count; ++i) ints.insert(ints.end(), static_cast<size_t>(runs[i].rows), static_cast<int32_t>(i));
+  std::vector<uint8_t> bytes(addresses.size() * sizeof(uint64_t) + ints.size() * sizeof(int32_t));
+  std::memcpy(bytes.data(), addresses.data(), addresses.size() * sizeof(uint64_t));
+  std::memcpy(bytes.data() + addresses.size() * sizeof(uint64_t), ints.data(), ints.size() * sizeof(int32_t));
+  return bytes;
+}
+
+}  // namespace
+
+void deltaNetMix(const DeltaNetRuns& r) {
+  if (r.runs.empty()) return;
   const Gpu g = gpuops::gpuOf(r.qkv);
   const auto device = g.device();
   const int64_t channels = 2 * r.keyHeads * r.keyDim + r.valueHeads * r.valueDim, held = r.kernel - 1;
-  const Tensor mixed = gpuops::empty({r.rows, channels}, DType::F32, device);
-  launch(g, "gz_lm_delta_conv", strideGrid(g, r.rows * channels), kThreads, at(mixed), orNull(r.conv), at(r.qkv),
-         at(r.taps), r.rows, channels, r.kernel);
+  const auto runs = static_cast<int64_t>(r.runs.size());
+  int64_t packed = 0;
+  for (const DeltaNetRuns::Run& run : r.runs) packed += run.rows;
+  check(packed < (int64_t{1} << 31) && runs < 65536, "deltaNetMix: too many rows or runs for one launch");
+  const uint64_t table = copiedOnce(g, deltaRunTable(r.runs, packed));
+  const Tensor mixed = gpuops::empty({packed, channels}, DType::F32, device);
+  launch(g, "gz_lm_delta_conv", strideGrid(g, packed * channels), kThreads, at(mixed), at(r.qkv), at(r.taps), table,
+         runs, packed, channels, r.kernel);
   if (held > 0) {
-    const Tensor next = gpuops::empty({held, channels}, DType::F32, device);
-    launch(g, "gz_lm_delta_conv_state", strideGrid(g, held * channels), kThreads, at(next), at(r.conv), at(r.qkv),
-           r.rows, channels, held);
-    g.copyOnDevice(at(r.conv), at(next), static_cast<size_t>(held * channels) * 4, g.stream());
+    // The runs' next conv states, then put in place: the conv above read the states.
+    const Tensor next = gpuops::empty({runs, held, channels}, DType::F32, device);
+    launch(g, "gz_lm_delta_conv_state", strideGrid(g, runs * held * channels), kThreads, at(next), at(r.qkv), table,
+           runs, channels, held);
+    launch(g, "gz_lm_delta_conv_keep", strideGrid(g, runs * held * channels), kThreads, at(next), table, runs,
+           held * channels);
   }
   // q (over sqrt(keyDim)) and k of each key head, L2-normalised.
-  const int64_t runs = r.rows * r.keyHeads, keyWidth = r.keyHeads * r.keyDim;
-  const auto warps = Dim3{static_cast<unsigned>((runs + 7) / 8), 1, 1};
-  launch(g, "gz_lm_l2_normalize", warps, kThreads, at(mixed), runs, r.keyHeads, channels, r.keyDim,
+  const int64_t heads = packed * r.keyHeads, keyWidth = r.keyHeads * r.keyDim;
+  const auto warps = Dim3{static_cast<unsigned>((heads + 7) / 8), 1, 1};
+  launch(g, "gz_lm_l2_normalize", warps, kThreads, at(mixed), heads, r.keyHeads, channels, r.keyDim,
          1.0f / std::sqrt(static_cast<float>(r.keyDim)));
-  launch(g, "gz_lm_l2_normalize", warps, kThreads, at(mixed) + static_cast<uint64_t>(keyWidth) * 4, runs, r.keyHeads,
+  launch(g, "gz_lm_l2_normalize", warps, kThreads, at(mixed) + static_cast<uint64_t>(keyWidth) * 4, heads, r.keyHeads,
          channels, r.keyDim, 1.0f);
-  const int64_t gates = r.rows * r.valueHeads;
+  const int64_t gates = packed * r.valueHeads;
   const Tensor beta = gpuops::empty({gates}, DType::F32, device), decay = gpuops::empty({gates}, DType::F32, device);
   launch(g, "gz_lm_delta_gates", strideGrid(g, gates), kThreads, at(beta), at(decay), at(r.b), at(r.a),
-         at(r.decayRate), at(r.dtBias), gates, r.valueHeads);
+         at(r.decayRate), at(r.dtBias), table, runs, packed, r.valueHeads);
   const int64_t columns = r.valueHeads * r.valueDim;
-  launch(g, "gz_lm_delta_rule", Dim3{static_cast<unsigned>((columns + kThreads - 1) / kThreads), 1, 1}, kThreads,
-         at(r.memory), at(r.o), at(mixed), at(beta), at(decay), r.rows, r.keyHeads, r.valueHeads, r.keyDim,
-         r.valueDim);
+  launch(g, "gz_lm_delta_rule",
+         Dim3{static_cast<unsigned>((columns + kThreads - 1) / kThreads), static_cast<unsigned>(runs), 1}, kThreads,
+         at(r.o), at(mixed), at(beta), at(decay), table, runs, r.keyHeads, r.valueHeads, r.keyDim, r.valueDim);
 }
 
 void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int64_t runs, int64_t n) {
@@ -293,7 +335,7 @@ void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::v
   check(first >= 0 && vocab > 0 && first + vocab <= logits.numel() && static_cast<int64_t>(words.size()) * 32 >= vocab,
         "maskTokens: the row or its bits are outside the logits");
   const Gpu g = gpuops::gpuOf(logits);
-  // A grammar's states come back (inside a string, after a comma): so do their bits, copied once.
+  // Rows of one grammar state in a step (choices of a request) read one copy of its bits.
   const auto* bytes = reinterpret_cast<const uint8_t*>(words.data());
   const uint64_t bits = copiedOnce(g, std::vector<uint8_t>(bytes, bytes + words.size() * sizeof(uint32_t)));
   launch(g, "gz_lm_token_mask", strideGrid(g, vocab), kThreads, at(logits) + static_cast<uint64_t>(first) * 4, bits,

@@ -10,6 +10,10 @@
 
 namespace gizml::llm::ops::gpu {
 
+/// A forward pass begins on the calling thread: the small arrays its operations copy up (rows'
+/// places, positions, DeltaNet runs) are copied afresh, not taken from an earlier pass.
+void beginPass();
+
 using tensor::Tensor;
 
 /// The kernels' CUDA source (the compile tests build it for each architecture).
@@ -65,14 +69,21 @@ struct RowPlaces {
   std::vector<uint64_t> tables;
   std::vector<int32_t> positions;
 };
-/// Gated DeltaNet's token mixing of one sequence's rows (cpu::delta::mix's steps, the delta rule
-/// token by token): qkv [rows, channels], b and a [rows, valueHeads] into o [rows, valueHeads
-/// valueDim], advancing conv [kernel - 1, channels] and memory [valueHeads, keyDim, valueDim].
-struct DeltaNetRun {
-  int64_t keyHeads, valueHeads, keyDim, valueDim, kernel, rows;
-  Tensor qkv, b, a, taps, decayRate, dtBias, conv, memory, o;
+/// Gated DeltaNet's token mixing of runs of a pass's rows (cpu::delta::mix's steps, the delta rule
+/// token by token): each run's rows of qkv [n, channels], b and a [n, valueHeads] into the same
+/// rows of o [n, valueHeads valueDim], advancing its conv [kernel - 1, channels] and memory
+/// [valueHeads, keyDim, valueDim]. Each kernel is one launch for all the runs, which find their
+/// rows and states through a table copied up once a pass.
+struct DeltaNetRuns {
+  int64_t keyHeads, valueHeads, keyDim, valueDim, kernel;
+  Tensor qkv, b, a, taps, decayRate, dtBias, o;
+  struct Run {
+    int64_t first, rows;
+    Tensor conv, memory;
+  };
+  std::vector<Run> runs;  // each with rows, in any order
 };
-void deltaNetMix(const DeltaNetRun& run);
+void deltaNetMix(const DeltaNetRuns& r);
 /// Each run of n values of o: rmsnorm(o) w silu(z).
 void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int64_t runs, int64_t n);
 /// out row ids[i] += weights[i] y row i (ids distinct).
