@@ -161,6 +161,11 @@ struct ModelOptions {
   /// (gizhw::gpu::StepGraph: every later step of that size checks its work against the recording
   /// and launches it once). false: every step queues its kernels one by one.
   bool stepGraphs = true;
+  /// A MoE model on a GPU chooses each row's experts on the device and reads nothing back
+  /// (ops::DeviceExperts), so its decode steps can be recorded too. false: the routes (chosen by
+  /// the same kernel) are read back and a loop over the experts runs each on its rows, as on the
+  /// CPU: the same bits, a launch of each layer per expert.
+  bool expertsOnDevice = true;
 };
 
 /// The model of a converted folder's architecture (llama, mistral, qwen2, qwen3, qwen3_vl text,

@@ -120,6 +120,9 @@ class GatedMlp {
   /// gate_proj, up_proj, down_proj under `prefix` ("model.layers.3.mlp.").
   GatedMlp(const ConvertedModel& weights, const std::string& prefix, int64_t hidden, int64_t inner, Activation act);
   void forward(const Tensor& x, const Tensor& out) const;
+  const Linear& gate() const { return gate_; }
+  const Linear& up() const { return up_; }
+  const Linear& down() const { return down_; }
 
  private:
   Linear gate_, up_, down_;

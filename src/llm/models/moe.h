@@ -9,6 +9,7 @@
 
 #include "llm/model_config.h"
 #include "llm/models/layers.h"
+#include "llm/ops/moe.h"
 
 namespace gizml::llm {
 
@@ -16,14 +17,16 @@ class MoeMlp {
  public:
   MoeMlp() = default;
   /// gate (the router), experts.N.{gate,up,down}_proj, shared_expert.*, shared_expert_gate under
-  /// `prefix` ("model.layers.3.mlp.").
-  MoeMlp(const ConvertedModel& weights, const std::string& prefix, const ModelConfig& config);
+  /// `prefix` ("model.layers.3.mlp."). onDevice: on a GPU the experts are chosen there
+  /// (ModelOptions::expertsOnDevice).
+  MoeMlp(const ConvertedModel& weights, const std::string& prefix, const ModelConfig& config, bool onDevice);
   void forward(const Tensor& x, const Tensor& out) const;
 
  private:
   int64_t hidden_ = 0, topK_ = 0;
   Linear router_, sharedGate_;
   std::vector<GatedMlp> experts_;
+  ops::DeviceExperts onDevice_;  // the experts where their routing stays on the GPU, when it can
   GatedMlp shared_;
 };
 

@@ -111,7 +111,7 @@ class Qwen35 final : public DecoderModel {
                           c.attentionBias, true, true, c.rmsNormEps, rope, c.attnOutputGate);
     l.postAttentionNorm = RmsNorm(w, p + "post_attention_layernorm.weight", c.hiddenSize, c.rmsNormEps, true);
     if (c.architecture == Architecture::Qwen3_5MoeText)
-      l.mlp = MoeMlp(w, p + "mlp.", c);
+      l.mlp = MoeMlp(w, p + "mlp.", c, options().expertsOnDevice);
     else
       l.mlp = GatedMlp(w, p + "mlp.", c.hiddenSize, c.intermediateSize, Activation::Silu);
     return l;

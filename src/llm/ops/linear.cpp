@@ -174,6 +174,17 @@ void Linear::applyAll(std::initializer_list<const Linear*> layers, const Tensor&
     if (l->matrix_ && l->format_.group == first.format_.group) l->addBias(shared[next++], rows);
 }
 
+gpu::ProductRows Linear::productRows() const {
+  if (onGpu_.ndim() == 0) return {};
+  if (quantized_)
+    return {gpu::ProductRows::Kind::Group, onGpu_, {}, rowBytes_, format_.bits, static_cast<int>(format_.group), scaleBase_};
+  gpu::ProductRows rows;
+  rows.kind = halfScales_.ndim() > 0 ? gpu::ProductRows::Kind::Half : gpu::ProductRows::Kind::Float;
+  rows.rows = onGpu_;
+  rows.scales = halfScales_;
+  return rows;
+}
+
 void Linear::apply(const Tensor& x, const Tensor& y) const {
   const int64_t rows = x.numel() / std::max<int64_t>(1, in_);
   checkRows("apply", x, rows, in_);

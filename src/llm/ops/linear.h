@@ -30,6 +30,10 @@ namespace ops {
 
 using tensor::Tensor;
 
+namespace gpu {
+struct ProductRows;
+}
+
 class Linear {
  public:
   /// An embedding only reads rows; a layer that multiplies repacks quantized weights for the
@@ -49,6 +53,9 @@ class Linear {
   /// layers[i]->apply(x, ys[i]) for layers that read the same x (q, k and v; gate and up): the
   /// quantized ones share x's int8 codes and one parallel pass over their weights.
   static void applyAll(std::initializer_list<const Linear*> layers, const Tensor& x, std::initializer_list<Tensor> ys);
+  /// Where the layer multiplies on a GPU, how the products read its rows there (for kernels that
+  /// choose the layer on the device: a MoE layer's experts); else no rows.
+  gpu::ProductRows productRows() const;
   /// Row r of W (an embedding lookup) into dst ([in] values), as floats.
   void row(int64_t r, const Tensor& dst) const;
   /// Rows ids[i] of W into row i of dst ([ids, in] values): on a GPU, one copy up.

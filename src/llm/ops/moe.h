@@ -4,11 +4,14 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace gizml::llm::ops {
 
 using tensor::Tensor;
+
+class Linear;
 
 /// Per expert, the rows routed to it (ascending) and their weights.
 struct Routes {
@@ -20,6 +23,30 @@ struct Routes {
 /// GPU read into host memory): each row keeps its
 /// topK experts (the first of equals), weighted by their probabilities over the kept ones' sum.
 Routes routeTopK(const Tensor& scores, int64_t topK);
+/// A MoE layer's experts (gated MLPs with SiLU: gate and up [inner, hidden], down [hidden,
+/// inner]) run with their routing kept on the GPU: nothing is read back, so a decode step with
+/// them can be recorded and replayed. Each row's experts are chosen by routeTopK's rule (the
+/// device's expf for the host's exp), each expert runs only on its rows (16 pairs a tile, as vLLM's
+/// fused MoE groups them), and each row's experts are added in ascending order, as the host's
+/// loop over the experts does: the same bits as that loop given the same routes.
+class DeviceExperts {
+ public:
+  DeviceExperts() = default;
+  /// Usable only where every layer is on one GPU in the tensor cores' formats, each projection's
+  /// layers in one (group rows of one size, or 16-bit rows).
+  DeviceExperts(const std::vector<const Linear*>& gates, const std::vector<const Linear*>& ups,
+                const std::vector<const Linear*>& downs);
+  bool usable() const { return tables_ != nullptr; }
+  /// out [rows, hidden] = each row's topK experts by the router's scores [rows, experts] (on the
+  /// GPU), weighted, applied to x [rows, hidden].
+  void forward(const Tensor& x, const Tensor& scores, int64_t topK, const Tensor& out) const;
+
+ private:
+  struct Tables;
+  std::shared_ptr<const Tables> tables_;
+  int64_t hidden_ = 0, inner_ = 0;
+};
+
 /// out row ids[i] += weights[i] y row i.
 void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const std::vector<float>& weights,
                      const Tensor& y);

@@ -162,18 +162,31 @@ namespace {
 // aligned words and never reach into the next row.
 int64_t evenWidth(int64_t in) { return in + (in & 1); }
 
+// Activation rows as the tensor-core products read them (gz_lm_half_rows): F16 [n, width], with
+// `low` what F16 left of them too, and a power of two a row.
+struct HalfRows {
+  Tensor half, rest, scale;
+  int64_t width;
+};
+HalfRows halfRowsOf(const Gpu& g, const Tensor& x, int64_t n, int64_t in, bool low) {
+  const int64_t width = evenWidth(in);
+  HalfRows h{gpuops::empty({n, width}, DType::F16, g.device()),
+             low ? gpuops::empty({n, width}, DType::F16, g.device()) : Tensor(),
+             gpuops::empty({n}, DType::F32, g.device()), width};
+  launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(n), 1, 1}, kThreads, at(h.half), orNull(h.rest),
+         at(h.scale), at(x), in, width, 0);
+  return h;
+}
+
 template <class... Weights>
 void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, const Tensor& x, const Tensor& bias,
                        const Tensor& y, int64_t n, int64_t out, int64_t in, Weights... weights) {
   if (n == 0) return;
   check(n < (int64_t{1} << 31), "Linear: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(x);
-  const int64_t width = evenWidth(in);
-  const Tensor half = gpuops::empty({n, width}, DType::F16, g.device());
-  const Tensor rest = low ? gpuops::empty({n, width}, DType::F16, g.device()) : Tensor();
-  const Tensor scale = gpuops::empty({n}, DType::F32, g.device());
-  launch(g, "gz_lm_half_rows", Dim3{static_cast<unsigned>(n), 1, 1}, kThreads, at(half), orNull(rest), at(scale),
-         at(x), in, width, 0);
+  const HalfRows h = halfRowsOf(g, x, n, in, low);
+  const int64_t width = h.width;
+  const Tensor &half = h.half, &rest = h.rest, &scale = h.scale;
   const int64_t tile = n <= 16 ? 16 : 64;
   const auto columns = static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock);
   for (int64_t first = 0; first < n; first += kMaxGrid * tile) {
@@ -219,6 +232,70 @@ void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
     launch(g, "gz_lm_float_matmul", grid, kThreads, at(y) + static_cast<uint64_t>(first * out) * 4,
            at(x) + static_cast<uint64_t>(first * in) * 4, at(weights), orNull(bias), rows, out, in);
   });
+}
+
+std::optional<ExpertRows> expertRows(const std::vector<ProductRows>& experts) {
+  if (experts.empty()) return std::nullopt;
+  const ProductRows& first = experts.front();
+  const auto count = static_cast<int64_t>(experts.size());
+  std::vector<uint64_t> addresses(2 * experts.size());
+  std::vector<float> bases;
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const ProductRows& p = experts[e];
+    if (p.kind == ProductRows::Kind::Float || p.kind != first.kind || p.rowBytes != first.rowBytes ||
+        p.bits != first.bits || p.group != first.group || p.rows.ndim() == 0 ||
+        gpuops::gpuOf(p.rows) != gpuops::gpuOf(first.rows))
+      return std::nullopt;
+    addresses[e] = at(p.rows);
+    addresses[experts.size() + e] = orNull(p.scales);
+    bases.push_back(p.base);
+  }
+  std::vector<uint8_t> bytes(addresses.size() * sizeof(uint64_t) + bases.size() * sizeof(float));
+  std::memcpy(bytes.data(), addresses.data(), addresses.size() * sizeof(uint64_t));
+  std::memcpy(bytes.data() + addresses.size() * sizeof(uint64_t), bases.data(), bases.size() * sizeof(float));
+  const Gpu g = gpuops::gpuOf(first.rows);
+  ExpertRows rows{gpuops::empty({static_cast<int64_t>(bytes.size())}, DType::U8, g.device()),
+                  first.kind == ProductRows::Kind::Half, count, first.rowBytes, first.bits, first.group};
+  g.copyToDevice(at(rows.table), bytes.data(), bytes.size(), g.stream());
+  return rows;
+}
+
+MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t topK, bool tiles) {
+  check(experts <= 1024, "MoE: the device's routing takes at most 1024 experts, not " + std::to_string(experts));
+  check(rows * topK < (int64_t{1} << 31), "MoE: too many rows for one launch");
+  const Gpu g = gpuops::gpuOf(scores);
+  const int64_t pairs = rows * topK;
+  MoeRoutes r{gpuops::empty({pairs}, DType::I32, g.device()), gpuops::empty({pairs}, DType::F32, g.device()), {},
+              rows, topK, (pairs + 15) / 16 + std::min(experts, pairs)};
+  if (rows == 0) return r;
+  launch(g, "gz_lm_moe_route", Dim3{static_cast<unsigned>((rows + kThreads - 1) / kThreads), 1, 1}, kThreads,
+         at(r.ids), at(r.weights), at(scores), rows, experts, topK);
+  if (tiles) {
+    r.tiles = gpuops::empty({r.maxTiles * 17}, DType::I32, g.device());
+    launch(g, "gz_lm_moe_tiles", Dim3{1, 1, 1}, kThreads, at(r.tiles), at(r.ids), pairs, experts, r.maxTiles);
+  }
+  return r;
+}
+
+void moeProduct(const Tensor& x, const ExpertRows& w, const MoeRoutes& r, int64_t perRow, const Tensor& y,
+                int64_t out, int64_t in) {
+  if (r.rows == 0) return;
+  check(r.maxTiles < 65536, "MoE: too many rows for one launch");
+  const Gpu g = gpuops::gpuOf(x);
+  const HalfRows h = halfRowsOf(g, x, x.numel() / in, in, w.half);
+  const Dim3 grid{static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock), static_cast<unsigned>(r.maxTiles), 1};
+  if (w.half)
+    launch(g, "gz_lm_moe_half_mma", grid, kThreads, at(y), at(h.half), at(h.rest), at(h.scale), at(w.table), w.count,
+           at(r.tiles), r.maxTiles, perRow, out, h.width);
+  else
+    launch(g, "gz_lm_moe_group_mma", grid, kThreads, at(y), at(h.half), at(h.scale), at(w.table), w.count,
+           at(r.tiles), r.maxTiles, perRow, out, h.width, w.rowBytes, w.bits, w.group);
+}
+
+void moeCombine(const Tensor& y, const MoeRoutes& r, const Tensor& out, int64_t width) {
+  const Gpu g = gpuops::gpuOf(y);
+  launch(g, "gz_lm_moe_combine", strideGrid(g, r.rows * width), kThreads, at(out), at(y), at(r.weights), r.rows,
+         r.topK, width);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,44 @@ struct RowPlaces {
   std::vector<uint64_t> tables;
   std::vector<int32_t> positions;
 };
+/// How the tensor-core products read a layer's rows on the GPU (Linear::productRows): group rows
+/// as stored (groupMatmul's rowBytes, bits, group and base), 16-bit rows as halfWeights made them
+/// (rows and scales), or F32 rows (floatMatmul, no tensor cores).
+struct ProductRows {
+  enum class Kind { Group, Half, Float } kind = Kind::Float;
+  Tensor rows, scales;
+  int64_t rowBytes = 0;
+  int bits = 0, group = 0;
+  float base = 0;
+};
+
+/// One projection of a MoE layer's experts on the GPU, for moeProduct: a table of each expert's
+/// rows (their address, a 16-bit layer's scales, a group layer's base), all in one format.
+struct ExpertRows {
+  Tensor table;  // U8
+  bool half = false;
+  int64_t count = 0, rowBytes = 0;
+  int bits = 0, group = 0;
+};
+/// The table of the experts' layers, or nullopt unless all are group rows of one format or all
+/// 16-bit rows.
+std::optional<ExpertRows> expertRows(const std::vector<ProductRows>& experts);
+/// Rows routed by the router's scores [rows, experts] on the device (gz_lm_moe_route, as
+/// cpu::routeTopK but for expf): pair r topK + k is row r's k-th expert in ascending order (I32),
+/// with its weight; with `tiles`, the pairs grouped by expert in tiles of 16 (gz_lm_moe_tiles).
+struct MoeRoutes {
+  Tensor ids, weights, tiles;
+  int64_t rows = 0, topK = 0, maxTiles = 0;
+};
+MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t topK, bool tiles);
+/// y [pairs, out] = each pair's activation row through its expert's rows: row pair / perRow of x
+/// [*, in] (perRow topK: a token's row; 1: the pair's own). The bits of the dense product of that
+/// expert over that row.
+void moeProduct(const Tensor& x, const ExpertRows& w, const MoeRoutes& r, int64_t perRow, const Tensor& y,
+                int64_t out, int64_t in);
+/// out [rows, width] = the weighted sum of each row's pairs of y [pairs, width], in pair order.
+void moeCombine(const Tensor& y, const MoeRoutes& r, const Tensor& out, int64_t width);
+
 /// Gated DeltaNet's token mixing of runs of a pass's rows (cpu::delta::mix's steps, the delta rule
 /// token by token): each run's rows of qkv [n, channels], b and a [n, valueHeads] into the same
 /// rows of o [n, valueHeads valueDim], advancing its conv [kernel - 1, channels] and memory
