@@ -29,6 +29,22 @@ class GpuModelSteps : public test::GpuTest, public ::testing::WithParamInterface
   int32_t token(int64_t i) const {
     return static_cast<int32_t>((i * 5 + 2) % converted(GetParam(), 16).config().vocabSize);
   }
+  /// A decode step of two feeds on the recorded model and the same on the direct one (each of its
+  /// own states): the same bits. Whether the recorded one replayed it (one graph launch and no
+  /// launch of its own).
+  bool replaysWithTheSameBits(LanguageModel& recorded, const std::vector<Feed>& feeds, LanguageModel& direct,
+                              const std::vector<Feed>& same, int64_t step) {
+    const gizhw::gpu::Activity before = gpu().activity();
+    const std::vector<tensor::Tensor> got = recorded.forward(feeds);
+    const std::vector<float> first = got[0].toFloats(), second = got[1].toFloats();
+    const gizhw::gpu::Activity after = gpu().activity();
+    const std::vector<tensor::Tensor> want = direct.forward(same);
+    EXPECT_EQ(first, want[0].toFloats()) << "step " << step;
+    EXPECT_EQ(second, want[1].toFloats()) << "step " << step;
+    if (after.launches != before.launches) return false;
+    EXPECT_EQ(after.graphLaunches, before.graphLaunches + 1) << "step " << step;
+    return true;
+  }
 };
 
 // Two sequences decoded side by side for 12 steps, the first from position 250: step 1 queues
@@ -52,17 +68,8 @@ TEST_P(GpuModelSteps, ReplayedStepsGiveTheBitsOfStepsQueuedOneByOne) {
     const auto feeds = [&](const std::vector<std::unique_ptr<SequenceState>>& states) {
       return std::vector<Feed>{{states[0].get(), {token(step)}}, {states[1].get(), {token(step + 7)}}};
     };
-    const gizhw::gpu::Activity before = gpu().activity();
-    const std::vector<tensor::Tensor> got = recorded->forward(feeds(withGraphs));
-    const std::vector<float> first = got[0].toFloats(), second = got[1].toFloats();
-    const gizhw::gpu::Activity after = gpu().activity();
-    const std::vector<tensor::Tensor> want = direct->forward(feeds(without));
-    EXPECT_EQ(first, want[0].toFloats()) << "step " << step;
-    EXPECT_EQ(second, want[1].toFloats()) << "step " << step;
-    if (after.launches == before.launches) {
-      EXPECT_EQ(after.graphLaunches, before.graphLaunches + 1) << "step " << step;
+    if (replaysWithTheSameBits(*recorded, feeds(withGraphs), *direct, feeds(without), step))
       replayed.push_back(static_cast<int>(step));
-    }
   }
   // Position 256 (the second chunk) is the first sequence's at step 6.
   EXPECT_EQ(replayed, (std::vector<int>{2, 3, 4, 5, 8, 9, 10, 11})) << GetParam();
@@ -127,14 +134,7 @@ TEST_P(GpuModelSteps, StepsOfChangingSequencesReplayOneRecording) {
     const auto feeds = [&](const std::vector<std::unique_ptr<SequenceState>>& states) {
       return std::vector<Feed>{{states[x].get(), {token(step)}}, {states[y].get(), {token(step + 3)}}};
     };
-    const gizhw::gpu::Activity before = gpu().activity();
-    const std::vector<tensor::Tensor> got = recorded->forward(feeds(withGraphs));
-    const std::vector<float> first = got[0].toFloats(), second = got[1].toFloats();
-    const gizhw::gpu::Activity after = gpu().activity();
-    const std::vector<tensor::Tensor> want = direct->forward(feeds(without));
-    EXPECT_EQ(first, want[0].toFloats()) << "step " << step;
-    EXPECT_EQ(second, want[1].toFloats()) << "step " << step;
-    if (after.launches == before.launches && after.graphLaunches == before.graphLaunches + 1)
+    if (replaysWithTheSameBits(*recorded, feeds(withGraphs), *direct, feeds(without), step))
       replayed.push_back(static_cast<int>(step));
   }
   EXPECT_EQ(replayed, (std::vector<int>{2, 3, 4, 5, 6, 7})) << GetParam();
