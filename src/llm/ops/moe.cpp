@@ -116,8 +116,9 @@ void addGatedRows(const Tensor& out, const Tensor& y, const Tensor& gate) {
   });
   if (onGpu("addGatedRows", {&out, &y, &gate})) {
     checkF32Rows("addGatedRows", out);
-    return (tensor::lazy(out) + tensor::lazy(y.reshape(out.shape())) * tensor::lazy(gate.reshape({rows, 1})).sigmoid())
-        .evalInto(out);
+    checkF32Rows("addGatedRows", y);
+    checkF32Rows("addGatedRows", gate);
+    return gpu::elementwise(gpu::Elementwise::AddGated, out, &y, 0, &gate, width);
   }
   cpu::addGatedRows(hostF32("addGatedRows", out), hostF32("addGatedRows", y), hostF32("addGatedRows", gate), rows, width);
 }

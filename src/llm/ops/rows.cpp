@@ -17,13 +17,19 @@ void sameSize(const char* op, const Tensor& a, const Tensor& b) {
   });
 }
 
-// On a GPU, the elementwise steps are expressions of the tensor layer, evaluated in place.
+// A strided copy on a GPU: an expression of the tensor layer, evaluated in place.
 void evalInPlace(const char* op, const tensor::Lazy& e, const Tensor& x) {
   checkF32Rows(op, x);
   e.evalInto(x);
 }
 
-tensor::Lazy lazy(const Tensor& t, const Tensor& like) { return tensor::lazy(t.reshape(like.shape())); }
+// The layer's elementwise steps on a GPU: one fixed kernel (gpu::elementwise), no expression to
+// build and hash each call.
+void inPlace(const char* op, gpu::Elementwise kind, const Tensor& x, const Tensor* y = nullptr, float s = 0) {
+  checkF32Rows(op, x);
+  if (y) checkF32Rows(op, *y);
+  gpu::elementwise(kind, x, y, s);
+}
 
 }  // namespace
 
@@ -68,34 +74,32 @@ void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int6
 
 void addInPlace(const Tensor& x, const Tensor& y) {
   sameSize("addInPlace", x, y);
-  if (onGpu("addInPlace", {&x, &y})) return evalInPlace("addInPlace", tensor::lazy(x) + lazy(y, x), x);
+  if (onGpu("addInPlace", {&x, &y})) return inPlace("addInPlace", gpu::Elementwise::Add, x, &y);
   cpu::addRows(hostF32("addInPlace", x), hostF32("addInPlace", y), x.numel());
 }
 
 void gatedActivation(const Tensor& gate, const Tensor& up, Activation act) {
   sameSize("gatedActivation", gate, up);
-  if (onGpu("gatedActivation", {&gate, &up})) {
-    const tensor::Lazy g = tensor::lazy(gate);
-    return evalInPlace("gatedActivation", (act == Activation::Silu ? g.silu() : g.geluTanh()) * lazy(up, gate), gate);
-  }
+  if (onGpu("gatedActivation", {&gate, &up}))
+    return inPlace("gatedActivation", act == Activation::Silu ? gpu::Elementwise::SiluMul : gpu::Elementwise::GeluMul,
+                   gate, &up);
   cpu::gatedActivation(hostF32("gatedActivation", gate), hostF32("gatedActivation", up), gate.numel(),
                        act == Activation::Silu ? cpu::GateActivation::Silu : cpu::GateActivation::GeluTanh);
 }
 
 void sigmoidGate(const Tensor& x, const Tensor& gate) {
   sameSize("sigmoidGate", x, gate);
-  if (onGpu("sigmoidGate", {&x, &gate}))
-    return evalInPlace("sigmoidGate", tensor::lazy(x) * lazy(gate, x).sigmoid(), x);
+  if (onGpu("sigmoidGate", {&x, &gate})) return inPlace("sigmoidGate", gpu::Elementwise::SigmoidGate, x, &gate);
   cpu::sigmoidGate(hostF32("sigmoidGate", x), hostF32("sigmoidGate", gate), x.numel());
 }
 
 void softcap(const Tensor& x, float cap) {
-  if (onGpu("softcap", {&x})) return evalInPlace("softcap", (tensor::lazy(x) / cap).tanh() * cap, x);
+  if (onGpu("softcap", {&x})) return inPlace("softcap", gpu::Elementwise::Softcap, x, nullptr, cap);
   cpu::softcap(hostF32("softcap", x), x.numel(), cap);
 }
 
 void scaleInPlace(const Tensor& x, float s) {
-  if (onGpu("scaleInPlace", {&x})) return evalInPlace("scaleInPlace", tensor::lazy(x) * s, x);
+  if (onGpu("scaleInPlace", {&x})) return inPlace("scaleInPlace", gpu::Elementwise::Scale, x, nullptr, s);
   cpu::scaleRows(hostF32("scaleInPlace", x), x.numel(), s);
 }
 

@@ -129,6 +129,14 @@ void zero(const Tensor& x) {
   g.fill(at(x), 0, dtypeBytes(x.dtype(), x.numel()), g.stream());
 }
 
+void elementwise(Elementwise op, const Tensor& x, const Tensor* y, float s, const Tensor* gate, int64_t width) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const Gpu g = gpuops::gpuOf(x);
+  launch(g, "gz_lm_elementwise", strideGrid(g, n), kThreads, at(x), y ? at(*y) : uint64_t{0},
+         gate ? at(*gate) : uint64_t{0}, n, width, static_cast<int>(op), s);
+}
+
 void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width) {
   check(rows < (int64_t{1} << 31), "rmsNorm: too many rows for one launch");
   launch(gpuops::gpuOf(x), "gz_lm_rms_norm", Dim3{static_cast<unsigned>(rows), 1, 1}, kThreads, at(out), at(x), at(w),

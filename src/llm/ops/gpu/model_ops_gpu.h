@@ -17,6 +17,13 @@ void beginPass();
 
 using tensor::Tensor;
 
+/// A layer's elementwise steps in place on x's n values (gz_lm_elementwise), the tensor layer's
+/// formulas without building an expression each call: x += y; x = act(x) y; x = x sigmoid(y);
+/// x = tanh(x / s) s; x = x s; x += y sigmoid(gate[row]) over rows of `width`.
+enum class Elementwise { Add, SiluMul, GeluMul, SigmoidGate, Softcap, Scale, AddGated };
+void elementwise(Elementwise op, const Tensor& x, const Tensor* y = nullptr, float s = 0,
+                 const Tensor* gate = nullptr, int64_t width = 1);
+
 /// The kernels' CUDA source (the compile tests build it for each architecture).
 const std::string& kernelSource();
 
