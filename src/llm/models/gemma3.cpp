@@ -62,8 +62,7 @@ class Gemma3 final : public DecoderModel {
     l.inputNorm.apply(x, h);
     l.attention.forward(h, batch, i, y);
     l.postAttentionNorm.apply(y, y);
-    ops::addInPlace(x, y);
-    l.preFeedforwardNorm.apply(x, h);
+    l.preFeedforwardNorm.addThenApply(x, y, h);
     l.mlp.forward(h, y);
     l.postFeedforwardNorm.apply(y, y);
     ops::addInPlace(x, y);

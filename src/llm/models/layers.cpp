@@ -68,8 +68,11 @@ void Rope::apply(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHead
     }
     return;
   }
-  const int64_t n = pairs();
-  Tensor positions = tensor::empty({batch.rows, n}, DType::I32);
+  // A position a row, or one a pair of every row where a sequence has pictures.
+  const bool pictures = std::any_of(batch.sequences.begin(), batch.sequences.end(),
+                                    [](const Batch::Sequence& seq) { return seq.ropePositions.ndim() > 0; });
+  const int64_t n = pictures ? pairs() : 1;
+  Tensor positions = pictures ? tensor::empty({batch.rows, n}, DType::I32) : tensor::empty({batch.rows}, DType::I32);
   int32_t* p = positions.data<int32_t>();
   for (const Batch::Sequence& seq : batch.sequences) {
     if (seq.ropePositions.ndim() > 0) {

@@ -54,6 +54,10 @@ class RmsNorm {
   RmsNorm(const ConvertedModel& weights, const std::string& name, int64_t dim, double eps, bool onePlus);
   /// out = norm(x), both [rows, dim] (out may be x).
   void apply(const Tensor& x, const Tensor& out) const { ops::rmsNorm(x, weight_, eps_, out); }
+  /// x += y, then out = norm(x) (on a GPU one launch).
+  void addThenApply(const Tensor& x, const Tensor& y, const Tensor& out) const {
+    ops::addThenRmsNorm(x, y, weight_, eps_, out);
+  }
   bool empty() const { return weight_.ndim() == 0; }
 
  private:

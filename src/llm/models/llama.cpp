@@ -46,8 +46,7 @@ class Llama final : public DecoderModel {
     const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize, x);
     l.inputNorm.apply(x, h);
     l.attention.forward(h, batch, i, y);
-    ops::addInPlace(x, y);
-    l.postAttentionNorm.apply(x, h);
+    l.postAttentionNorm.addThenApply(x, y, h);
     l.mlp.forward(h, y);
     ops::addInPlace(x, y);
   }

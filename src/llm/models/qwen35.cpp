@@ -122,8 +122,7 @@ class Qwen35 final : public DecoderModel {
     const Tensor y = ops::scratch(ops::Scratch::Output, batch.rows, config().hiddenSize, x);
     l.inputNorm.apply(x, h);
     std::visit([&](const auto& mixer) { mixer.forward(h, batch, i, y); }, l.mixer);
-    ops::addInPlace(x, y);
-    l.postAttentionNorm.apply(x, h);
+    l.postAttentionNorm.addThenApply(x, y, h);
     std::visit([&](const auto& mlp) { mlp.forward(h, y); }, l.mlp);
     ops::addInPlace(x, y);
   }

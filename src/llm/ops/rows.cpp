@@ -33,17 +33,30 @@ void inPlace(const char* op, gpu::Elementwise kind, const Tensor& x, const Tenso
 
 }  // namespace
 
-void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
+namespace {
+
+// rmsNorm, with `add`: x += add first.
+void normRows(const char* op, const Tensor& x, const Tensor* add, const Tensor& w, float eps, const Tensor& out) {
   const int64_t dim = w.numel();
   require(dim > 0 && x.numel() % dim == 0, [&] {
-      return "rmsNorm: rows of " + std::to_string(dim) + " do not divide " + tensor::shapeText(x.shape());
+      return std::string(op) + ": rows of " + std::to_string(dim) + " do not divide " + tensor::shapeText(x.shape());
   });
-  sameSize("rmsNorm", x, out);
-  if (onGpu("rmsNorm", {&x, &w, &out})) {
-    for (const Tensor* t : {&x, &w, &out}) checkF32Rows("rmsNorm", *t);
-    return gpu::rmsNorm(x, w, eps, out, x.numel() / dim, dim);
+  sameSize(op, x, out);
+  if (add) sameSize(op, x, *add);
+  if (onGpu(op, {&x, &w, &out, add ? add : &w})) {
+    for (const Tensor* t : {&x, &w, &out, add ? add : &w}) checkF32Rows(op, *t);
+    return gpu::rmsNorm(x, w, eps, out, x.numel() / dim, dim, add);
   }
-  cpu::rmsNormRows(hostF32("rmsNorm", x), x.numel() / dim, dim, hostF32("rmsNorm", w), eps, hostF32("rmsNorm", out));
+  if (add) cpu::addRows(hostF32(op, x), hostF32(op, *add), x.numel());
+  cpu::rmsNormRows(hostF32(op, x), x.numel() / dim, dim, hostF32(op, w), eps, hostF32(op, out));
+}
+
+}  // namespace
+
+void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) { normRows("rmsNorm", x, nullptr, w, eps, out); }
+
+void addThenRmsNorm(const Tensor& x, const Tensor& y, const Tensor& w, float eps, const Tensor& out) {
+  normRows("addThenRmsNorm", x, &y, w, eps, out);
 }
 
 void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t headDim, const Tensor& invFreq,
@@ -54,22 +67,26 @@ void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int6
              + " are not rows of " + std::to_string(qHeads) + " and " + std::to_string(kHeads) + " heads of "
              + std::to_string(headDim);
   });
+  const bool perRow = positions && positions->shape() == tensor::Shape{rows};
   require(!positions || (positions->dtype() == DType::I32 && positions->isContiguous() &&
-                         positions->shape() == tensor::Shape{rows, invFreq.numel()}), [&] {
+                         (perRow || positions->shape() == tensor::Shape{rows, invFreq.numel()})), [&] {
     return "rope: positions " + tensor::shapeText(positions->shape()) + " " + dtypeName(positions->dtype()) +
-           ", expected I32 [" + std::to_string(rows) + ", " + std::to_string(invFreq.numel()) + "]";
+           ", expected I32 [" + std::to_string(rows) + ", " + std::to_string(invFreq.numel()) + "] or [" +
+           std::to_string(rows) + "]";
   });
   if (onGpu("rope", {&q, &k, &invFreq})) {
     for (const Tensor* t : {&q, &k, &invFreq}) checkF32Rows("rope", *t);
     // Positions in host memory are copied to q's GPU once for every layer of the pass.
     require(!positions || !positions->onGpu() || positions->storage()->gpu() == q.storage()->gpu(),
             [&] { return "rope: positions on " + positions->device() + ", rows on " + q.device(); });
-    gpu::rope(q, rows, qHeads, headDim, invFreq, start, positions);
-    return gpu::rope(k, rows, kHeads, headDim, invFreq, start, positions);
+    return gpu::rope(q, k, rows, qHeads, kHeads, headDim, invFreq, start, positions);
   }
   require(!positions || !positions->onGpu(), [] { return std::string("rope: positions on a GPU, rows on the host"); });
+  // The CPU's rows read a position for each pair.
+  const Tensor pairs = perRow ? positions->reshape({rows, 1}).expand({rows, invFreq.numel()}).contiguous() : Tensor();
+  const Tensor* at = perRow ? &pairs : positions;
   cpu::ropeRows(hostF32("rope", q), qHeads, hostF32("rope", k), kHeads, rows, headDim, hostF32("rope", invFreq),
-                invFreq.numel(), start, positions ? positions->data<int32_t>() : nullptr);
+                invFreq.numel(), start, at ? at->data<int32_t>() : nullptr);
 }
 
 void addInPlace(const Tensor& x, const Tensor& y) {

@@ -13,12 +13,14 @@ using tensor::Tensor;
 
 /// out = x / rms(x) * w over each row (w [width]; out may be x).
 void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out);
+/// x += y, then out = rmsNorm(x) (a residual and the next layer's norm; on a GPU one launch).
+void addThenRmsNorm(const Tensor& x, const Tensor& y, const Tensor& w, float eps, const Tensor& out);
 
 /// Rotate-half RoPE of each row of q [rows, qHeads headDim] and k [rows, kHeads headDim], row r
 /// at position start + r: pair (i, i + half) of each head turned by position invFreq[i]
 /// (invFreq [half]). With `positions` (I32 [rows, half]: multimodal RoPE's, whose pairs follow
-/// time, height or width, or a batch's rows of several sequences), row r's pair i at
-/// positions[r, i] instead. They are where q is, or in host memory (rows on a GPU then read one
+/// time, height or width; or [rows]: a batch's rows of several sequences), row r's pair i at
+/// positions[r, i] (or positions[r]) instead. They are where q is, or in host memory (rows on a GPU then read one
 /// copy of the same positions for every layer of a pass).
 void rope(const Tensor& q, int64_t qHeads, const Tensor& k, int64_t kHeads, int64_t headDim, const Tensor& invFreq,
           int64_t start, const Tensor* positions = nullptr);

@@ -137,17 +137,18 @@ void elementwise(Elementwise op, const Tensor& x, const Tensor* y, float s, cons
          gate ? at(*gate) : uint64_t{0}, n, width, static_cast<int>(op), s);
 }
 
-void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width) {
+void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width,
+             const Tensor* add) {
   check(rows < (int64_t{1} << 31), "rmsNorm: too many rows for one launch");
-  launch(gpuops::gpuOf(x), "gz_lm_rms_norm", Dim3{static_cast<unsigned>(rows), 1, 1}, kThreads, at(out), at(x), at(w),
-         width, eps);
+  launch(gpuops::gpuOf(x), "gz_lm_rms_norm", Dim3{static_cast<unsigned>(rows), 1, 1}, kThreads, at(out), at(x),
+         add ? at(*add) : uint64_t{0}, at(w), width, eps);
 }
 
-void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start,
-          const Tensor* positions) {
+void rope(const Tensor& q, const Tensor& k, int64_t rows, int64_t qHeads, int64_t kHeads, int64_t headDim,
+          const Tensor& invFreq, int64_t start, const Tensor* positions) {
   const int64_t half = invFreq.numel();
   if (rows == 0 || half == 0) return;
-  const Gpu g = gpuops::gpuOf(t);
+  const Gpu g = gpuops::gpuOf(q);
   uint64_t placed = 0;
   if (positions && positions->onGpu()) {
     placed = at(*positions);
@@ -156,8 +157,9 @@ void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const T
     const auto* first = reinterpret_cast<const uint8_t*>(positions->data<int32_t>());
     placed = copiedOnce(g, std::vector<uint8_t>(first, first + positions->numel() * sizeof(int32_t)));
   }
-  launch(g, "gz_lm_rope", strideGrid(g, rows * heads * half), kThreads, at(t), rows, heads, headDim, at(invFreq), half,
-         start, placed);
+  const int64_t perRow = positions ? positions->numel() / rows : 0;
+  launch(g, "gz_lm_rope", strideGrid(g, rows * (qHeads + kHeads) * half), kThreads, at(q), at(k), rows, qHeads, kHeads,
+         headDim, at(invFreq), half, start, placed, perRow);
 }
 
 namespace {

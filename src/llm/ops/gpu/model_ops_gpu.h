@@ -34,11 +34,14 @@ int elementKind(const char* op, DType dtype);
 /// x = 0 (contiguous).
 void zero(const Tensor& x);
 
-void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width);
-/// Rotate-half RoPE in place on t ([rows, heads headDim]) with `invFreq` ([half]) from `start`,
-/// or at `positions` (I32 [rows, half], on t's GPU or in host memory) when not null.
-void rope(const Tensor& t, int64_t rows, int64_t heads, int64_t headDim, const Tensor& invFreq, int64_t start,
-          const Tensor* positions);
+/// out = rms norm of x's rows times w; with `add` (as x), x += add first, in the same launch.
+void rmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out, int64_t rows, int64_t width,
+             const Tensor* add = nullptr);
+/// Rotate-half RoPE in place on q ([rows, qHeads headDim]) and k ([rows, kHeads headDim]), one
+/// launch, with `invFreq` ([half]) from `start`, or at `positions` (I32 [rows, half] or [rows]: a
+/// position a row; on q's GPU or in host memory) when not null.
+void rope(const Tensor& q, const Tensor& k, int64_t rows, int64_t qHeads, int64_t kHeads, int64_t headDim,
+          const Tensor& invFreq, int64_t start, const Tensor* positions);
 
 /// y [n, out] = x [n, in] W^T (+ bias [out] unless it has no elements) over group-format rows
 /// `weights` (U8, out x rowBytes), on the tensor cores: x's rows scaled to F16 by powers of two,
