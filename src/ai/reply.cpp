@@ -27,7 +27,8 @@ class WholeReply : public Reply {
     return sendWhole(fd_, http::response(200, "application/json", jsonText(completion.whole()), keepAlive_));
   }
   bool fail(int status, const std::string& error) override {
-    return sendWhole(fd_, errorResponse(status, error, keepAlive_ && status < 500));
+    // A server error's answer closes the connection (it says so).
+    return sendWhole(fd_, errorResponse(status, error, keepAlive_ && status < 500)) && status < 500;
   }
 
  private:
@@ -59,7 +60,7 @@ class StreamedReply : public Reply {
     return ok && write("data: [DONE]\n\n") && endBody() && chunked_;
   }
   bool fail(int status, const std::string& error) override {
-    if (!headSent_) return sendWhole(fd_, errorResponse(status, error, keepAlive_ && status < 500));
+    if (!headSent_) return sendWhole(fd_, errorResponse(status, error, keepAlive_ && status < 500)) && status < 500;
     event(errorBody(error, "server_error", "", ""));
     write("data: [DONE]\n\n");
     endBody();

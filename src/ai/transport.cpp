@@ -224,6 +224,11 @@ struct WholeAnswerPlace {
 };
 thread_local WholeAnswerPlace wholeAnswerPlace;
 
+// As much of bytes as fd takes without waiting (a server stopping sends no more).
+void sendWhatFits(int fd, const std::string& bytes) {
+  if (!bytes.empty()) (void)!::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 }  // namespace
 
 WholeAnswerKept::WholeAnswerKept(int fd, std::string& answer) { wholeAnswerPlace = {fd, &answer}; }
@@ -524,6 +529,8 @@ void Transport::Impl::flush(Connection& c) {
     c.answered = ++answers;
     becomeIdle(c);
   } else {
+    // A pipelined request's head starts now that the answer before it has gone out.
+    if (c.phase == Phase::Head) c.since = Clock::now();
     process(c);  // a pipelined request, or the body after 100 Continue
   }
 }
@@ -572,7 +579,7 @@ void Transport::Impl::collectReturned() {
     Connection* c = r.connection;
     c->handler.join();
     if (stopping || (!r.keep && r.whole.empty())) {
-      if (!r.whole.empty()) (void)!::send(c->fd, r.whole.data(), r.whole.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      sendWhatFits(c->fd, r.whole);
       ::shutdown(c->fd, SHUT_RDWR);
       close(*c);
       continue;
@@ -599,6 +606,12 @@ void Transport::Impl::collectReturned() {
 void Transport::Impl::shutdownAll() {
   if (listenFd >= 0) ::close(listenFd);
   listenFd = -1;
+  {
+    // Whole answers of handlers that ended since the loop last looked: what the sockets take now.
+    std::lock_guard lock(returnedMutex);
+    for (const Returned& r : returned) sendWhatFits(r.connection->fd, r.whole);
+    returned.clear();
+  }
   std::vector<Connection*> waiting;
   for (auto& [key, c] : connections)
     if (c->phase == Phase::Handling) ::shutdown(c->fd, SHUT_RDWR);

@@ -33,7 +33,7 @@ Routes routeTopK(const Tensor& scores, int64_t topK) {
   require(topK > 0 && topK <= experts, [&] {
       return "routeTopK: top " + std::to_string(topK) + " of " + std::to_string(experts) + " experts";
   });
-  if (scores.onGpu()) {
+  if (scores.onGpu() && experts <= gpu::kMostRoutedExperts) {
     // The device's routing (DeviceExperts' too), read back to steer the host's loop.
     checkF32Rows("routeTopK", scores);
     const int64_t rows = scores.size(0);
@@ -48,7 +48,9 @@ Routes routeTopK(const Tensor& scores, int64_t topK) {
     }
     return r;
   }
-  cpu::Routes r = cpu::routeTopK(hostF32("routeTopK", scores), scores.size(0), experts, topK);
+  // (More experts than the device's routing takes: the scores come to host memory.)
+  const Tensor onHost = scores.onGpu() ? scores.host() : scores;
+  cpu::Routes r = cpu::routeTopK(hostF32("routeTopK", onHost), scores.size(0), experts, topK);
   return {std::move(r.rows), std::move(r.weights)};
 }
 
@@ -58,7 +60,9 @@ struct DeviceExperts::Tables {
 
 DeviceExperts::DeviceExperts(const std::vector<const Linear*>& gates, const std::vector<const Linear*>& ups,
                              const std::vector<const Linear*>& downs) {
-  if (gates.empty() || gates.size() != ups.size() || gates.size() != downs.size()) return;
+  if (gates.empty() || gates.size() != ups.size() || gates.size() != downs.size() ||
+      static_cast<int64_t>(gates.size()) > gpu::kMostRoutedExperts)
+    return;
   std::vector<gpu::ProductRows> rows[3];
   int i = 0;
   for (const std::vector<const Linear*>* layers : {&gates, &ups, &downs}) {

@@ -27,6 +27,7 @@ const std::string& kernelSource() {
                                   "#define GZ_LM_ROWS " + std::to_string(kRowsAWarp) + "\n#define GZ_LM_TN " +
                                   std::to_string(kOutputsABlock) + "\n#define GZ_LM_MAX_QUERIES " +
                                   std::to_string(kMaxQueries) + "\n#define GZ_LM_CHUNK " + std::to_string(kChunk) +
+                                  "\n#define GZ_LM_MOE_EXPERTS " + std::to_string(kMostRoutedExperts) +
                                   "\n" +
 #include "llm/ops/gpu/model_ops.cu.inc"
       ;
@@ -271,7 +272,8 @@ std::optional<ExpertRows> expertRows(const std::vector<ProductRows>& experts) {
 }
 
 MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t topK, bool tiles) {
-  check(experts <= 1024, "MoE: the device's routing takes at most 1024 experts, not " + std::to_string(experts));
+  check(experts <= kMostRoutedExperts, "MoE: the device's routing takes at most " + std::to_string(kMostRoutedExperts) +
+                                          " experts, not " + std::to_string(experts));
   check(rows * topK < (int64_t{1} << 31), "MoE: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(scores);
   const int64_t pairs = rows * topK;

@@ -110,6 +110,8 @@ struct MoeRoutes {
   int64_t rows = 0, topK = 0, maxTiles = 0;
 };
 MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t topK, bool tiles);
+/// The most experts moeRoute takes (gz_lm_moe_tiles keeps a count of each in shared memory).
+inline constexpr int64_t kMostRoutedExperts = 1024;
 /// y [pairs, out] = each pair's activation row through its expert's rows: row pair / perRow of x
 /// [*, in] (perRow topK: a token's row; 1: the pair's own). The bits of the dense product of that
 /// expert over that row.
