@@ -90,11 +90,10 @@ void DeviceExperts::forward(const Tensor& x, const Tensor& scores, int64_t topK,
   for (const Tensor* t : {&x, &scores, &out}) checkF32Rows("DeviceExperts", *t);
   const gpu::MoeRoutes routes = gpu::moeRoute(scores, rows, experts, topK, true);
   const Tensor gate = emptyLike({rows * topK, inner_}, x), up = emptyLike({rows * topK, inner_}, x);
-  gpu::moeProduct(x, tables_->gate, routes, topK, gate, inner_, hidden_);
-  gpu::moeProduct(x, tables_->up, routes, topK, up, inner_, hidden_);
+  gpu::moeProducts(x, {{&tables_->gate, gate}, {&tables_->up, up}}, routes, topK, inner_, hidden_);
   gatedActivation(gate, up, Activation::Silu);
   const Tensor y = emptyLike({rows * topK, hidden_}, x);
-  gpu::moeProduct(gate, tables_->down, routes, 1, y, hidden_, inner_);
+  gpu::moeProducts(gate, {{&tables_->down, y}}, routes, 1, hidden_, inner_);
   gpu::moeCombine(y, routes, out, hidden_);
 }
 

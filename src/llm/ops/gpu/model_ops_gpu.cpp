@@ -289,19 +289,24 @@ MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t 
   return r;
 }
 
-void moeProduct(const Tensor& x, const ExpertRows& w, const MoeRoutes& r, int64_t perRow, const Tensor& y,
-                int64_t out, int64_t in) {
-  if (r.rows == 0) return;
+void moeProducts(const Tensor& x, const std::vector<ExpertProduct>& products, const MoeRoutes& r, int64_t perRow,
+                 int64_t out, int64_t in) {
+  if (r.rows == 0 || products.empty()) return;
   check(r.maxTiles < 65536, "MoE: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(x);
-  const HalfRows h = halfRowsOf(g, x, x.numel() / in, in, w.half);
+  // The F16 rows are the same with or without what F16 left of them, which 16-bit rows read too.
+  const bool low = std::any_of(products.begin(), products.end(), [](const ExpertProduct& p) { return p.rows->half; });
+  const HalfRows h = halfRowsOf(g, x, x.numel() / in, in, low);
   const Dim3 grid{static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock), static_cast<unsigned>(r.maxTiles), 1};
-  if (w.half)
-    launch(g, "gz_lm_moe_half_mma", grid, kThreads, at(y), at(h.half), at(h.rest), at(h.scale), at(w.table), w.count,
-           at(r.tiles), r.maxTiles, perRow, out, h.width);
-  else
-    launch(g, "gz_lm_moe_group_mma", grid, kThreads, at(y), at(h.half), at(h.scale), at(w.table), w.count,
-           at(r.tiles), r.maxTiles, perRow, out, h.width, w.rowBytes, w.bits, w.group);
+  for (const ExpertProduct& p : products) {
+    const ExpertRows& w = *p.rows;
+    if (w.half)
+      launch(g, "gz_lm_moe_half_mma", grid, kThreads, at(p.y), at(h.half), at(h.rest), at(h.scale), at(w.table),
+             w.count, at(r.tiles), r.maxTiles, perRow, out, h.width);
+    else
+      launch(g, "gz_lm_moe_group_mma", grid, kThreads, at(p.y), at(h.half), at(h.scale), at(w.table), w.count,
+             at(r.tiles), r.maxTiles, perRow, out, h.width, w.rowBytes, w.bits, w.group);
+  }
 }
 
 void moeCombine(const Tensor& y, const MoeRoutes& r, const Tensor& out, int64_t width) {

@@ -91,7 +91,7 @@ struct ProductRows {
   float base = 0;
 };
 
-/// One projection of a MoE layer's experts on the GPU, for moeProduct: a table of each expert's
+/// One projection of a MoE layer's experts on the GPU, for moeProducts: a table of each expert's
 /// rows (their address, a 16-bit layer's scales, a group layer's base), all in one format.
 struct ExpertRows {
   Tensor table;  // U8
@@ -112,11 +112,15 @@ struct MoeRoutes {
 MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t topK, bool tiles);
 /// The most experts moeRoute takes (gz_lm_moe_tiles keeps a count of each in shared memory).
 inline constexpr int64_t kMostRoutedExperts = 1024;
-/// y [pairs, out] = each pair's activation row through its expert's rows: row pair / perRow of x
-/// [*, in] (perRow topK: a token's row; 1: the pair's own). The bits of the dense product of that
-/// expert over that row.
-void moeProduct(const Tensor& x, const ExpertRows& w, const MoeRoutes& r, int64_t perRow, const Tensor& y,
-                int64_t out, int64_t in);
+/// For each product, y [pairs, out] = each pair's activation row through its expert's rows: row
+/// pair / perRow of x [*, in] (perRow topK: a token's row; 1: the pair's own), x made F16 once
+/// for all of them. The bits of the dense product of that expert over that row.
+struct ExpertProduct {
+  const ExpertRows* rows;
+  Tensor y;
+};
+void moeProducts(const Tensor& x, const std::vector<ExpertProduct>& products, const MoeRoutes& r, int64_t perRow,
+                 int64_t out, int64_t in);
 /// out [rows, width] = the weighted sum of each row's pairs of y [pairs, width], in pair order.
 void moeCombine(const Tensor& y, const MoeRoutes& r, const Tensor& out, int64_t width);
 
