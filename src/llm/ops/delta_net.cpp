@@ -56,10 +56,10 @@ void deltaNetMix(const DeltaNetShape& shape, const DeltaNetWeights& w, const Ten
     for (const Tensor* t : {&qkv, &b, &a, &w.taps, &w.decayRate, &w.dtBias, &o}) checkF32Rows(op, *t);
     return gpu::deltaNetMix(r);
   }
+  const Tensor x = qkv.reshape({n, channels}), out = o.reshape({n, valueWidth});
+  const Tensor bRows = b.reshape({n, shape.valueHeads}), aRows = a.reshape({n, shape.valueHeads});
   for (const DeltaNetRows& run : runs) {
     const auto rowsOf = [&](const Tensor& t) { return t.slice(0, run.first, run.first + run.rows); };
-    const Tensor x = qkv.reshape({n, channels}), out = o.reshape({n, valueWidth});
-    const Tensor bRows = b.reshape({n, shape.valueHeads}), aRows = a.reshape({n, shape.valueHeads});
     cpu::delta::mix({shape.keyHeads, shape.valueHeads, shape.keyDim, shape.valueDim}, shape.kernel,
                     hostF32(op, rowsOf(x)), hostF32(op, rowsOf(bRows)), hostF32(op, rowsOf(aRows)), run.rows,
                     hostF32(op, w.taps), hostF32(op, w.decayRate), hostF32(op, w.dtBias),
