@@ -294,10 +294,11 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
   }
   // Positions no row weighs (masked for all, p = 0) at either end are left out: they would add
   // exact zeros, to the context and to the codes' offsets' sums. (Within the range a row's masked
-  // positions add exact zeros too.)
+  // positions add exact zeros too.) p, not w: a coded head of one value has scale 0, so w = 0,
+  // but its offset counts.
   const auto weighed = [&](int64_t t) {
     for (int r = 0; r < R; ++r)
-      if (w[r * ldw + t] != 0.0f) return true;
+      if (p[r * ldp + t] != 0.0f) return true;
     return false;
   };
   int64_t t0 = 0, t1 = count;

@@ -47,9 +47,11 @@ struct Fixture {
   std::vector<uint16_t> keyRanges, valueRanges;
   KvLayer cache;
 
-  // Keys and values as `dtype` elements, or codes of `bits` bits.
-  Fixture(int64_t window, int64_t start_, int64_t rows_, DType dtype, int bits = 0)
-      : s{.heads = 4, .kvHeads = 2, .headDim = 8, .scale = 0.35f, .window = window},
+  // Keys and values as `dtype` elements, or codes of `bits` bits; with constantValues, every third
+  // position's value heads hold one value each (coded: scale 0, the value their offset).
+  Fixture(int64_t window, int64_t start_, int64_t rows_, DType dtype, int bits = 0, int64_t headDim = 8,
+          bool constantValues = false)
+      : s{.heads = 4, .kvHeads = 2, .headDim = headDim, .scale = 0.35f, .window = window},
         start(start_),
         rows(rows_),
         total(start_ + rows_),
@@ -72,6 +74,8 @@ struct Fixture {
     v.resize(k.size());
     for (std::vector<float>* x : {&q, &k, &v})
       for (float& e : *x) e = dist(rng);
+    if (constantValues)
+      for (int64_t j = 0; j < total; j += 3) std::fill_n(v.begin() + j * kvWidth, kvWidth, 0.75f + 0.01f * j);
     storeKeysValues(cache, 0, total, k.data(), v.data(), kvWidth);
   }
 
@@ -94,18 +98,21 @@ std::vector<float> storedValues(const Fixture& f, const std::vector<float>& x, D
         if (dtype != DType::F32) head[d] = dtype == DType::F16 ? halfToFloat(floatToHalf(head[d])) : bf16ToFloat(floatToBf16(head[d]));
       continue;
     }
-    rotateHead(head, dim);
+    const bool rotated = rotatesHeads(f.cache.values, dim);
+    if (rotated) rotateHead(head, dim);
     const CodeRange range = codeValues(head, dim, bits, codes.data());
     for (int64_t d = 0; d < dim; ++d)
       head[d] = halfToFloat(range.scale) * static_cast<float>(codes[static_cast<size_t>(d)]) + halfToFloat(range.offset);
-    rotateHead(head, dim);
+    if (rotated) rotateHead(head, dim);
   }
   return out;
 }
 
-void expectMatchesReference(int64_t window, int64_t start, DType dtype = DType::F32, int bits = 0) {
-  SCOPED_TRACE(std::string(dtypeName(dtype)) + ", " + std::to_string(bits) + " bits");
-  const Fixture f(window, start, 45, dtype, bits);
+void expectMatchesReference(int64_t window, int64_t start, DType dtype = DType::F32, int bits = 0,
+                            int64_t headDim = 8, bool constantValues = false) {
+  SCOPED_TRACE(std::string(dtypeName(dtype)) + ", " + std::to_string(bits) + " bits, heads of " +
+               std::to_string(headDim));
+  const Fixture f(window, start, 45, dtype, bits, headDim, constantValues);
   const std::vector<float> keys = storedValues(f, f.k, dtype, bits), values = storedValues(f, f.v, dtype, bits);
   const AttentionShape& s = f.s;
   std::vector<float> context(f.q.size(), -9.0f);
@@ -154,6 +161,15 @@ TEST(CachedAttention, StoredKeysAndValuesMatchDoubleReference) {
   for (auto [dtype, bits] : {std::pair{DType::F16, 0}, {DType::BF16, 0}, {DType::F32, 8}, {DType::F32, 4},
                              {DType::F32, 2}})
     for (int64_t window : {0, 7}) expectMatchesReference(window, 240, dtype, bits);
+}
+
+// A coded head of one value (scale 0: its weight times the scale is 0) still adds its offset: the
+// positions of a block that no row weighs are those whose softmax weight is 0, not those whose
+// weight times the scale is (found by the GPU's coded cache, tests/llm/gpu_kv_codes_test.cpp).
+// Heads of 6 values: not rotated, so a head of one value stays one.
+TEST(CachedAttention, CodedHeadsOfOneValueAddTheirOffsets) {
+  for (int bits : {8, 4, 2})
+    for (int64_t window : {0, 7}) expectMatchesReference(window, 240, DType::F32, bits, 6, true);
 }
 
 TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
