@@ -357,12 +357,12 @@ struct LoadOptions {
   int64_t layers = 0;
   /// How its engines keep keys and values (KvFormat::parseSetting reads "8", "4/2", "auto", ...);
   /// unset (the default): each engine chooses, 8 bits, else 4, else keys in 4 and values in 2,
-  /// the first in which its KV pool fits the memory the machine has available.
+  /// the first in which its KV pool fits the memory the machine has available (on a GPU, its
+  /// free memory).
   std::optional<KvFormat> kv = std::nullopt;
   /// Where the model runs: this GPU (its layers' weights uploaded once, its KV pages and
-  /// activations there; keys and values in 16 bits unless kv says otherwise), or the CPU
-  /// (nullopt). Every architecture runs there; keys and values in bits (codes) are kept on the
-  /// CPU only so far (an Error naming the format).
+  /// activations there, keys and values as kv says, codes as on the CPU), or the CPU (nullopt).
+  /// Every architecture runs there.
   std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
   /// With gpu (an NVIDIA one) and every layer: when the model's weights would leave less than
   /// this many bytes of its memory free and the machine shows other NVIDIA GPUs (those

@@ -96,6 +96,9 @@ class LanguageModel {
     (void)pages, (void)format, (void)inHostMemory;
     return nullptr;
   }
+  /// Bytes free where newPool puts its pages, which an engine's choice of KvFormat fits its pool
+  /// in: the machine's available memory, or on GPUs their free memory.
+  virtual int64_t poolMemory() const;
   /// A new empty state whose keys and values take pages of `pool` (one of newPool's): its pages
   /// are shared with the states it is copied to (copyFrom), and copied only where one writes.
   virtual std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const {
@@ -149,8 +152,7 @@ struct ModelOptions {
   /// 0: all layers, a whole model.
   int64_t layers = 0;
   /// Where the layers run: this GPU (the model's weights, KV pages and activations there), or the
-  /// CPU (nullopt). Every architecture's operations have GPU implementations (llm/ops/gpu/) but
-  /// KV codes, which stay on the CPU so far.
+  /// CPU (nullopt). Every architecture's operations have GPU implementations (llm/ops/gpu/).
   std::optional<gizhw::gpu::Gpu> gpu = std::nullopt;
   /// The model in stages across GPUs (gpu unset, every layer): stage s holds the next
   /// stages[s].layers layers on its GPU, with their KV pages and recurrent states, and the last

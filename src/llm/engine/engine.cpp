@@ -287,7 +287,7 @@ Engine::Engine(std::shared_ptr<LanguageModel> model, std::shared_ptr<const Token
                                 " pages of " + std::to_string(page) + ") cannot hold one slot's context of " +
                                 std::to_string(maxTokens) + " tokens");
     const std::optional<KvFormat> fixed = model->kvFormat();
-    const KvFormat format = fixed ? *fixed : chooseKvFormat(pages, core::availableMemory(), [&](const KvFormat& f) {
+    const KvFormat format = fixed ? *fixed : chooseKvFormat(pages, model->poolMemory(), [&](const KvFormat& f) {
       return model->newPool(1, f)->bytes();
     });
     impl_->pool = model->newPool(pages, format);

@@ -99,8 +99,6 @@ DecoderModel::DecoderModel(const ConvertedModel& weights, const ModelOptions& op
     check(ends_.back() == c.numLayers, where + "the stages hold " + std::to_string(ends_.back()) +
                                            " layers, the model has " + std::to_string(c.numLayers));
   }
-  // Keys and values on a GPU are elements (codes are the CPU's so far): 16 bits unless chosen.
-  if (placed_.front().gpu() && !options_.kvCache) options_.kvCache = KvFormat(DType::F16);
   check(c.vocabSize > 0 && c.hiddenSize > 0 && c.numLayers > 0 && c.numHeads > 0 && c.numKvHeads > 0 && c.headDim > 0,
         where + "sizes must be positive");
   check(c.numHeads % c.numKvHeads == 0, where + "num_kv_heads must divide num_heads");
@@ -160,6 +158,24 @@ std::shared_ptr<StatePool> DecoderModel::newPool(int64_t pages, const KvFormat& 
     places.push_back(inHostMemory ? std::nullopt : layerWeights(static_cast<int64_t>(i)).gpu());
   return std::make_shared<ops::KvPool>(this, attends, config_.numKvHeads, config_.headDim, format, pages,
                                        std::move(places));
+}
+
+int64_t DecoderModel::poolMemory() const {
+  if (!placed_.front().gpu()) return LanguageModel::poolMemory();
+  // A pool's pages span the layers that attend, each stage's on its GPU: the pool fits where each
+  // stage's share of it fits that GPU's free memory.
+  std::vector<int64_t> attending(placed_.size(), 0);
+  int64_t total = 0;
+  for (int64_t i = 0; i < config_.numLayers + config_.mtpLayers; ++i)
+    if (i >= config_.numLayers || config_.layerTypes[static_cast<size_t>(i)] != LayerType::LinearAttention) {
+      ++attending[stageOf(i)];
+      ++total;
+    }
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (size_t s = 0; s < placed_.size(); ++s)
+    if (attending[s] > 0)
+      least = std::min(least, static_cast<int64_t>(placed_[s].gpu()->freeBytes()) / attending[s] * total);
+  return least;
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {

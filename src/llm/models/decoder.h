@@ -30,6 +30,7 @@ class DecoderModel : public LanguageModel {
   int64_t pageTokens() const override { return ops::KvPool::kPageTokens; }
   std::optional<KvFormat> kvFormat() const override { return options_.kvCache; }
   std::shared_ptr<StatePool> newPool(int64_t pages, const KvFormat& format, bool inHostMemory = false) const override;
+  int64_t poolMemory() const override;
   std::unique_ptr<SequenceState> newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const override;
   std::vector<tensor::Tensor> forward(const std::vector<Feed>& feeds) override;
   tensor::Tensor hidden(const std::vector<int32_t>& tokens, const std::vector<int64_t>& layers,

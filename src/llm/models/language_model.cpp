@@ -6,11 +6,14 @@
 #include <memory>
 #include <string>
 
+#include "core/page_memory.h"
 #include "llm/models/families.h"
 #include "llm/ops/gpu/weight_upload.h"
 #include "llm/quant/converted_model.h"
 
 namespace gizml::llm {
+
+int64_t LanguageModel::poolMemory() const { return core::availableMemory(); }
 
 tensor::Tensor LanguageModel::hidden(const std::vector<int32_t>&, const std::vector<int64_t>&, int64_t) const {
   throw Error("hidden: this model gives logits only, not its hidden states");

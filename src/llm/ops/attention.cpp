@@ -12,7 +12,9 @@ namespace {
 // Layer `layer` of a cache whose pool is on a GPU, for the kernels there.
 gpu::KvPages gpuPages(const KvCache& cache, int64_t layer) {
   const KvPool::Layer& l = cache.pool().layer(layer);
-  return {l.keys.data, l.values.data, cache.kvHeads(), cache.headDim(), KvPool::kPageTokens};
+  const KvFormat format = cache.format();
+  return {l.keys.data,  l.values.data,  cache.kvHeads(),        cache.headDim(),          KvPool::kPageTokens,
+          l.keys.ranges, l.values.ranges, codeBits(format.keys), codeBits(format.values)};
 }
 
 // Whether `next` ([rows, width] rows of F32) starts where `before` ends in the same memory.

@@ -25,6 +25,7 @@ KvPool::Side makeSide(Store s, tensor::Shape rows, int64_t count, const tensor::
     return {gpu ? gpuops::empty(rows, elementType(s), gpu->device()) : tensor::empty(rows, elementType(s)), {}};
   }
   rows.push_back((count * bits + 7) / 8);
+  if (gpu) return {gpuops::empty(rows, DType::U8, gpu->device()), gpuops::empty(ranges, DType::F16, gpu->device())};
   return {tensor::empty(rows, DType::U8), tensor::empty(ranges, DType::F16)};
 }
 
@@ -58,9 +59,6 @@ KvPool::KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHe
   check(places_.size() == attends.size(), "KV pool: " + std::to_string(places_.size()) + " places for " +
                                               std::to_string(attends.size()) + " layers");
   const bool coded = codeBits(format.keys) > 0 || codeBits(format.values) > 0;
-  for (const std::optional<gizhw::gpu::Gpu>& gpu : places_)
-    check(!coded || !gpu, "KV cache: keys and values in " + format.text() + " bits are kept on the CPU only so far; on " +
-                              (gpu ? gpu->describe() : std::string()) + " use kv \"16\" or \"f32\"");
   check(!coded || headDim <= cpu::kMaxCodedHead,
         "KV cache: heads of " + std::to_string(headDim) + " values are too long to code in bits (at most " +
             std::to_string(cpu::kMaxCodedHead) + "); use kv \"16\"");

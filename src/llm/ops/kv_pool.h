@@ -27,9 +27,9 @@ class KvPool final : public StatePool {
 
   /// `pages` pages for the layers that `attends` marks (the others keep no keys), made by the
   /// model `owner` (a state fits only its own model). places[i]: where layer i's pages are, host
-  /// memory (nullopt) or a GPU (where the keys and values are elements: codes are written on the
-  /// CPU only so far); a model in stages across GPUs puts each stage's layers on its own. Empty:
-  /// all in host memory.
+  /// memory (nullopt) or a GPU, in the same layout either way (a page copies between them as it
+  /// is); a model in stages across GPUs puts each stage's layers on its own. Empty: all in host
+  /// memory.
   KvPool(const void* owner, const std::vector<bool>& attends, int64_t kvHeads, int64_t headDim, KvFormat format,
          int64_t pages, std::vector<std::optional<gizhw::gpu::Gpu>> places = {});
 

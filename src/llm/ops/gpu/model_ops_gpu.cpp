@@ -8,6 +8,7 @@
 #include <deque>
 #include <string>
 
+#include "cpu/kv_attention.h"
 #include "tensor/gpu/codegen.h"
 #include "tensor/gpu/tensor_ops.h"
 
@@ -28,8 +29,9 @@ const std::string& kernelSource() {
                                   std::to_string(kOutputsABlock) + "\n#define GZ_LM_MAX_QUERIES " +
                                   std::to_string(kMaxQueries) + "\n#define GZ_LM_CHUNK " + std::to_string(kChunk) +
                                   "\n#define GZ_LM_MOE_EXPERTS " + std::to_string(kMostRoutedExperts) +
-                                  "\n" +
+                                  "\n#define GZ_LM_MAX_CODED " + std::to_string(cpu::kMaxCodedHead) + "\n" +
 #include "llm/ops/gpu/model_ops.cu.inc"
+#include "llm/ops/gpu/kv_codes.cu.inc"
       ;
   return text;
 }
@@ -436,10 +438,33 @@ void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::v
          vocab, zero ? 1 : 0);
 }
 
+namespace {
+
+// Threads of a block of gz_lm_code_kv (GZ_LM_CODE_THREADS): a block codes one head's vector.
+constexpr unsigned kCodeThreads = 128;
+
+// The kind of a side's elements for the kernels (0 where it holds codes, which they read by its bits).
+int sideKind(const char* op, const Tensor& data, int bits) { return bits > 0 ? 0 : elementKind(op, data.dtype()); }
+
+// The device address of a side's ranges (0 where it holds elements).
+uint64_t rangesOf(const Tensor& ranges) { return ranges.numel() > 0 ? at(ranges) : 0; }
+
+}  // namespace
+
 void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v) {
   const Gpu g = gpuops::gpuOf(k);
   const PlacesOnGpu rows = placedRows(g, places);
   if (rows.rows == 0) return;
+  if (kv.keyBits > 0 || kv.valueBits > 0) {
+    check(kv.headDim <= cpu::kMaxCodedHead && kv.kvHeads <= kMaxGrid && rows.rows < (int64_t{1} << 31),
+          "storeKeysValues: too many heads or rows, or heads too long, to code in one launch");
+    launch(g, "gz_lm_code_kv", Dim3{static_cast<unsigned>(rows.rows), static_cast<unsigned>(kv.kvHeads), 2},
+           kCodeThreads, at(kv.keys), rangesOf(kv.keyRanges), at(kv.values), rangesOf(kv.valueRanges), at(k), at(v),
+           rows.tables, rows.positions, kv.kvHeads, kv.headDim, kv.pageTokens,
+           sideKind("storeKeysValues", kv.keys, kv.keyBits), sideKind("storeKeysValues", kv.values, kv.valueBits),
+           kv.keyBits, kv.valueBits);
+    return;
+  }
   launch(g, "gz_lm_store_kv", strideGrid(g, rows.rows * kv.kvHeads * kv.headDim), kThreads, at(kv.keys),
          at(kv.values), at(k), at(v), rows.tables, rows.positions, rows.rows, kv.kvHeads, kv.headDim, kv.pageTokens,
          elementKind("storeKeysValues", kv.keys.dtype()), elementKind("storeKeysValues", kv.values.dtype()));
@@ -464,8 +489,10 @@ void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, cons
   const int64_t rowFloats = heads * chunks * (2 + kv.headDim);
   const int64_t band = std::clamp<int64_t>(kPartFloats / rowFloats, 1, std::min<int64_t>(rows, int64_t{1} << 30));
   const Tensor part = gpuops::empty({band * rowFloats}, DType::F32, g.device());
-  const int keyKind = elementKind("cachedAttention", kv.keys.dtype());
-  const int valueKind = elementKind("cachedAttention", kv.values.dtype());
+  const int keyKind = sideKind("cachedAttention", kv.keys, kv.keyBits);
+  const int valueKind = sideKind("cachedAttention", kv.values, kv.valueBits);
+  const bool powerOfTwo = kv.headDim > 1 && (kv.headDim & (kv.headDim - 1)) == 0;
+  const int rotated = kv.valueBits > 0 && powerOfTwo ? 1 : 0;
   for (int64_t first = 0; first < rows; first += band) {
     const int64_t n = std::min(band, rows - first);
     const uint64_t offset = static_cast<uint64_t>(first * heads * kv.headDim) * 4;
@@ -474,9 +501,10 @@ void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, cons
     launch(g, "gz_lm_attention_part",
            Dim3{static_cast<unsigned>(n), static_cast<unsigned>(kv.kvHeads), static_cast<unsigned>(chunks)}, kThreads,
            at(part), at(q) + offset, at(kv.keys), at(kv.values), tables, positions, heads, kv.kvHeads, kv.headDim,
-           kv.pageTokens, scale, window, keyKind, valueKind, chunks);
+           kv.pageTokens, scale, window, keyKind, valueKind, chunks, rangesOf(kv.keyRanges), rangesOf(kv.valueRanges),
+           kv.keyBits, kv.valueBits);
     launch(g, "gz_lm_attention_merge", Dim3{static_cast<unsigned>(n), static_cast<unsigned>(heads), 1}, kThreads,
-           at(context) + offset, at(part), positions, heads, kv.headDim, window, chunks);
+           at(context) + offset, at(part), positions, heads, kv.headDim, window, chunks, rotated);
   }
 }
 

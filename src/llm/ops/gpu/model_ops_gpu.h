@@ -67,10 +67,14 @@ void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, con
                  int64_t in);
 
 /// One layer's pages on the GPU: keys [pages, kvHeads, headDim, P] and values [pages, kvHeads, P,
-/// headDim] of F32, F16 or BF16.
+/// headDim] of F32, F16 or BF16, or either as codes of keyBits / valueBits bits with their ranges
+/// (cpu/kv_attention.h's layout: a key column's positions and a value row's dimensions packed
+/// low bits first, an F16 scale and offset per head and token, [pages, kvHeads, P, 2]).
 struct KvPages {
   Tensor keys, values;
   int64_t kvHeads, headDim, pageTokens;
+  Tensor keyRanges = {}, valueRanges = {};
+  int keyBits = 0, valueBits = 0;
 };
 /// Where the rows of a store or an attention are: row r at position positions[r] of the sequence
 /// whose page table (int32 pages, on the GPU) is at device address tables[r]. Rows of several
@@ -160,7 +164,8 @@ void penalize(const Tensor& logits, const LogitEdits& edits);
 /// become 0 with `zero`.
 void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::vector<uint32_t>& words, bool zero);
 
-/// The rows' keys and values k, v ([rows, kvHeads headDim]) into their places.
+/// The rows' keys and values k, v ([rows, kvHeads headDim]) into their places; into codes with
+/// the CPU's bits (cpu/kv_codes.h), each head's vector rotated first where headDim is a power of two.
 void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v);
 /// Causal attention of each row q ([rows, heads headDim]) at its place over its sequence's pages
 /// up to there (window 0: every earlier position), in chunks of 256 positions merged in order
