@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gizhw::gpu {
@@ -116,6 +117,8 @@ class Kernel {
 
  private:
   friend class Gpu;
+  Kernel(std::shared_ptr<Device> device, void* function, std::string name)
+      : device_(std::move(device)), function_(function), name_(std::move(name)) {}
   std::shared_ptr<Device> device_;
   void* function_ = nullptr;
   std::string name_;

@@ -357,8 +357,8 @@ struct LoadOptions {
   int64_t layers = 0;
   /// How its engines keep keys and values (KvFormat::parseSetting reads "8", "4/2", "auto", ...);
   /// unset (the default): each engine chooses, 8 bits, else 4, else keys in 4 and values in 2,
-  /// the first in which its KV pool fits the memory the machine has available (on a GPU, its
-  /// free memory).
+  /// the first in which its KV pool fits the memory the machine has available (on a GPU, nine
+  /// tenths of its free memory).
   std::optional<KvFormat> kv = std::nullopt;
   /// Where the model runs: this GPU (its layers' weights uploaded once, its KV pages and
   /// activations there, keys and values as kv says, codes as on the CPU), or the CPU (nullopt).

@@ -445,18 +445,10 @@ void Gpu::fill(uint64_t dst, uint8_t value, size_t bytes, const Stream& stream) 
 }
 
 Kernel Gpu::kernel(const std::string& source, const std::string& name) const {
-  Kernel k;
-  k.function_ = device_->function(source, name);
-  k.device_ = device_;
-  k.name_ = name;
-  return k;
+  return Kernel(device_, device_->function(source, name), name);
 }
 Kernel Gpu::staticKernel(const std::string& source, const std::string& name) const {
-  Kernel k;
-  k.function_ = device_->staticFunction(source, name);
-  k.device_ = device_;
-  k.name_ = name;
-  return k;
+  return Kernel(device_, device_->staticFunction(source, name), name);
 }
 
 int deviceCount() {

@@ -145,7 +145,7 @@ struct Stage {
 /// How a model runs; the defaults are those of buildLanguageModel(weights).
 struct ModelOptions {
   /// How keys and values are kept; nullopt: each engine chooses (Engine), states made with
-  /// newState keep F32.
+  /// newState keep F32 (F16 on a GPU).
   std::optional<KvFormat> kvCache = KvFormat(DType::F32);
   /// Only the first `layers` layers are built (their weights alone are read), without the final
   /// norm, the output layer and the MTP layer: such a model gives hidden() but no logits.

@@ -154,10 +154,10 @@ TEST_P(GpuModelKvCodes, StoresTheCpusCodesAndAttendsAsItDoes) {
   EXPECT_LT(error, 1e-5f * range);
 }
 
-// Heads of 64 (rotated) and 48 (not a power of two: coded as they are); keys and values apart,
-// and coded keys beside 16-bit values.
+// Heads of 64 and 256 (rotated; 256: two values a thread) and 48 (not a power of two: coded as
+// they are); keys and values apart, and coded keys or values beside 16-bit elements.
 INSTANTIATE_TEST_SUITE_P(Formats, GpuModelKvCodes,
-                         ::testing::Combine(::testing::Values("8", "4", "2", "4/2", "8/16"),
-                                            ::testing::Values(int64_t{64}, int64_t{48})));
+                         ::testing::Combine(::testing::Values("8", "4", "2", "4/2", "8/16", "16/4"),
+                                            ::testing::Values(int64_t{64}, int64_t{48}, int64_t{256})));
 
 }  // namespace

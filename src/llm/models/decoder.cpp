@@ -175,13 +175,16 @@ int64_t DecoderModel::poolMemory() const {
   for (size_t s = 0; s < placed_.size(); ++s)
     if (attending[s] > 0)
       least = std::min(least, static_cast<int64_t>(placed_[s].gpu()->freeBytes()) / attending[s] * total);
-  return least;
+  // A tenth kept for the steps' activations, attention's partial sums, logits and recordings (as
+  // vLLM's gpu_memory_utilization of 0.9).
+  return least / 10 * 9;
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newState(int64_t maxTokens) const {
   check(maxTokens > 0, "newState: capacity must be positive, not " + std::to_string(maxTokens));
   const int64_t pages = (maxTokens + pageTokens() - 1) / pageTokens();
-  return newStateIn(newPool(pages, options_.kvCache.value_or(KvFormat(DType::F32))), maxTokens);
+  const DType elements = placed_.front().gpu() ? DType::F16 : DType::F32;
+  return newStateIn(newPool(pages, options_.kvCache.value_or(KvFormat(elements))), maxTokens);
 }
 
 std::unique_ptr<SequenceState> DecoderModel::newStateIn(const std::shared_ptr<StatePool>& pool, int64_t maxTokens) const {

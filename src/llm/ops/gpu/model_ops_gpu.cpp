@@ -447,7 +447,7 @@ constexpr unsigned kCodeThreads = 128;
 int sideKind(const char* op, const Tensor& data, int bits) { return bits > 0 ? 0 : elementKind(op, data.dtype()); }
 
 // The device address of a side's ranges (0 where it holds elements).
-uint64_t rangesOf(const Tensor& ranges) { return ranges.numel() > 0 ? at(ranges) : 0; }
+uint64_t rangesOf(const Tensor& ranges) { return ranges.ndim() > 0 ? at(ranges) : 0; }
 
 }  // namespace
 
