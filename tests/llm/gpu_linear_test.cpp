@@ -167,3 +167,35 @@ TEST_F(GpuModelLinear, SixteenBitRowsMatchTheirProductAndKeepTheirBits) {
 }
 
 }  // namespace
+
+namespace {
+
+// Layers reading one input (q, k and v; gate and up) through products(): x made F16 once for a
+// group layer and a 16-bit one together (which also reads what F16 left), with and without a
+// bias, each output the bits of the layer's own product, at decode's tile (3 rows) and prefill's (70).
+TEST_F(GpuModelLinear, LayersReadingOneInputGiveTheBitsOfEachAlone) {
+  const int64_t in = 96;
+  const GroupRows group = rows(GroupFormat{4, 32}, 37, in, 5);
+  std::vector<double> values(static_cast<size_t>(19 * in));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.71 * static_cast<double>(i));
+  const ops::gpu::HalfWeights half = ops::gpu::halfWeights(on(T::tensor({19, in}, values, DType::BF16)), 19, in);
+  std::vector<double> biasValues(37);
+  for (size_t o = 0; o < biasValues.size(); ++o) biasValues[o] = 0.5 * static_cast<double>(o) - 3.0;
+  const tensor::Tensor bias = on(T::tensor({37}, biasValues));
+  for (const int64_t n : {int64_t{3}, int64_t{70}}) {
+    const tensor::Tensor x = on(T::tensor({n, in}, activations(n, in)));
+    const tensor::Tensor groupAlone = on(T::zeros({n, 37})), halfAlone = on(T::zeros({n, 19}));
+    ops::gpu::groupMatmul(x, group.onGpu, bias, groupAlone, n, 37, in, group.rowBytes, 4, 32, group.base);
+    ops::gpu::halfMatmul(x, half, tensor::Tensor(), halfAlone, n, 19, in);
+    const tensor::Tensor groupTogether = on(T::zeros({n, 37})), halfTogether = on(T::zeros({n, 19}));
+    ops::gpu::ProductRows groupRows{ops::gpu::ProductRows::Kind::Group, group.onGpu, {}, group.rowBytes, 4, 32,
+                                    group.base};
+    ops::gpu::ProductRows halfRows{ops::gpu::ProductRows::Kind::Half, half.rows, half.scales};
+    ops::gpu::products(x, {{groupRows, bias, groupTogether, 37}, {halfRows, tensor::Tensor(), halfTogether, 19}}, n,
+                       in);
+    EXPECT_EQ(groupTogether.toFloats(), groupAlone.toFloats()) << n << " rows";
+    EXPECT_EQ(halfTogether.toFloats(), halfAlone.toFloats()) << n << " rows";
+  }
+}
+
+}  // namespace

@@ -146,7 +146,24 @@ void Linear::applyAll(std::initializer_list<const Linear*> layers, const Tensor&
   const int64_t in = first.in_, rows = x.numel() / std::max<int64_t>(1, in);
   checkRows("applyAll", x, rows, in);
   if (x.onGpu()) {
-    for (size_t i = 0; i < layers.size(); ++i) layers.begin()[i]->apply(x, ys.begin()[i]);
+    // The layers on the tensor cores read x made F16 once; the others (F32 rows, or not where x
+    // is: apply names both) go alone.
+    std::vector<gpu::LayerProduct> products;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Linear& l = *layers.begin()[i];
+      const Tensor& y = ys.begin()[i];
+      require(l.in_ == in, [&] { return "applyAll: the layers read inputs of different widths"; });
+      gpu::ProductRows p = l.productRows();
+      if (p.kind == gpu::ProductRows::Kind::Float || !onGpu("Linear", {&x, &y, &l.onGpu_})) {
+        l.apply(x, y);
+        continue;
+      }
+      checkRows("applyAll", y, rows, l.out_);
+      checkF32Rows("Linear", y);
+      products.push_back({std::move(p), l.biasOnGpu_, y, l.out_});
+    }
+    checkF32Rows("Linear", x);
+    gpu::products(x, products, rows, in);
     return;
   }
   // The quantized layers of the first one's group and their outputs, in lists this thread keeps

@@ -191,13 +191,10 @@ HalfRows halfRowsOf(const Gpu& g, const Tensor& x, int64_t n, int64_t in, bool l
   return h;
 }
 
+// y = x W^T (+ bias) of one layer over rows h made of x (with what F16 left, h.rest, where `low`).
 template <class... Weights>
-void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, const Tensor& x, const Tensor& bias,
-                       const Tensor& y, int64_t n, int64_t out, int64_t in, Weights... weights) {
-  if (n == 0) return;
-  check(n < (int64_t{1} << 31), "Linear: too many rows for one launch");
-  const Gpu g = gpuops::gpuOf(x);
-  const HalfRows h = halfRowsOf(g, x, n, in, low);
+void launchProduct(const Gpu& g, const HalfRows& h, const char* kernel16, const char* kernel64, bool low,
+                   const Tensor& bias, const Tensor& y, int64_t n, int64_t out, Weights... weights) {
   const int64_t width = h.width;
   const Tensor &half = h.half, &rest = h.rest, &scale = h.scale;
   const int64_t tile = n <= 16 ? 16 : 64;
@@ -211,12 +208,43 @@ void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, con
   }
 }
 
+void checkProductRows(int64_t n) { check(n < (int64_t{1} << 31), "Linear: too many rows for one launch"); }
+
+template <class... Weights>
+void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, const Tensor& x, const Tensor& bias,
+                       const Tensor& y, int64_t n, int64_t out, int64_t in, Weights... weights) {
+  if (n == 0) return;
+  checkProductRows(n);
+  const Gpu g = gpuops::gpuOf(x);
+  launchProduct(g, halfRowsOf(g, x, n, in, low), kernel16, kernel64, low, bias, y, n, out, weights...);
+}
+
 }  // namespace
 
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in, int64_t rowBytes, int bits, int group, float base) {
   tensorCoreProduct("gz_lm_group_mma16", "gz_lm_group_mma64", false, x, bias, y, n, out, in, at(weights), rowBytes,
                     bits, group, base);
+}
+
+void products(const Tensor& x, const std::vector<LayerProduct>& layers, int64_t n, int64_t in) {
+  if (n == 0 || layers.empty()) return;
+  checkProductRows(n);
+  const Gpu g = gpuops::gpuOf(x);
+  // The F16 rows are the same with or without what F16 left of them, which 16-bit rows read too.
+  const bool low = std::any_of(layers.begin(), layers.end(),
+                               [](const LayerProduct& l) { return l.rows.kind == ProductRows::Kind::Half; });
+  const HalfRows h = halfRowsOf(g, x, n, in, low);
+  for (const LayerProduct& l : layers) {
+    const ProductRows& p = l.rows;
+    check(p.kind != ProductRows::Kind::Float, "products: F32 rows are not multiplied on the tensor cores");
+    if (p.kind == ProductRows::Kind::Half)
+      launchProduct(g, h, "gz_lm_half_mma16", "gz_lm_half_mma64", true, l.bias, l.y, n, l.out, at(p.rows),
+                    at(p.scales));
+    else
+      launchProduct(g, h, "gz_lm_group_mma16", "gz_lm_group_mma64", false, l.bias, l.y, n, l.out, at(p.rows),
+                    p.rowBytes, p.bits, p.group, p.base);
+  }
 }
 
 HalfWeights halfWeights(const Tensor& stored, int64_t out, int64_t in) {

@@ -95,6 +95,18 @@ struct ProductRows {
   float base = 0;
 };
 
+/// One layer of products(): its rows (not F32), its bias (none: no elements) and its output y
+/// [n, out].
+struct LayerProduct {
+  ProductRows rows;
+  Tensor bias, y;
+  int64_t out;
+};
+/// y = x W^T (+ bias) of every layer over the same rows x ([n, in] F32), made F16 once for all
+/// (with what F16 left where a 16-bit layer reads it): each y the bits of groupMatmul or
+/// halfMatmul alone, one conversion instead of one a layer (q, k and v; gate and up).
+void products(const Tensor& x, const std::vector<LayerProduct>& layers, int64_t n, int64_t in);
+
 /// One projection of a MoE layer's experts on the GPU, for moeProducts: a table of each expert's
 /// rows (their address, a 16-bit layer's scales, a group layer's base), all in one format.
 struct ExpertRows {
