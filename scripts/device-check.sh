@@ -157,7 +157,8 @@ if timeout 120 python3 bench/make_qwen3_shaped_hf.py "$model-hf" --shape 0.6b &&
    timeout 120 "$bin/giz" convert "$model-hf" "$model" >/dev/null; then
   bytes=$(stat -c %s "$model/weights.bin")
   for args in "--device gpu --prefill 512 --decode 64" "--device gpu --prefill 2048 --decode 16" \
-              "--device gpu --prefill 128 --decode 32 --batch 32" "--device cpu --prefill 512 --decode 32"; do
+              "--device gpu --prefill 128 --decode 32 --batch 32" "--device gpu --prefill 512 --decode 32 --kv 8" \
+              "--device cpu --prefill 512 --decode 32"; do
     line=$(timeout 120 "$bin/giz" bench "$model" $args 2>&1 | tail -1)
     echo "giz bench $args: $line"
     tag=$(echo "$args" | tr -d '-' | tr ' ' '_')
