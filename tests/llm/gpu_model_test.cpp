@@ -167,9 +167,16 @@ class GpuQwen35Moe : public test::GpuTest {};
 
 // The MoE model's experts chosen on the device (ops::DeviceExperts: tiles of each expert's rows,
 // the weighted sum in expert order, nothing read back) give the bits of the routes read back and
-// a loop over the experts, at every stored format: group rows (8 and 4 bits) and 16-bit rows.
+// a loop over the experts, at every stored format: group rows (8 and 4 bits) and 16-bit rows. The
+// fixture's prompts make tiles of 16 rows; a prompt of 136 tokens (272 pairs over 8 experts, 32
+// or more each on average) tiles of 64.
 TEST_F(GpuQwen35Moe, ExpertsChosenOnTheDeviceGiveTheBitsOfTheLoopOverExperts) {
-  const Reference ref = readReference("qwen3_5_moe");
+  Reference ref = readReference("qwen3_5_moe");
+  const ModelConfig& config = converted("qwen3_5_moe", 16).config();
+  ASSERT_GE(136 * config.numExpertsPerToken, 32 * config.numExperts);
+  std::vector<int32_t> longPrompt(136);
+  for (size_t i = 0; i < longPrompt.size(); ++i) longPrompt[i] = static_cast<int32_t>((i * 11 + 5) % config.vocabSize);
+  ref.prompts.push_back(longPrompt);
   for (int bits : {16, 8, 4}) {
     const std::unique_ptr<LanguageModel> onDevice =
         buildLanguageModel(converted("qwen3_5_moe", bits), {.kvCache = DType::F16, .gpu = gpu()});

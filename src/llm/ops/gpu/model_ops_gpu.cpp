@@ -307,14 +307,17 @@ MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t 
   check(rows * topK < (int64_t{1} << 31), "MoE: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(scores);
   const int64_t pairs = rows * topK;
+  // Tiles of 64 rows where the experts average 32 pairs or more (a prompt), else of 16.
+  const int64_t tileRows = pairs >= 32 * experts ? 64 : 16;
   MoeRoutes r{gpuops::empty({pairs}, DType::I32, g.device()), gpuops::empty({pairs}, DType::F32, g.device()), {},
-              rows, topK, (pairs + 15) / 16 + std::min(experts, pairs)};
+              rows, topK, (pairs + tileRows - 1) / tileRows + std::min(experts, pairs), tileRows};
   if (rows == 0) return r;
   launch(g, "gz_lm_moe_route", Dim3{static_cast<unsigned>((rows + kThreads - 1) / kThreads), 1, 1}, kThreads,
          at(r.ids), at(r.weights), at(scores), rows, experts, topK);
   if (tiles) {
-    r.tiles = gpuops::empty({r.maxTiles * 17}, DType::I32, g.device());
-    launch(g, "gz_lm_moe_tiles", Dim3{1, 1, 1}, kThreads, at(r.tiles), at(r.ids), pairs, experts, r.maxTiles);
+    r.tiles = gpuops::empty({r.maxTiles * (1 + tileRows)}, DType::I32, g.device());
+    launch(g, "gz_lm_moe_tiles", Dim3{1, 1, 1}, kThreads, at(r.tiles), at(r.ids), pairs, experts, r.maxTiles,
+           tileRows);
   }
   return r;
 }
@@ -330,11 +333,12 @@ void moeProducts(const Tensor& x, const std::vector<ExpertProduct>& products, co
   const Dim3 grid{static_cast<unsigned>((out + kOutputsABlock - 1) / kOutputsABlock), static_cast<unsigned>(r.maxTiles), 1};
   for (const ExpertProduct& p : products) {
     const ExpertRows& w = *p.rows;
+    const bool wide = r.tileRows == 64;
     if (w.half)
-      launch(g, "gz_lm_moe_half_mma", grid, kThreads, at(p.y), at(h.half), at(h.rest), at(h.scale), at(w.table),
+      launch(g, wide ? "gz_lm_moe_half_mma64" : "gz_lm_moe_half_mma16", grid, kThreads, at(p.y), at(h.half), at(h.rest), at(h.scale), at(w.table),
              w.count, at(r.tiles), r.maxTiles, perRow, out, h.width);
     else
-      launch(g, "gz_lm_moe_group_mma", grid, kThreads, at(p.y), at(h.half), at(h.scale), at(w.table), w.count,
+      launch(g, wide ? "gz_lm_moe_group_mma64" : "gz_lm_moe_group_mma16", grid, kThreads, at(p.y), at(h.half), at(h.scale), at(w.table), w.count,
              at(r.tiles), r.maxTiles, perRow, out, h.width, w.rowBytes, w.bits, w.group);
   }
 }

@@ -120,10 +120,12 @@ struct ExpertRows {
 std::optional<ExpertRows> expertRows(const std::vector<ProductRows>& experts);
 /// Rows routed by the router's scores [rows, experts] on the device (gz_lm_moe_route, as
 /// cpu::routeTopK but for expf): pair r topK + k is row r's k-th expert in ascending order (I32),
-/// with its weight; with `tiles`, the pairs grouped by expert in tiles of 16 (gz_lm_moe_tiles).
+/// with its weight; with `tiles`, the pairs grouped by expert in tiles of 16 or 64 rows
+/// (gz_lm_moe_tiles).
 struct MoeRoutes {
   Tensor ids, weights, tiles;
   int64_t rows = 0, topK = 0, maxTiles = 0;
+  int64_t tileRows = 16;  // rows a tile: 64 where the experts average 32 pairs or more, else 16
 };
 MoeRoutes moeRoute(const Tensor& scores, int64_t rows, int64_t experts, int64_t topK, bool tiles);
 /// The most experts moeRoute takes (gz_lm_moe_tiles keeps a count of each in shared memory).
