@@ -1,7 +1,9 @@
 // The GPU's attention over the KV pages (llm/ops/gpu: gz_lm_attention_part and _merge, chunks of
 // 256 positions) on prompts that span several chunks, with and without sliding windows: against
-// the CPU, and a prompt read in parts and decoded against the same tokens read whole. On the first
+// the CPU, a prompt read in parts and decoded against the same tokens read whole, and padding
+// masked as keys against transformers. On the first
 // GPU, in CI the host GPU emulator (ctest emulator_test_llm); skipped where there is none.
+#include <gizml/llm.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,7 +11,9 @@
 #include <vector>
 
 #include "common/gpu_checks.h"
+#include "llm/formats/safetensors.h"
 #include "llm/language_model.h"
+#include "llm/quant/converted_model.h"
 #include "model_reference.h"
 
 using namespace gizml;
@@ -91,5 +95,47 @@ TEST_P(GpuModelAttention, SequencesOfAStepShareItsLaunchesAndKeepTheirBits) {
 // llama: every position; mistral: a sliding window of 8; gemma3: windows of 6 and a full layer;
 // qwen3_5: Gated DeltaNet layers (each sequence's recurrent state) beside attention ones.
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelAttention, ::testing::Values("llama", "mistral", "gemma3", "qwen3_5"));
+
+}  // namespace
+
+namespace {
+
+// Padding masked as keys on the GPU (Engine::hidden(prompt, layers, attended): the text encoders
+// of FLUX klein read their prompt so): every layer's states against transformers' with an
+// attention_mask of 9 ones then 8 zeros (make_hidden_fixtures.py masked, the fixture hidden_test.cpp
+// reads on the CPU), unquantized with an f32 cache, within the CPU's bound; the attended tokens'
+// states are the bits of the prompt cut there.
+class GpuModelPadding : public test::GpuTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(GpuModelPadding, SeveralLayersWithPaddingGiveTransformersStates) {
+  const SafetensorsFile file(modelData(GetParam()) + "/masked_hidden.safetensors");
+  const int64_t attended = file.load("attended").contiguous().data<int64_t>()[0];
+  const std::vector<int32_t> tokens = readReference(GetParam()).prompts[2];
+  const auto n = static_cast<int64_t>(tokens.size());
+  ASSERT_LT(attended, n);
+  const ConvertedModel& weights = converted(GetParam(), kUnquantized);
+  const int64_t all = weights.config().numLayers, hidden = weights.config().hiddenSize;
+  const auto engine = [&] {
+    return Engine(std::shared_ptr<LanguageModel>(buildLanguageModel(weights, {.kvCache = DType::F32, .gpu = gpu()})),
+                  nullptr, {}, 1, 64);
+  };
+  const std::vector<int64_t> layers = {all, 0, 1};
+  const tensor::Tensor got = engine().hidden(tokens, layers, attended);
+  ASSERT_TRUE(got.onGpu());
+  ASSERT_EQ(got.shape(), (tensor::Shape{n, 3 * hidden}));
+  double worst = 0;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const int64_t at = static_cast<int64_t>(k) * hidden;
+    const std::vector<float> want = file.load("hidden_" + std::to_string(layers[k])).toFloats();
+    worst = std::max(worst, relativeMaxError(got.slice(1, at, at + hidden).contiguous().toFloats(), want));
+  }
+  std::printf("%s on %s: max error of the padded states %.2e of the range\n", GetParam().c_str(),
+              gpu().describe().c_str(), worst);
+  EXPECT_LT(worst, 1e-5);
+  const std::vector<int32_t> cut(tokens.begin(), tokens.begin() + attended);
+  EXPECT_EQ(got.slice(0, 0, attended).contiguous().toFloats(), engine().hidden(cut, layers).toFloats());
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuModelPadding, ::testing::Values("llama", "qwen2", "qwen3"));
 
 }  // namespace

@@ -27,9 +27,9 @@ Tensor rowsFrom(const Tensor& first, int64_t rows, int64_t width) {
   return {first.storage(), DType::F32, {rows, width}, {width, 1}, first.offset()};
 }
 
-// Runs on a GPU, in groups of consecutive runs whose pages are one pool's and whose rows follow
-// each other (a pass's sequences: its rows are one tensor's): a group's rows are stored and
-// attend in one launch each, every row at its own place.
+// Runs on a GPU, in groups of consecutive runs whose pages are one pool's, whose rows follow
+// each other (a pass's sequences: its rows are one tensor's) and whose padding (keyEnd) is the
+// same: a group's rows are stored and attend in one launch each, every row at its own place.
 void attendOnGpu(const std::vector<const AttentionRun*>& runs, int64_t layer, const AttentionShape& s) {
   const int64_t qWidth = s.heads * s.headDim;
   for (size_t begin = 0; begin < runs.size();) {
@@ -44,6 +44,7 @@ void attendOnGpu(const std::vector<const AttentionRun*>& runs, int64_t layer, co
       if (end > begin) {
         const AttentionRun& before = *runs[end - 1];
         const bool joins = &run.cache->pool().layer(layer) == &pool && (run.keys.numel() > 0) == stores &&
+                           run.keyEnd == head.keyEnd &&
                            follows(run.q, before.q) && follows(run.context, before.context) &&
                            (!stores || (follows(run.keys, before.keys) && follows(run.values, before.values)));
         if (!joins) break;
@@ -58,7 +59,7 @@ void attendOnGpu(const std::vector<const AttentionRun*>& runs, int64_t layer, co
     const gpu::KvPages kv = gpuPages(*head.cache, layer);
     if (stores) gpu::storeKeysValues(kv, places, rowsFrom(head.keys, rows, kvWidth), rowsFrom(head.values, rows, kvWidth));
     gpu::attention(kv, places, rowsFrom(head.q, rows, qWidth), rowsFrom(head.context, rows, qWidth), s.heads, s.scale,
-                   s.window);
+                   s.window, head.keyEnd);
     begin = end;
   }
 }
@@ -104,7 +105,6 @@ void cachedAttention(const std::vector<AttentionRun>& runs, int64_t layer, const
     });
     const Tensor& pool = run.cache->pool().layer(layer).keys.data;
     if (onGpu("cachedAttention", {&run.q, &run.context, &pool, &run.keys, &run.values})) {
-      check(run.keyEnd == 0, "cachedAttention: padding masked as keys (keyEnd) runs on the CPU only so far");
       for (const Tensor* t : {&run.q, &run.context}) checkF32Rows("cachedAttention", *t);
       if (stores)
         for (const Tensor* t : {&run.keys, &run.values}) checkF32Rows("cachedAttention", *t);

@@ -24,7 +24,7 @@ struct AttentionShape {
 /// One sequence's query rows q ([rows, heads headDim]) at positions start .. start + rows - 1,
 /// and where their context rows go (the same shape). Its cache holds every position up to the
 /// last, or is given the rows' own keys and values to store there first.
-/// keyEnd > 0: no row sees the keys at or past it (padding; the CPU's alone so far).
+/// keyEnd > 0: no row sees the keys at or past it (padding).
 struct AttentionRun {
   KvCache* cache;
   int64_t start;

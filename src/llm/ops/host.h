@@ -1,8 +1,7 @@
 #pragma once
 // Where an operation of llm/ops finds its operands' memory. Each operation runs where its
 // operands are: the CPU implementations are in src/cpu/, the GPU ones in llm/ops/gpu/. A GPU
-// operand of a CPU-only path (padding masked as keys) gives an Error naming the operation, never a read of
-// device memory.
+// operand of a CPU-only path gives an Error naming the operation, never a read of device memory.
 #include <gizhw/gpu.h>
 #include <gizml/error.h>
 #include <gizml/tensor.h>

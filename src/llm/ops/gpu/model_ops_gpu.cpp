@@ -503,7 +503,7 @@ void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k
 }
 
 void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, const Tensor& context, int64_t heads,
-               float scale, int64_t window) {
+               float scale, int64_t window, int64_t keyEnd) {
   check(kv.headDim <= kMaxHead, "cachedAttention: heads of " + std::to_string(kv.headDim) +
                                     " values are longer than the GPU kernel's " + std::to_string(kMaxHead));
   const int64_t group = heads / kv.kvHeads;
@@ -534,9 +534,9 @@ void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, cons
            Dim3{static_cast<unsigned>(n), static_cast<unsigned>(kv.kvHeads), static_cast<unsigned>(chunks)}, kThreads,
            at(part), at(q) + offset, at(kv.keys), at(kv.values), tables, positions, heads, kv.kvHeads, kv.headDim,
            kv.pageTokens, scale, window, keyKind, valueKind, chunks, rangesOf(kv.keyRanges), rangesOf(kv.valueRanges),
-           kv.keyBits, kv.valueBits);
+           kv.keyBits, kv.valueBits, keyEnd);
     launch(g, "gz_lm_attention_merge", Dim3{static_cast<unsigned>(n), static_cast<unsigned>(heads), 1}, kThreads,
-           at(context) + offset, at(part), positions, heads, kv.headDim, window, chunks, rotated);
+           at(context) + offset, at(part), positions, heads, kv.headDim, window, chunks, rotated, keyEnd);
   }
 }
 

@@ -182,9 +182,9 @@ void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::v
 /// the CPU's bits (cpu/kv_codes.h), each head's vector rotated first where headDim is a power of two.
 void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v);
 /// Causal attention of each row q ([rows, heads headDim]) at its place over its sequence's pages
-/// up to there (window 0: every earlier position), in chunks of 256 positions merged in order
-/// (model_ops.cu.inc), into context (as q).
+/// up to there (window 0: every earlier position; keyEnd > 0: none at or past keyEnd, padding), in
+/// chunks of 256 positions merged in order (model_ops.cu.inc), into context (as q).
 void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, const Tensor& context, int64_t heads,
-               float scale, int64_t window);
+               float scale, int64_t window, int64_t keyEnd = 0);
 
 }  // namespace gizml::llm::ops::gpu
