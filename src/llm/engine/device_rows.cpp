@@ -62,29 +62,31 @@ bool penalizes(const Sampling& s) {
 }
 
 void penalizeOnDevice(const Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
-                      std::span<const TokenId> generated) {
+                      std::span<const TokenId> generated, PenaltyTokens& kept) {
   check(logits.dtype() == DType::F32 && logits.isContiguous(), "penalizeOnDevice: the logits are not contiguous F32 rows");
   const int64_t vocab = logits.size(-1), row = logits.numel() - vocab;
   // Each token the host's applyPenalties and applyLogitBias touch, in token order, with what they
   // do to it (a token they leave alone in one of the steps: repetition 1, minus 0).
-  struct Edit {
-    bool seen = false;
-    int count = 0;
-    std::vector<float> bias;
-  };
-  std::map<TokenId, Edit> touched;
   const auto inRange = [&](TokenId t) { return t >= 0 && t < vocab; };
-  if (s.repetitionPenalty != 1.0)
-    for (auto ids : {prompt, generated})
-      for (TokenId t : ids)
-        if (inRange(t)) touched[t].seen = true;
-  if (s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0)
-    for (TokenId t : generated)
-      if (inRange(t)) ++touched[t].count;
-  for (const auto& [t, bias] : s.logitBias)
-    if (inRange(t)) touched[t].bias.push_back(bias);
+  const bool repetition = s.repetitionPenalty != 1.0, counted = s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0;
+  if (!kept.made || generated.size() < kept.drawn) {
+    kept = {};
+    if (repetition)
+      for (TokenId t : prompt)
+        if (inRange(t)) kept.touched[t].seen = true;
+    for (const auto& [t, bias] : s.logitBias)
+      if (inRange(t)) kept.touched[t].bias.push_back(bias);
+    kept.made = true;
+  }
+  for (; kept.drawn < generated.size(); ++kept.drawn) {
+    const TokenId t = generated[kept.drawn];
+    if (!inRange(t) || !(repetition || counted)) continue;
+    PenaltyTokens::Edit& e = kept.touched[t];
+    e.seen = e.seen || repetition;
+    if (counted) ++e.count;
+  }
   ops::gpu::LogitEdits edits;
-  for (const auto& [t, e] : touched) {
+  for (const auto& [t, e] : kept.touched) {
     edits.at.push_back(row + t);
     edits.repetition.push_back(e.seen ? static_cast<float>(s.repetitionPenalty) : 1.0f);
     edits.minus.push_back(e.count > 0 ? static_cast<float>(s.presencePenalty + s.frequencyPenalty * e.count) : 0.0f);

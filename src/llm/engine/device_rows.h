@@ -11,6 +11,7 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -27,11 +28,25 @@ size_t headTokens(const Sampling& s, bool copied, bool penalized, bool masked);
 
 /// Whether sampling changes a row before it reads it: penalties or a logit bias.
 bool penalizes(const Sampling& s);
+/// The tokens a request's penalties and logit bias touch, in token order, with what each does to
+/// them: made from its prompt at its first step and kept from step to step, each step adding the
+/// tokens drawn since (a long prompt's tokens were put in a map again at every step). Made again
+/// where the tokens drawn are fewer than it has seen.
+struct PenaltyTokens {
+  struct Edit {
+    bool seen = false;  // in the prompt or drawn: the repetition penalty applies
+    int count = 0;      // times drawn: the presence and frequency penalties
+    std::vector<float> bias;
+  };
+  std::map<TokenId, Edit> touched;
+  size_t drawn = 0;  // tokens of `generated` counted so far
+  bool made = false;
+};
 /// Applies a request's penalties and logit bias to the last row of its logits on a GPU, in place
 /// there (a kernel over the tokens they touch): the bits applyPenalties and applyLogitBias give
-/// the row on the host, so that only its head need cross.
+/// the row on the host, so that only its head need cross. `kept`: the request's, from its last step.
 void penalizeOnDevice(const tensor::Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
-                      std::span<const TokenId> generated);
+                      std::span<const TokenId> generated, PenaltyTokens& kept);
 
 /// Sets the logits of the last row of `logits` (on a GPU) that the grammar does not allow to
 /// -inf there (and the end of the turn's to 0 where it allows nothing else): the row that

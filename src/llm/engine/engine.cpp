@@ -448,7 +448,7 @@ std::vector<Progress> Engine::advance() {
       const bool onDevice = plan.feeds[i].logits && l.onGpu() && l.dtype() == DType::F32 && l.isContiguous() &&
                             l.numel() > 0 && r.drafts.empty() && r.followers.empty();
       r.penalized = onDevice && penalizes(r.request.sampling);
-      if (r.penalized) penalizeOnDevice(l, r.request.sampling, r.request.prompt, r.generated);
+      if (r.penalized) penalizeOnDevice(l, r.request.sampling, r.request.prompt, r.generated, r.penalties);
       r.masked = onDevice && r.grammar;
       if (r.masked && r.grammar->active())
         maskOnDevice(l, r.grammar->allowed(*m.grammarTokens, static_cast<size_t>(l.size(-1))));

@@ -50,6 +50,7 @@ struct Engine::Impl {
     bool resumed = false;         // started again after a preemption (cached stays its first start's)
     std::optional<TokenId> drawn;  // this step's token, drawn beside the batch's others (drawSideBySide)
     bool penalized = false;        // this step's row has its penalties and logit bias (penalizeOnDevice)
+    PenaltyTokens penalties;       // the tokens they touch, kept from step to step
     bool masked = false;           // and its grammar's mask, or the grammar leaves it free (maskOnDevice)
 
     // What its slot must hold before it draws its next token: the prompt (its pictures' rows as
