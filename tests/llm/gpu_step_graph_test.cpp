@@ -23,8 +23,8 @@ namespace {
 
 class GpuModelSteps : public test::GpuTest, public ::testing::WithParamInterface<std::string> {
  protected:
-  std::unique_ptr<LanguageModel> model(bool graphs) {
-    return buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu(), .stepGraphs = graphs});
+  std::unique_ptr<LanguageModel> model(bool graphs, KvFormat kv = KvFormat(DType::F16)) {
+    return buildLanguageModel(converted(GetParam(), 16), {.kvCache = kv, .gpu = gpu(), .stepGraphs = graphs});
   }
   int32_t token(int64_t i) const {
     return static_cast<int32_t>((i * 5 + 2) % converted(GetParam(), 16).config().vocabSize);
@@ -51,8 +51,14 @@ class GpuModelSteps : public test::GpuTest, public ::testing::WithParamInterface
 // its kernels, step 2 records them, the later steps replay, but where the first sequence's
 // position enters the second chunk of 256 (its attention's grid grows), which runs directly and
 // records again.
+// With keys and values in codes ("4/2": the keys' 4-bit codes written two to a byte by the
+// step's rows), the same: for llama and gemma3 (its sliding windows) alone, the emulator's time.
 TEST_P(GpuModelSteps, ReplayedStepsGiveTheBitsOfStepsQueuedOneByOne) {
-  const std::unique_ptr<LanguageModel> recorded = model(true), direct = model(false);
+  std::vector<KvFormat> formats = {KvFormat(DType::F16)};
+  if (GetParam() == "llama" || GetParam() == "gemma3") formats.push_back(KvFormat::parse("4/2"));
+  for (const KvFormat& kv : formats) {
+  SCOPED_TRACE(kv.text());
+  const std::unique_ptr<LanguageModel> recorded = model(true, kv), direct = model(false, kv);
   const std::vector<int64_t> prompts = {250, 9};
   std::vector<std::unique_ptr<SequenceState>> withGraphs, without;
   for (int64_t length : prompts) {
@@ -73,6 +79,7 @@ TEST_P(GpuModelSteps, ReplayedStepsGiveTheBitsOfStepsQueuedOneByOne) {
   }
   // Position 256 (the second chunk) is the first sequence's at step 6.
   EXPECT_EQ(replayed, (std::vector<int>{2, 3, 4, 5, 8, 9, 10, 11})) << GetParam();
+  }
 }
 
 // A sequence taken back two tokens and decoded again (as a rejected draft or a regenerated turn
