@@ -25,7 +25,7 @@ TEST(KvChoice, TheFirstOf8And4And4Over2ThatFits) {
   EXPECT_EQ(chooseKvFormat(10, 0, pageBytes).text(), "8");  // memory not known
   expectError([] { chooseKvFormat(10, 300 * kMiB, pageBytes); },
               {"its KV pool of 10 pages needs 400 MiB even with keys in 4 bits and values in 2",
-               "the machine has 300 MiB available"});
+               "300 MiB are available where its pages go"});
   // Heads too long to code: 16 bits.
   const auto uncoded = [](const KvFormat&) -> int64_t { throw Error("too long to code"); };
   EXPECT_EQ(chooseKvFormat(10, 300 * kMiB, uncoded).text(), "16");

@@ -23,8 +23,9 @@ KvFormat chooseKvFormat(int64_t pages, int64_t available, const std::function<in
   }
   if (!made) return KvFormat::parse("16");
   throw Error("engine: its KV pool of " + std::to_string(pages) + " pages needs " + std::to_string(least >> 20) +
-              " MiB even with keys in 4 bits and values in 2; the machine has " + std::to_string(available >> 20) +
-              " MiB available: fewer slots, a shorter context or a smaller pool");
+              " MiB even with keys in 4 bits and values in 2; " + std::to_string(available >> 20) +
+              " MiB are available where its pages go (the machine's memory, or its GPU's): fewer slots, a "
+              "shorter context or a smaller pool");
 }
 
 }  // namespace gizml::llm
