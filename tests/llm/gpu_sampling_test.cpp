@@ -115,6 +115,29 @@ TEST_F(GpuModelSampling, PenaltiesOnTheDeviceGiveTheTokensOfWholeRows) {
   EXPECT_EQ(after.bytesToHost - before.bytesToHost, 12u * (4u + 4u + 4u * netops::CANDIDATE_ROW));
 }
 
+// The penalties of a step's rows go up in one copy and run in one launch, whatever the number of
+// requests that have them: a decode step of three penalized requests takes one launch and one
+// copy up more than the same step without penalties.
+TEST_F(GpuModelSampling, AStepsPenaltiesTakeOneCopyAndOneLaunch) {
+  const auto stepActivity = [&](bool penalties) {
+    Engine engine(llama(), nullptr, {}, 3, 64);  // a model of its own: its first decode step, queued
+    for (const std::vector<TokenId>& prompt : {std::vector<TokenId>{5, 9, 2}, {4, 4, 8, 1}, {7, 1, 30}}) {
+      Sampling s = greedy();
+      if (penalties) s.repetitionPenalty = 1.2, s.frequencyPenalty = 0.3;
+      engine.add(request(prompt, 8, s));
+    }
+    engine.advance();  // the prompts
+    const gizhw::gpu::Activity before = gpu().activity();
+    engine.advance();
+    const gizhw::gpu::Activity after = gpu().activity();
+    return std::pair{after.launches - before.launches, after.copiesToDevice - before.copiesToDevice};
+  };
+  const auto [plainLaunches, plainCopies] = stepActivity(false);
+  const auto [launches, copies] = stepActivity(true);
+  EXPECT_EQ(launches, plainLaunches + 1);
+  EXPECT_EQ(copies, plainCopies + 1);
+}
+
 // A grammar's mask applied to the rows on the GPU (after the penalties) gives the tokens of whole
 // rows constrained on the host: greedy, seeded draws, with penalties, and a grammar that starts
 // after a token; only the heads cross.

@@ -61,9 +61,10 @@ bool penalizes(const Sampling& s) {
   return s.repetitionPenalty != 1.0 || s.presencePenalty != 0.0 || s.frequencyPenalty != 0.0 || !s.logitBias.empty();
 }
 
-void penalizeOnDevice(const Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
-                      std::span<const TokenId> generated, PenaltyTokens& kept) {
-  check(logits.dtype() == DType::F32 && logits.isContiguous(), "penalizeOnDevice: the logits are not contiguous F32 rows");
+void StepPenalties::add(const Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
+                        std::span<const TokenId> generated, PenaltyTokens& kept) {
+  check(logits.dtype() == DType::F32 && logits.isContiguous() && logits.onGpu(),
+        "StepPenalties: the logits are not contiguous F32 rows on a GPU");
   const int64_t vocab = logits.size(-1), row = logits.numel() - vocab;
   // Each token the host's applyPenalties and applyLogitBias touch, in token order, with what they
   // do to it (a token they leave alone in one of the steps: repetition 1, minus 0).
@@ -85,15 +86,22 @@ void penalizeOnDevice(const Tensor& logits, const Sampling& s, std::span<const T
     e.seen = e.seen || repetition;
     if (counted) ++e.count;
   }
-  ops::gpu::LogitEdits edits;
+  auto on = std::find_if(onGpus_.begin(), onGpus_.end(), [&](const auto& g) { return g.first.device() == logits.device(); });
+  if (on == onGpus_.end()) on = onGpus_.insert(onGpus_.end(), {logits, {}});
+  ops::gpu::LogitEdits& edits = on->second;
+  const uint64_t first = gpuops::address(logits) + static_cast<uint64_t>(row) * sizeof(float);
   for (const auto& [t, e] : kept.touched) {
-    edits.at.push_back(row + t);
+    edits.at.push_back(first + static_cast<uint64_t>(t) * sizeof(float));
     edits.repetition.push_back(e.seen ? static_cast<float>(s.repetitionPenalty) : 1.0f);
     edits.minus.push_back(e.count > 0 ? static_cast<float>(s.presencePenalty + s.frequencyPenalty * e.count) : 0.0f);
     edits.bias.insert(edits.bias.end(), e.bias.begin(), e.bias.end());
     edits.biasStart.push_back(static_cast<int32_t>(edits.bias.size()));
   }
-  ops::gpu::penalize(logits, edits);
+}
+
+void StepPenalties::apply() {
+  for (const auto& [on, edits] : onGpus_) ops::gpu::penalize(on, edits);
+  onGpus_.clear();
 }
 
 void maskOnDevice(const Tensor& logits, const AllowedTokens& allowed) {

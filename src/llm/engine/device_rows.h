@@ -3,7 +3,7 @@
 // and rows whose request reads them whole, cross as they are: logprobs, topK 0 (topP over the
 // whole row), choices that copy the leader's row, and penalties, a logit bias and a grammar's
 // mask on host rows or with drafts (on a GPU row otherwise they are applied there first:
-// penalizeOnDevice, maskOnDevice). Of a row on a GPU whose request reads only its head,
+// StepPenalties, maskOnDevice). Of a row on a GPU whose request reads only its head,
 // the head is found there and only it crosses: the argmax (netops::argmaxInto) for greedy, the
 // candidates (netops::candidatesInto) merged into the topK highest for a draw. Either way the
 // tokens are the row's own (sampling.h: candidates of a head are the row's to the bit).
@@ -13,16 +13,18 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "llm/engine/grammar_constraint.h"
 #include "llm/engine/sampling.h"
+#include "llm/ops/gpu/model_ops_gpu.h"
 
 namespace gizml::llm {
 
 /// The tokens of a row a request's sampling reads: 0 for the whole row, 1 for greedy (the
 /// argmax: its logit is not read), else its topK; `copied`: choices copy the row; `penalized`:
-/// its penalties and logit bias are in the row already (penalizeOnDevice); `masked`: so is its
+/// its penalties and logit bias are in the row already (StepPenalties); `masked`: so is its
 /// grammar's mask, or the grammar does not constrain this token (maskOnDevice).
 size_t headTokens(const Sampling& s, bool copied, bool penalized, bool masked);
 
@@ -42,11 +44,20 @@ struct PenaltyTokens {
   size_t drawn = 0;  // tokens of `generated` counted so far
   bool made = false;
 };
-/// Applies a request's penalties and logit bias to the last row of its logits on a GPU, in place
-/// there (a kernel over the tokens they touch): the bits applyPenalties and applyLogitBias give
-/// the row on the host, so that only its head need cross. `kept`: the request's, from its last step.
-void penalizeOnDevice(const tensor::Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
-                      std::span<const TokenId> generated, PenaltyTokens& kept);
+/// The penalties and logit biases of a step's rows on GPUs, applied there in place: the bits
+/// applyPenalties and applyLogitBias give a row on the host, so that only its head need cross;
+/// every row's together, one copy and one launch a GPU (a kernel over the tokens they touch).
+class StepPenalties {
+ public:
+  /// A request's, on the last row of its logits (on a GPU). `kept`: the request's, from its last step.
+  void add(const tensor::Tensor& logits, const Sampling& s, std::span<const TokenId> prompt,
+           std::span<const TokenId> generated, PenaltyTokens& kept);
+  /// Edits the rows added so far.
+  void apply();
+
+ private:
+  std::vector<std::pair<tensor::Tensor, ops::gpu::LogitEdits>> onGpus_;  // a tensor on each GPU, its edits
+};
 
 /// Sets the logits of the last row of `logits` (on a GPU) that the grammar does not allow to
 /// -inf there (and the end of the turn's to 0 where it allows nothing else): the row that

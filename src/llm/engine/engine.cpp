@@ -441,17 +441,22 @@ std::vector<Progress> Engine::advance() {
     // A row on a GPU that one token is drawn from takes its penalties and its grammar's mask
     // there, in that order, so that only its head need cross (with drafts each row's penalties
     // and masks differ, and choices copy the row: those rows cross whole and the host applies
-    // them). Like the forward's, a failure resets.
+    // them); the step's penalties in one launch. Like the forward's, a failure resets.
+    StepPenalties penalties;
     for (size_t i = 0; i < plan.ids.size(); ++i) {
       Impl::Running& r = m.running.at(plan.ids[i]);
       const tensor::Tensor& l = logits[i];
       const bool onDevice = plan.feeds[i].logits && l.onGpu() && l.dtype() == DType::F32 && l.isContiguous() &&
                             l.numel() > 0 && r.drafts.empty() && r.followers.empty();
       r.penalized = onDevice && penalizes(r.request.sampling);
-      if (r.penalized) penalizeOnDevice(l, r.request.sampling, r.request.prompt, r.generated, r.penalties);
+      if (r.penalized) penalties.add(l, r.request.sampling, r.request.prompt, r.generated, r.penalties);
       r.masked = onDevice && r.grammar;
+    }
+    penalties.apply();
+    for (size_t i = 0; i < plan.ids.size(); ++i) {
+      Impl::Running& r = m.running.at(plan.ids[i]);
       if (r.masked && r.grammar->active())
-        maskOnDevice(l, r.grammar->allowed(*m.grammarTokens, static_cast<size_t>(l.size(-1))));
+        maskOnDevice(logits[i], r.grammar->allowed(*m.grammarTokens, static_cast<size_t>(logits[i].size(-1))));
     }
   } catch (...) {
     m.resetAll();

@@ -49,7 +49,7 @@ struct Engine::Impl {
     bool preempted = false;       // gave its slot's pages back when the pool ran short: waits, out of the steps
     bool resumed = false;         // started again after a preemption (cached stays its first start's)
     std::optional<TokenId> drawn;  // this step's token, drawn beside the batch's others (drawSideBySide)
-    bool penalized = false;        // this step's row has its penalties and logit bias (penalizeOnDevice)
+    bool penalized = false;        // this step's row has its penalties and logit bias (StepPenalties)
     PenaltyTokens penalties;       // the tokens they touch, kept from step to step
     bool masked = false;           // and its grammar's mask, or the grammar leaves it free (maskOnDevice)
 

@@ -434,29 +434,29 @@ void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const s
          n, width);
 }
 
-void penalize(const Tensor& logits, const LogitEdits& edits) {
+void penalize(const Tensor& on, const LogitEdits& edits) {
   const auto n = static_cast<int64_t>(edits.at.size());
   if (n == 0) return;
   // The edits in one buffer, one copy: ids, repetitions, subtractions, bias offsets, biases, each
   // at a multiple of 8 bytes.
   const auto padded = [](size_t bytes) { return (bytes + 7) / 8 * 8; };
-  const size_t ids = 0, repetition = ids + padded(edits.at.size() * sizeof(int64_t)),
+  const size_t ids = 0, repetition = ids + padded(edits.at.size() * sizeof(uint64_t)),
                minus = repetition + padded(edits.repetition.size() * sizeof(float)),
                starts = minus + padded(edits.minus.size() * sizeof(float)),
                bias = starts + padded(edits.biasStart.size() * sizeof(int32_t)),
                total = bias + padded(edits.bias.size() * sizeof(float));
   std::vector<uint8_t> packed(total);
-  std::memcpy(packed.data() + ids, edits.at.data(), edits.at.size() * sizeof(int64_t));
+  std::memcpy(packed.data() + ids, edits.at.data(), edits.at.size() * sizeof(uint64_t));
   std::memcpy(packed.data() + repetition, edits.repetition.data(), edits.repetition.size() * sizeof(float));
   std::memcpy(packed.data() + minus, edits.minus.data(), edits.minus.size() * sizeof(float));
   std::memcpy(packed.data() + starts, edits.biasStart.data(), edits.biasStart.size() * sizeof(int32_t));
   if (!edits.bias.empty()) std::memcpy(packed.data() + bias, edits.bias.data(), edits.bias.size() * sizeof(float));
-  const Gpu g = gpuops::gpuOf(logits);
+  const Gpu g = gpuops::gpuOf(on);
   gizhw::gpu::Buffer buffer = g.allocate(total);
   g.copyToDevice(buffer.address(), packed.data(), packed.size(), g.stream());
   const uint64_t base = buffer.address();
-  launch(g, "gz_lm_penalize", strideGrid(g, n), kThreads, at(logits), base + ids, base + repetition, base + minus,
-         base + starts, base + bias, n);
+  launch(g, "gz_lm_penalize", strideGrid(g, n), kThreads, base + ids, base + repetition, base + minus, base + starts,
+         base + bias, n);
 }
 
 void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::vector<uint32_t>& words, bool zero) {

@@ -163,16 +163,17 @@ void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int
 void addWeightedRows(const Tensor& out, const std::vector<int64_t>& ids, const std::vector<float>& weights,
                      const Tensor& y, int64_t width);
 
-/// Edits of logit values in place (gz_lm_penalize): value at[i] (an element index of `logits`,
-/// distinct) divided by repetition[i] where positive, else multiplied, less minus[i], plus
-/// bias[biasStart[i] .. biasStart[i + 1]) in order.
+/// Edits of logit values in place (gz_lm_penalize): the F32 logit at device address at[i]
+/// (distinct, any rows of one GPU) divided by repetition[i] where positive, else multiplied, less
+/// minus[i], plus bias[biasStart[i] .. biasStart[i + 1]) in order.
 struct LogitEdits {
-  std::vector<int64_t> at;
+  std::vector<uint64_t> at;
   std::vector<float> repetition, minus;
   std::vector<int32_t> biasStart{0};
   std::vector<float> bias;
 };
-void penalize(const Tensor& logits, const LogitEdits& edits);
+/// The edits on the GPU `on` is on: one copy up and one launch.
+void penalize(const Tensor& on, const LogitEdits& edits);
 /// The `vocab` logits from element `first` of `logits` as a grammar allows them: those whose bit
 /// in `words` (bit i % 32 of word i / 32) is clear become -inf, those set keep their value, or
 /// become 0 with `zero`.
