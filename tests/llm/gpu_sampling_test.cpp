@@ -138,6 +138,34 @@ TEST_F(GpuModelSampling, AStepsPenaltiesTakeOneCopyAndOneLaunch) {
   EXPECT_EQ(copies, plainCopies + 1);
 }
 
+// So do the grammars' masks: three constrained requests (two in one grammar state, one in
+// another) add one launch and one copy to a decode step.
+TEST_F(GpuModelSampling, AStepsGrammarMasksTakeOneCopyAndOneLaunch) {
+  const auto tokenizer =
+      std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  const auto array = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})"));
+  const auto object = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+  const auto stepActivity = [&](bool grammars) {
+    Engine engine(llama(), tokenizer, {100}, 3, 64);  // a model of its own: its first decode step, queued
+    int k = 0;
+    for (const std::vector<TokenId>& prompt : {std::vector<TokenId>{5, 9, 2}, {4, 4, 8, 1}, {7, 1, 30}}) {
+      Sampling s = greedy();
+      if (grammars) s.grammar = k++ == 2 ? object : array;
+      engine.add(request(prompt, 8, s));
+    }
+    engine.advance();  // the prompts
+    const gizhw::gpu::Activity before = gpu().activity();
+    engine.advance();
+    const gizhw::gpu::Activity after = gpu().activity();
+    return std::pair{after.launches - before.launches, after.copiesToDevice - before.copiesToDevice};
+  };
+  const auto [plainLaunches, plainCopies] = stepActivity(false);
+  const auto [launches, copies] = stepActivity(true);
+  EXPECT_EQ(launches, plainLaunches + 1);
+  EXPECT_EQ(copies, plainCopies + 1);
+}
+
 // A grammar's mask applied to the rows on the GPU (after the penalties) gives the tokens of whole
 // rows constrained on the host: greedy, seeded draws, with penalties, and a grammar that starts
 // after a token; only the heads cross.

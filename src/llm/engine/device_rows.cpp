@@ -104,10 +104,28 @@ void StepPenalties::apply() {
   onGpus_.clear();
 }
 
-void maskOnDevice(const Tensor& logits, const AllowedTokens& allowed) {
-  check(logits.dtype() == DType::F32 && logits.isContiguous(), "maskOnDevice: the logits are not contiguous F32 rows");
-  const int64_t vocab = logits.size(-1);
-  ops::gpu::maskTokens(logits, logits.numel() - vocab, vocab, allowed.words, allowed.endOnly);
+void StepMasks::add(const Tensor& logits, AllowedTokens allowed) {
+  check(logits.dtype() == DType::F32 && logits.isContiguous() && logits.onGpu(),
+        "StepMasks: the logits are not contiguous F32 rows on a GPU");
+  rows_.push_back({logits, std::move(allowed)});
+}
+
+void StepMasks::apply() {
+  // The rows of each GPU (one of a model's logits, but for a model in stages, on its last).
+  while (!rows_.empty()) {
+    const std::string device = rows_.front().logits.device();
+    const int64_t vocab = rows_.front().logits.size(-1);
+    std::vector<ops::gpu::MaskedRow> masked;
+    for (const Row& r : rows_)
+      if (r.logits.device() == device) {
+        check(r.logits.size(-1) == vocab, "StepMasks: rows of different vocabularies");
+        const int64_t last = r.logits.numel() - vocab;
+        masked.push_back({gpuops::address(r.logits) + static_cast<uint64_t>(last) * sizeof(float), &r.allowed.words,
+                          r.allowed.endOnly});
+      }
+    ops::gpu::maskRows(rows_.front().logits, masked, vocab);
+    std::erase_if(rows_, [&](const Row& r) { return r.logits.device() == device; });
+  }
 }
 
 std::vector<ReadRows> readRows(const std::vector<Tensor>& logits, const std::vector<bool>& want,

@@ -3,7 +3,7 @@
 // and rows whose request reads them whole, cross as they are: logprobs, topK 0 (topP over the
 // whole row), choices that copy the leader's row, and penalties, a logit bias and a grammar's
 // mask on host rows or with drafts (on a GPU row otherwise they are applied there first:
-// StepPenalties, maskOnDevice). Of a row on a GPU whose request reads only its head,
+// StepPenalties, StepMasks). Of a row on a GPU whose request reads only its head,
 // the head is found there and only it crosses: the argmax (netops::argmaxInto) for greedy, the
 // candidates (netops::candidatesInto) merged into the topK highest for a draw. Either way the
 // tokens are the row's own (sampling.h: candidates of a head are the row's to the bit).
@@ -25,7 +25,7 @@ namespace gizml::llm {
 /// The tokens of a row a request's sampling reads: 0 for the whole row, 1 for greedy (the
 /// argmax: its logit is not read), else its topK; `copied`: choices copy the row; `penalized`:
 /// its penalties and logit bias are in the row already (StepPenalties); `masked`: so is its
-/// grammar's mask, or the grammar does not constrain this token (maskOnDevice).
+/// grammar's mask, or the grammar does not constrain this token (StepMasks).
 size_t headTokens(const Sampling& s, bool copied, bool penalized, bool masked);
 
 /// Whether sampling changes a row before it reads it: penalties or a logit bias.
@@ -59,10 +59,23 @@ class StepPenalties {
   std::vector<std::pair<tensor::Tensor, ops::gpu::LogitEdits>> onGpus_;  // a tensor on each GPU, its edits
 };
 
-/// Sets the logits of the last row of `logits` (on a GPU) that the grammar does not allow to
-/// -inf there (and the end of the turn's to 0 where it allows nothing else): the row that
-/// GrammarConstraint::constrain leaves on the host, so that only its head need cross.
-void maskOnDevice(const tensor::Tensor& logits, const AllowedTokens& allowed);
+/// The grammars' masks of a step's rows on GPUs: a row's logits that its grammar does not allow
+/// become -inf there (and the end of the turn's 0 where it allows nothing else), the row that
+/// GrammarConstraint::constrain leaves on the host, so that only its head need cross; every row's
+/// together, one copy and one launch a GPU.
+class StepMasks {
+ public:
+  /// The last row of `logits` (on a GPU) as `allowed` says (kept until apply).
+  void add(const tensor::Tensor& logits, AllowedTokens allowed);
+  void apply();
+
+ private:
+  struct Row {
+    tensor::Tensor logits;
+    AllowedTokens allowed;
+  };
+  std::vector<Row> rows_;
+};
 
 /// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head. The
 /// values are the logits tensor's own where it is contiguous F32 on the host (sampling's

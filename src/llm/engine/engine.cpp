@@ -453,11 +453,13 @@ std::vector<Progress> Engine::advance() {
       r.masked = onDevice && r.grammar;
     }
     penalties.apply();
+    StepMasks masks;
     for (size_t i = 0; i < plan.ids.size(); ++i) {
       Impl::Running& r = m.running.at(plan.ids[i]);
       if (r.masked && r.grammar->active())
-        maskOnDevice(logits[i], r.grammar->allowed(*m.grammarTokens, static_cast<size_t>(logits[i].size(-1))));
+        masks.add(logits[i], r.grammar->allowed(*m.grammarTokens, static_cast<size_t>(logits[i].size(-1))));
     }
+    masks.apply();
   } catch (...) {
     m.resetAll();
     throw;

@@ -51,7 +51,7 @@ struct Engine::Impl {
     std::optional<TokenId> drawn;  // this step's token, drawn beside the batch's others (drawSideBySide)
     bool penalized = false;        // this step's row has its penalties and logit bias (StepPenalties)
     PenaltyTokens penalties;       // the tokens they touch, kept from step to step
-    bool masked = false;           // and its grammar's mask, or the grammar leaves it free (maskOnDevice)
+    bool masked = false;           // and its grammar's mask, or the grammar leaves it free (StepMasks)
 
     // What its slot must hold before it draws its next token: the prompt (its pictures' rows as
     // kPictureRow, which no other request's rows equal) and the tokens drawn.

@@ -459,15 +459,34 @@ void penalize(const Tensor& on, const LogitEdits& edits) {
          base + bias, n);
 }
 
-void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::vector<uint32_t>& words, bool zero) {
-  check(first >= 0 && vocab > 0 && first + vocab <= logits.numel() && static_cast<int64_t>(words.size()) * 32 >= vocab,
-        "maskTokens: the row or its bits are outside the logits");
-  const Gpu g = gpuops::gpuOf(logits);
-  // Rows of one grammar state in a step (choices of a request) read one copy of its bits.
-  const auto* bytes = reinterpret_cast<const uint8_t*>(words.data());
-  const uint64_t bits = copiedOnce(g, std::vector<uint8_t>(bytes, bytes + words.size() * sizeof(uint32_t)));
-  launch(g, "gz_lm_token_mask", strideGrid(g, vocab), kThreads, at(logits) + static_cast<uint64_t>(first) * 4, bits,
-         vocab, zero ? 1 : 0);
+void maskRows(const Tensor& on, const std::vector<MaskedRow>& rows, int64_t vocab) {
+  if (rows.empty()) return;
+  const auto words = static_cast<size_t>((vocab + 31) / 32);
+  check(vocab > 0 && static_cast<int64_t>(rows.size()) <= kMaxGrid, "maskRows: no vocabulary, or too many rows");
+  // One buffer: the table (a row's address, its bits' address, zero), then each grammar state's
+  // bits once (rows of one state: choices of a request, requests in the same state).
+  std::vector<const std::vector<uint32_t>*> states;
+  std::vector<size_t> stateOf;
+  for (const MaskedRow& r : rows) {
+    check(r.words->size() >= words, "maskRows: a row's bits do not cover the vocabulary");
+    auto same = std::find_if(states.begin(), states.end(), [&](const auto* s) { return *s == *r.words; });
+    if (same == states.end()) same = states.insert(states.end(), r.words);
+    stateOf.push_back(static_cast<size_t>(same - states.begin()));
+  }
+  const size_t tableBytes = rows.size() * 3 * sizeof(uint64_t), stateBytes = words * sizeof(uint32_t);
+  std::vector<uint8_t> packed(tableBytes + states.size() * stateBytes);
+  for (size_t s = 0; s < states.size(); ++s) std::memcpy(packed.data() + tableBytes + s * stateBytes, states[s]->data(), stateBytes);
+  const Gpu g = gpuops::gpuOf(on);
+  gizhw::gpu::Buffer buffer = g.allocate(packed.size());
+  std::vector<uint64_t> table;
+  for (size_t i = 0; i < rows.size(); ++i)
+    table.insert(table.end(), {rows[i].row, buffer.address() + tableBytes + stateOf[i] * stateBytes,
+                               uint64_t{rows[i].zero ? 1u : 0u}});
+  std::memcpy(packed.data(), table.data(), tableBytes);
+  g.copyToDevice(buffer.address(), packed.data(), packed.size(), g.stream());
+  Dim3 grid = strideGrid(g, vocab);
+  grid.y = static_cast<unsigned>(rows.size());
+  launch(g, "gz_lm_token_masks", grid, kThreads, buffer.address(), vocab);
 }
 
 namespace {

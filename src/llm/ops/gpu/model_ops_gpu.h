@@ -174,10 +174,17 @@ struct LogitEdits {
 };
 /// The edits on the GPU `on` is on: one copy up and one launch.
 void penalize(const Tensor& on, const LogitEdits& edits);
-/// The `vocab` logits from element `first` of `logits` as a grammar allows them: those whose bit
-/// in `words` (bit i % 32 of word i / 32) is clear become -inf, those set keep their value, or
-/// become 0 with `zero`.
-void maskTokens(const Tensor& logits, int64_t first, int64_t vocab, const std::vector<uint32_t>& words, bool zero);
+/// A row of `vocab` F32 logits at device address `row` and what its grammar allows: token i where
+/// bit i % 32 of words[i / 32] is set (those clear become -inf, those set keep their value, or
+/// become 0 with `zero`).
+struct MaskedRow {
+  uint64_t row;
+  const std::vector<uint32_t>* words;
+  bool zero;
+};
+/// The rows (on the GPU `on` is on) as their grammars allow them: one copy up (the bits of one
+/// grammar state once) and one launch.
+void maskRows(const Tensor& on, const std::vector<MaskedRow>& rows, int64_t vocab);
 
 /// The rows' keys and values k, v ([rows, kvHeads headDim]) into their places; into codes with
 /// the CPU's bits (cpu/kv_codes.h), each head's vector rotated first where headDim is a power of two.
