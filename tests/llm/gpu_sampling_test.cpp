@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_checks.h"
@@ -54,6 +55,19 @@ class GpuModelSampling : public test::GpuTest {
  protected:
   std::shared_ptr<LanguageModel> llama() {
     return buildLanguageModel(converted("llama", 8), {.kvCache = DType::F32, .gpu = gpu()});
+  }
+  // The launches and copies up of the first decode step of three requests sampled as `samplings`
+  // say, on a model of their own (its first decode step, queued, not recorded).
+  std::pair<uint64_t, uint64_t> decodeStepActivity(const std::shared_ptr<const Tokenizer>& tokenizer,
+                                                   const std::vector<Sampling>& samplings) {
+    Engine engine(llama(), tokenizer, {100}, 3, 64);
+    const std::vector<std::vector<TokenId>> prompts = {{5, 9, 2}, {4, 4, 8, 1}, {7, 1, 30}};
+    for (size_t i = 0; i < prompts.size(); ++i) engine.add(request(prompts[i], 8, samplings[i]));
+    engine.advance();  // the prompts
+    const gizhw::gpu::Activity before = gpu().activity();
+    engine.advance();
+    const gizhw::gpu::Activity after = gpu().activity();
+    return {after.launches - before.launches, after.copiesToDevice - before.copiesToDevice};
   }
   // Logits [rows, vocab] on the GPU: a fixed pseudo-random row each, with `top` given values.
   tensor::Tensor logits(int64_t rows, int64_t vocab, const std::vector<std::pair<int64_t, double>>& top) {
@@ -119,21 +133,11 @@ TEST_F(GpuModelSampling, PenaltiesOnTheDeviceGiveTheTokensOfWholeRows) {
 // requests that have them: a decode step of three penalized requests takes one launch and one
 // copy up more than the same step without penalties.
 TEST_F(GpuModelSampling, AStepsPenaltiesTakeOneCopyAndOneLaunch) {
-  const auto stepActivity = [&](bool penalties) {
-    Engine engine(llama(), nullptr, {}, 3, 64);  // a model of its own: its first decode step, queued
-    for (const std::vector<TokenId>& prompt : {std::vector<TokenId>{5, 9, 2}, {4, 4, 8, 1}, {7, 1, 30}}) {
-      Sampling s = greedy();
-      if (penalties) s.repetitionPenalty = 1.2, s.frequencyPenalty = 0.3;
-      engine.add(request(prompt, 8, s));
-    }
-    engine.advance();  // the prompts
-    const gizhw::gpu::Activity before = gpu().activity();
-    engine.advance();
-    const gizhw::gpu::Activity after = gpu().activity();
-    return std::pair{after.launches - before.launches, after.copiesToDevice - before.copiesToDevice};
-  };
-  const auto [plainLaunches, plainCopies] = stepActivity(false);
-  const auto [launches, copies] = stepActivity(true);
+  Sampling penalized = greedy();
+  penalized.repetitionPenalty = 1.2;
+  penalized.frequencyPenalty = 0.3;
+  const auto [plainLaunches, plainCopies] = decodeStepActivity(nullptr, {greedy(), greedy(), greedy()});
+  const auto [launches, copies] = decodeStepActivity(nullptr, {penalized, penalized, penalized});
   EXPECT_EQ(launches, plainLaunches + 1);
   EXPECT_EQ(copies, plainCopies + 1);
 }
@@ -146,22 +150,11 @@ TEST_F(GpuModelSampling, AStepsGrammarMasksTakeOneCopyAndOneLaunch) {
   const auto array = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
       R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})"));
   const auto object = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
-  const auto stepActivity = [&](bool grammars) {
-    Engine engine(llama(), tokenizer, {100}, 3, 64);  // a model of its own: its first decode step, queued
-    int k = 0;
-    for (const std::vector<TokenId>& prompt : {std::vector<TokenId>{5, 9, 2}, {4, 4, 8, 1}, {7, 1, 30}}) {
-      Sampling s = greedy();
-      if (grammars) s.grammar = k++ == 2 ? object : array;
-      engine.add(request(prompt, 8, s));
-    }
-    engine.advance();  // the prompts
-    const gizhw::gpu::Activity before = gpu().activity();
-    engine.advance();
-    const gizhw::gpu::Activity after = gpu().activity();
-    return std::pair{after.launches - before.launches, after.copiesToDevice - before.copiesToDevice};
-  };
-  const auto [plainLaunches, plainCopies] = stepActivity(false);
-  const auto [launches, copies] = stepActivity(true);
+  Sampling inArray = greedy(), inObject = greedy();
+  inArray.grammar = array;
+  inObject.grammar = object;
+  const auto [plainLaunches, plainCopies] = decodeStepActivity(tokenizer, {greedy(), greedy(), greedy()});
+  const auto [launches, copies] = decodeStepActivity(tokenizer, {inArray, inArray, inObject});
   EXPECT_EQ(launches, plainLaunches + 1);
   EXPECT_EQ(copies, plainCopies + 1);
 }
