@@ -208,28 +208,16 @@ void launchProduct(const Gpu& g, const HalfRows& h, const char* kernel16, const 
   }
 }
 
-void checkProductRows(int64_t n) { check(n < (int64_t{1} << 31), "Linear: too many rows for one launch"); }
-
-template <class... Weights>
-void tensorCoreProduct(const char* kernel16, const char* kernel64, bool low, const Tensor& x, const Tensor& bias,
-                       const Tensor& y, int64_t n, int64_t out, int64_t in, Weights... weights) {
-  if (n == 0) return;
-  checkProductRows(n);
-  const Gpu g = gpuops::gpuOf(x);
-  launchProduct(g, halfRowsOf(g, x, n, in, low), kernel16, kernel64, low, bias, y, n, out, weights...);
-}
-
 }  // namespace
 
 void groupMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
                  int64_t in, int64_t rowBytes, int bits, int group, float base) {
-  tensorCoreProduct("gz_lm_group_mma16", "gz_lm_group_mma64", false, x, bias, y, n, out, in, at(weights), rowBytes,
-                    bits, group, base);
+  products(x, {{{ProductRows::Kind::Group, weights, {}, rowBytes, bits, group, base}, bias, y, out}}, n, in);
 }
 
 void products(const Tensor& x, const std::vector<LayerProduct>& layers, int64_t n, int64_t in) {
   if (n == 0 || layers.empty()) return;
-  checkProductRows(n);
+  check(n < (int64_t{1} << 31), "Linear: too many rows for one launch");
   const Gpu g = gpuops::gpuOf(x);
   // The F16 rows are the same with or without what F16 left of them, which 16-bit rows read too.
   const bool low = std::any_of(layers.begin(), layers.end(),
@@ -260,8 +248,7 @@ HalfWeights halfWeights(const Tensor& stored, int64_t out, int64_t in) {
 
 void halfMatmul(const Tensor& x, const HalfWeights& weights, const Tensor& bias, const Tensor& y, int64_t n,
                 int64_t out, int64_t in) {
-  tensorCoreProduct("gz_lm_half_mma16", "gz_lm_half_mma64", true, x, bias, y, n, out, in, at(weights.rows),
-                    at(weights.scales));
+  products(x, {{{ProductRows::Kind::Half, weights.rows, weights.scales}, bias, y, out}}, n, in);
 }
 
 void floatMatmul(const Tensor& x, const Tensor& weights, const Tensor& bias, const Tensor& y, int64_t n, int64_t out,
