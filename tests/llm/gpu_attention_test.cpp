@@ -44,19 +44,32 @@ TEST_P(GpuModelAttention, PromptsOverSeveralChunksMatchTheCpu) {
 }
 
 // A row's context is the same bits whether its prompt came whole, in parts, or a token a step.
+// Qwen 3.5's Gated DeltaNet layers read a prefill by the delta rule in chunks of 64 from the
+// part's first row and a decode step by the recurrence, as on the CPU (docs/architecture.md): there
+// the same to rounding (measured 6.6e-6 of the logits' range for the second part, 1.7e-6 for the
+// step: the F16 cache turns a difference in the last bits into a value's F16 step where it crosses
+// a rounding edge; a wrong state or chunk moves them by 1e-2 and more).
 TEST_P(GpuModelAttention, PartsAndDecodeGiveTheWholeReadsBits) {
   const std::vector<int32_t> tokens = prompt(301);
   const std::unique_ptr<LanguageModel> model =
       buildLanguageModel(converted(GetParam(), 16), {.kvCache = DType::F16, .gpu = gpu()});
   const int64_t vocab = model->config().vocabSize;
   const std::vector<float> whole = logitsOf(*model, tokens);
+  const auto expectWhole = [&](const std::vector<float>& got, int64_t from, int64_t to, const char* what) {
+    const std::vector<float> want(whole.begin() + from * vocab, whole.begin() + to * vocab);
+    if (GetParam() != "qwen3_5") {
+      EXPECT_EQ(got, want) << what;
+      return;
+    }
+    const double error = relativeMaxError(got, want);
+    std::printf("qwen3_5, %s: logits within %.2e of the range of the whole prompt's\n", what, error);
+    EXPECT_LT(error, 5e-5) << what;
+  };
   const std::unique_ptr<SequenceState> state = model->newState(301);
   const std::vector<int32_t> head(tokens.begin(), tokens.begin() + 200), rest(tokens.begin() + 200, tokens.end() - 1);
   model->forward({{state.get(), head, true}});
-  const std::vector<float> second = model->forward({{state.get(), rest, true}})[0].toFloats();
-  EXPECT_EQ(second, std::vector<float>(whole.begin() + 200 * vocab, whole.end() - vocab));
-  const std::vector<float> step = model->forward({{state.get(), {tokens.back()}}})[0].toFloats();
-  EXPECT_EQ(step, std::vector<float>(whole.end() - vocab, whole.end()));
+  expectWhole(model->forward({{state.get(), rest, true}})[0].toFloats(), 200, 300, "the second part");
+  expectWhole(model->forward({{state.get(), {tokens.back()}}})[0].toFloats(), 300, 301, "a decode step");
 }
 
 // The sequences of a pass are stored, turned and attend in one launch each a layer, every row at

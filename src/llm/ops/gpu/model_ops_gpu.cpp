@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cpu/kv_attention.h"
+#include "llm/ops/host.h"
 #include "tensor/gpu/codegen.h"
 #include "tensor/gpu/tensor_ops.h"
 
@@ -20,6 +21,9 @@ constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS: activation rows a warp of 
 constexpr int64_t kOutputsABlock = 16; // GZ_LM_TN: outputs a block of the tensor-core products
 constexpr int64_t kMaxQueries = 2048;  // GZ_LM_MAX_QUERIES: query heads x headDim a KV head's block holds
 constexpr int64_t kChunk = 256;        // GZ_LM_CHUNK: positions a block of attention reads
+constexpr int64_t kMaxDeltaKey = 256;  // GZ_LM_DELTA_MAX_KEY: a DeltaNet key head's values the chunked rule holds
+constexpr int64_t kDeltaChunk = 64;    // GZ_LM_DELTA_CHUNK: rows of a chunk of the delta rule (the CPU's)
+constexpr int64_t kDeltaColumns = 32;  // GZ_LM_DELTA_COLUMNS: state columns a carry block holds
 
 }  // namespace
 
@@ -29,8 +33,12 @@ const std::string& kernelSource() {
                                   std::to_string(kOutputsABlock) + "\n#define GZ_LM_MAX_QUERIES " +
                                   std::to_string(kMaxQueries) + "\n#define GZ_LM_CHUNK " + std::to_string(kChunk) +
                                   "\n#define GZ_LM_MOE_EXPERTS " + std::to_string(kMostRoutedExperts) +
-                                  "\n#define GZ_LM_MAX_CODED " + std::to_string(cpu::kMaxCodedHead) + "\n" +
+                                  "\n#define GZ_LM_MAX_CODED " + std::to_string(cpu::kMaxCodedHead) +
+                                  "\n#define GZ_LM_DELTA_MAX_KEY " + std::to_string(kMaxDeltaKey) +
+                                  "\n#define GZ_LM_DELTA_CHUNK " + std::to_string(kDeltaChunk) +
+                                  "\n#define GZ_LM_DELTA_COLUMNS " + std::to_string(kDeltaColumns) + "\n" +
 #include "llm/ops/gpu/model_ops.cu.inc"
+#include "llm/ops/gpu/delta_net.cu.inc"
 #include "llm/ops/gpu/kv_codes.cu.inc"
       ;
   return text;
@@ -396,10 +404,37 @@ void deltaNetMix(const DeltaNetRuns& r) {
   const Tensor beta = gpuops::empty({gates}, DType::F32, device), decay = gpuops::empty({gates}, DType::F32, device);
   launch(g, "gz_lm_delta_gates", strideGrid(g, gates), kThreads, at(beta), at(decay), at(r.b), at(r.a),
          at(r.decayRate), at(r.dtBias), table, runs, packed, r.valueHeads);
-  const int64_t columns = r.valueHeads * r.valueDim;
-  launch(g, "gz_lm_delta_rule",
-         Dim3{static_cast<unsigned>((columns + kThreads - 1) / kThreads), static_cast<unsigned>(runs), 1}, kThreads,
-         at(r.o), at(mixed), at(beta), at(decay), table, runs, r.keyHeads, r.valueHeads, r.keyDim, r.valueDim);
+  // As on the CPU, a run of one row by the recurrence, a longer one in chunks.
+  int64_t chunks = 0;
+  bool single = false;
+  for (const DeltaNetRuns::Run& run : r.runs) {
+    chunks = std::max(chunks, run.rows > 1 ? (run.rows + kDeltaChunk - 1) / kDeltaChunk : 0);
+    single = single || run.rows == 1;
+  }
+  if (single) {
+    const int64_t columns = r.valueHeads * r.valueDim;
+    launch(g, "gz_lm_delta_rule",
+           Dim3{static_cast<unsigned>((columns + kThreads - 1) / kThreads), static_cast<unsigned>(runs), 1}, kThreads,
+           at(r.o), at(mixed), at(beta), at(decay), table, runs, r.keyHeads, r.valueHeads, r.keyDim, r.valueDim);
+  }
+  if (chunks == 0) return;
+  require(r.keyDim <= kMaxDeltaKey && r.valueHeads <= kMaxGrid && chunks <= kMaxGrid, [&] {
+    return "deltaNetMix: " + std::to_string(r.valueHeads) + " value heads of keys of " + std::to_string(r.keyDim) +
+           " over " + std::to_string(chunks) + " chunks; the GPU's chunked delta rule takes keys of at most " +
+           std::to_string(kMaxDeltaKey) + " and at most " + std::to_string(kMaxGrid) + " heads and chunks";
+  });
+  const Tensor uw = gpuops::empty({gates, r.valueDim + r.keyDim}, DType::F32, device);
+  const Tensor within = gpuops::empty({gates, kDeltaChunk}, DType::F32, device);
+  const Tensor logDecay = gpuops::empty({gates}, DType::F32, device);
+  launch(g, "gz_lm_delta_chunks",
+         Dim3{static_cast<unsigned>(chunks), static_cast<unsigned>(r.valueHeads), static_cast<unsigned>(runs)},
+         kThreads, at(uw), at(within), at(logDecay), at(mixed), at(beta), at(decay), table, runs, r.keyHeads,
+         r.valueHeads, r.keyDim, r.valueDim);
+  launch(g, "gz_lm_delta_carry",
+         Dim3{static_cast<unsigned>((r.valueDim + kDeltaColumns - 1) / kDeltaColumns),
+              static_cast<unsigned>(r.valueHeads), static_cast<unsigned>(runs)},
+         kThreads, at(r.o), at(uw), at(within), at(logDecay), at(mixed), table, runs, r.keyHeads, r.valueHeads,
+         r.keyDim, r.valueDim);
 }
 
 void gatedNorm(const Tensor& o, const Tensor& z, const Tensor& w, float eps, int64_t runs, int64_t n) {
