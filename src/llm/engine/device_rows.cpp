@@ -49,6 +49,15 @@ struct Run {
   bool argmax = false;
 };
 
+// The entry of `onGpus` for the GPU that holds `logits` (its first rows there and what is kept for
+// that GPU), made where there is none: a step's rows grouped by GPU for one launch each.
+template <class Kept>
+std::pair<Tensor, Kept>& ofGpu(std::vector<std::pair<Tensor, Kept>>& onGpus, const Tensor& logits) {
+  auto on = std::find_if(onGpus.begin(), onGpus.end(), [&](const auto& g) { return g.first.device() == logits.device(); });
+  if (on == onGpus.end()) on = onGpus.insert(onGpus.end(), {logits, Kept{}});
+  return *on;
+}
+
 }  // namespace
 
 size_t headTokens(const Sampling& s, bool copied, bool penalized, bool masked) {
@@ -86,9 +95,7 @@ void StepPenalties::add(const Tensor& logits, const Sampling& s, std::span<const
     e.seen = e.seen || repetition;
     if (counted) ++e.count;
   }
-  auto on = std::find_if(onGpus_.begin(), onGpus_.end(), [&](const auto& g) { return g.first.device() == logits.device(); });
-  if (on == onGpus_.end()) on = onGpus_.insert(onGpus_.end(), {logits, {}});
-  ops::gpu::LogitEdits& edits = on->second;
+  ops::gpu::LogitEdits& edits = ofGpu(onGpus_, logits).second;
   const uint64_t first = gpuops::address(logits) + static_cast<uint64_t>(row) * sizeof(float);
   for (const auto& [t, e] : kept.touched) {
     edits.at.push_back(first + static_cast<uint64_t>(t) * sizeof(float));
@@ -107,25 +114,18 @@ void StepPenalties::apply() {
 void StepMasks::add(const Tensor& logits, AllowedTokens allowed) {
   check(logits.dtype() == DType::F32 && logits.isContiguous() && logits.onGpu(),
         "StepMasks: the logits are not contiguous F32 rows on a GPU");
-  rows_.push_back({logits, std::move(allowed)});
+  auto& [on, rows] = ofGpu(onGpus_, logits);
+  const int64_t vocab = logits.size(-1);
+  check(on.size(-1) == vocab, "StepMasks: rows of different vocabularies");
+  const AllowedTokens& kept = allowed_.emplace_back(std::move(allowed));
+  rows.push_back({gpuops::address(logits) + static_cast<uint64_t>(logits.numel() - vocab) * sizeof(float),
+                  &kept.words, kept.endOnly});
 }
 
 void StepMasks::apply() {
-  // The rows of each GPU (one of a model's logits, but for a model in stages, on its last).
-  while (!rows_.empty()) {
-    const std::string device = rows_.front().logits.device();
-    const int64_t vocab = rows_.front().logits.size(-1);
-    std::vector<ops::gpu::MaskedRow> masked;
-    for (const Row& r : rows_)
-      if (r.logits.device() == device) {
-        check(r.logits.size(-1) == vocab, "StepMasks: rows of different vocabularies");
-        const int64_t last = r.logits.numel() - vocab;
-        masked.push_back({gpuops::address(r.logits) + static_cast<uint64_t>(last) * sizeof(float), &r.allowed.words,
-                          r.allowed.endOnly});
-      }
-    ops::gpu::maskRows(rows_.front().logits, masked, vocab);
-    std::erase_if(rows_, [&](const Row& r) { return r.logits.device() == device; });
-  }
+  for (const auto& [on, rows] : onGpus_) ops::gpu::maskRows(on, rows, on.size(-1));
+  onGpus_.clear();
+  allowed_.clear();
 }
 
 std::vector<ReadRows> readRows(const std::vector<Tensor>& logits, const std::vector<bool>& want,

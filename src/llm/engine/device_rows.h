@@ -11,6 +11,7 @@
 #include <gizml/tensor.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <span>
 #include <utility>
@@ -70,11 +71,8 @@ class StepMasks {
   void apply();
 
  private:
-  struct Row {
-    tensor::Tensor logits;
-    AllowedTokens allowed;
-  };
-  std::vector<Row> rows_;
+  std::deque<AllowedTokens> allowed_;  // the rows' masks, which onGpus_ points into (a deque: they stay put)
+  std::vector<std::pair<tensor::Tensor, std::vector<ops::gpu::MaskedRow>>> onGpus_;  // a tensor on each GPU, its rows
 };
 
 /// One feed's rows as sampling reads them: whole (values, vocab each) or each row's head. The
