@@ -221,16 +221,23 @@ void OffsetSums(D d, const float* p, int64_t ldp, const float* offsets, int64_t 
       for (int r = 0; r < R; ++r) acc[r][k] = hn::MulAdd(hn::LoadU(d, pb + r * ldb + k * lanes), o, acc[r][k]);
     }
   };
-  int64_t t = t0 - t0 % kChains;
-  for (; t + kChains <= t1; t += kChains) block(p + t, ldp, offsets + t);
-  if (t < t1) {
+  // The block of kChains positions from t with only [from, to) of it (zeros elsewhere: not 0
+  // times an offset that may be inf or NaN, at a position outside the rows' range).
+  const auto partBlock = [&](int64_t t, int64_t from, int64_t to) {
     float pads[R][kChains] = {}, padOffsets[kChains] = {};
-    for (int64_t i = t; i < t1; ++i) {
+    for (int64_t i = from; i < to; ++i) {
       padOffsets[i - t] = offsets[i];
       for (int r = 0; r < R; ++r) pads[r][i - t] = p[r * ldp + i];
     }
     block(pads[0], kChains, padOffsets);
+  };
+  int64_t t = t0 - t0 % kChains;
+  if (t < t0) {
+    partBlock(t, t0, std::min(t + kChains, t1));
+    t += kChains;
   }
+  for (; t + kChains <= t1; t += kChains) block(p + t, ldp, offsets + t);
+  if (t < t1) partBlock(t, t, t1);
   for (int r = 0; r < R; ++r) {
     float chain[kChains];
     for (int64_t k = 0; k < kChains / lanes; ++k) hn::StoreU(acc[r][k], d, chain + k * lanes);
@@ -326,10 +333,48 @@ void ContextRows(D d, const float* p, int64_t ldp, const E* x, int64_t stride, i
     }
 }
 
+// Whether a position that some row does not weigh (outside its own first .. last p != 0) while
+// another does holds a value that is not finite (an element, or a code's scale or offset): rows
+// together would add 0 times it, NaN, to a row that does not read it (a later position of the
+// same prompt, or one outside its window). Those positions are few (the diagonal's), checked once.
+template <class E>
+bool NonFiniteLeftOut(const float* p, int64_t m, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
+                      const float* scales, const float* offsets) {
+  int64_t t0 = count, t1 = 0, latestStart = 0, earliestEnd = count;
+  for (int64_t r = 0; r < m; ++r) {
+    const float* pr = p + r * ldp;
+    int64_t a = 0, b = count;
+    while (a < b && pr[a] == 0.0f) ++a;
+    while (b > a && pr[b - 1] == 0.0f) --b;
+    if (a == b) a = count, b = 0;  // weighs nothing: leaves every position out
+    else t0 = std::min(t0, a), t1 = std::max(t1, b);
+    latestStart = std::max(latestStart, a), earliestEnd = std::min(earliestEnd, b);
+  }
+  const auto finite = [&](int64_t t) {
+    if constexpr (kCoded<E>) return std::isfinite(scales[t]) && std::isfinite(offsets[t]);
+    for (int64_t i = 0; i < width; ++i)
+      if (!std::isfinite(Scalar(x[t * stride + i]))) return false;
+    return true;
+  };
+  for (int64_t t = t0; t < t1; ++t) {
+    if (t >= latestStart && t < earliestEnd) t = earliestEnd;  // every row weighs these
+    if (t < t1 && !finite(t)) return true;
+  }
+  return false;
+}
+
 template <class E>
 void Context(const float* p, int64_t m, int64_t ldp, const E* x, int64_t stride, int64_t count, int64_t width,
              const float* scales, const float* offsets, float* out, int64_t ldo, bool accumulate) {
   const D d;
+  if (m > 1 && NonFiniteLeftOut(p, m, ldp, x, stride, count, width, scales, offsets)) {
+    // Each row alone, over its own positions: the bits it gets alone (a row's chain is the same
+    // in a block of rows), and nothing of a position it does not read.
+    for (int64_t r = 0; r < m; ++r)
+      ContextRows<E, 1>(d, p + r * ldp, ldp, x, stride, count, width, scales, offsets, out + r * ldo, ldo, accumulate,
+                        r == 0);
+    return;
+  }
   ForEachRowBlock(m, [&]<int R>(int64_t r) {
     ContextRows<E, R>(d, p + r * ldp, ldp, x, stride, count, width, scales, offsets, out + r * ldo, ldo, accumulate,
                       r == 0);

@@ -172,6 +172,42 @@ TEST(CachedAttention, CodedHeadsOfOneValueAddTheirOffsets) {
     for (int64_t window : {0, 7}) expectMatchesReference(window, 240, DType::F32, bits, 6, true);
 }
 
+// A value that is not finite reaches the rows that read it and no others: rows before it in the
+// same call (a prompt's earlier rows, whose block weighs it for a later row) and rows whose window
+// starts past it (a coded value's offset in the same block of offset chains) get the bits they
+// get alone, not 0 times inf (found beside the GPU's tensor-core attention,
+// tests/llm/gpu_attention_mma_test.cpp).
+TEST(CachedAttention, ValuesThatAreNotFiniteReachOnlyTheRowsThatReadThem) {
+  constexpr int64_t kInfinite = 30;  // a position of the prompt, in KV head 0
+  for (auto [dtype, bits] : {std::pair{DType::F32, 0}, {DType::F16, 0}, {DType::BF16, 0}, {DType::F32, 8}})
+    for (int64_t window : {0, 7}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + ", " + std::to_string(bits) + " bits, window " + std::to_string(window));
+      Fixture f(window, 0, 75, dtype, bits);
+      f.v[static_cast<size_t>(kInfinite * f.kvWidth + 1)] = INFINITY;
+      storeKeysValues(f.cache, 0, f.total, f.k.data(), f.v.data(), f.kvWidth);
+      std::vector<float> once(f.q.size()), single(f.q.size());
+      cachedAttention({f.run(0, f.rows, once)}, f.s);
+      std::vector<AttentionRun> rows;
+      for (int64_t r = 0; r < f.rows; ++r) rows.push_back(f.run(r, 1, single));
+      cachedAttention(rows, f.s);
+      int64_t notFinite = 0;
+      for (int64_t r = 0; r < f.rows; ++r) {
+        const bool reads = r >= kInfinite && (window == 0 || r - window + 1 <= kInfinite);
+        for (int64_t i = 0; i < f.qWidth; ++i) {
+          const float x = once[static_cast<size_t>(r * f.qWidth + i)], y = single[static_cast<size_t>(r * f.qWidth + i)];
+          notFinite += !std::isfinite(x);
+          if (!reads) {
+            ASSERT_TRUE(std::isfinite(x)) << "row " << r << ", value " << i << ": " << x << ", alone " << y;
+            ASSERT_EQ(std::memcmp(&x, &y, sizeof(float)), 0) << "row " << r << ", value " << i << ": " << x << ", alone " << y;
+          } else {
+            ASSERT_EQ(std::isnan(x), std::isnan(y)) << "row " << r << ", value " << i;
+          }
+        }
+      }
+      EXPECT_GT(notFinite, 0);  // the rows that read it
+    }
+}
+
 TEST(CachedAttention, RowsGiveTheSameBitsInAnySplit) {
   // From 300 with a window of 70: the blocks' first keys fall on both sides of position 256; from
   // 600 the rows see three pages (a decode step's row is split by pages over the threads), with a
