@@ -138,11 +138,12 @@ tail -4 "$out/train_mlp.txt"
 note "example_train_mlp (CPU and GPU): exit $status; $(grep '^on ' "$out/train_mlp.txt" | head -1)"
 
 echo "== language models on the GPU (the tiny fixtures of six architectures against transformers and the CPU;"
-echo "   the tensor-core linears, the chunked attention, the chunked delta rule, penalties on the device, the pinned upload)"
-timeout 150 "$bin/test_llm" --gtest_filter='*GpuModel*:*GpuQwen35*:*GpuDeltaNet*:*GpuPictureRows*:*GpuWeightUpload*' \
+echo "   the tensor-core linears and attention, the chunked attention, the chunked delta rule, penalties on the device,"
+echo "   the pinned upload)"
+timeout 150 "$bin/test_llm" --gtest_filter='*GpuModel*:*GpuQwen35*:*GpuDeltaNet*:*GpuAttentionTiles*:*GpuPictureRows*:*GpuWeightUpload*' \
   >"$out/test_llm_gpu.txt" 2>&1
 status=$?
-grep -E 'bits, KV|positions|states|FAILED' "$out/test_llm_gpu.txt" | head -40
+grep -E 'bits, KV|positions|states|context error|FAILED' "$out/test_llm_gpu.txt" | head -50
 note "test_llm (GPU models): exit $status, $(grep -c '^\[       OK \]' "$out/test_llm_gpu.txt") passed, $(grep '^\[  FAILED  \] [A-Za-z/]*\.' "$out/test_llm_gpu.txt" | cut -c14- | cut -d' ' -f1 | sort -u | wc -l) failed"
 
 echo "== diffusion on the GPU (Z-Image's DiT, FLUX.1's VAE decoder and the INT8 pipeline's tiny picture against the host)"

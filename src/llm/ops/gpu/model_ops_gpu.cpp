@@ -21,6 +21,7 @@ constexpr int64_t kRowsAWarp = 4;      // GZ_LM_ROWS: activation rows a warp of 
 constexpr int64_t kOutputsABlock = 16; // GZ_LM_TN: outputs a block of the tensor-core products
 constexpr int64_t kMaxQueries = 2048;  // GZ_LM_MAX_QUERIES: query heads x headDim a KV head's block holds
 constexpr int64_t kChunk = 256;        // GZ_LM_CHUNK: positions a block of attention reads
+constexpr int64_t kAttentionPairs = 16; // GZ_LM_PAIRS: (row, query head) pairs of a tensor-core attention tile
 constexpr int64_t kMaxDeltaKey = 256;  // GZ_LM_DELTA_MAX_KEY: a DeltaNet key head's values the chunked rule holds
 constexpr int64_t kDeltaChunk = 64;    // GZ_LM_DELTA_CHUNK: rows of a chunk of the delta rule (the CPU's)
 constexpr int64_t kDeltaColumns = 32;  // GZ_LM_DELTA_COLUMNS: state columns a carry block holds
@@ -36,9 +37,11 @@ const std::string& kernelSource() {
                                   "\n#define GZ_LM_MAX_CODED " + std::to_string(cpu::kMaxCodedHead) +
                                   "\n#define GZ_LM_DELTA_MAX_KEY " + std::to_string(kMaxDeltaKey) +
                                   "\n#define GZ_LM_DELTA_CHUNK " + std::to_string(kDeltaChunk) +
-                                  "\n#define GZ_LM_DELTA_COLUMNS " + std::to_string(kDeltaColumns) + "\n" +
+                                  "\n#define GZ_LM_DELTA_COLUMNS " + std::to_string(kDeltaColumns) +
+                                  "\n#define GZ_LM_PAIRS " + std::to_string(kAttentionPairs) + "\n" +
 #include "llm/ops/gpu/model_ops.cu.inc"
 #include "llm/ops/gpu/delta_net.cu.inc"
+#include "llm/ops/gpu/attention_mma.cu.inc"
 #include "llm/ops/gpu/kv_codes.cu.inc"
       ;
   return text;
@@ -96,6 +99,14 @@ uint64_t copiedOnce(const Gpu& g, const std::vector<uint8_t>& bytes) {
   kept.push_front({g, bytes, buffer});
   if (kept.size() > kKeptCopies) kept.pop_back();
   return buffer.address();
+}
+
+// The bytes of `values`, for copiedOnce.
+template <class T>
+std::vector<uint8_t> bytesOf(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
 }
 
 // A RowPlaces on the GPU: the tables (8 bytes a row), then the positions (4 a row).
@@ -522,6 +533,32 @@ int sideKind(const char* op, const Tensor& data, int bits) { return bits > 0 ? 0
 // The device address of a side's ranges (0 where it holds elements).
 uint64_t rangesOf(const Tensor& ranges) { return ranges.ndim() > 0 ? at(ranges) : 0; }
 
+// Whether attention over these pages runs on the tensor cores (gz_lm_attention_mma): NVIDIA sm_80+,
+// keys and values each F16 or codes, heads a multiple of 16. By the device and the pool alone, so
+// every pass of a model runs the same kernel.
+bool tensorCoreAttention(const gizhw::gpu::Properties& props, const KvPages& kv, int keyKind, int valueKind) {
+  const bool halvesOrCodes = (kv.keyBits > 0 || keyKind == 1) && (kv.valueBits > 0 || valueKind == 1);
+  return props.vendor == gizhw::gpu::Vendor::Nvidia && props.major >= 8 && halvesOrCodes && kv.headDim % 16 == 0;
+}
+
+// gz_lm_attention_mma's tiles of rows first .. first + n - 1 (numbered from first): (first row,
+// rows, first head of the group, heads), up to kAttentionPairs (row, head) pairs of rows that
+// share a page table (a sequence's consecutive rows of a pass).
+std::vector<int32_t> attentionTiles(const std::vector<uint64_t>& tables, int64_t first, int64_t n, int64_t group) {
+  const int64_t heads = std::min(group, kAttentionPairs), rowsATile = kAttentionPairs / heads;
+  std::vector<int32_t> tiles;
+  for (int64_t r = 0; r < n;) {
+    int64_t rows = 1;
+    while (rows < rowsATile && r + rows < n && tables[static_cast<size_t>(first + r + rows)] == tables[static_cast<size_t>(first + r)])
+      ++rows;
+    for (int64_t h0 = 0; h0 < group; h0 += heads)
+      tiles.insert(tiles.end(), {static_cast<int32_t>(r), static_cast<int32_t>(rows), static_cast<int32_t>(h0),
+                                 static_cast<int32_t>(std::min(heads, group - h0))});
+    r += rows;
+  }
+  return tiles;
+}
+
 }  // namespace
 
 void storeKeysValues(const KvPages& kv, const RowPlaces& places, const Tensor& k, const Tensor& v) {
@@ -566,16 +603,27 @@ void attention(const KvPages& kv, const RowPlaces& places, const Tensor& q, cons
   const int valueKind = sideKind("cachedAttention", kv.values, kv.valueBits);
   const bool powerOfTwo = kv.headDim > 1 && (kv.headDim & (kv.headDim - 1)) == 0;
   const int rotated = kv.valueBits > 0 && powerOfTwo ? 1 : 0;
+  const bool tensorCores = tensorCoreAttention(g.properties(), kv, keyKind, valueKind);
   for (int64_t first = 0; first < rows; first += band) {
     const int64_t n = std::min(band, rows - first);
     const uint64_t offset = static_cast<uint64_t>(first * heads * kv.headDim) * 4;
     const uint64_t tables = placed.tables + static_cast<uint64_t>(first) * 8;
     const uint64_t positions = placed.positions + static_cast<uint64_t>(first) * 4;
-    launch(g, "gz_lm_attention_part",
-           Dim3{static_cast<unsigned>(n), static_cast<unsigned>(kv.kvHeads), static_cast<unsigned>(chunks)}, kThreads,
-           at(part), at(q) + offset, at(kv.keys), at(kv.values), tables, positions, heads, kv.kvHeads, kv.headDim,
-           kv.pageTokens, scale, window, keyKind, valueKind, chunks, rangesOf(kv.keyRanges), rangesOf(kv.valueRanges),
-           kv.keyBits, kv.valueBits, keyEnd);
+    if (tensorCores) {
+      const std::vector<int32_t> tiles = attentionTiles(places.tables, first, n, heads / kv.kvHeads);
+      launch(g, "gz_lm_attention_mma",
+             Dim3{static_cast<unsigned>(tiles.size() / 4), static_cast<unsigned>(kv.kvHeads),
+                  static_cast<unsigned>(chunks)},
+             kThreads, at(part), at(q) + offset, at(kv.keys), at(kv.values), tables, positions,
+             copiedOnce(g, bytesOf(tiles)), heads, kv.kvHeads, kv.headDim, kv.pageTokens, scale, window, chunks,
+             rangesOf(kv.keyRanges), rangesOf(kv.valueRanges), kv.keyBits, kv.valueBits, keyEnd);
+    } else {
+      launch(g, "gz_lm_attention_part",
+             Dim3{static_cast<unsigned>(n), static_cast<unsigned>(kv.kvHeads), static_cast<unsigned>(chunks)},
+             kThreads, at(part), at(q) + offset, at(kv.keys), at(kv.values), tables, positions, heads, kv.kvHeads,
+             kv.headDim, kv.pageTokens, scale, window, keyKind, valueKind, chunks, rangesOf(kv.keyRanges),
+             rangesOf(kv.valueRanges), kv.keyBits, kv.valueBits, keyEnd);
+    }
     launch(g, "gz_lm_attention_merge", Dim3{static_cast<unsigned>(n), static_cast<unsigned>(heads), 1}, kThreads,
            at(context) + offset, at(part), positions, heads, kv.headDim, window, chunks, rotated, keyEnd);
   }
