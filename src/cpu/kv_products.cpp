@@ -350,10 +350,17 @@ bool NonFiniteLeftOut(const float* p, int64_t m, int64_t ldp, const E* x, int64_
     else t0 = std::min(t0, a), t1 = std::max(t1, b);
     latestStart = std::max(latestStart, a), earliestEnd = std::min(earliestEnd, b);
   }
+  const D d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   const auto finite = [&](int64_t t) {
     if constexpr (kCoded<E>) return std::isfinite(scales[t]) && std::isfinite(offsets[t]);
-    for (int64_t i = 0; i < width; ++i)
-      if (!std::isfinite(Scalar(x[t * stride + i]))) return false;
+    const E* row = x + t * stride;
+    auto all = hn::IsFinite(hn::Zero(d));
+    int64_t i = 0;
+    for (; i + lanes <= width; i += lanes) all = hn::And(all, hn::IsFinite(LoadAsFloats(d, row + i)));
+    if (!hn::AllTrue(d, all)) return false;
+    for (; i < width; ++i)
+      if (!std::isfinite(Scalar(row[i]))) return false;
     return true;
   };
   for (int64_t t = t0; t < t1; ++t) {
