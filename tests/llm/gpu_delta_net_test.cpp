@@ -1,8 +1,8 @@
 // Gated DeltaNet's mixing on a GPU (llm/ops/gpu/delta_net.cu.inc): a run of one row by the
 // recurrence, a longer one by the delta rule in chunks of 64 (gz_lm_delta_chunks, then the state
 // through each run's chunks, gz_lm_delta_carry), as the CPU does (cpu/delta_net.cpp, checked
-// against transformers through the Qwen 3.5 fixtures). Real head sizes (Qwen 3.5's 128 x 128) and
-// odd ones, runs that end a chunk early, exactly or one row after, from states that are not zero,
+// against transformers through the Qwen 3.5 fixtures); keys longer than the chunks' kernel holds
+// by the recurrence. Real head sizes (Qwen 3.5's 128 x 128) and odd ones, runs that end a chunk early, exactly or one row after, from states that are not zero,
 // with decays that fall through the denormal range within a chunk. On the first GPU, in CI the
 // host GPU emulator (ctest emulator_test_llm); skipped where there is none.
 #include <gtest/gtest.h>
@@ -14,7 +14,6 @@
 #include <tuple>
 #include <vector>
 
-#include "common/expect_error.h"
 #include "common/float_compare.h"
 #include "common/gpu_checks.h"
 #include "llm/ops/delta_net.h"
@@ -114,8 +113,8 @@ TEST_P(GpuDeltaNet, RunsMixAsOnTheCpuAndAsEachAlone) {
   }
   std::printf("keys %lld, values %lld: outputs within %.2e of their range of the CPU's, states %.2e\n",
               static_cast<long long>(keyDim), static_cast<long long>(valueDim), outputError, stateError);
-  // f32 sums in other orders (measured up to 1.1e-6 and 4.0e-7); a wrong row, chunk or decay moves
-  // them by more than 1e-2.
+  // f32 sums in other orders (measured 1.7e-7 to 2.0e-7 in chunks; 2.3e-6 and 3.6e-6 by the
+  // recurrence, against the CPU's chunks); a wrong row, chunk or decay moves them by more than 1e-2.
   EXPECT_LT(outputError, 1e-5);
   EXPECT_LT(stateError, 1e-5);
   // Each run's rows and state are the bits it gets alone: nothing depends on the runs beside it.
@@ -129,19 +128,9 @@ TEST_P(GpuDeltaNet, RunsMixAsOnTheCpuAndAsEachAlone) {
   }
 }
 
+// Keys of 320, longer than the chunks' kernel holds (GZ_LM_DELTA_MAX_KEY): by the recurrence.
 INSTANTIATE_TEST_SUITE_P(HeadSizes, GpuDeltaNet,
-                         ::testing::Values(std::tuple<int64_t, int64_t>{128, 128}, std::tuple<int64_t, int64_t>{64, 48}));
-
-class GpuDeltaNetErrors : public test::GpuTest {};
-
-TEST_F(GpuDeltaNetErrors, KeysLongerThanTheChunkedRuleHoldsNameTheLimit) {
-  const ops::DeltaNetShape s{1, 1, 320, 8, 2};
-  const auto zeros = [&](std::vector<int64_t> shape) { return tensor::zeros(std::move(shape)).on(gpu()); };
-  ops::DeltaNetState state = ops::DeltaNetState::zeros(s, gpu());
-  expectError([&] {
-    ops::deltaNetMix(s, {zeros({2, s.channels()}), zeros({1}), zeros({1})}, zeros({3, s.channels()}), zeros({3, 1}),
-                     zeros({3, 1}), {{0, 3, &state}}, zeros({3, 8}));
-  }, {"deltaNetMix", "keys of 320", "keys of at most 256"});
-}
+                         ::testing::Values(std::tuple<int64_t, int64_t>{128, 128}, std::tuple<int64_t, int64_t>{64, 48},
+                                           std::tuple<int64_t, int64_t>{320, 16}));
 
 }  // namespace

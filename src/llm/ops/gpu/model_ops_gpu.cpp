@@ -391,7 +391,8 @@ void deltaNetMix(const DeltaNetRuns& r) {
   const auto runs = static_cast<int64_t>(r.runs.size());
   int64_t packed = 0;
   for (const DeltaNetRuns::Run& run : r.runs) packed += run.rows;
-  check(packed < (int64_t{1} << 31) && runs < 65536, "deltaNetMix: too many rows or runs for one launch");
+  check(packed < (int64_t{1} << 31) && runs < 65536 && r.valueHeads <= kMaxGrid,
+        "deltaNetMix: too many rows, runs or heads for one launch");
   const uint64_t table = copiedOnce(g, deltaRunTable(r.runs, packed));
   const Tensor mixed = gpuops::empty({packed, channels}, DType::F32, device);
   launch(g, "gz_lm_delta_conv", strideGrid(g, packed * channels), kThreads, at(mixed), at(r.qkv), at(r.taps), table,
@@ -415,25 +416,23 @@ void deltaNetMix(const DeltaNetRuns& r) {
   const Tensor beta = gpuops::empty({gates}, DType::F32, device), decay = gpuops::empty({gates}, DType::F32, device);
   launch(g, "gz_lm_delta_gates", strideGrid(g, gates), kThreads, at(beta), at(decay), at(r.b), at(r.a),
          at(r.decayRate), at(r.dtBias), table, runs, packed, r.valueHeads);
-  // As on the CPU, a run of one row by the recurrence, a longer one in chunks.
+  // As on the CPU, a run of one row by the recurrence, a longer one in chunks (by the recurrence
+  // too where a key head is longer than the chunks' kernel holds).
+  const bool chunked = r.keyDim <= kMaxDeltaKey;
   int64_t chunks = 0;
-  bool single = false;
+  bool recurrent = false;
   for (const DeltaNetRuns::Run& run : r.runs) {
-    chunks = std::max(chunks, run.rows > 1 ? (run.rows + kDeltaChunk - 1) / kDeltaChunk : 0);
-    single = single || run.rows == 1;
+    if (run.rows > 1 && chunked) chunks = std::max(chunks, (run.rows + kDeltaChunk - 1) / kDeltaChunk);
+    else recurrent = true;
   }
-  if (single) {
+  if (recurrent) {
     const int64_t columns = r.valueHeads * r.valueDim;
     launch(g, "gz_lm_delta_rule",
            Dim3{static_cast<unsigned>((columns + kThreads - 1) / kThreads), static_cast<unsigned>(runs), 1}, kThreads,
-           at(r.o), at(mixed), at(beta), at(decay), table, runs, r.keyHeads, r.valueHeads, r.keyDim, r.valueDim);
+           at(r.o), at(mixed), at(beta), at(decay), table, runs, r.keyHeads, r.valueHeads, r.keyDim, r.valueDim,
+           chunked ? 1 : 0);
   }
   if (chunks == 0) return;
-  require(r.keyDim <= kMaxDeltaKey && r.valueHeads <= kMaxGrid && chunks <= kMaxGrid, [&] {
-    return "deltaNetMix: " + std::to_string(r.valueHeads) + " value heads of keys of " + std::to_string(r.keyDim) +
-           " over " + std::to_string(chunks) + " chunks; the GPU's chunked delta rule takes keys of at most " +
-           std::to_string(kMaxDeltaKey) + " and at most " + std::to_string(kMaxGrid) + " heads and chunks";
-  });
   const Tensor uw = gpuops::empty({gates, r.valueDim + r.keyDim}, DType::F32, device);
   const Tensor within = gpuops::empty({gates, kDeltaChunk}, DType::F32, device);
   const Tensor logDecay = gpuops::empty({gates}, DType::F32, device);
@@ -534,7 +533,7 @@ int sideKind(const char* op, const Tensor& data, int bits) { return bits > 0 ? 0
 uint64_t rangesOf(const Tensor& ranges) { return ranges.ndim() > 0 ? at(ranges) : 0; }
 
 // Whether attention over these pages runs on the tensor cores (gz_lm_attention_mma): NVIDIA sm_80+,
-// keys and values each F16 or codes, heads a multiple of 16. By the device and the pool alone, so
+// keys and values each F16 or codes, a head's dimension a multiple of 16. By the device and the pool alone, so
 // every pass of a model runs the same kernel.
 bool tensorCoreAttention(const gizhw::gpu::Properties& props, const KvPages& kv, int keyKind, int valueKind) {
   const bool halvesOrCodes = (kv.keyBits > 0 || keyKind == 1) && (kv.valueBits > 0 || valueKind == 1);
