@@ -189,6 +189,10 @@ bench_shaped qwen3s_4bit "python3 bench/make_qwen3_shaped_hf.py --shape 0.6b" \
 bench_shaped qwen3_8b_4layers_4bit "python3 bench/make_qwen3_shaped_hf.py --shape 8b --layers 4" \
   "--device gpu --prefill 512 --decode 64" "--device gpu --prefill 2048 --decode 16" \
   "--device gpu --prefill 128 --decode 32 --batch 32" "--device gpu --prefill 128 --decode 32 --batch 64"
+# Qwen3.5-0.8B's shape: Gated DeltaNet layers (the chunked rule for the prompts) and gated attention.
+bench_shaped qwen35s_4bit "python3 bench/make_qwen35_shaped_hf.py" \
+  "--device gpu --prefill 512 --decode 64" "--device gpu --prefill 2048 --decode 16" \
+  "--device gpu --prefill 128 --decode 32 --batch 32" "--device gpu --prefill 512 --decode 32 --kv 8"
 
 echo "== GPU benchmarks"
 timeout 180 "$bin/bench_gpu" 2>&1 | tee "$out/bench_gpu.txt"
