@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,10 @@ class Kernel {
   /// Launches with `args` pointing to each parameter's value, in order.
   void launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, std::initializer_list<void*> args) const;
   void launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args) const;
+  /// The same, with each argument's bytes: a step being recorded (StepGraph) keeps the launch with
+  /// them where the driver cannot say a kernel's parameter sizes (HIP has no cuFuncGetParamInfo).
+  void launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args,
+              std::span<const size_t> argSizes) const;
   const std::string& name() const { return name_; }
 
  private:

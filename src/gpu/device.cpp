@@ -294,9 +294,14 @@ void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& str
 }
 
 void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args) const {
+  launch(grid, block, sharedBytes, stream, args, {});
+}
+
+void Kernel::launch(Dim3 grid, Dim3 block, size_t sharedBytes, const Stream& stream, void** args,
+                    std::span<const size_t> argSizes) const {
   if (!device_) throw Error("launch: an empty kernel");
   if (StepSession* step = stepSession(*device_, stream.handle()))
-    if (step->launch(function_, grid, block, sharedBytes, args)) return;
+    if (step->launch(function_, grid, block, sharedBytes, args, argSizes)) return;
   device_->activate();
   const DriverApi& api = device_->api;
   if (sharedBytes > 48 * 1024 && api.funcSetAttribute)

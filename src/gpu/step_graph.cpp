@@ -91,10 +91,12 @@ class Session final : public StepSession {
   bool diverged() const { return diverged_; }
   size_t matched() const { return cursor_; }
 
-  bool launch(void* function, Dim3 grid, Dim3 block, size_t sharedBytes, void** args) override {
-    const std::optional<std::vector<size_t>> sizes = state_.device().parameterSizes(function);
+  bool launch(void* function, Dim3 grid, Dim3 block, size_t sharedBytes, void** args,
+              std::span<const size_t> argSizes) override {
+    std::optional<std::vector<size_t>> sizes = state_.device().parameterSizes(function);
+    if (!sizes && !argSizes.empty()) sizes.emplace(argSizes.begin(), argSizes.end());  // HIP: the caller's word
     if (recording_ && !sizes) {
-      cannotRecord();  // the driver does not say how many bytes its arguments are
+      cannotRecord();  // neither the driver nor the caller says how many bytes its arguments are
       return false;
     }
     if (recording_) {
@@ -285,7 +287,7 @@ StepGraph::Ran StepGraph::run(const std::function<void()>& step) {
   State& s = *state_;
   Device& d = s.device();
   const DriverApi& api = d.api;
-  const bool canRecord = api.streamBeginCapture && api.funcGetParamInfo && tSession == nullptr;
+  const bool canRecord = api.streamBeginCapture && tSession == nullptr;
   if (s.never) s.ops.clear();  // what a try at recording kept
   if (s.runs++ == 0 || s.never || !canRecord) {
     step();  // the first run compiles its kernels and fills the allocator's cache

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "gpu/driver_api.h"
 
@@ -16,8 +17,10 @@ namespace gizhw::gpu {
 class StepSession {
  public:
   virtual ~StepSession() = default;
-  /// true: the launch is the recording's (a replay): not queued.
-  virtual bool launch(void* function, Dim3 grid, Dim3 block, size_t sharedBytes, void** args) = 0;
+  /// true: the launch is the recording's (a replay): not queued. `argSizes`: each argument's bytes
+  /// as the caller knows them (empty: the driver's word only).
+  virtual bool launch(void* function, Dim3 grid, Dim3 block, size_t sharedBytes, void** args,
+                      std::span<const size_t> argSizes) = 0;
   /// The recording's buffer (a replay), or `fresh()`'s, kept by the recording when it records.
   virtual Buffer allocate(size_t bytes, const std::function<Buffer()>& fresh) = 0;
   /// true: the bytes went where the recording reads them (queued from there while recording).

@@ -752,7 +752,10 @@ bool loadDriver(DriverApi& api, std::string& why) {
   api.graphLaunch = graphLaunch;
   api.graphExecDestroy = graphDestroy;
   api.graphDestroy = graphDestroy;
-  api.funcGetParamInfo = funcGetParamInfo;
+  // GIZML_GPU_EMULATOR_PARAM_INFO=0: no cuFuncGetParamInfo, as HIP's runtime has none (a step is
+  // recorded with the launchers' argument sizes).
+  const char* paramInfo = std::getenv("GIZML_GPU_EMULATOR_PARAM_INFO");
+  api.funcGetParamInfo = paramInfo && std::string(paramInfo) == "0" ? nullptr : funcGetParamInfo;
   // The attribute and flag numbers are CUDA's (DriverApi's defaults); the error code is ours.
   api.errorOutOfMemory = kOutOfMemory;
   return true;

@@ -38,7 +38,8 @@ Tensor upload(const std::vector<int64_t>& values, const DevicePtr& device) {
 template <class... Args>
 void launch(const DevicePtr& device, const char* name, Dim3 grid, Dim3 block, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  fixed(device, name).launch(grid, block, 0, Gpu(device).stream(), params);
+  const size_t sizes[] = {sizeof(Args)...};  // (a step recorded on HIP keeps the arguments by these)
+  fixed(device, name).launch(grid, block, 0, Gpu(device).stream(), params, sizes);
 }
 
 // Where operands are, one at a time: the first one's device, and an Error at the first operand
@@ -131,9 +132,10 @@ void evalLazy(const Lazy::Node& root, const Tensor& out) {
   for (const auto* leaf : plan.leaves) leaves.push_back(address(leaf->tensor));
   std::vector<uint64_t> params = elementwiseParams(plan, address(out), leaves);
   void* args[] = {params.data()};
+  const size_t sizes[] = {params.size() * sizeof(uint64_t)};  // one parameter: the plan's words
   Gpu gpu(device);
   gpu.kernel(plan.source, kElementwiseKernel)
-      .launch({blocksFor(plan.numel, device, kThreads * 4)}, {kThreads}, 0, gpu.stream(), args);
+      .launch({blocksFor(plan.numel, device, kThreads * 4)}, {kThreads}, 0, gpu.stream(), args, sizes);
 }
 
 void reduceRows(cpu::ReduceOp op, const Tensor& x, int64_t rows, int64_t n, const Tensor& out, int mode) {
@@ -307,7 +309,8 @@ void gather(const Tensor& x, int64_t axis, const std::vector<int64_t>& idx, cons
   const Tensor indices = upload(idx, device);
   uint64_t dst = address(out), src = address(x), ind = address(indices);
   void* args[] = {&dst, &src, &ind, &p};
-  fixed(device, "gz_gather").launch({blocksFor(out.numel(), device)}, {kThreads}, 0, Gpu(device).stream(), args);
+  const size_t sizes[] = {sizeof(dst), sizeof(src), sizeof(ind), sizeof(p)};
+  fixed(device, "gz_gather").launch({blocksFor(out.numel(), device)}, {kThreads}, 0, Gpu(device).stream(), args, sizes);
 }
 
 }  // namespace gizml::gpuops

@@ -55,7 +55,8 @@ using gizhw::gpu::Gpu;
 template <class... Args>
 void launch(const Gpu& g, const char* name, Dim3 grid, unsigned threads, Args... args) {
   void* params[] = {static_cast<void*>(&args)...};
-  g.staticKernel(kernelSource(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params);
+  const size_t sizes[] = {sizeof(Args)...};  // (a step recorded on HIP keeps the arguments by these)
+  g.staticKernel(kernelSource(), name).launch(grid, Dim3{threads, 1, 1}, 0, g.stream(), params, sizes);
 }
 
 constexpr unsigned kThreads = 256;
