@@ -26,6 +26,18 @@ using namespace gizml::llm;
 
 namespace {
 
+std::shared_ptr<const Tokenizer> qwen3Tokenizer() {
+  return std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+}
+// An array of 1 to 4 integers, and any JSON object: two grammars whose masks differ.
+std::shared_ptr<const gizml::grammar::Grammar> integerArrayGrammar() {
+  return std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})"));
+}
+std::shared_ptr<const gizml::grammar::Grammar> anyObjectGrammar() {
+  return std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+}
+
 // A model whose logits come back in host memory: the engine then reads every row whole, as it
 // did before heads were read on the device. Everything else is the model's own.
 class HostLogits final : public LanguageModel {
@@ -145,11 +157,8 @@ TEST_F(GpuModelSampling, AStepsPenaltiesTakeOneCopyAndOneLaunch) {
 // So do the grammars' masks: three constrained requests (two in one grammar state, one in
 // another) add one launch and one copy to a decode step.
 TEST_F(GpuModelSampling, AStepsGrammarMasksTakeOneCopyAndOneLaunch) {
-  const auto tokenizer =
-      std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
-  const auto array = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
-      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})"));
-  const auto object = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+  const auto tokenizer = qwen3Tokenizer();
+  const auto array = integerArrayGrammar(), object = anyObjectGrammar();
   Sampling inArray = greedy(), inObject = greedy();
   inArray.grammar = array;
   inObject.grammar = object;
@@ -164,12 +173,9 @@ TEST_F(GpuModelSampling, AStepsGrammarMasksTakeOneCopyAndOneLaunch) {
 // after a token; only the heads cross.
 TEST_F(GpuModelSampling, AGrammarsMaskOnTheDeviceGivesTheTokensOfWholeRows) {
   // Qwen3's byte-level vocabulary spells ids 0..93 as the ASCII characters 33..126.
-  const auto tokenizer =
-      std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  const auto tokenizer = qwen3Tokenizer();
   const TokenId end = 100;
-  const auto array = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
-      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})"));
-  const auto object = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());
+  const auto array = integerArrayGrammar(), object = anyObjectGrammar();
   const std::shared_ptr<LanguageModel> model = llama();
   const std::shared_ptr<LanguageModel> host = std::make_shared<HostLogits>(model);
   Sampling greedy = sample(0.0, 0, 1.0, 0);

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "cpu/kv_attention.h"
-#include "llm/ops/host.h"
 #include "tensor/gpu/codegen.h"
 #include "tensor/gpu/tensor_ops.h"
 
