@@ -22,8 +22,7 @@
 #include <iterator>
 #include <string>
 
-#define GIZML_SHARED_DATA "../shared/data"
-#define GIZML_TEST_DATA "tests/data"
+#include "../tests/common/test_paths.h"
 #include "../tests/ai/serve_fixture.h"
 #include "../tests/diffusion/klein_tiny.h"
 #include "../tests/diffusion/zimage_tiny.h"
@@ -42,10 +41,10 @@ void require(bool condition, const std::string& answer) {
 
 // The scripted model with a vision tower, on a template that writes a placeholder for each picture.
 ai::Served seeing(const TestModel& test) {
-  auto tower = std::make_shared<const vision::Tower>(vision::Tower::load(GIZML_TEST_DATA "/models/qwen3_5_vl/hf"));
+  auto tower = std::make_shared<const vision::Tower>(vision::Tower::load(test_paths::testData("/models/qwen3_5_vl/hf")));
   auto fake = std::make_shared<ScriptModel>(static_cast<int64_t>(test.tokenizer->vocabSize()),
                                             test.tokenizer->tokenToId("<|im_end|>"), tower->config().outHidden);
-  std::ifstream file(GIZML_SHARED_DATA "/templates/Qwen3.5-4B.jinja");
+  std::ifstream file(test_paths::sharedData("/templates/Qwen3.5-4B.jinja"));
   const llm::Model model(fake, test.tokenizer, std::string(std::istreambuf_iterator<char>(file), {}));
   return {"seeing", model, model.engine(1, 256), tower};
 }

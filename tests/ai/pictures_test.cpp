@@ -17,6 +17,7 @@
 #include "ai/base64.h"
 #include "diffusion/upsampler_tiny.h"
 #include "serve_fixture.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::ai::servetest;
@@ -31,7 +32,7 @@ const json& visionCase() {
 }
 
 std::vector<uint8_t> casePictureFile() {
-  std::ifstream in(std::string(GIZML_TEST_DATA) + "/vision/" + visionCase()["pictures"][0].get<std::string>(),
+  std::ifstream in(test_paths::testData() + "/vision/" + visionCase()["pictures"][0].get<std::string>(),
                    std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "llm/language_model.h"
+#include "../common/test_paths.h"
 
 namespace gizml::ai::servetest {
 
@@ -103,7 +104,7 @@ class ScriptModel : public llm::LanguageModel {
   TokenId endOfTurn_;
 };
 
-inline std::string sharedData(const std::string& name) { return std::string(GIZML_SHARED_DATA) + "/" + name; }
+inline std::string sharedData(const std::string& name) { return test_paths::sharedData() + "/" + name; }
 
 /// The Qwen3 tokenizer and chat template around a ScriptModel.
 struct TestModel {

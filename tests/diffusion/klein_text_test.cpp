@@ -19,6 +19,7 @@
 
 #include "common/expect_error.h"
 #include "diffusion/zimage_tiny.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
@@ -143,7 +144,7 @@ TEST(KleinText, LongPromptsAreNotTruncated) {
 TEST(KleinText, QwenVlTextIsConverted) {
   // Qwen3-VL's language model (model.language_model.*), the vision tower left out: its states are
   // transformers' (tests/data/models/qwen3_vl/hidden.safetensors, hidden_1, the tiny VL's prompt 2).
-  const std::string models = std::string(GIZML_TEST_DATA) + "/models/qwen3_vl/";
+  const std::string models = test_paths::testData() + "/models/qwen3_vl/";
   const std::string hf = temporary("klein_vl_hf"), out = temporary("klein_vl");
   fs::remove_all(hf);
   fs::copy(models + "hf", hf);
@@ -159,7 +160,7 @@ TEST(KleinText, QwenVlTextIsConverted) {
 
 TEST(KleinText, BadInputsAreAnError) {
   const std::string out = temporary("klein_text_refused");
-  const std::string llama = std::string(GIZML_TEST_DATA) + "/models/llama/hf";
+  const std::string llama = test_paths::testData() + "/models/llama/hf";
   expectError([&] { diffusion::convertTextEncoder(llama, out); }, {llama, "qwen3", "llama"});
   expectError([&] { diffusion::convertTextEncoder(hfFolder(), out, {9, 29}); }, {hfFolder(), "layer 29", "28 layers"});
   expectError([&] { diffusion::convertTextEncoder(hfFolder(), out, {}); }, {"no hidden states"});

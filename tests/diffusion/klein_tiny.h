@@ -3,7 +3,7 @@
 // server tests, the server fuzzer and the command-line tests load it: the tiny text encoder of
 // make_klein_text_fixtures.py written back into a Hugging Face folder and converted by
 // convertTextEncoder, the DiT and the VAE of tests/data/diffusion, and the fixture's 70 x 66
-// reference picture. Needs GIZML_TEST_DATA and GIZML_SHARED_DATA.
+// reference picture. Reads them through test_paths.h.
 #include <gizml/diffusion.h>
 #include <gizml/image.h>
 #include <gizml/safetensors.h>

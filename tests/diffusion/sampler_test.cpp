@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/fixture_file.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 
@@ -23,7 +24,7 @@ constexpr double kTolerance = 1e-6;  // about 8 float32 ulps of the step's large
 
 const std::vector<fixture::Case>& cases() {
   static const std::vector<fixture::Case> all =
-      fixture::loadFixtures(std::string(GIZML_TEST_DATA) + "/diffusion/sampler.bin");
+      fixture::loadFixtures(test_paths::testData() + "/diffusion/sampler.bin");
   return all;
 }
 

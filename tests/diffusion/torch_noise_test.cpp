@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/fixture_file.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 
@@ -16,7 +17,7 @@ namespace {
 
 const std::vector<fixture::Case>& cases() {
   static const std::vector<fixture::Case> all =
-      fixture::loadFixtures(std::string(GIZML_TEST_DATA) + "/diffusion/noise.bin");
+      fixture::loadFixtures(test_paths::testData() + "/diffusion/noise.bin");
   return all;
 }
 

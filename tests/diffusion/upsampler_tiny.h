@@ -9,6 +9,7 @@
 #include <string>
 
 #include "diffusion/zimage_tiny.h"
+#include "common/test_paths.h"
 
 namespace gizml::test::upsampler {
 
@@ -27,7 +28,7 @@ inline const std::string& modelFolder() {
 /// as a Hugging Face folder at `hf` (made afresh), with Qwen3.5's chat template.
 inline void writeVisionHf(const std::filesystem::path& hf) {
   zimage::writeTextHf(hf, {}, "upsampler_vl_tiny");
-  std::filesystem::copy_file(std::string(GIZML_SHARED_DATA) + "/templates/Qwen3.5-4B.jinja", hf / "chat_template.jinja");
+  std::filesystem::copy_file(test_paths::sharedData() + "/templates/Qwen3.5-4B.jinja", hf / "chat_template.jinja");
 }
 
 /// That model converted as modelFolder's; convert keeps the tower (FOLDER/vision).

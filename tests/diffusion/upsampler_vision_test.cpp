@@ -14,6 +14,7 @@
 
 #include "common/expect_error.h"
 #include "diffusion/upsampler_tiny.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 
@@ -27,7 +28,7 @@ const nlohmann::json& cases() {
 std::vector<image::Image> pictures(const nlohmann::json& c) {
   std::vector<image::Image> out;
   for (const std::string file : c["pictures"]) {
-    std::ifstream in(std::string(GIZML_TEST_DATA) + "/vision/" + file, std::ios::binary);
+    std::ifstream in(test_paths::testData() + "/vision/" + file, std::ios::binary);
     out.push_back(image::decode(std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())));
   }
   return out;

@@ -18,13 +18,14 @@
 #include <vector>
 
 #include "common/temporary.h"
+#include "common/test_paths.h"
 
 namespace gizml::test {
 
 using Weights = std::map<std::string, T::Tensor>;
 
 inline std::string diffusionData(const std::string& name) {
-  return std::string(GIZML_TEST_DATA) + "/diffusion/" + name;
+  return test_paths::testData() + "/diffusion/" + name;
 }
 
 /// giz paint's MODEL folder for the command-line tests of tests/CMakeLists.txt at $env: emptied,

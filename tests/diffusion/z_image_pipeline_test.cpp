@@ -18,6 +18,7 @@
 
 #include "diffusion/weight_fixture.h"
 #include "diffusion/zimage_tiny.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 namespace fs = std::filesystem;
@@ -92,7 +93,7 @@ TEST(ZImageText, ConvertKeepsAllButTheLastLayer) {
 
 TEST(ZImageText, RefusesOtherModels) {
   const std::string out = test::temporary("zimage_text_refused");
-  const std::string llama = std::string(GIZML_TEST_DATA) + "/models/llama/hf";
+  const std::string llama = test_paths::testData() + "/models/llama/hf";
   expectError([&] { diffusion::convertZImageText(llama, out); }, {llama, "qwen3", "llama"});
   const std::string oneLayer = textHf("one_layer", [](nlohmann::json& c) { c["num_hidden_layers"] = 1; });
   expectError([&] { diffusion::convertZImageText(oneLayer, out); }, {oneLayer, "1 layer"});
@@ -251,7 +252,7 @@ TEST(ZImagePipeline, Errors) {
   // A text encoder 64 wide (the Qwen3 fixture of tests/llm) for a DiT reading 32.
   const fs::path hf = test::temporary("zimage_wide_hf");
   fs::remove_all(hf);
-  fs::copy(std::string(GIZML_TEST_DATA) + "/models/qwen3/hf", hf);
+  fs::copy(test_paths::testData() + "/models/qwen3/hf", hf);
   test::zimage::copyTokenizer(hf);
   const std::string wide = test::temporary("zimage_wide");
   fs::remove_all(wide);

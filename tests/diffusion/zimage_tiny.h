@@ -2,7 +2,7 @@
 // The tiny Z-Image Turbo of tests/reference/make_zimage_pipeline_fixtures.py as the pipeline,
 // the server tests, the server fuzzer and the command-line tests load it: the text encoder's
 // committed tensors written back into a Hugging Face folder (and converted by convertZImageText),
-// the DiT and the VAE of tests/data/diffusion. Needs GIZML_TEST_DATA and GIZML_SHARED_DATA.
+// the DiT and the VAE of tests/data/diffusion. Reads them through test_paths.h.
 #include <gizml/diffusion.h>
 #include <gizml/safetensors.h>
 
@@ -17,17 +17,18 @@
 
 // Relative: fuzz/fuzz_server.cpp includes this header with src/ alone on its include path.
 #include "../common/temporary.h"
+#include "../common/test_paths.h"
 
 namespace gizml::test::zimage {
 
 /// The prompt of the fixtures and of the golden picture.
 inline const std::string kPrompt = "A red fox in fresh snow, watercolor";
 
-inline std::string data(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/diffusion/" + name; }
+inline std::string data(const std::string& name) { return test_paths::testData() + "/diffusion/" + name; }
 
 inline void copyTokenizer(const std::filesystem::path& folder) {
   for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
-    std::filesystem::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, folder / file,
+    std::filesystem::copy_file(test_paths::sharedData() + "/tokenizers/qwen3/" + file, folder / file,
                                std::filesystem::copy_options::overwrite_existing);
 }
 

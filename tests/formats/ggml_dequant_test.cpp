@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "file_bytes.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
@@ -17,7 +18,7 @@ class DequantFixture : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(DequantFixture, BitIdenticalToGgufPy) {
   const std::string name = ggmlTypeName(static_cast<uint32_t>(GetParam()));
-  const std::string base = std::string(GIZML_TEST_DATA) + "/gguf/dequant/" + name;
+  const std::string base = test_paths::testData() + "/gguf/dequant/" + name;
   const std::vector<uint8_t> blocks = readFileBytes(base + ".bin");
   const std::vector<uint8_t> expectedBytes = readFileBytes(base + ".f32");
   const int64_t count = static_cast<int64_t>(expectedBytes.size() / 4);
@@ -47,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(Types, DequantFixture,
 // Enough blocks that dequantize splits the work over threads: each copy of the fixture must give
 // the fixture's values.
 TEST(Dequant, ManyBlocksInParallel) {
-  const std::string base = std::string(GIZML_TEST_DATA) + "/gguf/dequant/Q4_K";
+  const std::string base = test_paths::testData() + "/gguf/dequant/Q4_K";
   const std::vector<uint8_t> blocks = readFileBytes(base + ".bin");
   const std::vector<uint8_t> expected = readFileBytes(base + ".f32");
   constexpr int kCopies = 1000;

@@ -7,13 +7,14 @@
 #include "file_bytes.h"
 #include "llm/formats/gguf.h"
 #include "llm/quant/ggml_dequant.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
 
 namespace {
 
-const std::string kWriterFile = std::string(GIZML_TEST_DATA) + "/gguf/writer.gguf";
+const std::string kWriterFile = test_paths::testData() + "/gguf/writer.gguf";
 
 // Little-endian GGUF bytes built by hand.
 struct Builder {

@@ -8,13 +8,14 @@
 #include <cstring>
 
 #include "file_bytes.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
 
 namespace {
 
-const std::string kWriterFile = std::string(GIZML_TEST_DATA) + "/gguf/writer.gguf";
+const std::string kWriterFile = test_paths::testData() + "/gguf/writer.gguf";
 
 std::vector<uint32_t> bitsOf(const tensor::Tensor& t) {
   const std::vector<float> f = t.toFloats();
@@ -125,7 +126,7 @@ TEST(GgufReader, Version2AndInMemoryBytes) {
 }
 
 TEST(GgufReader, LlamaVocabOnlyFile) {
-  const GgufFile f(std::string(GIZML_SHARED_DATA) + "/tokenizer-tests/llama-spm.gguf");
+  const GgufFile f(test_paths::sharedData() + "/tokenizer-tests/llama-spm.gguf");
   EXPECT_EQ(f.tensors().size(), 0u);
   EXPECT_EQ(f.getString("general.architecture"), "llama");
   EXPECT_EQ(f.getString("tokenizer.ggml.model"), "llama");

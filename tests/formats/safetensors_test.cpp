@@ -16,13 +16,14 @@
 #include "common/temporary.h"
 #include "file_bytes.h"
 #include "llm/formats/safetensors_checkpoint.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
 
 namespace {
 
-const std::string kDir = std::string(GIZML_TEST_DATA) + "/safetensors";
+const std::string kDir = test_paths::testData() + "/safetensors";
 
 std::vector<uint32_t> bitsOf(const tensor::Tensor& t) {
   const std::vector<float> f = t.toFloats();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include "common/test_paths.h"
 
 namespace {
 std::string ldd(const std::string& path) {
@@ -25,7 +26,7 @@ void expectNoGpuLibraries(const std::string& path) {
 
 TEST(NoLink, TestBinaryAndGiz) {
   expectNoGpuLibraries(std::filesystem::canonical("/proc/self/exe").string());
-  const std::string giz = std::string(GIZML_BUILD_DIR) + "/giz";
+  const std::string giz = test_paths::buildDir() + "/giz";
   if (std::filesystem::exists(giz)) expectNoGpuLibraries(giz);
   else ADD_FAILURE() << giz << " was not built";
 }

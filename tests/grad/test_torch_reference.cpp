@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/fixture_file.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using fixture::Case;
@@ -22,7 +23,7 @@ std::string arrayName(char prefix, size_t i) {
 }
 
 const std::vector<Case>& cases() {
-  static const std::vector<Case> all = fixture::loadFixtures(std::string(GIZML_TEST_DATA) + "/grad/torch.bin");
+  static const std::vector<Case> all = fixture::loadFixtures(test_paths::testData() + "/grad/torch.bin");
   return all;
 }
 

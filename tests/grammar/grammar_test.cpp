@@ -11,6 +11,7 @@
 
 #include "common/expect_error.h"
 #include "grammar/token_mask.h"
+#include "common/test_paths.h"
 
 using gizml::grammar::Grammar;
 using gizml::grammar::Matcher;
@@ -24,7 +25,7 @@ bool whole(const Grammar& g, const std::string& text) {
 }
 
 Json cases() {
-  std::ifstream in(std::string(GIZML_TEST_DATA) + "/grammar/cases.json");
+  std::ifstream in(test_paths::testData() + "/grammar/cases.json");
   std::stringstream s;
   s << in.rdbuf();
   return Json::parse(s.str());

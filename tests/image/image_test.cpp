@@ -16,13 +16,14 @@
 
 #include "formats/file_bytes.h"
 #include "image/codecs.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::image;
 
 namespace {
 
-std::string dataPath(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/image/" + name; }
+std::string dataPath(const std::string& name) { return test_paths::testData() + "/image/" + name; }
 
 Image decodeFile(const std::string& name, int64_t maxPixels = kMaxPixels) {
   return decode(readFileBytes(dataPath(name)), maxPixels);
@@ -132,8 +133,8 @@ TEST(Image, EncodePngRoundTrips) {
   EXPECT_EQ(back.height, image.height);
   EXPECT_EQ(back.pixels, image.pixels);
   // For Pillow to read back (ctest image_pillow_reads_encoded_png).
-  std::filesystem::create_directories(std::string(GIZML_BUILD_DIR) + "/image");
-  std::ofstream(std::string(GIZML_BUILD_DIR) + "/image/encoded_rgb.png", std::ios::binary)
+  std::filesystem::create_directories(test_paths::buildDir() + "/image");
+  std::ofstream(test_paths::buildDir() + "/image/encoded_rgb.png", std::ios::binary)
       .write(reinterpret_cast<const char*>(png.data()), std::streamsize(png.size()));
 
   EXPECT_THROW(encodePng(Image{2, 2, std::vector<uint8_t>(11)}), Error);

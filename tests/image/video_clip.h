@@ -10,6 +10,7 @@
 #include <numbers>
 #include <string>
 #include <vector>
+#include "common/test_paths.h"
 
 namespace video_clip {
 
@@ -46,7 +47,7 @@ inline gizml::image::Audio sound() {
 // Where the tests leave their files for the Python checks (ctest image_*_video, image_*_wav).
 // The folder is made here: a test run alone (ctest -R) must not rely on another having made it.
 inline std::string outputPath(const std::string& name) {
-  const std::string folder = std::string(GIZML_BUILD_DIR) + "/image";
+  const std::string folder = test_paths::buildDir() + "/image";
   std::filesystem::create_directories(folder);
   return folder + "/" + name;
 }

@@ -8,6 +8,7 @@
 #include "common/expect_error.h"
 #include "fake_model.h"
 #include "llm_test_util.h"
+#include "common/test_paths.h"
 
 using namespace gizml::llm;
 using gizml::llm::fake::FakeModel;
@@ -60,7 +61,7 @@ TEST_F(EngineTest, EndOfTurnTokenEndsTheRequest) {
 
 TEST_F(EngineTest, StopStringOnDecodedText) {
   // Qwen3's byte-level vocabulary spells ids 0..31 as the ASCII characters 33..64.
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(test_paths::sharedData() + "/tokenizers/qwen3"));
   const std::vector<TokenId> free = greedyReference({9, 1}, 12);
   std::string text = tokenizer->decode(free);
   const std::string stop = text.substr(3, 2);  // spans tokens 3 and 4
@@ -86,7 +87,7 @@ TEST_F(EngineTest, StopStringOnDecodedText) {
 }
 
 TEST_F(EngineTest, TextOfARequestWithNoStopIsItsTokensDecoded) {
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(test_paths::sharedData() + "/tokenizers/qwen3"));
   Engine withText(model, tokenizer, {}, 2, 64);
   Request r = request({9, 1}, 12);
   r.stop = {"not in this text"};
@@ -224,7 +225,7 @@ std::vector<TokenId> grammarReference(std::vector<TokenId> seq, int64_t limit, i
 
 TEST(EngineGrammar, GreedyFollowsTheGrammarAndEndsTheTurnWhenWhole) {
   // Qwen3's byte-level vocabulary spells ids 0..93 as the ASCII characters 33..126.
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(test_paths::sharedData() + "/tokenizers/qwen3"));
   auto model = std::make_shared<FakeModel>(128);
   const TokenId end = 100;
   auto grammar = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::fromSchema(
@@ -246,7 +247,7 @@ TEST(EngineGrammar, GreedyFollowsTheGrammarAndEndsTheTurnWhenWhole) {
 }
 
 TEST(EngineGrammar, SampledTextIsWholeAndTheGrammarStartsAfterItsToken) {
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(test_paths::sharedData() + "/tokenizers/qwen3"));
   auto model = std::make_shared<FakeModel>(128);
   const TokenId end = 100;
   auto grammar = std::make_shared<const gizml::grammar::Grammar>(gizml::grammar::Grammar::anyObject());

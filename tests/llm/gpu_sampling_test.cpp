@@ -20,6 +20,7 @@
 #include "llm/language_model.h"
 #include "llm_test_util.h"
 #include "model_reference.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
@@ -27,7 +28,7 @@ using namespace gizml::llm;
 namespace {
 
 std::shared_ptr<const Tokenizer> qwen3Tokenizer() {
-  return std::make_shared<const Tokenizer>(Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3"));
+  return std::make_shared<const Tokenizer>(Tokenizer::fromJson(test_paths::sharedData() + "/tokenizers/qwen3"));
 }
 // An array of 1 to 4 integers, and any JSON object: two grammars whose masks differ.
 std::shared_ptr<const gizml::grammar::Grammar> integerArrayGrammar() {

@@ -12,8 +12,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "common/test_paths.h"
 
-inline std::string llmData(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/llm/" + name; }
+inline std::string llmData(const std::string& name) { return test_paths::testData() + "/llm/" + name; }
 
 /// An empty temporary folder (gizml::test::temporary: removed when the process exits), unique to
 /// the running test.

@@ -22,6 +22,7 @@
 #include "llm/language_model.h"
 #include "llm/quant/converted_model.h"
 #include "llm_test_util.h"
+#include "common/test_paths.h"
 
 namespace {
 
@@ -29,7 +30,7 @@ using namespace gizml;
 using namespace gizml::llm;
 namespace fs = std::filesystem;
 
-[[maybe_unused]] std::string modelData(const std::string& arch) { return std::string(GIZML_TEST_DATA) + "/models/" + arch; }
+[[maybe_unused]] std::string modelData(const std::string& arch) { return test_paths::testData() + "/models/" + arch; }
 
 struct Reference {
   std::vector<std::vector<int32_t>> prompts;
@@ -83,7 +84,7 @@ constexpr int kUnquantized = 0;
 [[maybe_unused]] std::string loadableLlama(const std::string& tag) {
   const std::string folder = editedModel(tag, [](nlohmann::json&) {});
   for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3/" + file, fs::path(folder) / file);
+    fs::copy_file(test_paths::sharedData() + "/tokenizers/qwen3/" + file, fs::path(folder) / file);
   return folder;
 }
 

@@ -9,13 +9,14 @@
 #include "fake_model.h"
 #include "llm/formats/gguf.h"
 #include "llm_test_util.h"
+#include "common/test_paths.h"
 
 using namespace gizml::llm;
 using nlohmann::ordered_json;
 
 namespace {
 
-std::string shared(const std::string& name) { return std::string(GIZML_SHARED_DATA) + "/" + name; }
+std::string shared(const std::string& name) { return test_paths::sharedData() + "/" + name; }
 
 Model modelOf(const std::string& tokenizerName) {
   const std::string folder = shared("tokenizers/" + tokenizerName);

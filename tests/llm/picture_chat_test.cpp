@@ -12,6 +12,7 @@
 
 #include "common/expect_error.h"
 #include "fake_model.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
@@ -19,10 +20,10 @@ using nlohmann::ordered_json;
 
 namespace {
 
-const std::string kVision = std::string(GIZML_TEST_DATA) + "/vision/";
+const std::string kVision = test_paths::testData() + "/vision/";
 
 Model qwen35Chat() {
-  const std::string shared = std::string(GIZML_SHARED_DATA);
+  const std::string shared = test_paths::sharedData();
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::fromJson(shared + "/tokenizers/qwen3"));
   std::ifstream in(shared + "/templates/Qwen3.5-4B.jinja");
   const std::string chatTemplate((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -14,6 +14,7 @@
 #include "llm/ops/linear.h"
 #include "llm/quant/converted_model.h"
 #include "llm_test_util.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::llm;
@@ -60,7 +61,7 @@ void expectWithinActivationRounding(const Linear& layer, int64_t rows, int64_t g
 TEST(QuantLinear, WithinTheInt8ActivationRoundingOfTheDequantizedProduct) {
   for (int bits : {4, 6, 8}) {
     const std::string folder = freshFolder(std::to_string(bits) + "bits");
-    convert(std::string(GIZML_TEST_DATA) + "/models/qwen3/hf", folder, Bits{.layers = bits, .head = bits, .group = 32});
+    convert(test_paths::testData() + "/models/qwen3/hf", folder, Bits{.layers = bits, .head = bits, .group = 32});
     const ConvertedModel model = ConvertedModel::open(folder);
     SCOPED_TRACE(std::to_string(bits) + " bits");
     // q_proj [128, 64], down_proj [64, 128] and the head [512, 64] of the tiny Qwen3.

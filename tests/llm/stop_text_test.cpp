@@ -2,13 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "llm/engine/stop_text.h"
+#include "common/test_paths.h"
 
 using namespace gizml::llm;
 
 namespace {
 
 const Tokenizer& qwen3() {
-  static const Tokenizer t = Tokenizer::fromJson(std::string(GIZML_SHARED_DATA) + "/tokenizers/qwen3");
+  static const Tokenizer t = Tokenizer::fromJson(test_paths::sharedData() + "/tokenizers/qwen3");
   return t;
 }
 

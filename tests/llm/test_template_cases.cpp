@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include "common/test_paths.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ ordered_json readJson(const std::filesystem::path& path) {
 }
 
 TEST(TemplateCases, MatchJinja2ByteForByte) {
-  const ordered_json doc = readJson(std::filesystem::path(GIZML_TEST_DATA) / "templates" / "generated" / "cases.json");
+  const ordered_json doc = readJson(std::filesystem::path(test_paths::testData()) / "templates" / "generated" / "cases.json");
   const ordered_json& context = doc["context"];
   int total = 0, rendered = 0, raised = 0, failures = 0;
   for (const ordered_json& c : doc["cases"]) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/read_file.h"
+#include "common/test_paths.h"
 
 namespace {
 
@@ -22,7 +23,7 @@ using testing_files::readFile;
 
 // The template sources, by fixture file name, as the fixture script found them.
 std::string templateSource(const std::string& file) {
-  const fs::path shared = GIZML_SHARED_DATA;
+  const fs::path shared = test_paths::sharedData();
   if (file.rfind("tokenizer-", 0) == 0) {
     const std::string name = file.substr(10, file.size() - 10 - 6);
     return ordered_json::parse(readFile(shared / "tokenizers" / name / "tokenizer_config.json"))["chat_template"];
@@ -31,7 +32,7 @@ std::string templateSource(const std::string& file) {
 }
 
 TEST(TemplateReference, MatchesJinja2OnEveryConversation) {
-  const fs::path dir = fs::path(GIZML_TEST_DATA) / "templates";
+  const fs::path dir = fs::path(test_paths::testData()) / "templates";
   std::map<std::string, ordered_json> contexts;
   for (const auto& c : ordered_json::parse(readFile(dir / "conversations.json"))) contexts[c["name"]] = c["context"];
   ASSERT_GE(contexts.size(), 30u);

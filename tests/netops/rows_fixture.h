@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "common/fixture_file.h"
+#include "common/test_paths.h"
 
 namespace rows_fixture {
 
 inline const std::vector<fixture::Case>& cases() {
-  static const std::vector<fixture::Case> all = fixture::loadFixtures(GIZML_TEST_DATA "/netops_rows/rows.bin");
+  static const std::vector<fixture::Case> all = fixture::loadFixtures(test_paths::testData("/netops_rows/rows.bin"));
   return all;
 }
 

@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "common/fixture_file.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using fixture::Case;
@@ -31,7 +32,7 @@ using fixture::Case;
 namespace {
 
 const std::vector<Case>& cases() {
-  static const std::vector<Case> all = fixture::loadFixtures(std::string(GIZML_TEST_DATA) + "/netops/torch.bin");
+  static const std::vector<Case> all = fixture::loadFixtures(test_paths::testData() + "/netops/torch.bin");
   return all;
 }
 

@@ -21,6 +21,7 @@
 #include "core/thread_pool.h"
 #include "ops/op_table.h"
 #include "common/read_file.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::test::ops;
@@ -270,7 +271,7 @@ std::set<std::string> declaredOperations(const std::string& path, const std::str
 }  // namespace
 
 TEST(BackendOps, EveryPublicOperationHasARow) {
-  const std::string include = std::string(GIZML_TEST_DATA) + "/../../include/gizml/";
+  const std::string include = test_paths::testData() + "/../../include/gizml/";
   std::set<std::string> declared = declaredOperations(include + "tensor.h", "tensor::");
   for (const std::string& n : declaredOperations(include + "ops.h", "tensor::")) declared.insert(n);  // opName
   for (const char* header : {"netops.h", "netops_rows.h"})

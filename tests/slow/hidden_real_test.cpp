@@ -13,6 +13,7 @@
 
 #include "llm/formats/safetensors.h"
 #include "real_models.h"
+#include "common/test_paths.h"
 
 // Measured, relative RMS error of the hidden states: 3.5e-4 after layer 1, 6.9e-4 after 29 of 30:
 // F16's rounding of the GGUF's Q4_1 values (<= 2^-11 each) against transformers' float32.
@@ -43,7 +44,7 @@ int64_t residentBytes() {
 TEST(RealModelHidden, SmolLM2FirstLayersGiveTransformersHiddenStates) {
   const std::string folder = convertedFolder(kSmolLM2At16);
   if (folder.empty()) GTEST_SKIP() << notInstalled(kSmolLM2At16);
-  const std::string data = std::string(GIZML_TEST_DATA) + "/real_models/smollm2_hidden";
+  const std::string data = test_paths::testData() + "/real_models/smollm2_hidden";
   const nlohmann::json ref = nlohmann::json::parse(std::ifstream(data + ".json"));
   const std::vector<TokenId> ids = ref["ids"];
   const gizml::llm::SafetensorsFile states(data + ".safetensors");

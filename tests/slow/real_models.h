@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
+#include "common/test_paths.h"
 
 namespace {
 
@@ -19,7 +20,7 @@ using namespace gizml::llm;
 
 // scripts/default-model.sh's answer, or "" when it fails.
 [[maybe_unused]] std::string ggufOf(const std::string& name) {
-  const fs::path script = fs::path(GIZML_TEST_DATA) / ".." / ".." / "scripts" / "default-model.sh";
+  const fs::path script = fs::path(test_paths::testData()) / ".." / ".." / "scripts" / "default-model.sh";
   FILE* pipe = popen((script.string() + " " + name + " 2>/dev/null").c_str(), "r");
   if (!pipe) return "";
   std::string out;
@@ -42,7 +43,7 @@ struct Case {
 };
 
 [[maybe_unused]] nlohmann::json referenceOf(const Case& c) {
-  std::ifstream in(std::string(GIZML_TEST_DATA) + "/real_models/" + c.reference);
+  std::ifstream in(test_paths::testData() + "/real_models/" + c.reference);
   return nlohmann::json::parse(in);
 }
 
@@ -62,7 +63,7 @@ struct Case {
   const std::string gguf = ggufOf(c.name);
   if (gguf.empty()) return "";
   const fs::path folder =
-      fs::path(GIZML_BUILD_DIR) / "real_models" / (std::string(c.name) + "_" + std::to_string(c.bits.layers) + "bits");
+      fs::path(test_paths::buildDir()) / "real_models" / (std::string(c.name) + "_" + std::to_string(c.bits.layers) + "bits");
   if (!fs::exists(folder)) {
     // CTest runs several of these tests at once: each converts into its own folder and renames
     // it into place, so that no test reads a folder another is still writing.
@@ -70,7 +71,7 @@ struct Case {
     fs::remove_all(mine);
     fs::create_directories(mine);
     convert(gguf, mine.string(), c.bits);
-    if (c.templateConfig) supplyChatTemplate(mine, std::string(GIZML_SHARED_DATA) + "/" + c.templateConfig);
+    if (c.templateConfig) supplyChatTemplate(mine, test_paths::sharedData() + "/" + c.templateConfig);
     std::error_code taken;  // another test renamed its copy first: theirs is as good
     fs::rename(mine, folder, taken);
     fs::remove_all(mine);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/expect_error.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using T::Shape;
@@ -22,7 +23,7 @@ namespace {
 const std::map<std::string, std::vector<double>>& fixture() {
   static const auto lines = [] {
     std::map<std::string, std::vector<double>> out;
-    std::ifstream in(std::string(GIZML_TEST_DATA) + "/tensor/i4.txt");
+    std::ifstream in(test_paths::testData() + "/tensor/i4.txt");
     EXPECT_TRUE(in) << "tests/data/tensor/i4.txt is missing";
     std::string line;
     while (std::getline(in, line)) {

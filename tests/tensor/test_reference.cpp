@@ -70,6 +70,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "common/test_paths.h"
 
 namespace {
 
@@ -78,7 +79,7 @@ using namespace gizml::tensor;
 
 using namespace fixture;
 
-const std::string kFixturePath = std::string(GIZML_TEST_DATA) + "/tensor/ops.bin";
+const std::string kFixturePath = test_paths::testData() + "/tensor/ops.bin";
 
 struct Fixtures {
   std::vector<Case> cases;

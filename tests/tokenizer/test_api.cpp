@@ -8,6 +8,7 @@
 #include "llm/formats/gguf.h"
 #include "llm/tokenizer/load_gguf.h"
 #include "llm/tokenizer/unicode.h"
+#include "common/test_paths.h"
 
 namespace {
 
@@ -16,7 +17,7 @@ using gizml::llm::TokenId;
 using gizml::llm::Tokenizer;
 
 const Tokenizer& qwen3() {
-  static const Tokenizer t = Tokenizer::fromJson(GIZML_SHARED_DATA "/tokenizers/qwen3/tokenizer.json");
+  static const Tokenizer t = Tokenizer::fromJson(test_paths::sharedData("/tokenizers/qwen3/tokenizer.json"));
   return t;
 }
 
@@ -56,7 +57,7 @@ TEST(TokenizerApi, StreamDecoderHoldsBackPartialCharacters) {
 }
 
 TEST(TokenizerApi, GemmaAddsBos) {
-  const Tokenizer t = Tokenizer::fromJson(GIZML_SHARED_DATA "/tokenizers/gemma3");
+  const Tokenizer t = Tokenizer::fromJson(test_paths::sharedData("/tokenizers/gemma3"));
   EXPECT_EQ(t.bos(), 2);
   EXPECT_EQ(t.eos(), t.tokenToId("<end_of_turn>"));
   const std::vector<TokenId> ids = t.encode("Hello world");
@@ -66,7 +67,7 @@ TEST(TokenizerApi, GemmaAddsBos) {
 }
 
 TEST(TokenizerApi, SpmStreamDropsTheAddedSpace) {
-  const Tokenizer t = Tokenizer::fromGguf(GIZML_SHARED_DATA "/tokenizer-tests/llama-spm.gguf");
+  const Tokenizer t = Tokenizer::fromGguf(test_paths::sharedData("/tokenizer-tests/llama-spm.gguf"));
   const std::string text = "Hello world 🦙 ok";
   const std::vector<TokenId> ids = t.encode(text);
   EXPECT_EQ(t.decode(ids, true), text);
@@ -87,7 +88,7 @@ TEST(TokenizerApi, MalformedGgufIsAnError) {
   EXPECT_THROW(open(header, 3), gizml::Error);
   EXPECT_THROW(open(header, 24), gizml::Error);  // a pair is missing
   // A well-formed GGUF file without a vocabulary.
-  EXPECT_THROW(Tokenizer::fromGguf(GIZML_TEST_DATA "/gguf/writer.gguf"), gizml::Error);
+  EXPECT_THROW(Tokenizer::fromGguf(test_paths::testData("/gguf/writer.gguf")), gizml::Error);
   // Metadata of the wrong type names the key.
   const uint8_t wrongType[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
                                21, 0, 0, 0, 0, 0, 0, 0, 't', 'o', 'k', 'e', 'n', 'i', 'z', 'e', 'r', '.', 'g',

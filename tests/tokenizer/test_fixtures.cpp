@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tokenizer/fixtures.h"
+#include "common/test_paths.h"
 
 namespace {
 
@@ -10,9 +11,9 @@ using gizml::llm::TokenId;
 using gizml::llm::Tokenizer;
 
 void expectFixtures(const std::string& name) {
-  const Tokenizer t = Tokenizer::fromJson(GIZML_SHARED_DATA "/tokenizers/" + name);
-  const auto docs = tokenizer_fixtures::readCorpus(GIZML_TEST_DATA "/tokenizer/corpus.bin");
-  const auto expected = tokenizer_fixtures::readIds(GIZML_TEST_DATA "/tokenizer/" + name + ".ids");
+  const Tokenizer t = Tokenizer::fromJson(test_paths::sharedData("/tokenizers/") + name);
+  const auto docs = tokenizer_fixtures::readCorpus(test_paths::testData("/tokenizer/corpus.bin"));
+  const auto expected = tokenizer_fixtures::readIds(test_paths::testData("/tokenizer/") + name + ".ids");
   ASSERT_EQ(docs.size(), expected.size());
   ASSERT_GE(docs.size(), 150u);
   size_t matched = 0, roundTrips = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/read_file.h"
+#include "common/test_paths.h"
 
 namespace {
 
@@ -50,13 +51,13 @@ void expectCases(const Tokenizer& tokenizer, const std::string& stem) {
 }
 
 TEST(TokenizerCases, Qwen3JsonGivesLlamaCppQwen2Ids) {
-  const Tokenizer t = Tokenizer::fromJson(GIZML_SHARED_DATA "/tokenizers/qwen3");
-  expectCases(t, GIZML_SHARED_DATA "/tokenizer-tests/qwen2");
+  const Tokenizer t = Tokenizer::fromJson(test_paths::sharedData("/tokenizers/qwen3"));
+  expectCases(t, test_paths::sharedData("/tokenizer-tests/qwen2"));
 }
 
 TEST(TokenizerCases, LlamaSpmGgufGivesLlamaCppIds) {
-  const Tokenizer t = Tokenizer::fromGguf(GIZML_SHARED_DATA "/tokenizer-tests/llama-spm.gguf");
-  expectCases(t, GIZML_SHARED_DATA "/tokenizer-tests/llama-spm");
+  const Tokenizer t = Tokenizer::fromGguf(test_paths::sharedData("/tokenizer-tests/llama-spm.gguf"));
+  expectCases(t, test_paths::sharedData("/tokenizer-tests/llama-spm"));
   EXPECT_EQ(t.bos(), 1);
   EXPECT_EQ(t.eos(), 2);
   EXPECT_EQ(t.encode("Hello", true), (std::vector<TokenId>{1, 15043}));

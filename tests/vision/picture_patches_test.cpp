@@ -16,13 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/file_bytes.h"
+#include "common/test_paths.h"
 
 using namespace gizml;
 using namespace gizml::vision;
 
 namespace {
 
-std::string dataPath(const std::string& name) { return std::string(GIZML_TEST_DATA) + "/vision/" + name; }
+std::string dataPath(const std::string& name) { return test_paths::testData() + "/vision/" + name; }
 
 nlohmann::json cases() {
   std::ifstream in(dataPath("cases.json"));

@@ -10,11 +10,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include "common/test_paths.h"
 
 namespace gizml::vision {
 namespace {
 
-const std::string kModels = std::string(GIZML_TEST_DATA) + "/models/";
+const std::string kModels = test_paths::testData() + "/models/";
 const std::string kModel = kModels + "qwen3_5_vl";
 
 struct Reference {
@@ -106,7 +107,7 @@ TEST(VisionTower, BadPatchesAreErrors) {
 
 TEST(VisionTower, AModelWithoutATowerIsAnError) {
   try {
-    Tower::load(std::string(GIZML_TEST_DATA) + "/models/qwen3_5/hf");
+    Tower::load(test_paths::testData() + "/models/qwen3_5/hf");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("vision_config is missing"), std::string::npos) << e.what();
