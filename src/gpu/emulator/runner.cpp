@@ -122,6 +122,7 @@ struct Run {
   unsigned threads = 0, live = 0, atBarrier = 0;
   std::vector<unsigned> order;  // the order fibers run in between barriers (GIZML_GPU_EMULATOR_SCHEDULE)
   Fiber* current = nullptr;
+  unsigned position = 0;  // current's index in order
 #if defined(GZ_EMU_FAST_SWITCH)
   void* scheduler = nullptr;
 #else
@@ -150,22 +151,40 @@ void setError(const std::string& what, const Fiber* f) {
   if (g->error.empty()) g->error = "kernel " + g->function->name + ": " + what + where(f);
 }
 
-// Back to the scheduler; returns when the fiber is resumed.
-void park() {
+// Switches from fiber `from` to `to`, or to the scheduler when `to` is null; returns when `from`
+// is resumed.
+void switchFiber(Fiber& from, Fiber* to) {
 #if defined(GZ_EMU_FAST_SWITCH)
-  gz_emu_switch(&g->current->sp, g->scheduler);
+  gz_emu_switch(&from.sp, to ? to->sp : g->scheduler);
 #else
-  swapcontext(&g->current->context, &g->scheduler);
+  swapcontext(&from.context, to ? &to->context : &g->scheduler);
 #endif
 }
 
-// Resumes fiber f from the scheduler; returns when it parks or ends.
-void resume(Fiber& f) {
-#if defined(GZ_EMU_FAST_SWITCH)
-  gz_emu_switch(&g->scheduler, f.sp);
-#else
-  swapcontext(&g->scheduler, &f.context);
-#endif
+// The running fiber stops here and the next ready one in the run order goes on, straight from
+// this fiber's stack: on from this fiber, then round from the first, the order of a scheduler's
+// passes without a switch to the scheduler and back between every two fibers (a warp shuffle
+// parks all 32 lanes: half the switches). Back to the scheduler (runBlock) when the launch
+// failed, every thread ended or none can run. Returns when this fiber is resumed.
+void park() {
+  Run& r = *g;
+  Fiber& from = *r.current;
+  Fiber* to = nullptr;
+  if (r.error.empty()) {
+    for (unsigned step = 1; step <= r.threads && !to; ++step) {
+      const unsigned k = (r.position + step) % r.threads;
+      Fiber& f = *gFibers[r.order[k]];
+      if (f.state != State::Ready) continue;
+      to = &f;
+      r.position = k;
+    }
+  }
+  if (to == &from) return;  // released by its own arrival, and the only one that may run
+  if (to) {
+    r.current = to;
+    r.ctx.thread = &to->thread;
+  }
+  switchFiber(from, to);
 }
 
 [[noreturn]] void failHere(const std::string& message) {
@@ -465,11 +484,8 @@ void fiberMain() {
   checkBarrier();
   checkWarp(f.thread.warp);
   if (f.thread.linear / 128 < g->groups.size()) checkGroup(f.thread.linear / 128);
-#if defined(GZ_EMU_FAST_SWITCH)
   park();  // never resumed
   std::abort();
-#endif
-  // Returning resumes the scheduler (uc_link).
 }
 
 Fiber& fiber(unsigned i) {
@@ -528,51 +544,46 @@ std::string runBlock(unsigned bx, unsigned by, unsigned bz) {
 #else
     f.context.uc_stack.ss_sp = f.stack;
     f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = &r.scheduler;
     makecontext(&f.context, fiberMain, 0);
 #endif
   }
-  unsigned done = 0;
-  while (done < r.threads) {
-    bool ran = false;
-    for (unsigned k = 0; k < r.threads; ++k) {
-      Fiber& f = *gFibers[r.order[k]];
-      if (f.state != State::Ready) continue;
-      r.current = &f;
-      r.ctx.thread = &f.thread;
-      resume(f);
-      ran = true;
-      if (!r.error.empty()) return r.error;
-      if (f.state == State::Done) ++done;
-    }
-    if (!r.error.empty()) return r.error;
-    if (!ran && done < r.threads) {
-      for (unsigned i = 0; i < r.threads; ++i) {
-        const Fiber& f = *gFibers[i];
-        if (f.state != State::AtMbarrier) continue;
-        const Mbarrier& b = r.mbarriers[f.mbarrier];
-        setError("mbarrier.try_wait.parity: the phase of parity " + std::to_string(f.parity) +
-                     " of the mbarrier at shared offset " + hex(f.mbarrier) + " can never complete (" +
-                     std::to_string(b.pending) + " of " + std::to_string(b.expected) +
-                     " arrivals pending, transaction count " + std::to_string(b.tx) +
-                     " bytes: an arrive.expect_tx missing, bytes expected that no copy brings, or the barrier two phases "
-                     "ahead of the wait)",
-                 &f);
-        return r.error;
-      }
-      unsigned atBarrier = 0, atWarp = 0, atGroup = 0;
-      for (unsigned i = 0; i < r.threads; ++i) {
-        atBarrier += gFibers[i]->state == State::AtBarrier;
-        atWarp += gFibers[i]->state == State::AtWarp;
-        atGroup += gFibers[i]->state == State::AtGroup;
-      }
-      setError("the block can never finish: " + std::to_string(atBarrier) + " threads wait at __syncthreads, " +
-                   std::to_string(atWarp) + " in warp collectives, " + std::to_string(atGroup) +
-                   " in warpgroup collectives (wgmma), " + std::to_string(r.threads - r.live) +
-                   " exited (a barrier or collective in divergent code)",
-               nullptr);
+  // The first fiber in the order starts; the fibers hand on to each other (park) and come back
+  // here when the launch failed, all ended, or none can run.
+  r.position = 0;
+  r.current = gFibers[r.order[0]].get();
+  r.ctx.thread = &r.current->thread;
+#if defined(GZ_EMU_FAST_SWITCH)
+  gz_emu_switch(&r.scheduler, r.current->sp);
+#else
+  swapcontext(&r.scheduler, &r.current->context);
+#endif
+  if (!r.error.empty()) return r.error;
+  if (r.live > 0) {
+    for (unsigned i = 0; i < r.threads; ++i) {
+      const Fiber& f = *gFibers[i];
+      if (f.state != State::AtMbarrier) continue;
+      const Mbarrier& b = r.mbarriers[f.mbarrier];
+      setError("mbarrier.try_wait.parity: the phase of parity " + std::to_string(f.parity) +
+                   " of the mbarrier at shared offset " + hex(f.mbarrier) + " can never complete (" +
+                   std::to_string(b.pending) + " of " + std::to_string(b.expected) +
+                   " arrivals pending, transaction count " + std::to_string(b.tx) +
+                   " bytes: an arrive.expect_tx missing, bytes expected that no copy brings, or the barrier two phases "
+                   "ahead of the wait)",
+               &f);
       return r.error;
     }
+    unsigned atBarrier = 0, atWarp = 0, atGroup = 0;
+    for (unsigned i = 0; i < r.threads; ++i) {
+      atBarrier += gFibers[i]->state == State::AtBarrier;
+      atWarp += gFibers[i]->state == State::AtWarp;
+      atGroup += gFibers[i]->state == State::AtGroup;
+    }
+    setError("the block can never finish: " + std::to_string(atBarrier) + " threads wait at __syncthreads, " +
+                 std::to_string(atWarp) + " in warp collectives, " + std::to_string(atGroup) +
+                 " in warpgroup collectives (wgmma), " + std::to_string(r.threads - r.live) +
+                 " exited (a barrier or collective in divergent code)",
+             nullptr);
+    return r.error;
   }
   for (const auto& [bar, b] : r.mbarriers)
     if (!b.inFlight.empty())
